@@ -1,0 +1,1 @@
+"""Metrics on arrays (velocities per cycle, slip, COP margins, modal frequencies, energy)."""

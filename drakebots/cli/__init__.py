@@ -1,0 +1,102 @@
+"""The `drakebots` command: one subcommand (verb) per module in this package.
+
+Every public module here (a name not starting with "_") defines
+`register(subparsers) -> argparse.ArgumentParser` and sets `func` on its parser, a function
+`(args) -> int` returning the exit code. Exit codes (DESIGN.md): 0 done; 1 ran but did not reach its
+goal (the results folder holds the reason); 2 bad input (nothing written).
+"""
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+
+from drakebots.errors import InputError, RunFailure
+
+EPILOG = """exit codes: 0 done; 1 ran but did not reach its goal (results folder kept, reason in
+summary.json); 2 bad input (the message names what and where; nothing is written)."""
+
+
+def VerbModules() -> list[str]:
+    """Names of the verb modules in this package, sorted."""
+    return sorted(
+        info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")
+    )
+
+
+def MakeParser() -> argparse.ArgumentParser:
+    """The top-level parser with every verb registered."""
+    parser = argparse.ArgumentParser(
+        prog="drakebots",
+        description="Model, simulate and optimise the motion of soft and small legged robots "
+        "(HAMR-VI, skinned quad-robots, the gecko soft walker, voxel lattices) with Drake.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    import drakebots
+
+    parser.add_argument("--version", action="version", version=drakebots.__version__)
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    subparsers.required = True
+    for name in VerbModules():
+        module = importlib.import_module(f"{__name__}.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `drakebots` console script and `python -m drakebots`."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    parser = MakeParser()
+    args = parser.parse_args(argv)
+    import pydrake.common  # noqa: F401 - sets up Drake's logger, which the next line quiets.
+
+    # Drake logs every Meshcat server it starts at INFO; verbs print the URLs that matter.
+    logging.getLogger("drake").setLevel(logging.WARNING)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
+        return 2
+    except RunFailure as e:
+        print(f"drakebots {args.verb}: did not reach its goal: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"drakebots {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """--out and --force, shared by every verb that writes a results folder."""
+    parser.add_argument(
+        "--out",
+        required=required,
+        default=None,
+        help="results folder to write (default: runs/<verb>-<name>-<time>)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace the results folder if it exists"
+    )
+
+
+def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.ArgumentParser:
+    """A verb parser whose help is the module's docstring (first line short, rest description)."""
+    lines = (module_doc or "").strip().splitlines()
+    short = lines[0] if lines else name
+    return subparsers.add_parser(
+        name,
+        help=short,
+        description=(module_doc or "").strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        **kwargs,
+    )
+
+
+def PositiveFloat(text: str) -> float:
+    """argparse type: a float > 0 (argparse turns the ValueError into exit 2)."""
+    value = float(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value

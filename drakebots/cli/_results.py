@@ -1,0 +1,186 @@
+"""Results folders (DESIGN.md, "The user's interface"): written atomically, never half written.
+
+A run writes into a hidden temporary folder next to its destination and renames it into place
+when it finishes (also when it finishes without reaching its goal: exit 1 keeps everything). If
+the run crashes, the temporary folder is removed and the destination is untouched. An existing
+destination is replaced only with `--force`.
+"""
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from drakebots.errors import InputError
+
+
+def CheckOutputFolder(out: str | Path, force: bool) -> Path:
+    """Validates a destination before any work starts (exit 2 if it exists without --force)."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--out {out}: exists and is not a folder")
+    if path.exists() and not force:
+        raise InputError(f"--out {out}: folder exists; pass --force to replace it")
+    return path
+
+
+def Versions() -> dict:
+    """Versions of the packages that produced a result."""
+    import drakebots
+
+    versions = {
+        "drakebots": drakebots.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
+    for module in ("pydrake", "scipy", "matplotlib"):
+        try:
+            if module == "pydrake":
+                from importlib.metadata import version
+
+                versions["drake"] = version("drake")
+            else:
+                versions[module] = __import__(module).__version__
+        except Exception:  # noqa: BLE001 - a missing optional package is just not listed.
+            pass
+    return versions
+
+
+def _JsonDefault(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def ToJson(data) -> str:
+    """JSON text with numpy values converted and NaN/inf written as null (strict JSON)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, np.ndarray):
+            return clean(value.tolist())
+        if isinstance(value, (float, np.floating)):
+            value = float(value)
+            return value if np.isfinite(value) else None
+        if isinstance(value, (np.integer, np.bool_)):
+            return value.item()
+        return value
+
+    return json.dumps(clean(data), indent=2, default=_JsonDefault) + "\n"
+
+
+class ResultsFolder:
+    """A results folder written to a temporary sibling and renamed into place on success.
+
+    Use as a context manager:
+
+        with ResultsFolder(out, force=args.force) as results:
+            results.WriteJson("summary.json", summary)
+        # renamed into place here; on an exception the temporary folder is deleted.
+
+    Call `Commit()` early to finalise before raising `RunFailure` (exit 1 keeps the results).
+    """
+
+    def __init__(self, out: str | Path, *, force: bool = False):
+        self.final = CheckOutputFolder(out, force)
+        self.force = force
+        self._tmp: Path | None = None
+        self.committed = False
+
+    def __enter__(self) -> "ResultsFolder":
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.tmp-", dir=self.final.parent))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None and not self.committed:
+            self.Commit()
+        elif not self.committed:
+            self.Abort()
+        return False
+
+    @property
+    def directory(self) -> Path:
+        """The temporary folder being written (the final one after Commit)."""
+        return self.final if self.committed else self._tmp
+
+    def File(self, name: str) -> Path:
+        """A path inside the folder (subfolders are created)."""
+        path = self.directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def WriteText(self, name: str, text: str) -> Path:
+        path = self.File(name)
+        path.write_text(text)
+        return path
+
+    def WriteJson(self, name: str, data) -> Path:
+        return self.WriteText(name, ToJson(data))
+
+    def SaveNpz(self, name: str, arrays: dict) -> Path:
+        path = self.File(name)
+        with open(path, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        return path
+
+    def SaveFigure(self, name: str, figure, dpi: int = 110) -> Path:
+        import matplotlib.pyplot as plt
+
+        path = self.File(name)
+        figure.savefig(path, dpi=dpi)
+        plt.close(figure)
+        return path
+
+    def Commit(self) -> Path:
+        """Moves the finished folder into place (replacing an old one only with --force)."""
+        if self.committed:
+            return self.final
+        trash = None
+        if self.final.exists():
+            if not self.force:
+                raise InputError(f"--out {self.final}: folder appeared during the run")
+            trash = self.final.with_name(f".{self.final.name}.old-{os.getpid()}")
+            os.replace(self.final, trash)
+        os.chmod(self._tmp, 0o755)  # mkdtemp makes it private; a results folder is not.
+        os.replace(self._tmp, self.final)
+        self.committed = True
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+        return self.final
+
+    def Abort(self) -> None:
+        if self._tmp is not None and self._tmp.exists():
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def MakeSummary(verb: str, inputs: dict, **fields) -> dict:
+    """The common head of every summary.json: verb, command line, inputs, versions, time."""
+    summary = {
+        "verb": verb,
+        "command": "drakebots " + " ".join(sys.argv[1:]) if sys.argv else "",
+        "inputs": inputs,
+        "versions": Versions(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    summary.update(fields)
+    return summary
+
+
+def DefaultOutput(*parts: str) -> Path:
+    """runs/<parts>-<timestamp>: a fresh folder name when the user gives no --out."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / ("-".join(parts + (stamp,)))

@@ -1,0 +1,44 @@
+"""`drakebots simulate` for the skinned quad-robots' skeletons (PD hold of the home pose)."""
+
+from drakebots.errors import InputError
+
+OPTIONS = {"drop_height", "ground_friction"}
+
+
+def Simulate(scenario, robot, *, meshcat=None, progress=True):
+    from drakebots.cli.simulate import SimulationOutcome
+    from drakebots.systems.quadruped_simulation import SimulateStanding, StandingConfig
+
+    if scenario.drop_height < 0.0:
+        raise InputError(f"--drop-height must be >= 0 m, got {scenario.drop_height}")
+    if scenario.ground_friction <= 0.0:
+        raise InputError(f"--ground-friction must be > 0, got {scenario.ground_friction}")
+    config = StandingConfig(
+        duration=scenario.duration,
+        time_step=scenario.time_step or 1e-3,
+        log_period=scenario.log_period or 5e-3,
+        ground_friction=scenario.ground_friction,
+        drop_height=scenario.drop_height,
+    )
+    log = SimulateStanding(robot, config, meshcat=meshcat, progress=progress)
+    figures = log.Summary()
+    nominal = robot.nominal_base_height
+    summary = {
+        "nominal_base_height": nominal,
+        "base_height_drift": figures["base_height_end"] - nominal,
+        "base_height_within_10_percent": bool(
+            abs(figures["base_height_min"] - nominal) <= 0.1 * nominal
+            and abs(figures["base_height_max"] - nominal) <= 0.1 * nominal
+        ),
+    }
+    failure = None
+    if not figures["finite_state"]:
+        failure = "the state became NaN or infinite"
+    elif not summary["base_height_within_10_percent"]:
+        failure = "the base left the ±10 % band around its nominal height (the robot fell)"
+    return SimulationOutcome(log=log, summary=summary, failure=failure, nominal_base_height=nominal)
+
+
+def ReplayExtras(results_dir, robot):
+    """Rigid skeletons need nothing beyond the plant's own geometry."""
+    return None, None

@@ -1,0 +1,121 @@
+"""Run the drakebots showcase end to end and print where its results are.
+
+Each step is an ordinary drakebots command writing its own results folder under the demo folder;
+index.html links every step's replay and plots. Nothing needs a network.
+
+Examples:
+  drakebots demo                      # writes runs/demo-<time>/
+  drakebots demo --out runs/demo --force
+  drakebots demo --list               # the steps, without running them
+"""
+
+import html
+import json
+import time
+from pathlib import Path
+
+from drakebots.cli import AddOutputArguments, AddVerb
+
+# (folder, title, command arguments without --out). Later issues add their best showcase here.
+STEPS = [
+    (
+        "beetle_stand",
+        "Beetle skeleton holding its home pose (PD servos, SAP contact)",
+        ["simulate", "beetle", "--duration", "2"],
+    ),
+    ("cow_stand", "Cow skeleton (DS3218 servos) standing", ["simulate", "cow", "--duration", "2"]),
+    ("monster_stand", "Monster skeleton standing", ["simulate", "monster", "--duration", "2"]),
+    (
+        "lizard_stand",
+        "Lizard skeleton (spine, neck, tail) standing",
+        ["simulate", "lizard", "--duration", "2"],
+    ),
+]
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "demo", __doc__)
+    parser.add_argument("--list", action="store_true", help="print the steps and exit")
+    AddOutputArguments(parser)
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def Run(args) -> int:
+    from drakebots.cli import main
+    from drakebots.cli._results import DefaultOutput, ResultsFolder, ToJson
+
+    if args.list:
+        for folder, title, command in STEPS:
+            print(f"{folder:<16} drakebots {' '.join(command)}\n{'':<16} {title}")
+        return 0
+    out = Path(args.out) if args.out else DefaultOutput("demo")
+    rows = []
+    with ResultsFolder(out, force=args.force) as results:
+        for index, (folder, title, command) in enumerate(STEPS, start=1):
+            print(
+                f"[{index}/{len(STEPS)}] {title}\n      drakebots {' '.join(command)}", flush=True
+            )
+            start = time.perf_counter()
+            code = main(command + ["--out", str(results.directory / folder)])
+            rows.append(
+                {
+                    "step": folder,
+                    "title": title,
+                    "command": "drakebots " + " ".join(command),
+                    "exit_code": code,
+                    "seconds": round(time.perf_counter() - start, 2),
+                }
+            )
+        results.WriteText("index.html", _IndexHtml(rows, results.directory))
+        results.WriteJson(
+            "summary.json",
+            {"verb": "demo", "steps": rows, "success": all(r["exit_code"] == 0 for r in rows)},
+        )
+        results.Commit()
+    print(f"\ndemo results: {results.final.resolve()}")
+    print(f"open {results.final.resolve() / 'index.html'} in a browser")
+    for row in rows:
+        status = "ok" if row["exit_code"] == 0 else f"exit {row['exit_code']}"
+        print(
+            f"  {row['step']:<16} {status:<8} {row['seconds']:>7.1f} s  "
+            f"{results.final / row['step']}"
+        )
+    _ = ToJson  # summary written above
+    return 0 if all(r["exit_code"] == 0 for r in rows) else 1
+
+
+def _IndexHtml(rows, directory: Path) -> str:
+    """A plain page linking every step's replay, plots and summary."""
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>drakebots demo</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "img{max-width:540px;border:1px solid #ccc;margin:4px}</style>",
+        "<h1>drakebots demo</h1>",
+    ]
+    for row in rows:
+        step = row["step"]
+        parts.append(f"<h2>{html.escape(row['title'])}</h2>")
+        parts.append(
+            f"<p><code>{html.escape(row['command'])}</code> &mdash; exit "
+            f"{row['exit_code']}, {row['seconds']} s &mdash; "
+            f"<a href='{step}/replay.html'>replay</a> &middot; "
+            f"<a href='{step}/summary.json'>summary.json</a></p>"
+        )
+        for image in sorted((directory / step).glob("*.png")):
+            parts.append(f"<img src='{step}/{image.name}' alt='{image.stem}'>")
+        summary_path = directory / step / "summary.json"
+        if summary_path.is_file():
+            figures = json.loads(summary_path.read_text()).get("figures", {})
+            keys = [k for k, v in figures.items() if isinstance(v, (int, float))][:12]
+            parts.append(
+                "<table>"
+                + "".join(
+                    f"<tr><td>{html.escape(k)}</td><td>{figures[k]:.6g}</td></tr>"
+                    if not isinstance(figures[k], bool)
+                    else f"<tr><td>{html.escape(k)}</td><td>{figures[k]}</td></tr>"
+                    for k in keys
+                )
+                + "</table>"
+            )
+    return "\n".join(parts)

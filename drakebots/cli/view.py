@@ -1,0 +1,83 @@
+"""Replay a results folder in a live Meshcat and print its URL.
+
+Rebuilds the robot from the folder's summary.json, loads the logged positions from log.npz and
+publishes them as a Meshcat animation (play, pause and scrub it from the Meshcat controls). The
+server keeps running until Ctrl-C, or for --seconds.
+
+Examples:
+  drakebots view runs/beetle_stand
+  drakebots view runs/beetle_stand --port 7001 --seconds 60
+"""
+
+import json
+import time
+from pathlib import Path
+
+from drakebots.cli import AddVerb
+from drakebots.errors import InputError
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "view", __doc__)
+    parser.add_argument("folder", help="a results folder written by simulate/optimize/track/...")
+    parser.add_argument(
+        "--port", type=int, default=None, help="Meshcat port (default: first free from 7000)"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="serve this long, then exit (default: until Ctrl-C)",
+    )
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def LoadReplayInputs(folder: Path):
+    """(robot, log, summary) of a results folder, with clear errors for what is missing."""
+    from drakebots.robots import GetRobot
+    from drakebots.systems.simulation import LoadSimulationLog
+
+    summary_path, log_path = folder / "summary.json", folder / "log.npz"
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder")
+    if not summary_path.is_file():
+        raise InputError(f"{folder}: no summary.json (not a drakebots results folder)")
+    if not log_path.is_file():
+        raise InputError(f"{folder}: no log.npz to replay")
+    try:
+        summary = json.loads(summary_path.read_text())
+    except json.JSONDecodeError as e:
+        raise InputError(f"{summary_path}: not valid JSON ({e})") from None
+    if "robot" not in summary:
+        raise InputError(f"{summary_path}: has no 'robot' key")
+    robot = GetRobot(summary["robot"])
+    return robot, LoadSimulationLog(log_path), summary
+
+
+def Run(args) -> int:
+    from pydrake.geometry import Meshcat, MeshcatParams
+
+    from drakebots.cli.simulate import Runner
+    from drakebots.visualization.replay import FrameCamera, MakeReplayScene, RecordTrajectory
+
+    folder = Path(args.folder)
+    robot, log, _ = LoadReplayInputs(folder)
+    decorator, add_models = Runner(robot.family).ReplayExtras(folder, robot)
+    params = MeshcatParams()
+    if args.port is not None:
+        params.port = args.port
+    meshcat = Meshcat(params)
+    scene = MakeReplayScene(robot, meshcat, add_models=add_models)
+    FrameCamera(scene, log.positions[0])
+    frames = RecordTrajectory(scene, log.times, log.positions, decorator=decorator)
+    print(
+        f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
+        f"{meshcat.web_url()}",
+        flush=True,
+    )
+    print("open the URL in a browser; Ctrl-C to stop", flush=True)
+    deadline = None if args.seconds is None else time.monotonic() + args.seconds
+    while deadline is None or time.monotonic() < deadline:
+        time.sleep(0.1)
+    return 0

@@ -1,0 +1,125 @@
+"""Typed configuration: dataclass schemas loaded with Drake's `yaml_load_typed`.
+
+`LoadTypedYaml` wraps `pydrake.common.yaml.yaml_load_typed` so that every mistake in a user's
+file (an unknown key, a value of the wrong type) becomes an `InputError` whose message names the
+key path and the file, which the command line turns into exit status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydrake.common.yaml import yaml_dump_typed, yaml_load, yaml_load_typed
+
+from drakebots.errors import InputError
+
+T = TypeVar("T")
+
+
+def _dataclass_type(field_type) -> type | None:
+    """The dataclass inside `field_type` (plain, or Optional[...]), else None."""
+    if dataclasses.is_dataclass(field_type):
+        return field_type
+    for arg in typing.get_args(field_type):
+        if dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _check_keys(schema: type, data: Any, where: str, source: str) -> None:
+    """Raises InputError for keys that `schema` does not have, recursing into nested dataclasses."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: {where or 'the top level'} must be a mapping, got {data!r}")
+    hints = typing.get_type_hints(schema)
+    names = {f.name for f in dataclasses.fields(schema)}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in names:
+            raise InputError(
+                f"{source}: unknown key '{path}' (known keys here: {', '.join(sorted(names))})"
+            )
+        nested = _dataclass_type(hints[key])
+        if nested is not None and isinstance(value, dict):
+            _check_keys(nested, value, path, source)
+
+
+def _find_bad_value(schema: type, data: dict, where: str, source: str) -> str:
+    """Locates the key whose value does not convert, by loading the fields one at a time."""
+    hints = typing.get_type_hints(schema)
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else str(key)
+        nested = _dataclass_type(hints[key])
+        if nested is not None and isinstance(value, dict):
+            inner = _find_bad_value(nested, value, path, source)
+            if inner:
+                return inner
+            continue
+        try:
+            yaml_load_typed(schema=schema, data=yaml_dump_typed_dict({key: value}), defaults=None)
+        except Exception as e:  # noqa: BLE001 - any conversion failure is the user's value.
+            return f"{source}: key '{path}' has a bad value {value!r} ({e})"
+    return ""
+
+
+def yaml_dump_typed_dict(data: dict) -> str:
+    """A YAML text for a plain dict (used to re-check single keys)."""
+    import yaml
+
+    return yaml.safe_dump(data)
+
+
+def LoadTypedYaml(
+    schema: type[T],
+    *,
+    filename: str | Path | None = None,
+    data: str | None = None,
+    child_name: str | None = None,
+    defaults: T | None = None,
+) -> T:
+    """Loads a typed config, raising InputError that names the key and the file on any mistake.
+
+    Args:
+        schema: the dataclass type.
+        filename: a YAML file (exactly one of filename and data).
+        data: YAML text.
+        child_name: load only this top-level key (one file may hold several named scenarios).
+        defaults: a default instance; keys absent from the YAML keep these values.
+    """
+    source = str(filename) if filename is not None else "<yaml text>"
+    if filename is not None and not Path(filename).is_file():
+        raise InputError(f"{source}: file not found")
+    try:
+        raw = yaml_load(filename=str(filename)) if filename is not None else yaml_load(data=data)
+    except Exception as e:  # noqa: BLE001 - a YAML syntax error is the user's input.
+        raise InputError(f"{source}: not valid YAML ({e})") from None
+    if raw is None:
+        raw = {}
+    if child_name is not None:
+        if not isinstance(raw, dict) or child_name not in raw:
+            known = ", ".join(sorted(raw)) if isinstance(raw, dict) else "none"
+            raise InputError(f"{source}: no entry named '{child_name}' (entries: {known})")
+        raw = raw[child_name]
+        if raw is None:
+            raw = {}
+    _check_keys(schema, raw, "", source)
+    text = yaml_dump_typed_dict(raw)
+    try:
+        return yaml_load_typed(
+            schema=schema, data=text, defaults=defaults if defaults is not None else schema()
+        )
+    except Exception as e:  # noqa: BLE001
+        message = _find_bad_value(schema, raw, "", source)
+        raise InputError(message or f"{source}: {e}") from None
+
+
+def DumpTypedYaml(config: Any) -> str:
+    """The YAML text of a config dataclass (what summary.json's inputs mirror)."""
+    return yaml_dump_typed(config)
+
+
+def AsDict(config: Any) -> dict:
+    """A JSON-ready dict of a config dataclass."""
+    return dataclasses.asdict(config)

@@ -1,0 +1,1 @@
+"""MathematicalProgram builders: contact-implicit transcription, space-time and QPCC, planners."""

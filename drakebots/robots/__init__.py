@@ -1,0 +1,40 @@
+"""The robots drakebots knows, and how to add each to a MultibodyPlant.
+
+Every robot is described by a `Robot` object (see `drakebots.robots.base.Robot`): its name, family,
+units, how to add it to a plant (`AddTo(plant)`), its home pose, and facts for `drakebots info`.
+This registry maps the names users type (`drakebots info beetle`) to those objects. A family's
+module is imported only when one of its robots is asked for.
+
+Adding a robot: write `drakebots/robots/<family>.py` with a `Robot` subclass and a `MakeRobot(name)`
+factory, then add its names here.
+"""
+
+import importlib
+
+from drakebots.errors import InputError
+
+# name -> (module, one-line description). The module defines MakeRobot(name) -> Robot.
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "beetle": ("drakebots.robots.quadruped", "beetle-like skinned quad-robot, 12 joints"),
+    "monster": ("drakebots.robots.quadruped", "monster-like skinned quad-robot, 16 joints"),
+    "lizard": ("drakebots.robots.quadruped", "lizard-like skinned quad-robot, 17 joints"),
+    "cow": ("drakebots.robots.quadruped", "cow-like skinned quad-robot, 16 joints"),
+}
+
+
+def KnownRobots() -> dict[str, str]:
+    """Name -> one-line description of every registered robot."""
+    return {name: description for name, (_, description) in sorted(_REGISTRY.items())}
+
+
+def GetRobot(name: str):
+    """The `Robot` description for a registered name.
+
+    Raises:
+        InputError: for an unknown name; the message lists the known ones.
+    """
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise InputError(f"unknown robot '{name}'; known robots: {known}")
+    module, _ = _REGISTRY[name]
+    return importlib.import_module(module).MakeRobot(name)

@@ -1,0 +1,103 @@
+"""The skinned quad-robots' skeletons: beetle, monster, lizard and cow (skinned-quad-robots.txt).
+
+`AddSkinnedQuadruped(plant, "beetle")` adds the generated SDF model (models/<name>/<name>.sdf,
+see drakebots.robots.skeleton) with its home pose as the plant's default state: every joint at
+zero and the torso at the height where the soles touch the ground.
+"""
+
+import dataclasses
+
+import numpy as np
+from pydrake.math import RigidTransform
+from pydrake.multibody.parsing import Parser
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.multibody.tree import ModelInstanceIndex
+
+from drakebots.models import ConfigureParser
+from drakebots.robots.base import Robot
+from drakebots.robots.skeleton import (
+    LEG_NAMES,
+    BuiltinSkeletonNames,
+    FootContactPoints,
+    HomeBaseHeight,
+    JointKinds,
+    LoadSkeletonParams,
+    SkeletonParams,
+)
+
+
+def AddSkinnedQuadruped(
+    plant: MultibodyPlant, name: str = "beetle", *, model_name: str | None = None
+) -> ModelInstanceIndex:
+    """Adds a skinned quad-robot skeleton to `plant` with its home pose as default state.
+
+    Args:
+        plant: a MultibodyPlant that is not finalized yet.
+        name: "beetle", "monster", "lizard" or "cow".
+        model_name: the model instance name (default: `name`), to add several copies.
+
+    Returns:
+        The model instance.
+    """
+    parser = Parser(plant)
+    ConfigureParser(parser)
+    if model_name is not None:
+        parser.SetAutoRenaming(True)
+    (instance,) = parser.AddModels(url=f"package://drakebots/{name}/{name}.sdf")
+    if model_name is not None:
+        plant.RenameModelInstance(instance, model_name)
+    params = LoadSkeletonParams(name)
+    plant.SetDefaultFloatingBaseBodyPose(
+        plant.GetBodyByName("torso", instance),
+        RigidTransform([0.0, 0.0, HomeBaseHeight(params)]),
+    )
+    return instance
+
+
+def FootBodyNames() -> list[str]:
+    """Names of the four foot links (the same on every skeleton)."""
+    return [f"{leg}_foot" for leg in LEG_NAMES]
+
+
+@dataclasses.dataclass
+class SkinnedQuadruped(Robot):
+    """A skinned quad-robot skeleton (SI units)."""
+
+    params: SkeletonParams = dataclasses.field(default_factory=SkeletonParams)
+
+    def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
+        return AddSkinnedQuadruped(plant, self.name)
+
+    def ExtraInfo(self, plant, context) -> dict:
+        params = self.params
+        kinds = JointKinds(params)
+        return {
+            "skeleton_mass": params.skeleton_mass,
+            "skin_mass": params.skin_mass,
+            "paper_size": list(params.paper_size),
+            "motor": {
+                "model": params.motor.model,
+                "effort_limit": params.motor.effort_limit,
+                "velocity_limit": params.motor.velocity_limit,
+            },
+            "joint_kinds": kinds,
+            "feet": {
+                name: np.asarray(points).tolist()
+                for name, points in FootContactPoints(params).items()
+            },
+        }
+
+
+def MakeRobot(name: str) -> SkinnedQuadruped:
+    """Registry factory (drakebots.robots.GetRobot)."""
+    if name not in BuiltinSkeletonNames():
+        raise KeyError(name)
+    params = LoadSkeletonParams(name)
+    return SkinnedQuadruped(
+        name=name,
+        family="skinned_quadruped",
+        description=params.description,
+        base_body="torso",
+        nominal_base_height=HomeBaseHeight(params),
+        params=params,
+    )

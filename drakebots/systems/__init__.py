@@ -1,0 +1,1 @@
+"""Drake systems and diagrams: ground, controllers, actuators, the coupled skin, simulation runs."""

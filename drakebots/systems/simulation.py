@@ -1,0 +1,183 @@
+"""Pieces every simulation run shares: the contact monitor, progress, and the run's log.
+
+`SimulationLog` is what a library simulation returns and what the command line writes into a
+results folder (log.npz, summary.json, plots, replay.html). It holds arrays only, so analysis and
+visualization code can use it without the diagram.
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+from pydrake.common.value import Value
+from pydrake.multibody.plant import ContactResults
+from pydrake.systems.analysis import Simulator
+from pydrake.systems.framework import BasicVector, LeafSystem
+
+
+class ContactMonitor(LeafSystem):
+    """Summarises a plant's point contacts each step: deepest penetration, contact count, force.
+
+    Double only.
+
+    contact_results -> ContactMonitor -> contact_summary
+
+    The output is [max penetration depth, number of point contacts, total normal force], in the
+    plant's units.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._contact_port = self.DeclareAbstractInputPort(
+            "contact_results", Value(ContactResults())
+        )
+        self.DeclareVectorOutputPort("contact_summary", 3, self._CalcSummary)
+
+    def get_contact_results_input_port(self):
+        return self._contact_port
+
+    def _CalcSummary(self, context, output: BasicVector):
+        results = self._contact_port.Eval(context)
+        depth, normal_force = 0.0, 0.0
+        count = results.num_point_pair_contacts()
+        for i in range(count):
+            info = results.point_pair_contact_info(i)
+            depth = max(depth, info.point_pair().depth)
+            normal_force += abs(float(np.dot(info.contact_force(), info.point_pair().nhat_BA_W)))
+        output.SetFromVector([depth, float(count), normal_force])
+
+
+def AdvanceWithProgress(
+    simulator: Simulator,
+    duration: float,
+    *,
+    progress: bool = True,
+    label: str = "simulate",
+    chunks: int = 100,
+) -> float:
+    """Advances `simulator` by `duration` in chunks, with a progress bar; returns wall seconds."""
+    start_time = simulator.get_context().get_time()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=duration,
+            desc=label,
+            unit="s sim",
+            leave=False,
+            bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}]",
+        )
+    wall_start = time.perf_counter()
+    for k in range(1, chunks + 1):
+        target = start_time + duration * k / chunks
+        simulator.AdvanceTo(target)
+        if bar is not None:
+            bar.n = target - start_time
+            bar.refresh()
+    wall = time.perf_counter() - wall_start
+    if bar is not None:
+        bar.close()
+    return wall
+
+
+@dataclasses.dataclass
+class SimulationLog:
+    """Arrays of one simulation run (robot units; see `units`).
+
+    Attributes:
+        robot: registry name of the robot.
+        times: (T,) sample times.
+        positions: (T, nq) generalized positions of the whole plant.
+        velocities: (T, nv) generalized velocities.
+        actuation: (T, nu) net actuation applied to each actuator (PD included).
+        effort_limits: (nu,) actuator effort limits.
+        position_names, actuator_names: plant names, for plots and tables.
+        contact: (T, 3) [max penetration, number of contacts, total normal force].
+        base_height: (T,) height of the base body frame.
+        wall_time: seconds of wall clock the simulation took.
+        extra: family-specific arrays (e.g. skin vertices, loop residuals), name -> array.
+    """
+
+    robot: str
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    actuation: np.ndarray
+    effort_limits: np.ndarray
+    position_names: list
+    actuator_names: list
+    contact: np.ndarray
+    base_height: np.ndarray
+    wall_time: float
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if len(self.times) else 0.0
+
+    @property
+    def real_time_rate(self) -> float:
+        return self.duration / self.wall_time if self.wall_time > 0 else float("inf")
+
+    def ArraysForNpz(self) -> dict:
+        """Everything as named arrays for numpy.savez (strings as arrays of str)."""
+        arrays = {
+            "robot": np.array(self.robot),
+            "times": self.times,
+            "positions": self.positions,
+            "velocities": self.velocities,
+            "actuation": self.actuation,
+            "effort_limits": self.effort_limits,
+            "position_names": np.array(self.position_names, dtype=str),
+            "actuator_names": np.array(self.actuator_names, dtype=str),
+            "contact": self.contact,
+            "base_height": self.base_height,
+        }
+        for key, value in self.extra.items():
+            arrays[f"extra_{key}"] = np.asarray(value)
+        return arrays
+
+    def Summary(self) -> dict:
+        """Figures of merit common to every simulation (robot units)."""
+        ratio = np.abs(self.actuation) / np.maximum(self.effort_limits, 1e-300)
+        finite = bool(np.all(np.isfinite(self.positions)) and np.all(np.isfinite(self.velocities)))
+        per_actuator = (
+            {name: float(r) for name, r in zip(self.actuator_names, ratio.max(axis=0))}
+            if ratio.size
+            else {}
+        )
+        return {
+            "duration": self.duration,
+            "num_samples": int(len(self.times)),
+            "finite_state": finite,
+            "base_height_start": float(self.base_height[0]),
+            "base_height_end": float(self.base_height[-1]),
+            "base_height_min": float(np.min(self.base_height)),
+            "base_height_max": float(np.max(self.base_height)),
+            "max_penetration": float(np.max(self.contact[:, 0])) if len(self.contact) else 0.0,
+            "max_torque_ratio": float(ratio.max()) if ratio.size else 0.0,
+            "max_torque_ratio_per_actuator": per_actuator,
+            "wall_time_s": self.wall_time,
+            "real_time_rate": self.real_time_rate,
+        }
+
+
+def LoadSimulationLog(path) -> SimulationLog:
+    """Reads a log.npz written from `SimulationLog.ArraysForNpz` (robot name from the file)."""
+    with np.load(path, allow_pickle=False) as data:
+        extra = {k[len("extra_") :]: data[k] for k in data.files if k.startswith("extra_")}
+        return SimulationLog(
+            robot=str(data["robot"]) if "robot" in data.files else "",
+            times=data["times"],
+            positions=data["positions"],
+            velocities=data["velocities"],
+            actuation=data["actuation"],
+            effort_limits=data["effort_limits"],
+            position_names=[str(s) for s in data["position_names"]],
+            actuator_names=[str(s) for s in data["actuator_names"]],
+            contact=data["contact"],
+            base_height=data["base_height"],
+            wall_time=0.0,
+            extra=extra,
+        )

@@ -1,0 +1,1 @@
+"""Meshcat playback, static-HTML replay export, and matplotlib plots."""

@@ -1,0 +1,149 @@
+"""Meshcat replay of a logged trajectory: a live view (`drakebots view`) and a static replay.html.
+
+Both paths rebuild the robot's plant and scene graph, set the logged positions frame by frame and
+record them into a Meshcat animation; `StaticHtml()` then writes that recording into one
+self-contained page (Meshcat's JavaScript is inlined, so it opens with no network).
+
+Families that draw more than rigid bodies (the deforming skin, suction-foot markers) pass a
+`ReplayDecorator` that adds its own objects once and animates them per frame (Meshcat recordings
+animate transforms and properties such as visibility, not vertices).
+"""
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+import numpy as np
+from pydrake.geometry import Meshcat, MeshcatVisualizer, MeshcatVisualizerParams, Role
+from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
+from pydrake.systems.framework import DiagramBuilder
+
+from drakebots.robots.base import Robot, VisualBoundingBox
+from drakebots.systems.ground import AddGround
+
+
+@dataclasses.dataclass
+class ReplayDecorator:
+    """Extra drawing for a replay.
+
+    Attributes:
+        setup: called once with (meshcat, plant) before recording; adds objects.
+        frame: called per recorded frame with (meshcat, animation, frame_index, sample_index).
+    """
+
+    setup: Callable | None = None
+    frame: Callable | None = None
+
+
+@dataclasses.dataclass
+class ReplayScene:
+    """A plant + scene graph + Meshcat visualizer for replaying positions."""
+
+    diagram: object
+    plant: object
+    scene_graph: object
+    visualizer: object
+    context: object
+    meshcat: Meshcat
+
+
+def MakeReplayScene(
+    robot: Robot, meshcat: Meshcat, *, ground: bool = True, add_models: Callable | None = None
+) -> ReplayScene:
+    """Builds a scene for replaying `robot` in `meshcat`.
+
+    Args:
+        robot: the robot whose logged positions will be replayed.
+        meshcat: the Meshcat to draw into.
+        ground: draw the ground.
+        add_models: optional f(plant) that adds more models (it must keep the plant's position
+            layout equal to the logged one).
+    """
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
+    robot.AddTo(plant)
+    if add_models is not None:
+        add_models(plant)
+    if ground:
+        AddGround(plant, size=_GroundSize(robot))
+    plant.Finalize()
+    visualizer = MeshcatVisualizer.AddToBuilder(
+        builder,
+        scene_graph,
+        meshcat,
+        MeshcatVisualizerParams(role=Role.kIllustration, prefix="robot", publish_period=1e6),
+    )
+    diagram = builder.Build()
+    context = diagram.CreateDefaultContext()
+    return ReplayScene(diagram, plant, scene_graph, visualizer, context, meshcat)
+
+
+def _GroundSize(robot: Robot) -> float:
+    """A ground plate of a few body lengths in the robot's length unit."""
+    return 4.0 if robot.units.get("length") == "m" else 400.0
+
+
+def FrameCamera(scene: ReplayScene, positions: np.ndarray | None = None) -> None:
+    """Points the camera at the robot from the front-left, at a distance that frames it."""
+    plant_context = scene.plant.GetMyContextFromRoot(scene.context)
+    if positions is not None:
+        scene.plant.SetPositions(plant_context, positions)
+    lower, upper = VisualBoundingBox(scene.plant, scene.scene_graph, plant_context)
+    # Ignore the ground plate (the world body is excluded by VisualBoundingBox).
+    center = 0.5 * (lower + upper)
+    extent = max(float(np.max(upper - lower)), 1e-9)
+    direction = np.array([1.0, -1.4, 0.9])
+    direction /= np.linalg.norm(direction)
+    scene.meshcat.SetCameraPose(center + 1.6 * extent * direction, center)
+
+
+def RecordTrajectory(
+    scene: ReplayScene,
+    times: np.ndarray,
+    positions: np.ndarray,
+    *,
+    frame_rate: float = 30.0,
+    decorator: ReplayDecorator | None = None,
+) -> int:
+    """Records the logged positions as a Meshcat animation and publishes it; returns #frames.
+
+    Frames are sampled at `frame_rate` from the log (the nearest earlier sample).
+    """
+    if decorator is not None and decorator.setup is not None:
+        decorator.setup(scene.meshcat, scene.plant)
+    plant_context = scene.plant.GetMyContextFromRoot(scene.context)
+    t0, t1 = float(times[0]), float(times[-1])
+    count = max(1, int(round((t1 - t0) * frame_rate)) + 1)
+    frame_times = t0 + np.arange(count) / frame_rate
+    sample = np.clip(np.searchsorted(times, frame_times, side="right") - 1, 0, len(times) - 1)
+    animation = scene.visualizer.StartRecording(set_transforms_while_recording=False)
+    for frame, index in enumerate(sample):
+        scene.context.SetTime(float(frame_times[frame] - t0))
+        scene.plant.SetPositions(plant_context, positions[index])
+        scene.visualizer.ForcedPublish(scene.visualizer.GetMyContextFromRoot(scene.context))
+        if decorator is not None and decorator.frame is not None:
+            decorator.frame(scene.meshcat, animation, frame, int(index))
+    scene.visualizer.StopRecording()
+    scene.visualizer.PublishRecording()
+    return count
+
+
+def ReplayHtml(
+    robot: Robot,
+    times: np.ndarray,
+    positions: np.ndarray,
+    *,
+    decorator: ReplayDecorator | None = None,
+    add_models: Callable | None = None,
+    frame_rate: float = 30.0,
+) -> str:
+    """A self-contained replay page (Meshcat StaticHtml) of a logged trajectory."""
+    logging.getLogger("drake").setLevel(logging.WARNING)  # no "Meshcat listening" line
+    meshcat = Meshcat()
+    try:
+        scene = MakeReplayScene(robot, meshcat, add_models=add_models)
+        FrameCamera(scene, positions[0])
+        RecordTrajectory(scene, times, positions, frame_rate=frame_rate, decorator=decorator)
+        return meshcat.StaticHtml()
+    finally:
+        del meshcat
