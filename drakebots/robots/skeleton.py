@@ -341,18 +341,19 @@ def _LegPoints(legs: LegParams, sx: float, sy: float):
         fwd = np.array([1.0, 0.0, 0.0])
         # Leg plane spanned by fwd and the down-outward direction w (abduction from vertical).
         w = np.array([0.0, sy * math.sin(legs.abduction), -math.cos(legs.abduction)])
-        # Sagittal joints keep a +y-ish axis on both sides: the same rotation is the same motion.
-        # Positive hip roll abducts (swings the foot outward) on every leg.
-        pitch_axis = _Unit(np.cross(fwd, w))
+        # Conventions, on every leg: positive hip roll abducts (foot outward), positive hip pitch
+        # swings the foot forward, positive knee flexes (foot up). The knees of front and rear
+        # legs point opposite ways (front-back mirror), so the knee axis flips with sx.
+        sagittal = _Unit(np.cross(fwd, w))  # +y-ish on both sides
         a = math.cos(legs.upper_tilt) * w + math.sin(legs.upper_tilt) * fwd * sx
         b = math.cos(legs.lower_tilt) * w - math.sin(legs.lower_tilt) * fwd * sx
         knee = legs.upper_length * a
         ankle = knee + legs.lower_length * b
         axes = {
             "hip_roll": fwd * sy,
-            "hip_pitch": pitch_axis,
-            "knee": pitch_axis,
-            "ankle": pitch_axis,
+            "hip_pitch": -sagittal,
+            "knee": sx * sagittal,
+            "ankle": sx * sagittal,
         }
         foot_dir = fwd
         side = np.array([0.0, 1.0, 0.0])
@@ -590,7 +591,7 @@ def _MassProperties(link: _Link) -> tuple[float, np.ndarray, np.ndarray]:
 
 
 def _Fmt(values) -> str:
-    return " ".join(f"{v:.6g}" if abs(v) > 1e-12 else "0" for v in values)
+    return " ".join(f"{v:.9g}" if abs(v) > 1e-12 else "0" for v in values)
 
 
 def _PoseXml(position, R=None, relative_to: str | None = None) -> str:
@@ -622,12 +623,12 @@ def MakeSkeletonSdf(params: SkeletonParams) -> str:
         lines.append(f"      {_PoseXml(link.origin)}")
         lines.append("      <inertial>")
         lines.append(f"        {_PoseXml(com)}")
-        lines.append(f"        <mass>{mass:.6g}</mass>")
+        lines.append(f"        <mass>{mass:.9g}</mass>")
         i = inertia
         lines.append(
             "        <inertia>"
-            f"<ixx>{i[0, 0]:.6g}</ixx><ixy>{i[0, 1]:.6g}</ixy><ixz>{i[0, 2]:.6g}</ixz>"
-            f"<iyy>{i[1, 1]:.6g}</iyy><iyz>{i[1, 2]:.6g}</iyz><izz>{i[2, 2]:.6g}</izz>"
+            f"<ixx>{i[0, 0]:.9g}</ixx><ixy>{i[0, 1]:.9g}</ixy><ixz>{i[0, 2]:.9g}</ixz>"
+            f"<iyy>{i[1, 1]:.9g}</iyy><iyz>{i[1, 2]:.9g}</iyz><izz>{i[2, 2]:.9g}</izz>"
             "</inertia>"
         )
         lines.append("      </inertial>")
@@ -708,7 +709,7 @@ def MakeSceneYaml(params: SkeletonParams) -> str:
         f"    file: package://drakebots/{params.name}/{params.name}.sdf\n"
         "    default_free_body_pose:\n"
         "      torso:\n"
-        f"        translation: [0, 0, {HomeBaseHeight(params):.6g}]\n"
+        f"        translation: [0, 0, {HomeBaseHeight(params):.9g}]\n"
         "        rotation: !Rpy { deg: [0, 0, 0] }\n"
     )
 

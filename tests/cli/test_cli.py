@@ -1,0 +1,148 @@
+"""The `drakebots` command: every verb's --help, a short simulate run, and bad inputs (exit 2,
+nothing written). Runs the real console entry point in a subprocess, as a user would."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from drakebots.cli import VerbModules
+
+
+def drakebots(*args, cwd=None, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "drakebots", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def test_top_level_help():
+    result = drakebots("--help")
+    assert result.returncode == 0
+    for verb in ("demo", "info", "simulate", "view"):
+        assert verb in result.stdout
+
+
+@pytest.mark.parametrize("verb", VerbModules())
+def test_every_verb_has_help_with_an_example(verb):
+    from drakebots.cli import MakeParser
+
+    parser = MakeParser()
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args([verb, "--help"])
+    assert exit_info.value.code == 0
+
+
+def test_help_via_console_script_for_each_verb():
+    for verb in VerbModules():
+        result = drakebots(verb, "--help")
+        assert result.returncode == 0, (verb, result.stderr)
+        assert "drakebots" in result.stdout and "xample" in result.stdout, verb
+
+
+def test_info_json_reports_the_beetle():
+    result = drakebots("info", "beetle", "--json")
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    for key in ("num_positions", "num_velocities", "num_actuators", "total_mass", "units"):
+        assert key in info
+    assert info["num_actuators"] == 12
+    assert info["total_mass"] == pytest.approx(2.8, rel=0.05)
+
+
+def test_simulate_writes_every_file(tmp_path):
+    out = tmp_path / "run"
+    result = drakebots("simulate", "beetle", "--duration", "0.3", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    for name in ("summary.json", "replay.html", "log.npz", "torques.png", "base_height.png"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    figures = summary["figures"]
+    for key in (
+        "base_height_start",
+        "base_height_end",
+        "max_penetration",
+        "max_torque_ratio",
+        "real_time_rate",
+    ):
+        assert key in figures
+    assert summary["success"] is True
+    assert "drake" in summary["versions"]
+    with np.load(out / "log.npz") as log:
+        assert log["positions"].shape[1] == 19
+        assert log["times"][-1] == pytest.approx(0.3, abs=0.01)
+    assert not list(tmp_path.glob(".*tmp*")), "a temporary folder was left behind"
+
+
+def _assert_exit_2_nothing_written(result, tmp_path, *, expect_in_message):
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert expect_in_message in result.stderr, result.stderr
+    leftovers = [p for p in tmp_path.iterdir() if p.name != "existing"]
+    assert not [p for p in leftovers if p.suffix != ".yaml"], leftovers
+
+
+def test_unknown_robot_lists_the_known_ones(tmp_path):
+    result = drakebots("simulate", "dragon", "--out", str(tmp_path / "x"))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="beetle")
+    result = drakebots("info", "dragon")
+    assert result.returncode == 2 and "known robots" in result.stderr
+
+
+def test_negative_duration(tmp_path):
+    result = drakebots("simulate", "beetle", "--duration", "-1", "--out", str(tmp_path / "x"))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="--duration")
+
+
+def test_existing_output_needs_force(tmp_path):
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    result = drakebots("simulate", "beetle", "--duration", "0.05", "--out", str(existing))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="--force")
+    assert (existing / "keep.txt").read_text() == "mine"
+    result = drakebots(
+        "simulate", "beetle", "--duration", "0.05", "--out", str(existing), "--force"
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (existing / "keep.txt").exists() and (existing / "summary.json").is_file()
+
+
+def test_scenario_unknown_key_names_key_and_file(tmp_path):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("robot: beetle\nduraton: 1.0\n")
+    result = drakebots("simulate", str(scenario), "--out", str(tmp_path / "x"))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="duraton")
+    assert str(scenario) in result.stderr
+
+
+def test_scenario_wrong_type_names_key_and_file(tmp_path):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("robot: beetle\nduration: long\n")
+    result = drakebots("simulate", str(scenario), "--out", str(tmp_path / "x"))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="'duration'")
+    assert str(scenario) in result.stderr
+
+
+def test_scenario_file_runs(tmp_path):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("robot: cow\nduration: 0.2\ndrop_height: 0.01\n")
+    out = tmp_path / "run"
+    result = drakebots("simulate", str(scenario), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["robot"] == "cow" and summary["inputs"]["drop_height"] == 0.01
+
+
+def test_view_serves_a_results_folder(tmp_path):
+    out = tmp_path / "run"
+    assert drakebots("simulate", "beetle", "--duration", "0.1", "--out", str(out)).returncode == 0
+    result = drakebots("view", str(out), "--seconds", "0.5")
+    assert result.returncode == 0, result.stderr
+    assert "http://" in result.stdout
+    bad = drakebots("view", str(tmp_path / "missing"))
+    assert bad.returncode == 2
