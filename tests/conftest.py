@@ -2,14 +2,14 @@
 
 import logging
 import os
-import shutil
 
 import pytest
 
+from drakebots.visualization.browser import FindChromium
+
 os.environ.setdefault("MPLBACKEND", "Agg")
 logging.getLogger("drake").setLevel(logging.WARNING)
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = FindChromium()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -89,12 +89,16 @@ def FrameCamera(scene: ReplayScene, positions: np.ndarray | None = None) -> None
     if positions is not None:
         scene.plant.SetPositions(plant_context, positions)
     lower, upper = VisualBoundingBox(scene.plant, scene.scene_graph, plant_context)
-    # Ignore the ground plate (the world body is excluded by VisualBoundingBox).
+    # The ground plate is the world body's, which VisualBoundingBox leaves out.
     center = 0.5 * (lower + upper)
-    extent = max(float(np.max(upper - lower)), 1e-9)
-    direction = np.array([1.0, -1.4, 0.9])
+    direction = np.array([1.0, -1.5, 0.8])
     direction /= np.linalg.norm(direction)
-    scene.meshcat.SetCameraPose(center + 1.6 * extent * direction, center)
+    # Distance from the box's half-diagonal: the whole robot fits Meshcat's 75-degree view.
+    radius = 0.5 * float(np.linalg.norm(upper - lower))
+    scene.meshcat.SetCameraPose(center + max(2.0 * radius, 1e-6) * direction, center)
+    # Meshcat's default grid and axes only clutter a robot standing on its own ground plate.
+    scene.meshcat.SetProperty("/Grid", "visible", False)
+    scene.meshcat.SetProperty("/Axes", "visible", False)
 
 
 def RecordTrajectory(
