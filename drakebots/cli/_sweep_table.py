@@ -1,0 +1,162 @@
+"""The table of a sweep: one row per case, written as CSV and Parquet, and printed as text.
+
+A row holds the case's name, status, exit code, time, worker and reason, its varied parameters
+(columns named after the sweep file's keys) and the figures of merit from its summary.json
+(scalars, nested keys joined with dots: `figures.base_height_end`, `solver_status`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from pathlib import Path
+
+# Row keys that come first in the table, in this order.
+HEAD_COLUMNS = [
+    "case",
+    "status",
+    "exit_code",
+    "seconds",
+    "worker",
+    "host",
+    "finished",
+    "reason",
+]
+# Row keys that are kept in the journal and markers but not in the table.
+_NOT_IN_TABLE = {"params", "figures", "argv", "traceback", "pid", "started", "event"}
+# summary.json keys that are not figures of merit (the command, inputs and versions are known).
+_NOT_FIGURES = {"verb", "command", "inputs", "versions", "created", "units", "reason"}
+
+
+def _IsScalar(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def FlattenSummary(summary: dict, prefix: str = "") -> dict:
+    """The scalar figures of a summary.json, nested keys joined with dots (lists are left out)."""
+    flat = {}
+    for key, value in summary.items():
+        if not prefix and key in _NOT_FIGURES:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(FlattenSummary(value, prefix=f"{name}."))
+        elif _IsScalar(value):
+            flat[name] = value
+    return flat
+
+
+def TableRows(rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """Column names and flat rows: head columns, then parameters, then figures."""
+    param_columns: list[str] = []
+    figure_columns: list[str] = []
+    flat_rows = []
+    for row in rows:
+        flat = {k: row.get(k) for k in HEAD_COLUMNS}
+        for key, value in (row.get("params") or {}).items():
+            if key not in param_columns:
+                param_columns.append(key)
+            flat[key] = value
+        for key, value in (row.get("figures") or {}).items():
+            if key not in figure_columns and key not in param_columns:
+                figure_columns.append(key)
+            flat.setdefault(key, value)
+        for key, value in row.items():
+            if key not in flat and key not in _NOT_IN_TABLE and _IsScalar(value):
+                flat[key] = value
+        flat_rows.append(flat)
+    extra = []
+    for flat in flat_rows:
+        for key in flat:
+            if key not in HEAD_COLUMNS + param_columns + figure_columns + extra:
+                extra.append(key)
+    columns = HEAD_COLUMNS + param_columns + extra + figure_columns
+    return columns, flat_rows
+
+
+def _ColumnValues(values: list):
+    """A column in one type: bool, int, float or str (what Parquet needs), None for missing."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return values
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return values
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return [None if v is None else float(v) for v in values]
+    return [None if v is None else str(v) for v in values]
+
+
+def _AtomicWrite(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def WriteTable(rows: list[dict], folder: Path) -> tuple[Path, Path]:
+    """results.csv and results.parquet in `folder`, each written to a temporary name and renamed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns, flat_rows = TableRows(rows)
+    data = {c: _ColumnValues([r.get(c) for r in flat_rows]) for c in columns}
+
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
+    for i in range(len(flat_rows)):
+        writer.writerow(["" if data[c][i] is None else data[c][i] for c in columns])
+    csv_path = folder / "results.csv"
+    _AtomicWrite(csv_path, text.getvalue().encode())
+
+    table = pa.table({c: pa.array(data[c]) for c in columns})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    parquet_path = folder / "results.parquet"
+    _AtomicWrite(parquet_path, sink.getvalue().to_pybytes())
+    return csv_path, parquet_path
+
+
+def _Cell(value, width: int = 12) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.4g}"
+    text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def FormatTable(rows: list[dict], *, max_figures: int = 4) -> str:
+    """A text table for the terminal: case, status, time, worker, parameters, a few figures."""
+    params: list[str] = []
+    values: dict[str, set] = {}
+    for row in rows:
+        for key in row.get("params") or {}:
+            if key not in params:
+                params.append(key)
+        for key, value in (row.get("figures") or {}).items():
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if numeric and "time" not in key and "per_" not in key:
+                values.setdefault(key, set()).add(value)
+    # The figures that differ between cases say the most; timings are in the "s" column.
+    figures = [key for key, seen in values.items() if len(seen) > 1][:max_figures]
+    figures += [key for key in values if key not in figures][: max_figures - len(figures)]
+    header = ["case", "status", "exit", "s", "worker"] + params + figures
+    body = []
+    for row in rows:
+        body.append(
+            [
+                _Cell(row.get("case"), 48),
+                _Cell(row.get("status")),
+                _Cell(row.get("exit_code")),
+                _Cell(row.get("seconds")),
+                _Cell(row.get("worker"), 22),
+            ]
+            + [_Cell((row.get("params") or {}).get(k)) for k in params]
+            + [_Cell((row.get("figures") or {}).get(k)) for k in figures]
+        )
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in body]
+    return "\n".join(lines)
