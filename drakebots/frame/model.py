@@ -1,0 +1,627 @@
+"""A 3-D frame structure: nodes, beam elements, sparse assembly, supports, loads, linear actuators,
+static solves (linear or second-order) and vibration modes.
+
+The global vector holds six degrees of freedom per node, (u_x, u_y, u_z, theta_x, theta_y,
+theta_z), node after node. Assembly is vectorised: the sparsity pattern and the scatter map from
+element entries to the compressed sparse rows are computed once per frame, so reassembling a
+stiffness (for the geometric stiffness iterations) is one `np.bincount`.
+
+A linear actuator (voxel-planes-of-motion.txt sec. 2.1) changes the distance between two nodes by a
+prescribed stroke, or pushes them apart with a prescribed force. Its mount decides what else it
+holds:
+  - "axial":     only the distance (a pin-ended actuator, one constraint);
+  - "prismatic": a rigid prismatic joint between the nodes: relative translation only along the
+                 actuator axis, no relative rotation (the actuator body floats with the structure);
+  - "clamped":   the paper's simulation setting: each node moves by half the stroke along the axis
+                 and its rotations and lateral translations are held ("the actuation strictly
+                 displaces a single, linear degree of freedom of the selected pair", sec. 2.1).
+Prescribed relative displacements are linear constraints C u = g enforced with Lagrange
+multipliers through the Schur complement of the factorised stiffness, so the multipliers are the
+actuator forces.
+
+Units: SI (m, N, Pa, kg, rad).
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from drakebots.frame.elements import (
+    ElementRotations,
+    LocalConsistentMass,
+    LocalGeometricStiffness,
+    LocalStiffness,
+    Section,
+    ToGlobal,
+    TransformVectors,
+)
+
+DOFS_PER_NODE = 6
+MOUNTS = ("axial", "prismatic", "clamped")
+
+
+@dataclasses.dataclass
+class Actuator:
+    """A linear actuator between two nodes of a frame.
+
+    Attributes:
+        node_a, node_b: node indices; the axis points from a to b.
+        stroke: change of the distance between the nodes, m (extension positive).
+        force: when not None, the actuator pushes the nodes apart with this force, N, and
+            `stroke` is ignored.
+        mount: "axial", "prismatic" or "clamped" (see the module docstring).
+        name: for reports.
+    """
+
+    node_a: int
+    node_b: int
+    stroke: float = 0.0
+    force: float | None = None
+    mount: str = "prismatic"
+    name: str = ""
+
+
+@dataclasses.dataclass
+class StaticSolution:
+    """Result of a static solve.
+
+    Attributes:
+        displacements: (num_nodes, 6) translations (m) and rotations (rad) per node.
+        reactions: (num_nodes, 6) support reactions (N, N*m), zero at free DOFs.
+        actuator_forces: (num_actuators,) axial force each actuator exerts, N (pushing apart > 0).
+        axial_forces: (num_elements,) element axial forces, N (tension > 0).
+        strain_energy: J.
+        iterations: second-order iterations done (0 for a linear solve).
+        converged: the second-order iterations converged (True for a linear solve).
+        seconds: {"assemble", "factorize", "solve"} wall times.
+    """
+
+    displacements: np.ndarray
+    reactions: np.ndarray
+    actuator_forces: np.ndarray
+    axial_forces: np.ndarray
+    strain_energy: float
+    iterations: int = 0
+    converged: bool = True
+    seconds: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def translations(self) -> np.ndarray:
+        return self.displacements[:, :3]
+
+    @property
+    def rotations(self) -> np.ndarray:
+        return self.displacements[:, 3:]
+
+
+class Frame:
+    """A frame of straight beams sharing one cross-section.
+
+    Args:
+        nodes: (num_nodes, 3) node positions, m.
+        elements: (num_elements, 2) node index pairs.
+        section: cross-section and material of every element.
+        node_masses: optional (num_nodes,) point masses at the nodes (connectors), kg.
+    """
+
+    def __init__(
+        self,
+        nodes: np.ndarray,
+        elements: np.ndarray,
+        section: Section,
+        *,
+        node_masses: np.ndarray | None = None,
+    ):
+        self.nodes = np.asarray(nodes, dtype=float).reshape(-1, 3)
+        self.elements = np.asarray(elements, dtype=np.int64).reshape(-1, 2)
+        if self.elements.size and (
+            self.elements.min() < 0 or self.elements.max() >= len(self.nodes)
+        ):
+            raise ValueError("element refers to a node that does not exist")
+        self.section = section
+        self.node_masses = (
+            np.zeros(len(self.nodes)) if node_masses is None else np.asarray(node_masses, float)
+        )
+        self.R, self.lengths = ElementRotations(
+            self.nodes[self.elements[:, 0]], self.nodes[self.elements[:, 1]]
+        )
+        self.local_stiffness = LocalStiffness(section, self.lengths)
+        self.element_stiffness = ToGlobal(self.local_stiffness, self.R)
+        # Element DOF indices, (num_elements, 12).
+        node_dofs = self.elements[:, :, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
+        self.element_dofs = node_dofs.reshape(len(self.elements), 12)
+        self._BuildPattern()
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def num_dofs(self) -> int:
+        return DOFS_PER_NODE * len(self.nodes)
+
+    def _BuildPattern(self) -> None:
+        """The CSR pattern of the global matrices and the scatter map of element entries."""
+        n = self.num_dofs
+        rows = np.repeat(self.element_dofs, 12, axis=1).ravel()
+        cols = np.tile(self.element_dofs, (1, 12)).ravel()
+        keys = rows * n + cols
+        unique, self._scatter = np.unique(keys, return_inverse=True)
+        self._indices = (unique % n).astype(np.int32)
+        counts = np.bincount(unique // n, minlength=n)
+        self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+
+    def Assemble(self, element_matrices: np.ndarray, diagonal: np.ndarray | None = None):
+        """Sums (num_elements, 12, 12) element matrices (world axes) into a CSR matrix."""
+        data = np.bincount(
+            self._scatter, weights=element_matrices.ravel(), minlength=len(self._indices)
+        )
+        matrix = sp.csr_matrix((data, self._indices, self._indptr), shape=(self.num_dofs,) * 2)
+        if diagonal is not None:
+            matrix = matrix + sp.diags(diagonal)
+        return matrix
+
+    def StiffnessMatrix(self) -> sp.csr_matrix:
+        """The global linear elastic stiffness K."""
+        return self.Assemble(self.element_stiffness)
+
+    def GeometricStiffnessMatrix(self, axial_forces: np.ndarray) -> sp.csr_matrix:
+        """The global geometric stiffness K_G(N) for element axial forces N (tension > 0), N."""
+        local = LocalGeometricStiffness(self.lengths, axial_forces)
+        return self.Assemble(ToGlobal(local, self.R))
+
+    def MassMatrix(self, *, lumped: bool = False) -> sp.csr_matrix:
+        """The global mass matrix: consistent beam mass (or lumped) plus the node masses, kg.
+
+        The lumped variant gives each node half of each attached element's mass and the rotary
+        inertia of a half-element rod about the node (m L^2 / 24 per half, plus torsion).
+        """
+        point = np.zeros(self.num_dofs)
+        point[0::6] = point[1::6] = point[2::6] = self.node_masses
+        if not lumped:
+            local = LocalConsistentMass(self.section, self.lengths)
+            return self.Assemble(ToGlobal(local, self.R), diagonal=point)
+        element_mass = self.section.mass_density * self.section.area * self.lengths
+        half = 0.5 * element_mass
+        rotary = half * (0.5 * self.lengths) ** 2 / 3.0
+        for end in range(2):
+            nodes = self.elements[:, end]
+            for axis in range(3):
+                np.add.at(point, nodes * 6 + axis, half)
+                np.add.at(point, nodes * 6 + 3 + axis, rotary)
+        return sp.diags(point).tocsr()
+
+    def ElementEndForces(self, displacements: np.ndarray) -> np.ndarray:
+        """Element end forces in local axes, (num_elements, 12): k_local T u_e."""
+        u = np.asarray(displacements, dtype=float).reshape(-1)
+        local_u = TransformVectors(self.R, u[self.element_dofs])
+        return np.einsum("eij,ej->ei", self.local_stiffness, local_u)
+
+    def AxialForces(self, displacements: np.ndarray) -> np.ndarray:
+        """Element axial forces, N (tension > 0)."""
+        return self.ElementEndForces(displacements)[:, 6]
+
+    def StrainEnergy(self, displacements: np.ndarray) -> float:
+        """Elastic strain energy 1/2 u^T K u, J, summed element by element."""
+        u = np.asarray(displacements, dtype=float).reshape(-1)
+        ue = u[self.element_dofs]
+        return float(0.5 * np.einsum("ei,eij,ej->", ue, self.element_stiffness, ue))
+
+    def NodeDofs(self, node: int) -> np.ndarray:
+        """The six global DOF indices of a node."""
+        return node * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
+
+    def Solve(
+        self,
+        *,
+        loads: np.ndarray | None = None,
+        supports: dict | None = None,
+        actuators: list[Actuator] = (),
+        clamp_node: int | None = None,
+        second_order: bool = False,
+        max_iterations: int = 8,
+        tolerance: float = 1e-10,
+    ) -> StaticSolution:
+        """Static equilibrium K u = f under supports, loads and actuators.
+
+        Args:
+            loads: (num_nodes, 6) nodal forces (N) and moments (N*m), or None.
+            supports: {global DOF index: prescribed value (m or rad)}; e.g. from `FixNode`.
+            actuators: linear actuators (stroke- or force-controlled).
+            clamp_node: for a free-floating structure whose loads are self-equilibrated (internal
+                actuators only): clamp this node's six DOFs. A single clamped node is statically
+                determinate, so it removes the six rigid-body modes without any reaction force.
+            second_order: iterate with the geometric stiffness K + K_G(N) of the current axial
+                forces (P-Delta) until the displacement changes by less than `tolerance`
+                (relative), at most `max_iterations` times.
+
+        Returns:
+            The StaticSolution.
+
+        Raises:
+            ValueError: an actuator or support refers to a missing node or an unknown mount, or
+                the structure is not supported against rigid-body motion.
+        """
+        timings = {}
+        start = time.perf_counter()
+        n = self.num_dofs
+        f = np.zeros(n) if loads is None else np.asarray(loads, dtype=float).reshape(-1).copy()
+        if f.shape != (n,):
+            raise ValueError(f"loads must have shape ({self.num_nodes}, 6)")
+        fixed = dict(supports or {})
+        if clamp_node is not None:
+            fixed.update({int(d): 0.0 for d in self.NodeDofs(clamp_node)})
+        rows, rhs = [], []
+        for actuator in actuators:
+            self._AddActuator(actuator, f, fixed, rows, rhs)
+        fixed_dofs = np.array(sorted(fixed), dtype=np.int64)
+        if fixed_dofs.size and (fixed_dofs.min() < 0 or fixed_dofs.max() >= n):
+            raise ValueError("a support refers to a DOF that does not exist")
+        fixed_values = np.array([fixed[d] for d in fixed_dofs], dtype=float)
+        free = np.setdiff1d(np.arange(n), fixed_dofs)
+        C = (
+            sp.csr_matrix(
+                (
+                    np.concatenate([r[1] for r in rows]),
+                    (
+                        np.concatenate([np.full(len(r[0]), i) for i, r in enumerate(rows)]),
+                        np.concatenate([r[0] for r in rows]),
+                    ),
+                ),
+                shape=(len(rows), n),
+            )
+            if rows
+            else sp.csr_matrix((0, n))
+        )
+        g = np.array(rhs, dtype=float)
+        K = self.StiffnessMatrix()
+        timings["assemble"] = time.perf_counter() - start
+        u, lam, iterations, converged = self._SolveConstrained(
+            K, f, free, fixed_dofs, fixed_values, C, g, timings
+        )
+        if second_order:
+            converged = False
+            for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported below
+                KT = K + self.GeometricStiffnessMatrix(self.AxialForces(u))
+                u_new, lam, _, _ = self._SolveConstrained(
+                    KT, f, free, fixed_dofs, fixed_values, C, g, timings
+                )
+                change = np.linalg.norm(u_new - u) / max(np.linalg.norm(u_new), 1e-300)
+                u = u_new
+                if change < tolerance:
+                    converged = True
+                    break
+        # Reactions: K u - f - C^T lambda at the supported DOFs.
+        residual = K @ u - f - (C.T @ lam if len(lam) else 0.0)
+        reactions = np.zeros(n)
+        reactions[fixed_dofs] = residual[fixed_dofs]
+        actuator_forces = self._ActuatorForces(actuators, lam, rows, reactions)
+        return StaticSolution(
+            displacements=u.reshape(-1, 6),
+            reactions=reactions.reshape(-1, 6),
+            actuator_forces=actuator_forces,
+            axial_forces=self.AxialForces(u),
+            strain_energy=self.StrainEnergy(u),
+            iterations=iterations if second_order else 0,
+            converged=converged,
+            seconds=timings,
+        )
+
+    def _AddActuator(self, actuator: Actuator, f, fixed, rows, rhs) -> None:
+        """Turns one actuator into loads, fixed DOFs or constraint rows (tagged for forces)."""
+        a, b = int(actuator.node_a), int(actuator.node_b)
+        if not (0 <= a < self.num_nodes and 0 <= b < self.num_nodes) or a == b:
+            raise ValueError(f"actuator '{actuator.name}': nodes {a}, {b} are not two nodes")
+        if actuator.mount not in MOUNTS:
+            raise ValueError(f"actuator '{actuator.name}': mount must be one of {MOUNTS}")
+        axis = self.nodes[b] - self.nodes[a]
+        axis = axis / np.linalg.norm(axis)
+        lateral = np.linalg.svd(axis[None, :])[2][1:]  # two unit vectors normal to the axis
+        da, db = self.NodeDofs(a), self.NodeDofs(b)
+        force_controlled = actuator.force is not None
+        actuator_rows = []
+        if force_controlled:
+            f[da[:3]] -= actuator.force * axis
+            f[db[:3]] += actuator.force * axis
+        if actuator.mount == "clamped":
+            # Each node moves half the stroke along the axis; rotations and lateral motion held.
+            for node_dofs, sign in ((da, -1.0), (db, 1.0)):
+                for k in range(3):
+                    fixed[int(node_dofs[3 + k])] = 0.0
+                if force_controlled:
+                    for direction in lateral:
+                        actuator_rows.append((node_dofs[:3], direction, 0.0))
+                else:
+                    for k in range(3):
+                        fixed[int(node_dofs[k])] = sign * 0.5 * actuator.stroke * axis[k]
+        else:
+            if not force_controlled:
+                actuator_rows.append(
+                    (np.concatenate([db[:3], da[:3]]), np.concatenate([axis, -axis]), None)
+                )
+                rhs_value = actuator.stroke
+            if actuator.mount == "prismatic":
+                for direction in lateral:
+                    actuator_rows.append(
+                        (
+                            np.concatenate([db[:3], da[:3]]),
+                            np.concatenate([direction, -direction]),
+                            0.0,
+                        )
+                    )
+                for k in range(3):
+                    actuator_rows.append(([db[3 + k], da[3 + k]], np.array([1.0, -1.0]), 0.0))
+        for dofs, coefficients, value in actuator_rows:
+            rows.append((np.asarray(dofs), np.asarray(coefficients, float), id(actuator)))
+            rhs.append(rhs_value if value is None else value)
+
+    def _ActuatorForces(self, actuators, lam, rows, reactions) -> np.ndarray:
+        """The axial force of each actuator: the multiplier of its distance row, the prescribed
+        force, or (clamped mount) the support reaction along the axis."""
+        forces = np.zeros(len(actuators))
+        for i, actuator in enumerate(actuators):
+            if actuator.force is not None:
+                forces[i] = actuator.force
+                continue
+            a, b = actuator.node_a, actuator.node_b
+            axis = self.nodes[b] - self.nodes[a]
+            axis /= np.linalg.norm(axis)
+            if actuator.mount == "clamped":
+                # The support pushes node b along +axis with reaction . axis.
+                forces[i] = float(reactions[self.NodeDofs(b)[:3]] @ axis)
+                continue
+            for row_index, (dofs, coefficients, tag) in enumerate(rows):
+                if tag == id(actuator) and len(dofs) == 6 and np.allclose(coefficients[:3], axis):
+                    forces[i] = float(lam[row_index])
+                    break
+        return forces
+
+    def _SolveConstrained(self, K, f, free, fixed_dofs, fixed_values, C, g, timings):
+        """Solves [K_ff  -C_f^T; C_f  0] [u_f; lambda] = [f_f - K_fs u_s; g - C_s u_s] by the
+        Schur complement of the factorised K_ff (one factorisation, m + 1 solves)."""
+        u = np.zeros(self.num_dofs)
+        u[fixed_dofs] = fixed_values
+        start = time.perf_counter()
+        K = K.tocsr()
+        K_ff = K[free][:, free].tocsc()
+        r = f[free] - K[free][:, fixed_dofs] @ fixed_values
+        factor = _Factorize(K_ff, self._FreePermutation(free))
+        timings["factorize"] = timings.get("factorize", 0.0) + time.perf_counter() - start
+        start = time.perf_counter()
+        u_f = factor(r)
+        lam = np.zeros(C.shape[0])
+        if C.shape[0]:
+            C_f = C[:, free].toarray()
+            g_red = g - C[:, fixed_dofs] @ fixed_values
+            Y = np.column_stack([factor(C_f[i]) for i in range(C_f.shape[0])])
+            S = C_f @ Y
+            lam = np.linalg.lstsq(S, g_red - C_f @ u_f, rcond=None)[0]
+            u_f = u_f + Y @ lam
+        if not np.all(np.isfinite(u_f)):
+            raise ValueError(
+                "the frame is not supported against rigid-body motion (singular stiffness); "
+                "add supports or clamp one node"
+            )
+        u[free] = u_f
+        timings["solve"] = timings.get("solve", 0.0) + time.perf_counter() - start
+        return u, lam, 0, True
+
+    def _FreePermutation(self, free: np.ndarray) -> np.ndarray:
+        """Nested-dissection order of the free DOFs (node blocks kept together)."""
+        if not hasattr(self, "_node_order"):
+            self._node_order = NestedDissectionOrder(self.nodes, self.elements)
+        dofs = (self._node_order[:, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)).ravel()
+        position = np.full(self.num_dofs, -1)
+        position[free] = np.arange(len(free))
+        permutation = position[dofs]
+        return permutation[permutation >= 0]
+
+    def Modes(
+        self,
+        count: int = 6,
+        *,
+        supports: dict | None = None,
+        lumped: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest natural frequencies (Hz) and mode shapes (num_nodes, 6, count).
+
+        Free-floating frames return their six rigid-body modes first (frequencies near zero).
+        """
+        K = self.StiffnessMatrix()
+        M = self.MassMatrix(lumped=lumped)
+        fixed = np.array(sorted(supports or {}), dtype=np.int64)
+        free = np.setdiff1d(np.arange(self.num_dofs), fixed)
+        K_ff = K[free][:, free].tocsc()
+        M_ff = M[free][:, free].tocsc()
+        # Shift below zero so that rigid-body modes (eigenvalue 0) do not make K singular.
+        shift = -1e-3 * abs(K_ff.diagonal()).mean() / max(abs(M_ff.diagonal()).mean(), 1e-300)
+        values, vectors = spla.eigsh(K_ff, k=count, M=M_ff, sigma=shift, which="LM")
+        order = np.argsort(values)
+        values, vectors = values[order], vectors[:, order]
+        shapes = np.zeros((self.num_dofs, count))
+        shapes[free] = vectors
+        frequencies = np.sqrt(np.maximum(values, 0.0)) / (2.0 * np.pi)
+        return frequencies, shapes.reshape(self.num_nodes, 6, count)
+
+
+def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int = 8) -> np.ndarray:
+    """A fill-reducing node ordering by geometric nested dissection (George 1973).
+
+    Nodes are split recursively by the coordinate plane that best halves them; the separator is
+    every node on the plane plus the nodes on one side with an edge across it (always a valid
+    vertex separator, whatever the frame). Separators are numbered last. On a voxel lattice the
+    planes of face nodes are exact separators, which keeps the factor's fill near that of METIS.
+
+    Args:
+        points: (num_nodes, 3) node positions.
+        edges: (num_edges, 2) node pairs (the elements).
+        leaf_size: subdomains with at most this many nodes are not split further.
+
+    Returns:
+        A permutation of range(num_nodes).
+    """
+    points = np.asarray(points, dtype=float)
+    scale = max(float(np.ptp(points)), 1e-300)
+    keys = np.round(points / scale * 1e9).astype(np.int64)
+    neighbours = sp.csr_matrix(
+        (
+            np.ones(2 * len(edges)),
+            (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]]),
+        ),
+        shape=(len(points), len(points)),
+    )
+    order = []
+    stack = [(np.arange(len(points)), False)]
+    # Iterative post-order: push (separator, True) after the two halves so it comes out last.
+    while stack:
+        nodes, done = stack.pop()
+        if done or len(nodes) <= leaf_size:
+            order.append(nodes)
+            continue
+        best = None
+        for axis in range(3):
+            values = keys[nodes, axis]
+            unique, counts = np.unique(values, return_counts=True)
+            if len(unique) < 3:
+                continue
+            lo, hi = len(unique) // 3, max(len(unique) // 3 + 1, 2 * len(unique) // 3)
+            left = np.searchsorted(np.sort(values), unique)
+            for k in range(lo, hi):
+                n_left = left[k]
+                n_right = len(nodes) - n_left - counts[k]
+                score = counts[k] * (1.0 + abs(n_left - n_right) / len(nodes))
+                if best is None or score < best[0]:
+                    best = (score, axis, unique[k])
+        if best is None:
+            order.append(nodes)
+            continue
+        _, axis, value = best
+        values = keys[nodes, axis]
+        on_plane = values == value
+        left_mask = values < value
+        # Left nodes with an edge to a right node join the separator.
+        side = np.zeros(len(points), dtype=np.int8)
+        side[nodes[values > value]] = 1
+        crossing = np.asarray(neighbours[nodes[left_mask]] @ side).ravel() > 0
+        separator_left = nodes[left_mask][crossing]
+        left = nodes[left_mask][~crossing]
+        right = nodes[values > value]
+        stack.append((np.concatenate([nodes[on_plane], separator_left]), True))
+        stack.append((right, False))
+        stack.append((left, False))
+    # The stack pops left before right before separator, but appends in visit order; the order
+    # list is in the right sequence already (left subtree, right subtree, separator).
+    return np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+
+
+def _Factorize(matrix: sp.csc_matrix, permutation: np.ndarray | None = None):
+    """A solve function for a sparse symmetric positive definite matrix.
+
+    CHOLMOD (scikit-sparse, optional) when it is installed; otherwise SuperLU on the matrix
+    permuted by `permutation` (a fill-reducing order, e.g. nested dissection) with symmetric
+    pivoting, or SuperLU's own minimum-degree order when no permutation is given.
+
+    Raises:
+        ValueError: the matrix is singular (the frame is not supported).
+    """
+    message = (
+        "the frame is not supported against rigid-body motion (singular stiffness); "
+        "add supports or clamp one node"
+    )
+    if FactorizationBackend() == "cholmod":
+        from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
+
+        try:
+            factor = cholesky(matrix, ordering_method="metis")
+        except CholmodNotPositiveDefiniteError as e:
+            raise ValueError(message) from e
+        return factor
+    options = {"SymmetricMode": True}
+    try:
+        if permutation is None:
+            lu = spla.splu(
+                matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=options
+            )
+            return lu.solve
+        permuted = matrix[permutation][:, permutation].tocsc()
+        lu = spla.splu(permuted, permc_spec="NATURAL", diag_pivot_thresh=0.0, options=options)
+    except RuntimeError as e:
+        raise ValueError(message) from e
+    inverse = np.empty_like(permutation)
+    inverse[permutation] = np.arange(len(permutation))
+
+    def Solve(rhs):
+        return lu.solve(np.asarray(rhs)[permutation])[inverse]
+
+    return Solve
+
+
+_BACKEND = None
+
+
+def FactorizationBackend() -> str:
+    """ "cholmod" when scikit-sparse imports (and DRAKEBOTS_FRAME_SOLVER is not "superlu"), else
+    "superlu"."""
+    global _BACKEND
+    if _BACKEND is None:
+        import os
+
+        _BACKEND = "superlu"
+        if os.environ.get("DRAKEBOTS_FRAME_SOLVER", "").lower() != "superlu":
+            try:
+                import sksparse.cholmod  # noqa: F401
+
+                _BACKEND = "cholmod"
+            except ImportError:
+                pass
+    return _BACKEND
+
+
+def FixNode(frame: Frame, node: int, *, translations=True, rotations=True, values=None) -> dict:
+    """Support dictionary holding a node (all six DOFs by default) at `values` (default 0)."""
+    dofs = frame.NodeDofs(node)
+    chosen = ([0, 1, 2] if translations else []) + ([3, 4, 5] if rotations else [])
+    values = np.zeros(6) if values is None else np.asarray(values, dtype=float)
+    return {int(dofs[k]): float(values[k]) for k in chosen}
+
+
+def RigidBodyDisplacement(
+    points: np.ndarray, translation: np.ndarray, rotation: np.ndarray
+) -> np.ndarray:
+    """(num_points, 6) displacements of an infinitesimal rigid motion u = t + w x p, theta = w."""
+    points = np.asarray(points, dtype=float)
+    u = np.zeros((len(points), 6))
+    u[:, :3] = np.asarray(translation) + np.cross(np.asarray(rotation), points)
+    u[:, 3:] = rotation
+    return u
+
+
+def RemoveRigidBodyMotion(
+    points: np.ndarray, translations: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subtracts the least-squares infinitesimal rigid motion t + w x p from node translations.
+
+    Returns:
+        (translations without the rigid part, t, w).
+    """
+    points = np.asarray(points, dtype=float)
+    u = np.asarray(translations, dtype=float)
+    w = np.ones(len(points)) if weights is None else np.asarray(weights, dtype=float)
+    center = np.average(points, axis=0, weights=w)
+    r = points - center
+    # u_i ~ t + w x r_i = t - [r_i]x w: least squares in (t, w).
+    A = np.zeros((3 * len(points), 6))
+    A[:, :3] = np.tile(np.eye(3), (len(points), 1))
+    skew = np.zeros((len(points), 3, 3))
+    skew[:, 0, 1], skew[:, 0, 2] = r[:, 2], -r[:, 1]
+    skew[:, 1, 0], skew[:, 1, 2] = -r[:, 2], r[:, 0]
+    skew[:, 2, 0], skew[:, 2, 1] = r[:, 1], -r[:, 0]
+    A[:, 3:] = skew.reshape(-1, 3)
+    sqrt_w = np.repeat(np.sqrt(w), 3)
+    solution = np.linalg.lstsq(A * sqrt_w[:, None], u.reshape(-1) * sqrt_w, rcond=None)[0]
+    t, omega = solution[:3], solution[3:]
+    rigid = t + np.cross(omega, r)
+    return u - rigid, t - np.cross(omega, center), omega
