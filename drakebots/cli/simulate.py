@@ -42,6 +42,14 @@ class SimulateScenario:
     drop_height: float = 0.0
     # Skinned quad-robots: ground friction coefficient.
     ground_friction: float = 0.8
+    # Gait of a robot that walks open loop (each family validates its own; HAMR-VI: stand, trot,
+    # pronk, jump; empty: the family's default, HAMR-VI stands).
+    gait: str = ""
+    # HAMR-VI: stride frequency of the open-loop gait, Hz (> 0).
+    frequency: float = 10.0
+    # HAMR-VI: running surface, teflon (mu 0.29), cardstock (0.51) or sandpaper (1.02); empty:
+    # cardstock.
+    surface: str = ""
 
 
 # Scenario fields every family understands.
@@ -53,6 +61,7 @@ GENERIC_FIELDS = {"robot", "duration", "time_step", "log_period"}
 #   ReplayExtras(results_dir, robot) -> (ReplayDecorator | None, add_models | None).
 FAMILY_RUNNERS = {
     "skinned_quadruped": "drakebots.cli._simulate_quadruped",
+    "hamr": "drakebots.cli._simulate_hamr",
 }
 
 

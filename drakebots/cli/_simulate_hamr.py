@@ -1,0 +1,146 @@
+"""`drakebots simulate` for HAMR-VI: open-loop piezo gaits on the paper's surfaces.
+
+    drakebots simulate hamr_vi --gait trot --frequency 10 --surface cardstock --duration 0.5
+
+Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
+(stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock). The
+command-line duration, time step and log period are seconds; the simulation runs in the model's
+milliseconds. Figures of merit: forward speed in mm per cycle (after the start ramp), body height,
+roll and pitch, and the loop-closure residual max |c(q)|.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drakebots.errors import InputError
+
+OPTIONS = {"gait", "frequency", "surface"}
+
+DEFAULT_TIME_STEP_MS = 0.25
+DEFAULT_LOG_PERIOD_MS = 0.5
+LOOP_RESIDUAL_LIMIT_MM = 1e-3
+TIPPED_OVER_DEG = 60.0
+
+
+def ValidateOptions(scenario) -> tuple[str, str, float]:
+    """(gait, surface, frequency Hz) from the scenario, or InputError naming what is wrong."""
+    from drakebots.robots.hamr import SURFACE_FRICTION
+    from drakebots.systems.hamr_gaits import GAITS
+
+    gait = scenario.gait or "stand"
+    if gait not in GAITS:
+        raise InputError(
+            f"--gait {gait}: unknown gait for hamr_vi; valid gaits: {', '.join(GAITS)}"
+        )
+    surface = scenario.surface or "cardstock"
+    if surface not in SURFACE_FRICTION:
+        raise InputError(
+            f"--surface {surface}: unknown surface; valid surfaces: "
+            f"{', '.join(f'{s} (mu {mu})' for s, mu in SURFACE_FRICTION.items())}"
+        )
+    frequency = float(scenario.frequency)
+    if not (np.isfinite(frequency) and frequency > 0.0):
+        raise InputError(f"--frequency {scenario.frequency}: must be > 0 Hz")
+    return gait, surface, frequency
+
+
+def GaitFigures(log, gait: str, frequency: float, ramp_cycles: float) -> dict:
+    """Figures of merit of a HAMR run (mm, ms, deg): speed per cycle over the whole cycles after
+    the ramp, body height, roll/pitch extremes, loop residual."""
+    times = log.times
+    x = log.positions[:, 0]
+    y = log.positions[:, 1]
+    period = 1000.0 / frequency
+    rpy = np.degrees(log.extra["roll_pitch_yaw"])
+    start = ramp_cycles * period if gait in ("trot", "pronk") else 0.0
+    cycles = int(np.floor((times[-1] - start) / period + 1e-9))
+    figures = {
+        "gait": gait,
+        "frequency_hz": frequency,
+        "period_ms": period,
+        "forward_distance_mm": float(x[-1] - x[0]),
+        "lateral_drift_mm": float(y[-1] - y[0]),
+        "body_height_mean_mm": float(np.mean(log.base_height)),
+        "body_height_min_mm": float(np.min(log.base_height)),
+        "body_height_max_mm": float(np.max(log.base_height)),
+        "roll_max_abs_deg": float(np.max(np.abs(rpy[:, 0]))),
+        "pitch_max_abs_deg": float(np.max(np.abs(rpy[:, 1]))),
+        "yaw_end_deg": float(rpy[-1, 2]),
+        "loop_residual_max_mm": float(np.max(log.extra["loop_residual"])),
+        "cycles_measured": cycles,
+    }
+    if gait in ("trot", "pronk") and cycles >= 1:
+        k0 = int(np.searchsorted(times, start))
+        k1 = int(np.searchsorted(times, start + cycles * period))
+        k1 = min(k1, len(times) - 1)
+        distance = float(x[k1] - x[k0])
+        figures["mm_per_cycle"] = distance / cycles
+        figures["speed_mm_per_s"] = distance / ((times[k1] - times[k0]) * 1e-3)
+        figures["body_lengths_per_s"] = figures["speed_mm_per_s"] / 45.1
+    if gait == "jump":
+        figures["jump_apex_mm"] = float(np.max(log.base_height))
+        feet = log.extra["foot_positions"][:, :, 2]
+        figures["all_feet_airborne_ms"] = float(
+            np.sum(np.all(feet > 0.05, axis=1)) * np.median(np.diff(times))
+        )
+    return figures
+
+
+def Simulate(scenario, robot, *, meshcat=None, progress=True):
+    from drakebots.cli.simulate import SimulationOutcome
+    from drakebots.robots.hamr import SurfaceFriction
+    from drakebots.systems.hamr_gaits import GaitParams
+    from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
+    from drakebots.visualization.hamr_plots import PlotHamrRun
+    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+
+    gait, surface, frequency = ValidateOptions(scenario)
+    gait_params = GaitParams(gait=gait, frequency=frequency)
+    config = HamrSimulationConfig(
+        duration=scenario.duration * 1e3,
+        time_step=scenario.time_step * 1e3 or DEFAULT_TIME_STEP_MS,
+        log_period=scenario.log_period * 1e3 or DEFAULT_LOG_PERIOD_MS,
+        surface=surface,
+        gait=gait_params,
+    )
+    log = SimulateHamr(config, meshcat=meshcat, progress=progress, robot_name=robot.name)
+    figures = GaitFigures(log, gait, frequency, gait_params.ramp_cycles)
+    nominal = robot.nominal_base_height
+    summary = {
+        "surface": surface,
+        "friction": SurfaceFriction(surface),
+        "time_step_ms": config.time_step,
+        "nominal_base_height": nominal,
+        "base_height_within_10_percent": bool(
+            np.all(np.abs(log.base_height - nominal) <= 0.1 * nominal)
+        ),
+        **figures,
+    }
+    failure = None
+    if not log.Summary()["finite_state"]:
+        failure = "the state became NaN or infinite"
+    elif figures["loop_residual_max_mm"] > LOOP_RESIDUAL_LIMIT_MM:
+        failure = (
+            f"the loop-closure residual reached {figures['loop_residual_max_mm']:.3g} mm "
+            f"(limit {LOOP_RESIDUAL_LIMIT_MM} mm): the constraints did not hold"
+        )
+    elif max(figures["roll_max_abs_deg"], figures["pitch_max_abs_deg"]) > TIPPED_OVER_DEG:
+        failure = "the robot tipped over (|roll| or |pitch| above 60 degrees)"
+    elif gait == "stand" and not summary["base_height_within_10_percent"]:
+        failure = "the body left the ±10 % band around its nominal height while standing"
+    return SimulationOutcome(
+        log=log,
+        summary=summary,
+        decorator=HamrReplayDecorator(),
+        figures={"gait.png": PlotHamrRun(log, figures, title=f"hamr_vi {gait} on {surface}")},
+        failure=failure,
+        nominal_base_height=nominal,
+    )
+
+
+def ReplayExtras(results_dir, robot):
+    """HAMR's replay adds lighting scaled to its millimetre scene."""
+    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+
+    return HamrReplayDecorator(), None
