@@ -43,13 +43,17 @@ class SimulateScenario:
     # Skinned quad-robots: ground friction coefficient.
     ground_friction: float = 0.8
     # Gait of a robot that walks open loop (each family validates its own; HAMR-VI: stand, trot,
-    # pronk, jump; empty: the family's default, HAMR-VI stands).
+    # pronk, jump; voxel robots: tripod, stand; empty: the family's default, HAMR-VI stands, the
+    # voxel tripod walks its tripod gait).
     gait: str = ""
     # HAMR-VI: stride frequency of the open-loop gait, Hz (> 0).
     frequency: float = 10.0
     # HAMR-VI: running surface, teflon (mu 0.29), cardstock (0.51) or sandpaper (1.02); empty:
     # cardstock.
     surface: str = ""
+    # Number of gait cycles to simulate (0: run for --duration instead; voxel robots: a cycle
+    # is the 8-step loop of the tripod gait, 2 s).
+    cycles: int = 0
 
 
 # Scenario fields every family understands.
@@ -62,6 +66,7 @@ GENERIC_FIELDS = {"robot", "duration", "time_step", "log_period"}
 FAMILY_RUNNERS = {
     "skinned_quadruped": "drakebots.cli._simulate_quadruped",
     "hamr": "drakebots.cli._simulate_hamr",
+    "voxel": "drakebots.cli._simulate_voxel",
 }
 
 
