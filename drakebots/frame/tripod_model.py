@@ -75,6 +75,10 @@ def _StrutRpy(direction: np.ndarray) -> tuple[float, float, float]:
     return roll, pitch, yaw
 
 
+def _Tag(name: str, value: str) -> str:
+    return f"      <drake:{name}>{value}</drake:{name}>"
+
+
 def _AxisZRpy(direction: np.ndarray) -> tuple[float, float, float]:
     """Roll-pitch-yaw of a frame whose z axis is `direction`."""
     ez = direction / np.linalg.norm(direction)
@@ -141,8 +145,8 @@ def TripodModelFiles() -> dict[str, str]:
             f"      <pose>{_Pose(p)}</pose>",
             "      <inertial>",
             f"        <mass>{m:.9g}</mass>",
-            f"        <inertia><ixx>{inertia:.9g}</ixx><iyy>{inertia:.9g}</iyy><izz>{inertia:.9g}</izz>"
-            "<ixy>0</ixy><ixz>0</ixz><iyz>0</iyz></inertia>",
+            f"        <inertia><ixx>{inertia:.9g}</ixx><iyy>{inertia:.9g}</iyy>"
+            f"<izz>{inertia:.9g}</izz><ixy>0</ixy><ixz>0</ixz><iyz>0</iyz></inertia>",
             "      </inertial>",
             '      <visual name="connector">',
             f"        <geometry><sphere><radius>{CONNECTOR_RADIUS}</radius></sphere></geometry>",
@@ -201,10 +205,10 @@ def TripodModelFiles() -> dict[str, str]:
             "    <drake:linear_bushing_rpy>",
             f"      <drake:bushing_frameA>strut{index}_A</drake:bushing_frameA>",
             f"      <drake:bushing_frameC>strut{index}_C</drake:bushing_frameC>",
-            f"      <drake:bushing_torque_stiffness>{_Pose(rotation_stiffness)}</drake:bushing_torque_stiffness>",
-            f"      <drake:bushing_torque_damping>{_Pose(torque_damping)}</drake:bushing_torque_damping>",
-            f"      <drake:bushing_force_stiffness>{_Pose(translation_stiffness)}</drake:bushing_force_stiffness>",
-            f"      <drake:bushing_force_damping>{_Pose(force_damping)}</drake:bushing_force_damping>",
+            _Tag("bushing_torque_stiffness", _Pose(rotation_stiffness)),
+            _Tag("bushing_torque_damping", _Pose(torque_damping)),
+            _Tag("bushing_force_stiffness", _Pose(translation_stiffness)),
+            _Tag("bushing_force_damping", _Pose(force_damping)),
             "    </drake:linear_bushing_rpy>",
         ]
     for child, (name, parent) in children.items():
@@ -214,8 +218,8 @@ def TripodModelFiles() -> dict[str, str]:
             f"      <child>{NodeName(lattice.node_coords[child])}</child>",
             "      <axis>",
             "        <xyz>0 0 1</xyz>",
-            f"        <limit><lower>{-ACTUATOR_STROKE_LIMIT}</lower><upper>{ACTUATOR_STROKE_LIMIT}</upper>"
-            f"<effort>{ACTUATOR_EFFORT_LIMIT}</effort></limit>",
+            f"        <limit><lower>{-ACTUATOR_STROKE_LIMIT}</lower>"
+            f"<upper>{ACTUATOR_STROKE_LIMIT}</upper><effort>{ACTUATOR_EFFORT_LIMIT}</effort></limit>",
             "      </axis>",
             f'      <drake:controller_gains p="{ACTUATOR_KP}" d="{ACTUATOR_KD}"/>',
             "    </joint>",

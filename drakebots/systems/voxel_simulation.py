@@ -1,7 +1,7 @@
 """Simulating the tripod-gait voxel robot: discrete MultibodyPlant (SAP), ground, gait servo.
 
-    gait strokes (piecewise linear) -> desired actuator state -> MultibodyPlant (SAP) <-> SceneGraph
-                                                                    |-> state, actuation, contact logs
+    gait strokes -> desired actuator state -> MultibodyPlant (SAP) <-> SceneGraph
+                                                   |-> state, actuation, contact logs
 
 The four actuators are prismatic joints with implicit PD servos (SAP); the struts are bushings
 plus compliant distance constraints (drakebots.robots.voxel). The gait's actuator strokes come
