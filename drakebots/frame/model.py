@@ -344,11 +344,14 @@ class Frame:
                 )
                 rhs_value = actuator.stroke
             if actuator.mount == "prismatic":
+                # No lateral motion relative to the actuator body, which turns with the nodes:
+                # d . (u_b - u_a - theta_a x r) = 0, r = x_b - x_a (keeps rigid motions free).
+                r = self.nodes[b] - self.nodes[a]
                 for direction in lateral:
                     actuator_rows.append(
                         (
-                            np.concatenate([db[:3], da[:3]]),
-                            np.concatenate([direction, -direction]),
+                            np.concatenate([db[:3], da[:3], da[3:]]),
+                            np.concatenate([direction, -direction, -np.cross(r, direction)]),
                             0.0,
                         )
                     )

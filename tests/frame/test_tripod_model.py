@@ -1,0 +1,44 @@
+"""The committed voxel_tripod model files equal the generator's output, and the Drake bushings
+reproduce the frame element's stiffness."""
+
+import numpy as np
+
+from drakebots.frame.tripod_model import TripodModelFiles
+from drakebots.models import ModelsDirectory
+
+
+def test_committed_files_equal_the_generator_output():
+    folder = ModelsDirectory() / "voxel_tripod"
+    for name, text in TripodModelFiles().items():
+        assert (folder / name).read_text() == text, (
+            f"models/voxel_tripod/{name} is stale: run python scripts/generate_voxel_tripod.py"
+        )
+
+
+def test_midpoint_spring_reproduces_the_beam_element():
+    """A diagonal spring at the midpoint between two rigid half-struts (the bushing model) has the
+    same 12x12 stiffness as the Euler-Bernoulli element."""
+    from drakebots.frame.elements import LocalStiffness
+    from drakebots.frame.voxel import StrutSection
+
+    s = StrutSection()
+    L = 0.05
+    E, G = s.youngs_modulus, s.shear_modulus
+    k_t = np.diag([E * s.area / L, 12 * E * s.Iz / L**3, 12 * E * s.Iy / L**3])
+    k_r = np.diag([G * s.J / L, E * s.Iy / L, E * s.Iz / L])
+
+    # Relative motion at the midpoint: (u_b + w_b x (-L/2 ex)) - (u_a + w_a x (L/2 ex)), and
+    # rotation w_b - w_a; w x r = -[r]x w.
+    def Skew(v):
+        return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+    half = Skew(np.array([L / 2, 0, 0]))
+    B = np.zeros((6, 12))
+    B[:3, 0:3], B[:3, 3:6] = -np.eye(3), half
+    B[:3, 6:9], B[:3, 9:12] = np.eye(3), half
+    B[3:, 3:6], B[3:, 9:12] = -np.eye(3), np.eye(3)
+    D = np.zeros((6, 6))
+    D[:3, :3], D[3:, 3:] = k_t, k_r
+    K_spring = B.T @ D @ B
+    K_beam = LocalStiffness(s, np.array([L]))[0]
+    assert np.abs(K_spring - K_beam).max() <= 1e-9 * np.abs(K_beam).max()
