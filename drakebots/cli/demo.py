@@ -26,6 +26,11 @@ STEPS = [
     ("cow_stand", "Cow skeleton (DS3218 servos) standing", ["simulate", "cow", "--duration", "2"]),
     ("monster_stand", "Monster skeleton standing", ["simulate", "monster", "--duration", "2"]),
     (
+        "voxel_walk",
+        "Voxel tripod robot: POM-designed tripod gait in Drake (sticky front feet)",
+        ["simulate", "voxel_tripod", "--gait", "tripod", "--cycles", "2"],
+    ),
+    (
         "lizard_stand",
         "Lizard skeleton (spine, neck, tail) standing",
         ["simulate", "lizard", "--duration", "2"],
