@@ -1,0 +1,119 @@
+"""HAMR-VI on the command line: info, a short simulate run, bad inputs (exit 2, nothing written)
+and `drakebots hamr modes`. The short run goes through the real entry point in a subprocess, as a
+user would; the others call the same `main(argv)` in-process to keep the suite fast."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def drakebots(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "drakebots", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def main(*args, capsys):
+    """Runs `drakebots ARGS` in-process; returns (exit code, stdout, stderr)."""
+    from drakebots.cli import main as cli_main
+
+    code = cli_main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_info_reports_loops_and_units(capsys):
+    code, stdout, _ = main("info", "hamr_vi", "--json", capsys=capsys)
+    assert code == 0
+    info = json.loads(stdout)
+    assert (info["num_positions"], info["num_velocities"], info["num_actuators"]) == (38, 38, 8)
+    assert info["num_loop_constraints"] == 24 and info["loop_jacobian_rank"] == 24
+    assert info["units"]["length"] == "mm" and info["gravity"] == pytest.approx(9.81e-3)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--surface", "ice"), "valid surfaces: teflon"),
+        (("--gait", "gallop"), "valid gaits: stand, trot, pronk, jump"),
+        (("--gait", "trot", "--frequency", "0"), "must be > 0 Hz"),
+        (("--gait", "trot", "--frequency", "-3"), "must be > 0 Hz"),
+    ],
+)
+def test_bad_hamr_options_exit_2_and_write_nothing(tmp_path, args, message, capsys):
+    out = tmp_path / "run"
+    code, _, stderr = main(
+        "simulate", "hamr_vi", *args, "--duration", "0.01", "--out", str(out), capsys=capsys
+    )
+    assert code == 2, stderr
+    assert message in stderr
+    assert not out.exists()
+    assert not any(tmp_path.iterdir()), "a temporary folder was left behind"
+
+
+def test_hamr_options_do_not_apply_to_other_robots(tmp_path, capsys):
+    code, _, stderr = main(
+        "simulate", "beetle", "--surface", "teflon", "--out", str(tmp_path / "r"), capsys=capsys
+    )
+    assert code == 2
+    assert "--surface does not apply" in stderr
+
+
+def test_short_trot_writes_the_results(tmp_path):
+    out = tmp_path / "trot"
+    result = drakebots(
+        "simulate",
+        "hamr_vi",
+        "--gait",
+        "trot",
+        "--frequency",
+        "10",
+        "--surface",
+        "sandpaper",
+        "--duration",
+        "0.03",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
+    assert result.returncode == 0, result.stderr
+    for name in ("summary.json", "log.npz", "replay.html", "gait.png", "base_height.png"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    figures = summary["figures"]
+    assert figures["surface"] == "sandpaper" and figures["friction"] == 1.02
+    assert figures["loop_residual_max_mm"] < 1e-3
+    assert 0.0 < figures["real_time_rate"] < 1.0  # simulated seconds per wall second
+    assert "mm_per_cycle" not in figures  # 30 ms is inside the first (ramp) cycle
+
+
+def test_modes_writes_frequencies_against_the_paper(tmp_path, capsys):
+    out = tmp_path / "modes"
+    code, stdout, stderr = main("hamr", "modes", "--out", str(out), capsys=capsys)
+    assert code == 0, stderr
+    for name in (
+        "summary.json",
+        "modes.csv",
+        "modes.npz",
+        "modes.png",
+        "mode_shapes.png",
+        "replay.html",
+    ):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    comparison = summary["paper_comparison"]
+    assert comparison["vertical (z)"]["paper_hz"] == 10.0
+    assert comparison["roll"]["paper_hz"] == 30.0
+    assert comparison["vertical (z)"]["model_hz"] > 0 and comparison["roll"]["model_hz"] > 0
+    assert "vertical" in stdout and "paper" in stdout
+
+
+def test_modes_bad_threshold(tmp_path, capsys):
+    out = tmp_path / "modes"
+    code, _, stderr = main(
+        "hamr", "modes", "--body-threshold", "2", "--out", str(out), capsys=capsys
+    )
+    assert code == 2 and "--body-threshold" in stderr
+    assert not out.exists()
