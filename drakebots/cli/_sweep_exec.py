@@ -52,7 +52,8 @@ CASES_FILE = "cases.json"
 JOURNAL_FILE = "journal.jsonl"
 LOCK_FILE = ".sweep.lock"
 
-# One case at a time per worker process: a case redirects the process's stdout/stderr and argv.
+# One in-process case at a time per worker process: it redirects the process's stdout, stderr and
+# argv.
 _CASE_LOCK = threading.Lock()
 
 
@@ -209,6 +210,8 @@ def RunCase(task: dict) -> dict:
         pid, started, finished, reason, traceback, folder, log, params, figures, argv.
     """
     os.environ.setdefault("MPLBACKEND", "Agg")
+    if not task.get("in_process"):
+        return _RunCaseLocked(task)  # Its own process: a worker may run several at once.
     with _CASE_LOCK:
         return _RunCaseLocked(task)
 
@@ -578,9 +581,14 @@ def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str =
     """
     folder = SweepFolder(out)
     folder.CheckUsable()
+    created = not folder.path.exists()
     folder.Lock()
     try:
         return _RunSweepLocked(sweep, folder, options, rerun_hint)
+    except InputError:
+        if created:  # Bad input found before any case ran (e.g. the scheduler): leave nothing.
+            shutil.rmtree(folder.path, ignore_errors=True)
+        raise
     finally:
         folder.Unlock()
 
@@ -665,8 +673,8 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
         print(f"\nsweep {sweep.name}: {interrupted}.", flush=True)
         if in_flight:
             print(
-                f"  {len(in_flight)} case(s) were in flight and did not finish: "
-                + ", ".join(in_flight),
+                f"  {len(in_flight)} case(s) were in flight when it stopped (a re-run runs them "
+                "unless they finished): " + ", ".join(in_flight),
                 flush=True,
             )
         print(f"  re-run to complete the rest: {rerun_hint}", flush=True)
@@ -680,13 +688,45 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
     return 0 if ok else 1
 
 
+def _Slots(client) -> int:
+    """Worker threads in the cluster now (at least 1: a restarting worker comes back)."""
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # noqa: BLE001 - the scheduler is gone; the loop will find out.
+        return 1
+
+
+def _Finished(running, client):
+    """The futures of `running` (an as_completed) as they finish; raises ConnectionError when the
+    client has given up on a lost scheduler (its futures would then never finish)."""
+    while not running.is_empty():
+        if running.has_ready():
+            yield from running.next_batch(block=False)
+        elif client.status in ("closing", "closed"):
+            raise ConnectionError("the scheduler is gone and the client could not reconnect")
+        else:
+            time.sleep(0.02)
+
+
 def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOptions, tqdm):
     """Submits the cases and records each as it finishes; returns (interrupted, cancelled cases,
-    cases in flight when interrupted, exit code if interrupted)."""
+    cases in flight when interrupted, exit code if interrupted).
+
+    Only as many cases as the cluster has worker threads are submitted at a time, the next one
+    when one finishes: Dask would otherwise assign every case to a worker up front (each case is
+    its own task group, never queued on the scheduler), and a worker that dies would take all
+    the cases waiting on it along. This way a dead worker loses only the case it was running.
+    """
+    from collections import deque
+
     from distributed import as_completed
 
+    waiting = deque(to_run)
     pending: dict = {}
-    for case in to_run:
+    running = as_completed()
+
+    def SubmitNext():
+        case = waiting.popleft()
         task = {
             "name": case["name"],
             "argv": case["argv"],
@@ -699,6 +739,10 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
         key = f"drakebots-case-{case['name']}-{os.urandom(4).hex()}"
         future = client.submit(RunCase, task, key=key, pure=False)
         pending[future] = case
+        running.add(future)
+
+    for _ in range(min(_Slots(client), len(waiting))):
+        SubmitNext()
     bar = tqdm(
         total=len(to_run),
         unit="case",
@@ -714,9 +758,12 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
     in_flight: list[str] = []
     exit_code = 1
     try:
-        for future in as_completed(list(pending)):
+        for future in _Finished(running, client):
             case = pending.pop(future)
             row = _Outcome(future, case, folder)
+            slots = _Slots(client)
+            while waiting and len(pending) < slots and client.status == "running":
+                SubmitNext()
             if row is None:
                 cancelled.append(case["name"])
                 continue
@@ -745,7 +792,7 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
     finally:
         bar.close()
     if interrupted:
-        in_flight = _InFlight(client, pending)
+        in_flight = sorted(set(_InFlight(client, pending)) | set(cancelled))
         folder.AppendJournal(
             {
                 "event": "interrupted",
@@ -753,7 +800,8 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
                 "reason": interrupted,
                 "in_flight": in_flight,
                 "not_started": sorted(
-                    c["name"] for c in pending.values() if c["name"] not in in_flight
+                    [c["name"] for c in pending.values() if c["name"] not in in_flight]
+                    + [c["name"] for c in waiting]
                 ),
             }
         )

@@ -1,0 +1,377 @@
+"""`drakebots sweep`: sweep files checked before anything runs, cases on a Dask LocalCluster with
+two worker processes on loopback, results equal to the same cases run one by one, a case that
+raises, a worker killed mid-case, Ctrl-C, and re-runs that complete only what is missing.
+
+The cases are real `drakebots simulate beetle` runs of 0.05 s (a few seconds each with start-up).
+"""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from drakebots.cli import VerbModules, main
+from drakebots.cli._sweep_spec import NamedSweeps, SweepFile
+from drakebots.config import LoadTypedYaml
+
+# Figures that measure the machine (wall time), not the simulated physics.
+TIMING_FIGURES = {"figures.wall_time_s", "figures.real_time_rate"}
+
+
+def drakebots(*args, timeout=300, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "drakebots", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def journal(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+
+
+def rows_by_case(out: Path) -> dict:
+    """The current rows (status's JSON view) by case name."""
+    from drakebots.cli._sweep_exec import SweepFolder
+
+    folder = SweepFolder(out)
+    return {row["case"]: row for row in folder.Rows(folder.ReadCases()["cases"])}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """An existing cluster (as `dask scheduler` + `dask worker` would be): 2 worker processes on
+    loopback; a task whose worker dies is not retried (allowed-failures 0), one task per worker."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    settings = {
+        "distributed.scheduler.allowed-failures": 0,
+        "distributed.scheduler.worker-saturation": 1.0,
+    }
+    with dask.config.set(settings):
+        local = LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
+    client = Client(local)
+    yield local, client
+    client.close()
+    local.close()
+
+
+# --- bad sweep files: exit 2, nothing written --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("comand: simulate beetle\ngrid: {duration: [0.1]}\n", "unknown key 'comand'"),
+        (
+            "command: simulate beetle\ncases: [{nme: a, args: {duration: 0.1}}]\n",
+            "nme",
+        ),
+        ("command: frobnicate beetle\ngrid: {duration: [0.1]}\n", "unknown verb 'frobnicate'"),
+        ("command: simulate beetle\ngrid: {durration: [0.1]}\n", "unknown option 'durration'"),
+        ("command: simulate beetle\nfixed: {duration: abc}\ngrid: {drop-height: [0]}\n", "abc"),
+        ("command: simulate beetle\ngrid: {duration: [0.1], out: [x]}\n", "set by the sweep"),
+        ("command: simulate beetle\ngrid: {meshcat: [1]}\n", "flag"),
+        ("command: simulate beetle\nfixed: {duration: 1}\ngrid: {duration: [2]}\n", "both"),
+        (
+            "command: simulate beetle\ncases: [{name: a, args: {duration: 1}},"
+            " {name: a, args: {duration: 2}}]\n",
+            "share the folder name",
+        ),
+        ("command: simulate beetle\n", "no cases"),
+        ("command: simulate beetle\ngrid: {duration: []}\n", "no values"),
+    ],
+)
+def test_bad_sweep_file_exits_2_before_any_case(tmp_path, capsys, text, message):
+    sweep = tmp_path / "bad.yaml"
+    sweep.write_text(text)
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert str(sweep) in err, err
+    assert not out.exists(), "a bad sweep file must not create its folder"
+
+
+def test_unknown_verb_through_the_console_script(tmp_path):
+    sweep = tmp_path / "bad.yaml"
+    sweep.write_text("command: optimise hamr-gait\ngrid: {frequency: [2, 10]}\n")
+    result = drakebots("sweep", str(sweep), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "unknown verb 'optimise'" in result.stderr and str(sweep) in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_options_and_folders_exit_2(tmp_path, capsys):
+    assert main(["sweep", "no_such_sweep"]) == 2
+    assert "shipped" in capsys.readouterr().err
+    assert main(["sweep", "beetle_drop", "--in-process", "--case-timeout", "5"]) == 2
+    assert main(["sweep", "status", str(tmp_path)]) == 2
+    assert "not a sweep folder" in capsys.readouterr().err
+    (tmp_path / "mine.txt").write_text("not a sweep")
+    assert main(["sweep", "beetle_drop", "--out", str(tmp_path)]) == 2
+    assert "not a sweep folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+
+
+# --- the shipped sweeps ------------------------------------------------------------------------
+
+
+EXPECTED_CASES = {"beetle_drop": 6, "hamr_paper": 10, "gecko_grid": 30, "skinned_variants": 18}
+
+
+def test_every_shipped_sweep_is_listed_and_typed():
+    assert set(NamedSweeps()) == set(EXPECTED_CASES)
+    for name, path in NamedSweeps().items():
+        spec = LoadTypedYaml(SweepFile, filename=path)
+        count = int(np.prod([len(v) for v in spec.grid.values()])) if spec.grid else 0
+        assert count + len(spec.cases) == EXPECTED_CASES[name], name
+        assert spec.description, name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CASES))
+def test_shipped_sweep_validates_against_its_verb(name):
+    """Every case's command line passes the verb's parser, once the verb exists in this build
+    (optimize, design and the gecko options come with their own issues)."""
+    from drakebots.cli._sweep_spec import LoadSweep
+    from drakebots.errors import InputError
+
+    spec = LoadTypedYaml(SweepFile, filename=NamedSweeps()[name])
+    verb = spec.command.split()[0]
+    if verb not in VerbModules():
+        pytest.skip(f"verb '{verb}' is not in this build yet")
+    try:
+        sweep = LoadSweep(name)
+    except InputError as e:
+        if "unknown option" in str(e) or "unknown sub-command" in str(e):
+            pytest.skip(f"'{spec.command}' lacks an option of this sweep yet: {e}")
+        raise
+    assert len(sweep.cases) == EXPECTED_CASES[name]
+    assert len({case.name for case in sweep.cases}) == len(sweep.cases)
+
+
+def test_named_sweep_dry_run_prints_the_command_lines(capsys):
+    assert main(["sweep", "sweeps/beetle_drop.yaml", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "6 cases" in out
+    line = "drakebots simulate beetle --duration=0.5 --drop-height=0.01 --ground-friction=0.8"
+    assert line in out
+
+
+# --- a sweep on a LocalCluster of 2 workers == the same cases run one by one -------------------
+
+TINY = """\
+description: four short beetle drops
+command: simulate beetle
+fixed:
+  duration: 0.05
+grid:
+  drop-height: [0.0, 0.01]
+  ground-friction: [0.5, 0.9]
+"""
+
+
+def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path):
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(TINY)
+    out = tmp_path / "sweep"
+    result = drakebots("sweep", str(sweep), "--out", str(out), "--workers", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 cases: 4 done" in result.stdout
+
+    csv_rows = (out / "results.csv").read_text().splitlines()
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    assert len(csv_rows) == 1 + 4 and len(table) == 4
+    assert {row["status"] for row in table} == {"done"}
+    assert len({row["worker"] for row in table}) == 2, "both local workers ran cases"
+    assert all(row["worker"].startswith("tcp://127.0.0.1:") for row in table)
+
+    for row in table:
+        case_dir = out / "cases" / row["case"]
+        assert (case_dir / "summary.json").is_file() and (case_dir / "replay.html").is_file()
+        marker = json.loads((case_dir / "sweep_case.json").read_text())
+        serial_dir = tmp_path / "serial" / row["case"]
+        assert main(marker["argv"] + ["--out", str(serial_dir)]) == 0
+        serial = json.loads((serial_dir / "summary.json").read_text())
+        assert serial["inputs"]["drop_height"] == row["drop-height"]
+        assert serial["inputs"]["ground_friction"] == row["ground-friction"]
+        from drakebots.cli._sweep_table import FlattenSummary
+
+        for key, value in FlattenSummary(serial).items():
+            if key not in TIMING_FIGURES:
+                assert row[key] == value, (row["case"], key)
+        with np.load(case_dir / "log.npz") as swept, np.load(serial_dir / "log.npz") as direct:
+            for name in direct.files:
+                np.testing.assert_array_equal(swept[name], direct[name], err_msg=name)
+
+    # The same sweep again: nothing runs, no cluster starts, the folders are untouched.
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("cases/*/sweep_case.json")}
+    again = drakebots("sweep", str(sweep), "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert "0 to run, 4 already complete" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    status = drakebots("sweep", "status", str(out))
+    assert status.returncode == 0
+    assert "4 cases: 4 done, 0 failed, 0 error, 0 lost, 0 missing" in status.stdout
+
+
+# --- faults on an existing cluster -------------------------------------------------------------
+
+
+def test_case_that_raises_is_recorded_with_its_traceback(tmp_path, cluster, capsys):
+    local, _ = cluster
+    sweep = tmp_path / "raises.yaml"
+    # A NaN drop height passes the option parser and makes SceneGraph raise mid-simulation.
+    sweep.write_text(
+        "command: simulate beetle\nfixed: {duration: 0.05}\n"
+        "grid: {drop-height: [0.0, .nan, 0.01]}\n"
+    )
+    out = tmp_path / "sweep"
+    args = ["sweep", str(sweep), "--out", str(out), "--scheduler", local.scheduler_address]
+    assert main(args + ["--no-progress"]) == 1
+    report = capsys.readouterr().out
+    rows = rows_by_case(out)
+    assert rows["drop-height=0.0"]["status"] == "done"
+    assert rows["drop-height=0.01"]["status"] == "done"
+    bad = rows["drop-height=nan"]
+    assert bad["status"] == "error"
+    assert bad["traceback"].startswith("Traceback (most recent call last):")
+    assert "RuntimeError" in bad["traceback"] and "non-finite" in bad["reason"]
+    assert "error  drop-height=nan" in report and "--retry-failed" in report
+    assert "Traceback" in Path(bad["log"]).read_text()
+    assert not (out / "cases" / "drop-height=nan").exists()
+
+    # A plain re-run keeps the error (it would raise again); --retry-failed runs only that case.
+    assert main(args + ["--no-progress"]) == 1
+    assert "0 to run" in capsys.readouterr().out
+    assert main(args + ["--no-progress", "--retry-failed"]) == 1
+    assert journal(out)[-3]["event"] == "start" and journal(out)[-3]["to_run"] == [
+        "drop-height=nan"
+    ]
+    assert main(["sweep", "status", str(out)]) == 1
+    status = capsys.readouterr().out
+    assert "2 done, 0 failed, 1 error" in status and "RuntimeError" in status
+
+
+def _child_processes_writing(folder: Path) -> list[int]:
+    """Pids of processes whose command line names `folder` (a case still running)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(folder) in cmdline:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_worker_killed_mid_case_loses_only_that_case(tmp_path, cluster, capsys):
+    local, client = cluster
+    sweep = tmp_path / "kill.yaml"
+    sweep.write_text(
+        "command: simulate beetle\n"
+        "cases:\n"
+        "  - {name: victim, args: {duration: 1.0}}\n"
+        "  - {name: a, args: {duration: 0.05}}\n"
+        "  - {name: b, args: {duration: 0.05, drop-height: 0.01}}\n"
+    )
+    out = tmp_path / "sweep"
+    args = ["sweep", str(sweep), "--out", str(out), "--scheduler", local.scheduler_address]
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.update(code=main(args + ["--no-progress"])))
+    thread.start()
+    victim_log = out / "logs" / "victim.log"
+    deadline = time.time() + 120
+    worker = None
+    while worker is None and time.time() < deadline:
+        for address, keys in client.processing().items():
+            if any("-case-victim-" in str(key) for key in keys):
+                worker = address
+        time.sleep(0.05)
+    assert worker is not None, "the victim case never started"
+    while not (victim_log.is_file() and "=== drakebots" in victim_log.read_text()):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    pid = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(pid, signal.SIGKILL)  # As the OOM killer or a pre-empted node would.
+    thread.join(timeout=180)
+    assert outcome.get("code") == 1
+    report = capsys.readouterr().out
+    rows = rows_by_case(out)
+    assert rows["victim"]["status"] == "lost"
+    assert "worker running this case died" in rows["victim"]["reason"]
+    assert "lost   victim" in report
+    assert rows["a"]["status"] == rows["b"]["status"] == "done"
+    time.sleep(1.0)
+    assert not _child_processes_writing(out / "cases" / "victim"), "the case outlived its worker"
+    assert not (out / "cases" / "victim").exists()
+
+    # The re-run completes only what is missing: the lost case; a and b stay as they were.
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("cases/*/sweep_case.json")}
+    client.wait_for_workers(2, timeout=60)  # The nanny restarts the killed worker.
+    assert main(args + ["--no-progress"]) == 0
+    starts = [r for r in journal(out) if r["event"] == "start"]
+    assert starts[-1]["to_run"] == ["victim"]
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    assert rows_by_case(out)["victim"]["status"] == "done"
+    assert len(pq.read_table(out / "results.parquet")) == 3
+
+
+def test_ctrl_c_names_the_cases_in_flight_and_a_rerun_completes_them(tmp_path):
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(
+        "command: simulate beetle\nfixed: {duration: 0.05}\n"
+        "grid: {drop-height: [0.0, 0.002, 0.004, 0.006, 0.008, 0.01]}\n"
+    )
+    out = tmp_path / "sweep"
+    command = [sys.executable, "-m", "drakebots", "sweep", str(sweep), "--out", str(out)]
+    process = subprocess.Popen(
+        command + ["--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 120
+    while not (out / "journal.jsonl").is_file() or not any(
+        r["event"] == "case" for r in journal(out)
+    ):
+        assert time.time() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stdout + stderr
+    interrupted = [r for r in journal(out) if r["event"] == "interrupted"]
+    assert len(interrupted) == 1
+    finished = [r["case"] for r in journal(out) if r["event"] == "case"]
+    assert finished and len(finished) < 6
+    assert "interrupted" in stdout and "in flight" in stdout
+    for name in interrupted[0]["in_flight"]:
+        assert name in stdout
+
+    rerun = subprocess.run(command + ["--workers", "2"], capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    to_run = set([r for r in journal(out) if r["event"] == "start"][-1]["to_run"])
+    # Only unfinished cases run again (a case in flight may also have finished after Ctrl-C, its
+    # worker living on a moment: then its complete folder is kept).
+    assert to_run <= set(interrupted[0]["in_flight"] + interrupted[0]["not_started"])
+    assert not to_run & set(finished)
+    assert "6 cases: 6 done" in rerun.stdout
