@@ -1,0 +1,59 @@
+"""Finite elements for the skinned quad-robots' soft skin (NumPy/SciPy only, no Drake systems).
+
+Paper: Xu et al., *Computational Design of Skinned Quad-Robots* (shared/papers/
+skinned-quad-robots.txt), section 4 (two-way coupled multibody-elastic dynamics, Eqs. 1-2),
+section 6.1 (skin and folding regions), 6.2 (glue vertices), section 7 (E = 0.09 GPa, nu = 0.46).
+
+Units: SI (m, kg, s, N, Pa). Positions are flat vectors of length 3n, vertex-major
+(x[3 i + k] = coordinate k of vertex i).
+
+API (what the motion optimizer of the next issue builds on)
+-----------------------------------------------------------
+
+Meshes (`drakebots.fem.mesh`)
+    TetMesh(vertices (n,3), tets (m,4)); SignedVolumes, OrientPositively, BoundaryFaces,
+    CheckClosedManifold(vertices, faces); ReadVtk/WriteVtk (legacy VTK, Drake's
+    DeformableModel input), WriteVtu/WritePvd (ParaView time series).
+
+Materials (`drakebots.fem.materials`)
+    Material(youngs_modulus Pa, poissons_ratio, mass_density kg/m^3, model, mass_damping 1/s,
+    stiffness_damping s) with model in {"neohookean", "corotated", "linear"}; LameParameters;
+    vectorised psi(F), P(F), dP/dF(F) over (m,3,3) deformation gradients; ProjectToPsd.
+
+Elastic model (`drakebots.fem.model.FemModel(mesh, material)`)
+    Energy(x) -> float J                      E(x) = sum_e V_e psi(F_e)
+    Gradient(x) -> (3n,) N                    dE/dx (= minus the elastic forces)
+    ElasticForces(x) -> (3n,) N
+    Hessian(x, project=False) -> CSR (3n,3n)  the stiffness K = d2E/dx2 (symmetric); project=True
+                                              projects every element to PSD (for Newton)
+    EnergyGradientHessian(x, project=True)    all three in one pass
+    MassDiagonal() (3n,) kg, MassMatrix() CSR, TotalMass(), vertex_masses (n,)
+    DampingMatrix() CSR                       Rayleigh D = alpha M + beta K_rest
+    GravityForces(g) (3n,) N, Jacobians(x) det F per element, DeformationGradients(x)
+    Assemble(element_matrices (m,12,12)) -> CSR with the precomputed pattern
+
+Time stepping (`drakebots.fem.integrator`)
+    BackwardEuler(model, gravity, fixed_vertices, options).Step(x, v, h, ...) -> (x+, v+):
+    Newton on the incremental potential with PSD-projected Hessian, Armijo line search that
+    rejects inverted elements, step cutting; raises ElementInversion(element, time) or
+    NewtonFailure. StaticEquilibrium(model, ...) for static sag.
+
+Linear solvers (`drakebots.fem.solvers`)
+    Factorize(A, method) with method in {"splu" (default, chosen by measurement), "splu_colamd",
+    "spsolve", "cg"} -> object with solve(b).
+
+Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
+    GlueConstraint(vertices (k,), bodies (k,) link indices, p_BoG (k,3) link-frame points):
+        Residual(p_WG (k,3) from the skeleton, x) -> (3k,)  C(q,u) = R(q) r + t - x_c
+        JacobianU() -> CSR (3k, 3n)                           dC/du = -S_c
+        JacobianQ(J_WG (3k, nv)) -> the skeleton block        dC/dq (velocity Jacobian)
+    AssembleKkt(A_r, A_d, G_q, G_u) -> CSR                    the matrix of Eq. (2)
+    SolveKkt(A_r, A_d, G_q, glue, b_r, b_d, c) -> (dq, du, lam)   Eq. (2) solved through the
+        Schur complement on the skeleton unknowns (exact, exploits G_u = -S_c)
+    CondensedResponse(...)                                    Eq. (10): du, dq as linear maps of
+                                                              b_r, b_d (for the QPCC)
+
+Skin generation (`drakebots.fem.skin`)
+    MakeSkin(params, options) -> Skin (mesh, glue vertices + link + link-frame points,
+    skinning weights, per-element thickness, foot/fold masks); WriteSkin/LoadSkin(directory).
+"""

@@ -1,0 +1,255 @@
+"""The elastic model of a tetrahedral mesh: energy, forces, sparse stiffness, mass and damping.
+
+`FemModel(mesh, material)` precomputes, per element, the rest-shape matrix inverse Dm^{-1}, the
+rest volume, the 9x12 map from the element's vertex positions to its deformation gradient
+(F = Ds Dm^{-1}, linear tetrahedra), and the CSR pattern of the global 3n x 3n stiffness matrix
+with the position of every element entry in it; assembling K is then one `np.bincount`.
+
+Positions are flat vectors x of length 3n (vertex-major: x[3 i + k] is coordinate k of vertex i),
+in metres. Energies are J, forces N, stiffness N/m, mass kg.
+
+Conventions (skinned-quad-robots.txt section 4.1 and Eq. (2)): the skin's elastic energy E(x) is
+the sum over elements of V_e psi(F_e); the elastic force is -dE/dx; the stiffness K = d^2E/dx^2,
+symmetric; with `project=True` each element's 9x9 dP/dF is projected onto the positive
+semi-definite cone first, which keeps K positive semi-definite for Newton's method.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from drakebots.fem import materials
+from drakebots.fem.mesh import TetMesh
+
+
+class ElementInversion(RuntimeError):
+    """An element's volume became zero or negative (J <= 0)."""
+
+    def __init__(self, element: int, time: float | None = None, message: str = ""):
+        self.element = int(element)
+        self.time = time
+        when = f" at t = {time:.6g} s" if time is not None else ""
+        super().__init__(message or f"element {element} inverted{when}")
+
+
+class FemModel:
+    """Energy, forces, stiffness, mass and Rayleigh damping of a linear tet mesh.
+
+    Args:
+        mesh: the rest mesh (every tet positively oriented, non-degenerate).
+        material: the material (drakebots.fem.materials.Material).
+        densities: optional (m,) per-element mass density, kg/m^3 (default: the material's).
+        youngs_scale: optional (m,) per-element factor on Young's modulus (e.g. 0.15 for the
+            monster's soft belly, paper section 7).
+    """
+
+    def __init__(
+        self,
+        mesh: TetMesh,
+        material: materials.Material,
+        *,
+        densities: np.ndarray | None = None,
+        youngs_scale: np.ndarray | None = None,
+    ):
+        materials.Validate(material)
+        self.mesh = mesh
+        self.material = material
+        x0 = mesh.vertices
+        T = mesh.tets
+        Dm = np.stack([x0[T[:, k]] - x0[T[:, 0]] for k in (1, 2, 3)], axis=2)  # columns
+        vol = np.linalg.det(Dm) / 6.0
+        if np.any(vol <= 0.0):
+            bad = int(np.argmin(vol))
+            raise ValueError(
+                f"element {bad} has non-positive rest volume {vol[bad]:.3g} m^3 "
+                "(tets must be positively oriented and non-degenerate)"
+            )
+        self.rest_volumes = vol
+        self.Dm_inv = np.linalg.inv(Dm)
+        # Shape-function gradients g (m, 4, 3): F = sum_a x_a g_a^T.
+        g = np.empty((len(T), 4, 3))
+        g[:, 1:, :] = self.Dm_inv
+        g[:, 0, :] = -self.Dm_inv.sum(axis=1)
+        self._g = g
+        # B (m, 9, 12): dF_flat / dx_element_flat, F index 3i+j, x index 3a+i.
+        B = np.zeros((len(T), 9, 12))
+        for i in range(3):
+            for a in range(4):
+                B[:, 3 * i : 3 * i + 3, 3 * a + i] = g[:, a, :]
+        self._B = B
+        mu, lam = material.lame
+        scale = np.ones(len(T)) if youngs_scale is None else np.asarray(youngs_scale, float)
+        self._mu = mu * scale
+        self._lam = lam * scale
+        rho = (
+            np.full(len(T), material.mass_density)
+            if densities is None
+            else np.asarray(densities, float)
+        )
+        # Lumped mass: a quarter of each element's mass on each of its vertices.
+        vertex_mass = np.zeros(mesh.num_vertices)
+        np.add.at(vertex_mass, T.ravel(), np.repeat(rho * vol / 4.0, 4))
+        self.vertex_masses = vertex_mass
+        self._dofs = (3 * T[:, :, None] + np.arange(3)[None, None, :]).reshape(-1, 12)
+        self._BuildPattern()
+        self._K_rest = None
+
+    # ---- sizes ---------------------------------------------------------------------------------
+    @property
+    def num_vertices(self) -> int:
+        return self.mesh.num_vertices
+
+    @property
+    def num_dofs(self) -> int:
+        return 3 * self.mesh.num_vertices
+
+    def RestPositions(self) -> np.ndarray:
+        """x0, (3n,), m."""
+        return self.mesh.vertices.ravel().copy()
+
+    # ---- sparse pattern ------------------------------------------------------------------------
+    def _BuildPattern(self):
+        dofs = self._dofs
+        rows = np.repeat(dofs, 12, axis=1).ravel()
+        cols = np.tile(dofs, (1, 12)).ravel()
+        n = self.num_dofs
+        key = rows * n + cols
+        unique, inverse = np.unique(key, return_inverse=True)
+        self._entry_to_nnz = inverse.ravel()
+        r = unique // n
+        c = unique % n
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(indptr, r + 1, 1)
+        self._indptr = np.cumsum(indptr)
+        self._indices = c.astype(np.int32)
+        self._nnz = len(unique)
+        diag = np.flatnonzero(r == c)
+        self._diag_nnz = diag  # positions of diagonal entries, in dof order
+        self._row_of_nnz = r
+
+    def Assemble(self, element_matrices: np.ndarray) -> sp.csr_matrix:
+        """Assembles (m, 12, 12) element matrices into the global CSR matrix (fixed pattern)."""
+        data = np.bincount(
+            self._entry_to_nnz, weights=element_matrices.ravel(), minlength=self._nnz
+        )
+        return sp.csr_matrix(
+            (data, self._indices, self._indptr), shape=(self.num_dofs, self.num_dofs)
+        )
+
+    def EmptyPatternMatrix(self) -> sp.csr_matrix:
+        """A zero matrix with the stiffness pattern (for adding diagonal terms in place)."""
+        return sp.csr_matrix(
+            (np.zeros(self._nnz), self._indices.copy(), self._indptr.copy()),
+            shape=(self.num_dofs, self.num_dofs),
+        )
+
+    @property
+    def diagonal_positions(self) -> np.ndarray:
+        """Indices into CSR `data` of the diagonal entries, dof order."""
+        return self._diag_nnz
+
+    # ---- kinematics ----------------------------------------------------------------------------
+    def DeformationGradients(self, x: np.ndarray) -> np.ndarray:
+        """(m, 3, 3) F of every element at positions x (3n,)."""
+        X = np.asarray(x, float).reshape(-1, 3)
+        xe = X[self.mesh.tets]  # (m, 4, 3)
+        return np.einsum("mai,maj->mij", xe, self._g)
+
+    def Jacobians(self, x: np.ndarray) -> np.ndarray:
+        """(m,) det F."""
+        return materials.Determinant(self.DeformationGradients(x))
+
+    # ---- energy, force, stiffness --------------------------------------------------------------
+    def _Material(self, F, hessian):
+        model = self.material.model
+        if np.ndim(self._mu) and np.ptp(self._mu) == 0.0:
+            return materials.Evaluate(model, F, self._mu[0], self._lam[0], hessian=hessian)
+        psi, P, dPdF = materials.Evaluate(model, F, 1.0, 0.0, hessian=hessian)
+        # Non-uniform moduli: evaluate mu and lambda parts separately (each is linear in them).
+        psi_l, P_l, dPdF_l = materials.Evaluate(model, F, 0.0, 1.0, hessian=hessian)
+        mu, lam = self._mu, self._lam
+        psi = mu * psi + lam * psi_l
+        P = mu[:, None, None] * P + lam[:, None, None] * P_l
+        if hessian:
+            dPdF = mu[:, None, None] * dPdF + lam[:, None, None] * dPdF_l
+        return psi, P, dPdF
+
+    def ElementEnergies(self, x: np.ndarray) -> np.ndarray:
+        """(m,) V_e psi(F_e), J (inf for an inverted neo-Hookean element)."""
+        psi, _, _ = self._Material(self.DeformationGradients(x), hessian=False)
+        return self.rest_volumes * psi
+
+    def Energy(self, x: np.ndarray) -> float:
+        """Elastic energy E(x), J."""
+        return float(np.sum(self.ElementEnergies(x)))
+
+    def Gradient(self, x: np.ndarray) -> np.ndarray:
+        """dE/dx (3n,), N: the negative of the elastic forces."""
+        _, P, _ = self._Material(self.DeformationGradients(x), hessian=False)
+        return self._AssembleVector(P)
+
+    def ElasticForces(self, x: np.ndarray) -> np.ndarray:
+        """-dE/dx (3n,), N."""
+        return -self.Gradient(x)
+
+    def _AssembleVector(self, P):
+        # grad_a = V P g_a  -> (m, 4, 3)
+        ge = self.rest_volumes[:, None, None] * np.einsum("mij,maj->mai", P, self._g)
+        return np.bincount(self._dofs.ravel(), weights=ge.ravel(), minlength=self.num_dofs).astype(
+            float
+        )
+
+    def EnergyGradientHessian(self, x: np.ndarray, *, project: bool = True):
+        """(E J, dE/dx (3n,) N, K = d^2E/dx^2 CSR N/m) in one pass over the elements.
+
+        Args:
+            x: positions (3n,), m.
+            project: project each element's dP/dF to positive semi-definite (for Newton).
+        """
+        F = self.DeformationGradients(x)
+        psi, P, dPdF = self._Material(F, hessian=True)
+        energy = float(np.sum(self.rest_volumes * psi))
+        grad = self._AssembleVector(P)
+        if project:
+            dPdF = materials.ProjectToPsd(dPdF)
+        B = self._B
+        He = self.rest_volumes[:, None, None] * (np.transpose(B, (0, 2, 1)) @ dPdF @ B)
+        return energy, grad, self.Assemble(He)
+
+    def Hessian(self, x: np.ndarray, *, project: bool = False) -> sp.csr_matrix:
+        """Stiffness K = d^2E/dx^2 (CSR, N/m); `project` makes it positive semi-definite."""
+        return self.EnergyGradientHessian(x, project=project)[2]
+
+    def RestStiffness(self) -> sp.csr_matrix:
+        """K at the rest positions (cached; used by Rayleigh damping)."""
+        if self._K_rest is None:
+            self._K_rest = self.Hessian(self.RestPositions(), project=True)
+        return self._K_rest
+
+    # ---- mass and damping ----------------------------------------------------------------------
+    def MassDiagonal(self) -> np.ndarray:
+        """Diagonal of the lumped mass matrix (3n,), kg."""
+        return np.repeat(self.vertex_masses, 3)
+
+    def MassMatrix(self) -> sp.csr_matrix:
+        """Lumped mass matrix M (3n x 3n diagonal CSR), kg."""
+        return sp.diags(self.MassDiagonal()).tocsr()
+
+    def TotalMass(self) -> float:
+        return float(self.vertex_masses.sum())
+
+    def DampingMatrix(self) -> sp.csr_matrix:
+        """Rayleigh damping D = alpha M + beta K_rest, N s/m."""
+        m = self.material
+        D = self.RestStiffness() * m.stiffness_damping
+        D = D + sp.diags(m.mass_damping * self.MassDiagonal())
+        return D.tocsr()
+
+    def GravityForces(self, gravity=(0.0, 0.0, -9.81)) -> np.ndarray:
+        """Lumped gravity forces (3n,), N, for gravity (m/s^2)."""
+        return (self.vertex_masses[:, None] * np.asarray(gravity, float)[None, :]).ravel()
+
+    def FirstInverted(self, x: np.ndarray, threshold: float = 0.0) -> int | None:
+        """Index of the element with the smallest det F if it is <= threshold, else None."""
+        J = self.Jacobians(x)
+        k = int(np.argmin(J))
+        return k if J[k] <= threshold else None
