@@ -145,29 +145,60 @@ runpy.run_module("drakebots", run_name="__main__", alter_sys=True)
 """
 
 
-def _RunSubprocess(argv, log, log_path, offset, timeout) -> tuple[int | None, str | None]:
-    """Runs `python -m drakebots ARGV` with output to `log` (exit code, traceback or None)."""
+# The case subprocesses running in this worker process: case folder -> Popen (for StopCases).
+_CHILDREN: dict[str, subprocess.Popen] = {}
+_CHILDREN_LOCK = threading.Lock()
+
+
+def StopCases(case_dirs: list[str]) -> list[str]:
+    """Kills the case subprocesses of this worker that write into `case_dirs` (run on every
+    worker with `client.run` when a sweep is interrupted: Dask cannot stop a running task, and a
+    cancelled case should not go on computing, or write its folder while a re-run does).
+
+    Returns:
+        The folders whose case was killed here.
+    """
+    killed = []
+    with _CHILDREN_LOCK:
+        for case_dir in case_dirs:
+            child = _CHILDREN.get(case_dir)
+            if child is not None and child.poll() is None:
+                child.kill()
+                killed.append(case_dir)
+    return killed
+
+
+def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
+    """Runs `python -m drakebots ARGV` with output to `log`.
+
+    Returns:
+        (exit code or None, the traceback the case printed or a timeout message, or None).
+    """
     env = dict(os.environ, MPLBACKEND="Agg")
     log.flush()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(os.getpid()), *argv],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    with _CHILDREN_LOCK:
+        _CHILDREN[str(case_dir)] = child
     try:
-        completed = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(os.getpid()), *argv],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            timeout=timeout,
-        )
+        code = child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
         return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s"
-    code = completed.returncode
+    finally:
+        with _CHILDREN_LOCK:
+            _CHILDREN.pop(str(case_dir), None)
     with open(log_path, errors="replace") as f:
         f.seek(offset)
         text = f.read()
     start = text.rfind("Traceback (most recent call last):")
-    if start >= 0 and code not in (0, 2):
-        return None, text[start:]
-    return code, None
+    return code, (text[start:] if start >= 0 and code not in (0, 2) else None)
 
 
 def _LastLines(path: Path, offset: int = 0, count: int = 3) -> str:
@@ -223,7 +254,9 @@ def _RunCaseLocked(task: dict) -> dict:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     identity = _WorkerIdentity()
     aside = _MoveAside(case_dir)
-    argv = list(task["argv"]) + ["--out", str(case_dir)]
+    # --force: the sweep owns cases/; a duplicate attempt of this case (a retry while a cut-off
+    # one ends) must not make the other fail at its commit.
+    argv = list(task["argv"]) + ["--out", str(case_dir), "--force"]
     started = time.time()
     with open(log_path, "a") as log:
         log.write(
@@ -235,7 +268,7 @@ def _RunCaseLocked(task: dict) -> dict:
         if task.get("in_process"):
             code, trace = _RunInProcess(argv, log)
         else:
-            code, trace = _RunSubprocess(argv, log, log_path, offset, task.get("timeout"))
+            code, trace = _RunSubprocess(argv, case_dir, log, log_path, offset, task.get("timeout"))
     seconds = time.time() - started
     summary_path = case_dir / "summary.json"
     summary = None
@@ -265,15 +298,15 @@ def _RunCaseLocked(task: dict) -> dict:
         "traceback": trace,
         "figures": FlattenSummary(summary) if summary else {},
     }
-    if trace is not None:
-        row["status"] = "error"
-        row["reason"] = trace.strip().splitlines()[-1]
-    elif summary is not None and code == 0:
+    if summary is not None and code == 0:
         row["status"] = "done"
         row["reason"] = None
     elif summary is not None and code == 1:
         row["status"] = "failed"
         row["reason"] = summary.get("reason") or _LastLines(log_path, offset, 1) or "exit 1"
+    elif trace is not None:
+        row["status"] = "error"
+        row["reason"] = trace.strip().splitlines()[-1]
     else:
         row["status"] = "error"
         if code is not None and code < 0:
@@ -793,6 +826,10 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
         bar.close()
     if interrupted:
         in_flight = sorted(set(_InFlight(client, pending)) | set(cancelled))
+        try:  # Stop the cases still running on the workers (the futures alone cannot).
+            client.run(StopCases, [str(folder.CaseDir(c["name"])) for c in pending.values()])
+        except Exception:  # noqa: BLE001 - no scheduler: the workers end them when they close.
+            pass
         folder.AppendJournal(
             {
                 "event": "interrupted",
