@@ -52,8 +52,16 @@ class SimulateScenario:
     # cardstock.
     surface: str = ""
     # Number of gait cycles to simulate (0: run for --duration instead; voxel robots: a cycle
-    # is the 8-step loop of the tripod gait, 2 s).
+    # is the 8-step loop of the tripod gait, 2 s; gecko with --gait-law: two half cycles of
+    # 2.5 s, 5 s).
     cycles: int = 0
+    # Gecko: walk with the gait law (paper Eqs. 14-15) at (--q1, --q2); without it the gecko
+    # stands on its home stance.
+    gait_law: bool = False
+    # Gecko: step length q1 of the gait law, deg, in [40, 90].
+    q1: float = 90.0
+    # Gecko: steering factor q2 of the gait law, in [-0.5, 0.5] (positive turns right).
+    q2: float = 0.0
 
 
 # Scenario fields every family understands.
@@ -67,6 +75,7 @@ FAMILY_RUNNERS = {
     "skinned_quadruped": "drakebots.cli._simulate_quadruped",
     "hamr": "drakebots.cli._simulate_hamr",
     "voxel": "drakebots.cli._simulate_voxel",
+    "gecko": "drakebots.cli._simulate_gecko",
 }
 
 

@@ -1,0 +1,45 @@
+"""Writes the gecko's model files: models/gecko/gecko.sdf and scene.dmd.yaml.
+
+The SDF comes from drakebots.robots.gecko.MakeGeckoSdf(GeckoParams()) (five constant-curvature
+limbs as rigid-segment chains); the scene places it in its home pose (the straight-gait pose at
+q1 = +90 deg) on the ground. A test (tests/models/test_gecko_model.py) fails when the committed
+files differ from what this script writes.
+
+Usage:
+  python scripts/generate_gecko.py            # write the files
+  python scripts/generate_gecko.py --check    # exit 1 if the committed files are out of date
+"""
+
+import argparse
+import sys
+
+from drakebots.models import ModelsDirectory
+from drakebots.robots.gecko import SceneText, SdfText
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--check", action="store_true", help="only compare with the files")
+    args = parser.parse_args()
+    folder = ModelsDirectory() / "gecko"
+    files = {"gecko.sdf": SdfText(), "scene.dmd.yaml": SceneText()}
+    stale = [
+        name
+        for name, text in files.items()
+        if not (folder / name).is_file() or (folder / name).read_text() != text
+    ]
+    if args.check:
+        for name in stale:
+            print(f"models/gecko/{name} is out of date: run python scripts/generate_gecko.py")
+        return 1 if stale else 0
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        print(f"wrote {folder / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
