@@ -234,8 +234,13 @@ def ProjectToPsd(H: np.ndarray, floor: float = 0.0) -> np.ndarray:
             return H
         except np.linalg.LinAlgError:
             pass
-    w, Q = np.linalg.eigh(H)
-    if np.all(w >= floor):
+    # Eigen-decompose only the matrices that need it (indefinite elements are few).
+    w = np.linalg.eigvalsh(H)
+    bad = w.min(axis=1) < floor
+    if not bad.any():
         return H
-    w = np.maximum(w, floor)
-    return (Q * w[:, None, :]) @ np.transpose(Q, (0, 2, 1))
+    wb, Q = np.linalg.eigh(H[bad])
+    wb = np.maximum(wb, floor)
+    H = H.copy()
+    H[bad] = (Q * wb[:, None, :]) @ np.transpose(Q, (0, 2, 1))
+    return H

@@ -574,6 +574,11 @@ def Tetrahedralize(sheets, *, max_edge: float = 0.03, threads: int = 2) -> TetMe
         if result.returncode != 0 or not (tmp / "shell.msh").exists():
             raise RuntimeError(f"gmsh failed: {result.stdout[-2000:]}{result.stderr[-2000:]}")
         nodes, tets = _ReadMsh22(tmp / "shell.msh")
+        if len(tets) == 0:
+            raise RuntimeError(
+                "gmsh produced no tetrahedra (the surface triangles are probably too coarse for "
+                f"the shell's thickness): {result.stdout[-1500:]}"
+            )
     used = np.unique(tets)
     remap = -np.ones(len(nodes), dtype=np.int64)
     remap[used] = np.arange(len(used))
@@ -748,10 +753,21 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     if not options.youngs_modulus > 0.0:
         raise SkinInputError(f"Young's modulus must be > 0 Pa, got {options.youngs_modulus}")
     say("shape and surfaces (marching cubes)")
-    sheets, info = MakeShellSurface(params, options)
-    count = sum(len(v) for v, _ in sheets)
-    say(f"tetrahedralising with gmsh ({count} surface vertices)")
-    mesh = Tetrahedralize(sheets, max_edge=options.max_edge)
+    # Marching cubes on a coarse grid can make the two sheets (4 mm apart) cross where the
+    # surface curves; Gmsh then refuses the boundary. Retry on a finer grid.
+    voxel = options.voxel
+    for attempt in range(5):
+        sheets, info = MakeShellSurface(params, dataclasses.replace(options, voxel=voxel))
+        count = sum(len(v) for v, _ in sheets)
+        say(f"tetrahedralising with gmsh ({count} surface vertices, voxel {voxel * 1000:.1f} mm)")
+        try:
+            mesh = Tetrahedralize(sheets, max_edge=options.max_edge)
+            break
+        except RuntimeError:
+            if attempt == 4:
+                raise
+            voxel *= 0.9
+    info["voxel_m"] = voxel
     # Outer/inner classification of boundary vertices: the outer sheet holds the vertices
     # farthest from the skeleton; use the field value at the vertex.
     f, t, fold = ShapeField(params, options, mesh.vertices)

@@ -1,0 +1,144 @@
+"""Generate the FEM skin of a skinned quad-robot: skin.vtk, glue, skinning weights, a picture.
+
+The skin is a closed body surface shaped like the robot's animal around its skeleton, hollowed to
+4 mm (8 mm at the feet, paper section 6.1), optionally with gear-tooth folding regions at chosen
+joints (Fig. 8), tetrahedralised with Gmsh, with glue vertices where the bracing units hold it
+(section 6.2, Fig. 9). The skin's density is set so that its mass is the paper's skin mass.
+skin.vtk loads into Drake's DeformableModel; `drakebots simulate ROBOT --skin DIR` uses the folder.
+
+Examples:
+  drakebots skin beetle --out runs/beetle_skin
+  drakebots skin beetle --folding-regions ankles --out runs/beetle_skin_folded
+  drakebots skin cow --thickness 0.005 --out runs/cow_skin
+"""
+
+from drakebots.cli import AddOutputArguments, AddVerb
+from drakebots.errors import InputError
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "skin", __doc__)
+    parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
+    parser.add_argument(
+        "--folding-regions",
+        default="",
+        help="comma-separated joint kinds (ankles, knees, hips) or joint names that get a "
+        "gear-tooth folding region (paper Fig. 8)",
+    )
+    parser.add_argument("--thickness", type=float, default=0.004, help="skin thickness, m")
+    parser.add_argument(
+        "--foot-thickness", type=float, default=0.008, help="skin thickness at the feet, m"
+    )
+    parser.add_argument(
+        "--fold-depth", type=float, default=0.008, help="depth of the folding teeth, m"
+    )
+    parser.add_argument(
+        "--voxel",
+        type=float,
+        default=None,
+        help="surface resolution, m (default 0.011: about the paper's vertex counts)",
+    )
+    parser.add_argument(
+        "--poissons-ratio", type=float, default=0.46, help="Poisson's ratio (paper: 0.46)"
+    )
+    parser.add_argument(
+        "--youngs-modulus", type=float, default=0.09e9, help="Young's modulus, Pa (paper: 0.09 GPa)"
+    )
+    AddOutputArguments(parser)
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def MakeOptions(args):
+    """SkinOptions from the command line, validated (InputError names the option)."""
+    from drakebots.fem.skin import SkinOptions
+
+    if not args.thickness > 0.0:
+        raise InputError(f"--thickness must be > 0 m, got {args.thickness}")
+    if not args.foot_thickness > 0.0:
+        raise InputError(f"--foot-thickness must be > 0 m, got {args.foot_thickness}")
+    if not args.fold_depth > 0.0:
+        raise InputError(f"--fold-depth must be > 0 m, got {args.fold_depth}")
+    if not -1.0 < args.poissons_ratio < 0.5:
+        raise InputError(
+            f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
+            f"{args.poissons_ratio}"
+        )
+    if not args.youngs_modulus > 0.0:
+        raise InputError(f"--youngs-modulus must be > 0 Pa, got {args.youngs_modulus}")
+    folding = tuple(s.strip() for s in args.folding_regions.split(",") if s.strip())
+    options = SkinOptions(
+        thickness=args.thickness,
+        foot_thickness=args.foot_thickness,
+        folding_regions=folding,
+        fold_depth=args.fold_depth,
+        poissons_ratio=args.poissons_ratio,
+        youngs_modulus=args.youngs_modulus,
+    )
+    if args.voxel is not None:
+        if not args.voxel > 0.0:
+            raise InputError(f"--voxel must be > 0 m, got {args.voxel}")
+        options.voxel = args.voxel
+    return options
+
+
+def Run(args) -> int:
+    import time
+
+    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.fem.skin import MakeSkin, SkinInputError, WriteSkin, _FoldSites
+    from drakebots.robots import GetRobot
+    from drakebots.visualization.skin import PlotSkin
+
+    robot = GetRobot(args.robot)
+    if robot.family != "skinned_quadruped":
+        raise InputError(f"'{args.robot}' is not a skinned quad-robot (family {robot.family})")
+    options = MakeOptions(args)
+    params = robot.params
+    try:
+        _FoldSites(params, options.folding_regions)  # validate before writing anything
+    except SkinInputError as e:
+        raise InputError(str(e)) from None
+    out = args.out or DefaultOutput("skin", robot.name)
+    with ResultsFolder(out, force=args.force) as results:
+        start = time.perf_counter()
+        try:
+            skin = MakeSkin(params, options, progress=lambda s: print(f"  {s}", flush=True))
+        except SkinInputError as e:
+            raise InputError(str(e)) from None
+        seconds = time.perf_counter() - start
+        WriteSkin(results.directory, skin)
+        results.SaveFigure("skin.png", PlotSkin(skin))
+        summary = MakeSummary(
+            "skin",
+            {"robot": robot.name, **{k: getattr(options, k) for k in vars(options)}},
+            robot=robot.name,
+            success=True,
+            reason=None,
+            figures=skin.info | {"seconds": seconds},
+            paper={
+                "table1_skin_vertices": {
+                    "beetle": 14152,
+                    "monster": 16624,
+                    "lizard": 18261,
+                    "cow": 12494,
+                }.get(robot.name),
+                "table1_glue_vertices": {
+                    "beetle": 140,
+                    "monster": 301,
+                    "lizard": 176,
+                    "cow": 217,
+                }.get(robot.name),
+            },
+        )
+        results.WriteJson("summary.json", summary)
+        results.Commit()
+    info = skin.info
+    print(f"results: {results.final}")
+    print(
+        f"  {info['vertices']} vertices, {info['tets']} tets, {info['glue_vertices']} glue "
+        f"vertices; size {' x '.join(f'{s:.3f}' for s in info['size'])} m "
+        f"(paper {' x '.join(f'{s:.3f}' for s in info['paper_size'])}); density "
+        f"{info['mass_density']:.0f} kg/m^3 for {info['mass_kg']} kg; {seconds:.1f} s"
+    )
+    return 0

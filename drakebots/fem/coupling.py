@@ -1,0 +1,181 @@
+"""The skin-skeleton glue constraint and the coupled linear system (paper Eqs. 1-2, 10).
+
+Eq. (1): C(q, u) = R(q) r + t - x_c = 0: every glue vertex x_c of the skin coincides with its
+point r on a skeleton link. With the skeleton's linearisation G_q = dC/dq (a velocity Jacobian
+here) and G_u = dC/du = -S_c (S_c selects the glue vertices' coordinates), one Newton step of the
+coupled system is the KKT system of Eq. (2):
+
+    [ A_r   0    G_q^T ] [dq]   [b_r]
+    [ 0     A_d  G_u^T ] [du] = [b_d]
+    [ G_q   G_u  0     ] [lam]  [ c ]
+
+where lam are the glue forces applied to the skin (N), and -lam act on the skeleton. Contacts
+that pin skin coordinates (a vertex sticking to the ground, or its height while sliding) are more
+rows of the same kind with G_q = 0.
+
+`AssembleKkt` builds that matrix (for checks, and for the motion optimizer's condensation,
+Eq. 10). `ReducedKkt` solves it exactly by the null-space method: because G_u = -S selects
+coordinates, the pinned coordinates are du_P = G_q dq - c, and eliminating them leaves the
+symmetric positive definite system in (dq, du_free)
+
+    [ A_r + G^T A_PP G   G^T A_Pf ] [dq     ]   [ b_r + G^T (b_P + A_PP c) ]
+    [ A_fP G             A_ff     ] [du_free] = [ b_f + A_fP c             ],
+
+one sparse factorisation (the skeleton's few dense rows ordered last) and one solve; the
+multipliers follow from the pinned rows: lam = A_Pf du_f + A_PP du_P - b_P. This gives the same
+(dq, du, lam) as the KKT system (tests/fem/test_coupling.py checks it against a direct sparse
+solve of Eq. 2) at the cost of one factorisation of the skin's size.
+
+Units: whatever the caller's blocks use (the coupled simulator uses impulses for the skeleton rows
+and forces for the skin rows, so lam is a force in N).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+
+class GlueConstraint:
+    """Glue vertices and their link-frame points (Eq. 1).
+
+    Args:
+        vertices: (k,) skin vertex indices.
+        num_vertices: n, the skin's vertex count.
+    """
+
+    def __init__(self, vertices, num_vertices: int):
+        self.vertices = np.asarray(vertices, dtype=np.int64)
+        self.num_vertices = int(num_vertices)
+        self.dofs = (3 * self.vertices[:, None] + np.arange(3)).ravel()
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.dofs)
+
+    def Residual(self, p_WG: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """C = R(q) r + t - x_c, (3k,), m; p_WG (k, 3) are the link points in world."""
+        return np.asarray(p_WG, float).ravel() - np.asarray(x, float)[self.dofs]
+
+    def JacobianU(self) -> sp.csr_matrix:
+        """dC/du = -S_c, (3k, 3n)."""
+        rows = np.arange(self.num_rows)
+        return sp.csr_matrix(
+            (-np.ones(self.num_rows), (rows, self.dofs)),
+            shape=(self.num_rows, 3 * self.num_vertices),
+        )
+
+
+def AssembleKkt(A_r, A_d, G_q, G_u) -> sp.csr_matrix:
+    """The matrix of Eq. (2): [[A_r, 0, G_q^T], [0, A_d, G_u^T], [G_q, G_u, 0]]."""
+    A_r = sp.csr_matrix(A_r)
+    G_q = sp.csr_matrix(G_q)
+    G_u = sp.csr_matrix(G_u)
+    return sp.bmat(
+        [[A_r, None, G_q.T], [None, sp.csr_matrix(A_d), G_u.T], [G_q, G_u, None]], format="csr"
+    )
+
+
+def _NestedDissection(A_d: sp.spmatrix, block: int = 3) -> np.ndarray | None:
+    """A fill-reducing ordering of the vertices (METIS nested dissection) or None if pymetis is
+    missing. Returns a permutation of the dofs."""
+    try:
+        import pymetis
+    except ImportError:  # pragma: no cover - pymetis is a declared dependency
+        return None
+    n = A_d.shape[0] // block
+    A = sp.csr_matrix(A_d)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)) // block
+    cols = A.indices // block
+    graph = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    graph.setdiag(0)
+    graph.eliminate_zeros()
+    graph.sort_indices()
+    adjacency = pymetis.CSRAdjacency(graph.indptr, graph.indices)
+    perm, _ = pymetis.nested_dissection(adjacency)
+    perm = np.asarray(perm, dtype=np.int64)
+    return (block * perm[:, None] + np.arange(block)).ravel()
+
+
+class ReducedKkt:
+    """Factorises and solves Eq. (2) through the null-space (pinned-coordinate) elimination.
+
+    Args:
+        A_r: (nr, nr) skeleton block (dense or sparse, symmetric positive definite).
+        A_d: (nd, nd) sparse skin block (symmetric positive definite).
+        G_q: (p, nr) skeleton Jacobian of the constraint rows.
+        pinned: (p,) skin coordinate pinned by each row (G_u row = -e_pinned).
+        ordering: optional dof permutation of the skin (reuse one from `_NestedDissection`).
+    """
+
+    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None):
+        A_d = sp.csr_matrix(A_d)
+        self.nd = A_d.shape[0]
+        self.nr = np.shape(A_r)[0]
+        self.pinned = np.asarray(pinned, dtype=np.int64)
+        if len(np.unique(self.pinned)) != len(self.pinned):
+            raise ValueError("a skin coordinate is pinned by two constraint rows")
+        self.G = np.asarray(sp.csr_matrix(G_q).toarray() if sp.issparse(G_q) else G_q, float)
+        is_pinned = np.zeros(self.nd, dtype=bool)
+        is_pinned[self.pinned] = True
+        if ordering is None:
+            ordering = _NestedDissection(A_d)
+        order = np.arange(self.nd) if ordering is None else np.asarray(ordering)
+        self.free = order[~is_pinned[order]]
+        A_ff = A_d[self.free][:, self.free]
+        A_fP = A_d[self.free][:, self.pinned]
+        A_PP = A_d[self.pinned][:, self.pinned]
+        self.A_d = A_d
+        G = self.G
+        top_left = np.asarray(
+            (A_r.toarray() if sp.issparse(A_r) else A_r) + G.T @ (A_PP @ G), float
+        )
+        bottom_left = sp.csr_matrix(A_fP @ G)
+        M = sp.bmat([[A_ff, bottom_left], [bottom_left.T, sp.csr_matrix(top_left)]], format="csc")
+        self._lu = spla.splu(
+            M,
+            permc_spec="NATURAL" if ordering is not None else "MMD_AT_PLUS_A",
+            diag_pivot_thresh=0.0,
+            options={"SymmetricMode": True},
+        )
+        self._A_fP = A_fP
+        self._A_PP = A_PP
+        self._A_Pf = A_d[self.pinned][:, self.free]
+
+    def Solve(self, b_r, b_d, c):
+        """(dq (nr,), du (nd,), lam (p,)) solving Eq. (2) with right-hand side (b_r, b_d, c)."""
+        b_r = np.asarray(b_r, float)
+        b_d = np.asarray(b_d, float)
+        c = np.asarray(c, float)
+        G = self.G
+        b_f = b_d[self.free]
+        b_P = b_d[self.pinned]
+        rhs = np.concatenate([b_f + self._A_fP @ c, b_r + G.T @ (b_P + self._A_PP @ c)])
+        z = self._lu.solve(rhs)
+        du_f = z[: len(self.free)]
+        dq = z[len(self.free) :]
+        du_P = G @ dq - c
+        du = np.empty(self.nd)
+        du[self.free] = du_f
+        du[self.pinned] = du_P
+        lam = self._A_Pf @ du_f + self._A_PP @ du_P - b_P
+        return dq, du, lam
+
+
+def SolveKkt(A_r, A_d, G_q, pinned, b_r, b_d, c, *, ordering=None):
+    """One-shot solve of Eq. (2) (see ReducedKkt): returns (dq, du, lam)."""
+    return ReducedKkt(A_r, A_d, G_q, pinned, ordering=ordering).Solve(b_r, b_d, c)
+
+
+def CondensedResponse(A_r, A_d, G_q, pinned, *, ordering=None):
+    """Eq. (10): the linear maps (b_r, b_d) -> (dq, du) with the multipliers eliminated.
+
+    Returns a function f(b_r, b_d, c=0) -> (dq, du, lam) that reuses one factorisation, so the
+    frame-by-frame QPCC can evaluate the response to many right-hand sides (torques and contact
+    forces enter b_r and b_d linearly).
+    """
+    kkt = ReducedKkt(A_r, A_d, G_q, pinned, ordering=ordering)
+
+    def response(b_r, b_d, c=None):
+        return kkt.Solve(b_r, b_d, np.zeros(len(kkt.pinned)) if c is None else c)
+
+    return response

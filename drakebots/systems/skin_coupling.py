@@ -1,0 +1,598 @@
+"""The two-way coupled skin-skeleton simulation (skinned-quad-robots.txt section 4, Eqs. 1-2).
+
+`CoupledSkinSkeleton` advances a skinned quad-robot by one implicit step: the rigid skeleton (its
+MultibodyPlant is the model: mass matrix, bias and gravity terms, glue-point kinematics and
+Jacobians) and the FEM skin (drakebots.fem) are solved together, the glue constraint
+C(q, u) = R(q) r + t - x_c = 0 (Eq. 1) enforced with Lagrange multipliers through the KKT system
+of Eq. (2) (drakebots.fem.coupling.ReducedKkt), re-linearised by Newton's method until the
+constraint residual is below `glue_tolerance` (1e-9 m by default) at the end of every step.
+
+Per step of size h, with unknowns v+ (skeleton velocities) and y (skin positions):
+
+    skeleton rows (impulses):  M(q) (v+ - v) - h [B tau(q+, v+) - c(q, v) + tau_g(q) - D_j v+]
+                               + G_q^T lam = 0
+    skin rows (forces):        M_s (y - x - h w)/h^2 + dE/dx(y) + D (y - x)/h - f_g - f_pen
+                               - f_friction + G_u^T lam_all = 0
+    glue rows:                 C(q+(v+), y) = 0, G_q = h dp/dv, G_u = -S_c
+
+tau is the servo law of each motor, tau = clamp(tau_ff + K_p (q_d - q+) + K_d (v_d - v+),
++-effort limit) (treated implicitly while unsaturated), so a motor limited to 1.96 N*m stalls
+against the skin as in the paper's Fig. 17.
+
+Ground contact of the skin vertices (sections 4.2, 5.2-5.3) is a complementarity problem solved by
+the paper's active-set labelling: a vertex below the ground is pinned (static friction: all three
+coordinates; the multipliers are its contact force); a pinned vertex whose normal force is
+negative is released (contact breakage); one whose tangential force exceeds mu times its normal
+force slides: only its height is pinned and the Coulomb force mu lam_n opposes its slip
+(Eqs. 15-17). Skin self-collision and skin-skeleton collision use explicit penalty forces
+(section 4.2), evaluated at the start of each step.
+
+`SkinnedRobotSystem` wraps the stepper as a Drake LeafSystem (double only) with a periodic
+discrete update:
+
+    actuation, desired_state -> SkinnedRobotSystem -> skeleton_state, skin_positions,
+                                                      glue_forces, contact_forces
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from pydrake.multibody.tree import JacobianWrtVariable
+from pydrake.systems.framework import BasicVector, LeafSystem
+from scipy.spatial import cKDTree
+
+from drakebots.fem.coupling import GlueConstraint, ReducedKkt, _NestedDissection
+from drakebots.fem.materials import Material
+from drakebots.fem.model import ElementInversion, FemModel
+
+_DEBUG = bool(__import__("os").environ.get("DRAKEBOTS_COUPLING_DEBUG"))
+
+
+class CoupledStepFailure(RuntimeError):
+    """The coupled Newton iteration did not converge (glue residual or inversion)."""
+
+
+@dataclasses.dataclass
+class CouplingConfig:
+    """Options of the coupled simulation (SI units)."""
+
+    # Time step, s (the paper's frame interval is 5 ms).
+    time_step: float = 0.005
+    # Ground friction coefficient (skin on the floor).
+    friction: float = 0.8
+    # Rayleigh damping of the skin: mass part (1/s) and stiffness part (s). Not from the paper.
+    mass_damping: float = 2.0
+    stiffness_damping: float = 0.0
+    # The glue residual every step ends below, m.
+    glue_tolerance: float = 1e-9
+    # Newton: converged when the largest skin update is below this, m.
+    position_tolerance: float = 1e-7
+    # Newton iterations per step (refactorisations happen when convergence stalls).
+    max_iterations: int = 25
+    # Skin-skeleton and self-collision penalty stiffness, N/m per vertex (section 4.2).
+    penalty_stiffness: float = 2000.0
+    # Self-collision: skin vertices closer than this that are far apart on the rest skin, m.
+    self_collision_distance: float = 0.003
+    # Young's modulus scale (1: the skin's own).
+    youngs_scale: float = 1.0
+
+
+@dataclasses.dataclass
+class CoupledState:
+    """State of the coupled system: skeleton q (nq), v (nv); skin x, w (3n) in m and m/s."""
+
+    q: np.ndarray
+    v: np.ndarray
+    x: np.ndarray
+    w: np.ndarray
+
+    def copy(self) -> "CoupledState":
+        return CoupledState(self.q.copy(), self.v.copy(), self.x.copy(), self.w.copy())
+
+
+@dataclasses.dataclass
+class StepInfo:
+    """Diagnostics of one coupled step."""
+
+    newton_iterations: int = 0
+    factorizations: int = 0
+    glue_residual: float = 0.0
+    max_penetration: float = 0.0
+    contacts: int = 0
+    sliding: int = 0
+    wall_time: float = 0.0
+    glue_forces: np.ndarray | None = None  # (k, 3) N on the skin
+    contact_forces: np.ndarray | None = None  # (n, 3) N on the skin from the ground
+    actuation: np.ndarray | None = None  # (nu,) N*m
+
+
+class CoupledSkinSkeleton:
+    """One implicit step of the coupled skin-skeleton dynamics (see the module docstring).
+
+    Args:
+        plant: a finalized MultibodyPlant holding the skeleton (used as a model only).
+        instance: the skeleton's model instance.
+        skin: a drakebots.fem.skin.Skin (glue vertices, links, link-frame points).
+        config: CouplingConfig.
+        lift: raise skeleton and skin by this much at the start, m (the skin's sole).
+    """
+
+    def __init__(self, plant, instance, skin, config: CouplingConfig | None = None, *, lift=0.0):
+        self.plant = plant
+        self.instance = instance
+        self.skin = skin
+        self.config = config or CouplingConfig()
+        cfg = self.config
+        self.context = plant.CreateDefaultContext()
+        self.nq, self.nv = plant.num_positions(), plant.num_velocities()
+        material = Material(
+            youngs_modulus=skin.youngs_modulus * cfg.youngs_scale,
+            poissons_ratio=skin.poissons_ratio,
+            mass_density=skin.mass_density,
+            mass_damping=cfg.mass_damping,
+            stiffness_damping=cfg.stiffness_damping,
+        )
+        self.fem = FemModel(skin.mesh, material)
+        n = self.fem.num_vertices
+        self.n = n
+        # Glue (Eq. 1): vertex -> body, point in the body frame.
+        self.glue = GlueConstraint(skin.glue_vertices, n)
+        self._glue_groups = []
+        for name in dict.fromkeys(skin.glue_links):
+            rows = np.array([k for k, link in enumerate(skin.glue_links) if link == name])
+            body = plant.GetBodyByName(name, instance)
+            self._glue_groups.append((body, rows, skin.glue_points[rows].T.copy()))
+        # Skeleton actuation: B, servo gains, limits; joint damping.
+        self.B = plant.MakeActuationMatrix()
+        self.nu = self.B.shape[1]
+        kp, kd, limit, vdof, qdof = [], [], [], [], []
+        for index in plant.GetJointActuatorIndices(instance):
+            actuator = plant.get_joint_actuator(index)
+            gains = actuator.get_controller_gains() if actuator.has_controller() else None
+            kp.append(gains.p if gains is not None else 0.0)
+            kd.append(gains.d if gains is not None else 0.0)
+            limit.append(actuator.effort_limit())
+            vdof.append(actuator.joint().velocity_start())
+            qdof.append(actuator.joint().position_start())
+        self.kp, self.kd = np.array(kp), np.array(kd)
+        self.effort_limits = np.array(limit)
+        self.actuated_v, self.actuated_q = np.array(vdof), np.array(qdof)
+        self.joint_damping = np.zeros(self.nv)
+        for j in plant.GetJointIndices(instance):
+            joint = plant.get_joint(j)
+            if joint.num_velocities() == 1:
+                self.joint_damping[joint.velocity_start()] = joint.GetDampingVector(self.context)[0]
+        # Skin constants.
+        self.mass = self.fem.MassDiagonal()
+        self.damping = self.fem.DampingMatrix()
+        self.gravity = self.fem.GravityForces(plant.gravity_field().gravity_vector())
+        self._ordering = None
+        self._kkt = None
+        self._kkt_key = None
+        self._kkt_age = 0
+        # Collision data: skeleton boxes per body (home pose, body frame) for skin-skeleton
+        # penalty forces, applied to free inner-surface vertices.
+        self._boxes = self._SkeletonBoxes(skin)
+        boundary_inner = np.setdiff1d(
+            np.unique(_Boundary(skin.mesh.tets)), np.flatnonzero(skin.outer)
+        )
+        self._inner = np.setdiff1d(boundary_inner, skin.glue_vertices)
+        self._outer = np.flatnonzero(skin.outer)
+        self._rest_tree = cKDTree(skin.mesh.vertices[self._outer])
+        self.lift = float(lift)
+        self.floating = [
+            plant.get_body(index).floating_positions_start()
+            for index in plant.GetFloatingBaseBodies()
+        ]
+
+    # ---- state -------------------------------------------------------------------------------
+    def DefaultState(self) -> CoupledState:
+        """Home pose (the plant's default), skin at rest, lifted by `lift`."""
+        q = self.plant.GetPositions(self.context).copy()
+        for start in self.floating:
+            q[start + 6] += self.lift
+        x = self.fem.RestPositions()
+        x[2::3] += self.lift
+        return CoupledState(q, np.zeros(self.nv), x, np.zeros_like(x))
+
+    def GluePoints(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """(p_WG (k, 3), J (3k, nv)) of the glue points at configuration q."""
+        plant, ctx = self.plant, self.context
+        plant.SetPositions(ctx, q)
+        k = len(self.glue.vertices)
+        p = np.empty((k, 3))
+        J = np.empty((3 * k, self.nv))
+        world = plant.world_frame()
+        for body, rows, p_BG in self._glue_groups:
+            p[rows] = plant.CalcPointsPositions(ctx, body.body_frame(), p_BG, world).T
+            Jb = plant.CalcJacobianTranslationalVelocity(
+                ctx, JacobianWrtVariable.kV, body.body_frame(), p_BG, world, world
+            )
+            J[(3 * rows[:, None] + np.arange(3)).ravel()] = Jb
+        return p, J
+
+    def GlueResidual(self, state: CoupledState) -> float:
+        p, _ = self.GluePoints(state.q)
+        return float(np.max(np.abs(self.glue.Residual(p, state.x)))) if len(p) else 0.0
+
+    def _Integrate(self, q, v_next, h):
+        plant, ctx = self.plant, self.context
+        plant.SetPositions(ctx, q)
+        qdot = plant.MapVelocityToQDot(ctx, v_next)
+        q_next = q + h * qdot
+        for start in self.floating:
+            quat = q_next[start : start + 4]
+            q_next[start : start + 4] = quat / np.linalg.norm(quat)
+        return q_next
+
+    # ---- collisions (explicit penalties, section 4.2) ------------------------------------------
+    def _SkeletonBoxes(self, skin):
+        from drakebots.robots.skeleton import LoadSkeletonParams, _Build
+
+        try:
+            built = _Build(LoadSkeletonParams(skin.robot))
+        except Exception:  # noqa: BLE001 - a skeleton without a template: no penalty boxes.
+            return []
+        boxes = []
+        rest = skin.mesh.vertices
+        for name, link in built.links.items():
+            body = self.plant.GetBodyByName(name, self.instance)
+            for box in link.boxes:
+                # Vertices that the box already overlaps in the home pose (the skin is shaped
+                # around the skeleton, not exactly clear of every motor housing) are exempt:
+                # penalties act on collisions that motion creates, not on the design's overlap.
+                local = (rest - box.center) @ box.R
+                overlap = np.all(np.abs(local) < 0.5 * box.size + 0.002, axis=1)
+                boxes.append((body, box.center - link.origin, box.R, 0.5 * box.size, overlap))
+        return boxes
+
+    def PenaltyForces(self, q, x) -> np.ndarray:
+        """Skin-skeleton and skin self-collision penalty forces (3n,), N."""
+        k = self.config.penalty_stiffness
+        f = np.zeros(3 * self.n)
+        X = x.reshape(-1, 3)
+        if k <= 0.0:
+            return f
+        plant, ctx = self.plant, self.context
+        plant.SetPositions(ctx, q)
+        P = X[self._inner]
+        for body, center, R, half, exempt in self._boxes:
+            X_WB = plant.EvalBodyPoseInWorld(ctx, body)
+            R_WBox = X_WB.rotation().matrix() @ R
+            c_W = X_WB.multiply(center)
+            local = (P - c_W) @ R_WBox
+            depth = half[None, :] - np.abs(local)
+            inside = np.all(depth > 0.0, axis=1) & ~exempt[self._inner]
+            if not inside.any():
+                continue
+            axis = np.argmin(depth[inside], axis=1)
+            rows = np.flatnonzero(inside)
+            normal_local = np.zeros((len(rows), 3))
+            normal_local[np.arange(len(rows)), axis] = np.sign(local[rows, axis])
+            push = k * depth[rows, axis][:, None] * (normal_local @ R_WBox.T)
+            np.add.at(f.reshape(-1, 3), self._inner[rows], push)
+        # Self-collision: outer vertices closer than r that were far apart at rest.
+        r = self.config.self_collision_distance
+        O = X[self._outer]
+        pairs = cKDTree(O).query_pairs(r, output_type="ndarray")
+        if len(pairs):
+            rest = self.skin.mesh.vertices[self._outer]
+            far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r
+            pairs = pairs[far]
+            if len(pairs):
+                d = O[pairs[:, 0]] - O[pairs[:, 1]]
+                dist = np.maximum(np.linalg.norm(d, axis=1), 1e-9)
+                push = (k * (r - dist) / dist)[:, None] * d
+                F = f.reshape(-1, 3)
+                np.add.at(F, self._outer[pairs[:, 0]], push)
+                np.add.at(F, self._outer[pairs[:, 1]], -push)
+        return f
+
+    # ---- the step ------------------------------------------------------------------------------
+    def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
+        """Advances the coupled state by one step; returns (new state, StepInfo).
+
+        Args:
+            state: the current CoupledState.
+            tau_ff: (nu,) feed-forward motor torques, N*m (default 0).
+            desired: (2 nu,) servo targets [q_d, v_d] (default: no servo, only tau_ff).
+            time_s: the step's start time (for messages).
+
+        Raises:
+            CoupledStepFailure, ElementInversion.
+        """
+        cfg = self.config
+        h = cfg.time_step
+        wall = time.perf_counter()
+        plant, ctx = self.plant, self.context
+        q, v, x, w = state.q, state.v, state.x, state.w
+        nu = self.nu
+        tau_ff = np.zeros(nu) if tau_ff is None else np.asarray(tau_ff, float)
+        servo = desired is not None
+        if servo:
+            q_d, v_d = np.asarray(desired[:nu]), np.asarray(desired[nu:])
+        # Skeleton terms at the start of the step (semi-implicit in the configuration).
+        plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
+        M = plant.CalcMassMatrix(ctx)
+        bias = plant.CalcBiasTerm(ctx)
+        tau_g = plant.CalcGravityGeneralizedForces(ctx)
+        f_pen = self.PenaltyForces(q, x)
+        f_ext = self.gravity + f_pen
+        mu = cfg.friction
+        # Unknowns and the contact active set (0 free, 1 stick, 2 slide).
+        v_next = v.copy()
+        y = x + h * w
+        Y = y.reshape(-1, 3)
+        X = x.reshape(-1, 3)
+        # Warm start of the contact labels: last step's, plus new penetrations (keeps the
+        # pinned set, and so the factorisation, unchanged while the robot stands).
+        mode = (
+            self._last_mode.copy()
+            if getattr(self, "_last_mode", None) is not None
+            else np.zeros(self.n, dtype=np.int8)
+        )
+        mode[(mode == 0) & (Y[:, 2] < 0.0)] = 1
+        mode[self.glue.vertices] = 0
+        slip_dir = np.zeros((self.n, 2))
+        lam_n = np.zeros(self.n)
+        # Running totals of the multipliers, per pinned skin coordinate (glue or contact), N.
+        lam_dof = np.zeros(3 * self.n)
+        info = StepInfo()
+        glue_vertex = np.zeros(self.n, dtype=bool)
+        glue_vertex[self.glue.vertices] = True
+        converged = False
+        refactored_this_step = False
+        for iteration in range(cfg.max_iterations):
+            q_next = self._Integrate(q, v_next, h)
+            p_WG, J = self.GluePoints(q_next)
+            C = self.glue.Residual(p_WG, y)
+            # Motor torques and their derivative (implicit while unsaturated).
+            if servo:
+                qa = q_next[self.actuated_q]
+                va = v_next[self.actuated_v]
+                tau_raw = tau_ff + self.kp * (q_d - qa) + self.kd * (v_d - va)
+                tau = np.clip(tau_raw, -self.effort_limits, self.effort_limits)
+                slope = np.where(np.abs(tau_raw) < self.effort_limits, self.kd + h * self.kp, 0.0)
+            else:
+                tau = np.clip(tau_ff, -self.effort_limits, self.effort_limits)
+                slope = np.zeros(nu)
+            generalized = self.B @ tau - bias + tau_g - self.joint_damping * v_next
+            r_r = M @ (v_next - v) - h * generalized
+            A_r = M + h * np.diag(self.joint_damping)
+            A_r[np.ix_(self.actuated_v, self.actuated_v)] += h * np.diag(slope)
+            # Skin residual (forces) and friction of sliding vertices.
+            friction = np.zeros(3 * self.n)
+            sliding = np.flatnonzero(mode == 2)
+            if len(sliding):
+                F = friction.reshape(-1, 3)
+                F[sliding, :2] = -mu * lam_n[sliding, None] * slip_dir[sliding]
+            e = y - x
+            r_d = (
+                self.mass * (y - x - h * w) / h**2
+                + self.fem.Gradient(y)
+                + self.damping @ e / h
+                - f_ext
+                - friction
+            )
+            # Pinned coordinates: glue (Eq. 1) and contact (stick: xyz, slide: z).
+            stick = np.flatnonzero(mode == 1)
+            contact_dofs = np.concatenate(
+                [(3 * stick[:, None] + np.arange(3)).ravel(), 3 * sliding + 2]
+            ).astype(np.int64)
+            target_stick = X[stick].copy()
+            target_stick[:, 2] = 0.0
+            target = np.concatenate([target_stick.ravel(), np.zeros(len(sliding))])
+            pinned = np.concatenate([self.glue.dofs, contact_dofs])
+            unpinned = np.ones(3 * self.n, dtype=bool)
+            unpinned[pinned] = False
+            lam_dof[unpinned] = 0.0
+            G = np.vstack([h * J, np.zeros((len(contact_dofs), self.nv))])
+            c = np.concatenate([-C, y[contact_dofs] - target])
+            # The full residuals include the current multipliers (Eq. 2 rows), so a stale
+            # factorisation (modified Newton) still converges to the exact coupled solution.
+            lam_k = lam_dof[pinned]
+            r_r_full = r_r + G.T @ lam_k
+            r_d_full = r_d.copy()
+            r_d_full[pinned] -= lam_k
+            key = tuple(contact_dofs.tolist())
+            stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= 40
+            slow = iteration >= 4 and not refactored_this_step
+            if stale or slow:
+                _, _, K = self.fem.EnergyGradientHessian(y, project=True)
+                A_d = K + sp.diags(self.mass / h**2) + self.damping / h
+                if self._ordering is None:
+                    self._ordering = _NestedDissection(A_d)
+                self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering)
+                self._kkt_key = key
+                self._kkt_age = 0
+                refactored_this_step = True
+                info.factorizations += 1
+            dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
+            self._kkt_age += 1
+            # Never step into an inverted element: halve the update until valid.
+            alpha = 1.0
+            for _ in range(20):
+                if self.fem.Jacobians(y + alpha * dy).min() > 1e-3:
+                    break
+                alpha *= 0.5
+            else:
+                bad = int(np.argmin(self.fem.Jacobians(y + dy)))
+                raise ElementInversion(bad, time_s)
+            v_next = v_next + alpha * dv
+            y = y + alpha * dy
+            lam_dof[pinned] += alpha * dlam
+            Y = y.reshape(-1, 3)
+            info.newton_iterations += 1
+            # Contact multipliers: force of the ground on each pinned vertex.
+            forces = lam_dof.reshape(-1, 3).copy()
+            forces[glue_vertex] = 0.0
+            forces[sliding, :2] = friction.reshape(-1, 3)[sliding, :2]
+            # Active-set update (paper section 5.3, Eqs. 15-17).
+            new_mode = mode.copy()
+            normal = forces[:, 2]
+            tangential = np.linalg.norm(forces[:, :2], axis=1)
+            new_mode[(mode > 0) & (normal <= 0.0)] = 0
+            to_slide = (mode == 1) & (normal > 0.0) & (tangential > mu * normal)
+            new_mode[to_slide] = 2
+            tdir = -forces[:, :2] / np.maximum(tangential[:, None], 1e-12)
+            slip_dir[to_slide] = tdir[to_slide]
+            slip = Y[:, :2] - X[:, :2]
+            slip_norm = np.linalg.norm(slip, axis=1)
+            moving = (mode == 2) & (slip_norm > 1e-12)
+            reversed_slip = moving & (np.einsum("ij,ij->i", slip, slip_dir) < 0.0)
+            new_mode[reversed_slip] = 1
+            keep = (mode == 2) & (slip_norm > 1e-12) & ~reversed_slip
+            slip_dir[keep] = slip[keep] / slip_norm[keep, None]
+            lam_n = np.where(new_mode > 0, np.maximum(normal, 0.0), 0.0)
+            new_mode[(mode == 0) & (Y[:, 2] < -1e-6) & ~glue_vertex] = 1
+            changed = np.any(new_mode != mode)
+            if _DEBUG:
+                print(
+                    f"  it {iteration} alpha {alpha:.3g} |dy| {np.abs(dy).max():.3e} "
+                    f"|dv| {np.abs(dv).max():.3e} |C| {np.abs(C).max():.3e} "
+                    f"|r_d| {np.abs(r_d_full[unpinned]).max():.3e} "
+                    f"|r_r| {np.abs(r_r_full).max():.3e} "
+                    f"changed {int(np.sum(new_mode != mode))} fac {info.factorizations}"
+                )
+            mode = new_mode
+            step_norm = float(np.max(np.abs(alpha * dy))) if dy.size else 0.0
+            q_next = self._Integrate(q, v_next, h)
+            p_WG, _ = self.GluePoints(q_next)
+            residual = float(np.max(np.abs(self.glue.Residual(p_WG, y)))) if len(p_WG) else 0.0
+            if (
+                not changed
+                and residual <= cfg.glue_tolerance
+                and step_norm <= cfg.position_tolerance
+            ):
+                converged = True
+                break
+        if not converged:
+            # Accept only if the glue holds; otherwise stop the run with a reason.
+            if residual > cfg.glue_tolerance * 10:
+                raise CoupledStepFailure(
+                    f"coupled Newton did not converge at t = {time_s:.4f} s: glue residual "
+                    f"{residual:.3g} m after {info.newton_iterations} iterations"
+                )
+        # Exact glue: snap the glue vertices onto the link points (a correction below the
+        # tolerance the Newton iteration reached), so the residual is zero to round-off.
+        y_glue = p_WG.ravel()
+        y[self.glue.dofs] = y_glue
+        self._last_mode = mode.copy()
+        info.glue_residual = residual
+        info.glue_forces = lam_dof[self.glue.dofs].reshape(-1, 3)
+        info.contact_forces = forces
+        info.contacts = int(np.sum(mode > 0))
+        info.sliding = int(np.sum(mode == 2))
+        info.max_penetration = float(max(0.0, -Y[:, 2].min()))
+        info.actuation = tau
+        info.wall_time = time.perf_counter() - wall
+        new = CoupledState(q_next, v_next, y, (y - x) / h)
+        return new, info
+
+
+def _Boundary(tets):
+    from drakebots.fem.mesh import BoundaryFaces
+
+    return BoundaryFaces(tets)
+
+
+class SkinnedRobotSystem(LeafSystem):
+    """The coupled skin-skeleton simulation as a discrete Drake system (double only).
+
+    actuation, desired_state -> SkinnedRobotSystem -> skeleton_state, skin_positions,
+    glue_forces, contact_forces
+
+    Args:
+        stepper: a CoupledSkinSkeleton.
+        initial: the initial CoupledState (default: stepper.DefaultState()).
+
+    Inputs: "actuation" (nu) feed-forward torques, N*m (optional); "desired_state" (2 nu) servo
+    targets (optional: without it the motors apply only the feed-forward torques).
+    Outputs: "skeleton_state" (nq + nv), "skin_positions" (3n, m), "glue_forces" (3k, N on the
+    skin), "contact_forces" (3n, N from the ground on the skin), "step_info" ([Newton
+    iterations, factorisations, glue residual m, max penetration m, contacts, sliding]).
+    """
+
+    def __init__(self, stepper: CoupledSkinSkeleton, initial: CoupledState | None = None):
+        super().__init__()
+        self.stepper = stepper
+        s = stepper
+        initial = initial or s.DefaultState()
+        nq, nv, n3 = s.nq, s.nv, 3 * s.n
+        k3 = len(s.glue.dofs)
+        self._sizes = (nq, nv, n3, k3)
+        self._x_index = self.DeclareDiscreteState(
+            np.concatenate([initial.q, initial.v, initial.x, initial.w, np.zeros(k3 + n3 + 6)])
+        )
+        self._actuation = self.DeclareVectorInputPort("actuation", s.nu)
+        self._desired = self.DeclareVectorInputPort("desired_state", 2 * s.nu)
+        self.DeclareVectorOutputPort(
+            "skeleton_state", nq + nv, lambda c, o: o.SetFromVector(self._Slice(c, 0, nq + nv))
+        )
+        self.DeclareVectorOutputPort(
+            "skin_positions", n3, lambda c, o: o.SetFromVector(self._Slice(c, nq + nv, n3))
+        )
+        off = nq + nv + 2 * n3
+        self.DeclareVectorOutputPort(
+            "glue_forces", k3, lambda c, o: o.SetFromVector(self._Slice(c, off, k3))
+        )
+        self.DeclareVectorOutputPort(
+            "contact_forces", n3, lambda c, o: o.SetFromVector(self._Slice(c, off + k3, n3))
+        )
+        self.DeclareVectorOutputPort(
+            "step_info", 6, lambda c, o: o.SetFromVector(self._Slice(c, off + k3 + n3, 6))
+        )
+        self.DeclarePeriodicDiscreteUpdateEvent(s.config.time_step, 0.0, self._Update)
+        self.failure = None
+
+    def _Slice(self, context, start, size):
+        return context.get_discrete_state(self._x_index).get_value()[start : start + size]
+
+    def UnpackState(self, context) -> CoupledState:
+        nq, nv, n3, _ = self._sizes
+        z = context.get_discrete_state(self._x_index).get_value()
+        return CoupledState(
+            z[:nq].copy(),
+            z[nq : nq + nv].copy(),
+            z[nq + nv : nq + nv + n3].copy(),
+            z[nq + nv + n3 : nq + nv + 2 * n3].copy(),
+        )
+
+    def _Update(self, context, discrete_state):
+        state = self.UnpackState(context)
+        tau = self._actuation.Eval(context) if self._actuation.HasValue(context) else None
+        desired = self._desired.Eval(context) if self._desired.HasValue(context) else None
+        new, info = self.stepper.Step(state, tau_ff=tau, desired=desired, time_s=context.get_time())
+        stats = [
+            info.newton_iterations,
+            info.factorizations,
+            info.glue_residual,
+            info.max_penetration,
+            info.contacts,
+            info.sliding,
+        ]
+        discrete_state.get_mutable_vector(self._x_index).SetFromVector(
+            np.concatenate(
+                [
+                    new.q,
+                    new.v,
+                    new.x,
+                    new.w,
+                    info.glue_forces.ravel(),
+                    info.contact_forces.ravel(),
+                    stats,
+                ]
+            )
+        )
+        self.last_info = info
+
+    def get_skeleton_state_output_port(self):
+        return self.GetOutputPort("skeleton_state")
+
+    def get_skin_positions_output_port(self):
+        return self.GetOutputPort("skin_positions")
+
+
+_ = BasicVector
