@@ -20,6 +20,7 @@ Usage:
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import logging
@@ -59,7 +60,11 @@ def TimeDirect(cases, work: Path) -> float:
         with Quiet():
             code = main(case.argv + ["--out", str(work / "direct" / case.name)])
         assert code == 0, case.argv
-    return time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    # The replays' Meshcat objects wait in reference cycles; destroy them here, on the thread that
+    # made them (Dask's threads start next, and a Meshcat destroyed there aborts the process).
+    gc.collect()
+    return elapsed
 
 
 def TimeShellLoop(cases, work: Path) -> float:

@@ -138,8 +138,14 @@ def _Slug(text: str) -> str:
 
 
 def _CaseName(command_words: list[str], params: dict[str, Value]) -> str:
+    """`key=value,key=value` (file names are at most 255 bytes: a long one is cut and hashed)."""
+    import hashlib
+
     parts = list(command_words) + [f"{key}={_FormatValue(v)}" for key, v in params.items()]
-    return _Slug(",".join(parts)) or "case"
+    name = _Slug(",".join(parts)) or "case"
+    if len(name) > 120:
+        name = name[:110] + "-" + hashlib.sha1(name.encode()).hexdigest()[:9]
+    return name
 
 
 def _VerbParser(

@@ -106,7 +106,7 @@ def register(subparsers):
     parser.add_argument(
         "--allowed-failures",
         type=_NonNegativeInt,
-        default=1,
+        default=None,
         metavar="N",
         help="local cluster: retry a case N times when its worker dies (default 1); on an "
         "existing cluster the scheduler's own setting applies",
@@ -151,6 +151,11 @@ def Run(args) -> int:
         raise InputError("--case-timeout cannot stop a case run --in-process; drop one of them")
     if args.scheduler and args.workers:
         raise InputError("--workers applies to the local cluster, not to --scheduler")
+    if args.scheduler and args.allowed_failures is not None:
+        raise InputError(
+            "--allowed-failures applies to the local cluster; a cluster of your own follows its "
+            "scheduler's distributed.scheduler.allowed-failures setting"
+        )
     if args.scheduler and not args.scheduler.startswith(
         ("tcp://", "tls://", "ucx://", "inproc://")
     ):
@@ -174,7 +179,7 @@ def Run(args) -> int:
         force=args.force,
         in_process=args.in_process,
         case_timeout=args.case_timeout,
-        allowed_failures=args.allowed_failures,
+        allowed_failures=1 if args.allowed_failures is None else args.allowed_failures,
         progress=not args.no_progress and sys.stderr.isatty(),
         verbose=args.verbose,
     )

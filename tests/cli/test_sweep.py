@@ -5,6 +5,7 @@ raises, a worker killed mid-case, Ctrl-C, and re-runs that complete only what is
 The cases are real `drakebots simulate beetle` runs of 0.05 s (a few seconds each with start-up).
 """
 
+import gc
 import json
 import logging
 import os
@@ -222,6 +223,9 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path):
         with np.load(case_dir / "log.npz") as swept, np.load(serial_dir / "log.npz") as direct:
             for name in direct.files:
                 np.testing.assert_array_equal(swept[name], direct[name], err_msg=name)
+    # The serial runs' replay Meshcats wait in reference cycles: destroy them on this thread before
+    # Dask's threads start in later tests (a Meshcat destroyed on another thread aborts).
+    gc.collect()
 
     # The same sweep again: nothing runs, no cluster starts, the folders are untouched.
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("cases/*/sweep_case.json")}
