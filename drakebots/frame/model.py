@@ -41,6 +41,10 @@ from drakebots.frame.elements import (
 
 DOFS_PER_NODE = 6
 MOUNTS = ("axial", "prismatic", "clamped")
+JOINTS = ("rigid", "pinned")
+# Pinned joints leave zero-energy mechanisms; a Tikhonov term this small (relative to the mean
+# axial stiffness EA/L) on the translations picks the minimum-norm motion among them.
+PINNED_REGULARIZATION = 1e-9
 
 
 @dataclasses.dataclass
@@ -100,11 +104,20 @@ class StaticSolution:
 class Frame:
     """A frame of straight beams sharing one cross-section.
 
+    Joints: "rigid" (the default, as in Frame3DD/PFEA: element ends are clamped to their nodes, so
+    node rotations couple the struts that meet there) or "pinned" (ideal ball joints: each element
+    is an axial bar, EA/L only; the node rotations carry no stiffness and are held at zero, and a
+    tiny Tikhonov term PINNED_REGULARIZATION * mean(EA/L) on the translations picks the
+    minimum-norm motion among the zero-energy mechanisms a pin-jointed lattice has). Pinned
+    frames are for stroke-driven (kinematic) studies; a force on a mechanism has no finite
+    static response.
+
     Args:
         nodes: (num_nodes, 3) node positions, m.
         elements: (num_elements, 2) node index pairs.
         section: cross-section and material of every element.
         node_masses: optional (num_nodes,) point masses at the nodes (connectors), kg.
+        joints: "rigid" or "pinned" (see above).
     """
 
     def __init__(
@@ -114,6 +127,7 @@ class Frame:
         section: Section,
         *,
         node_masses: np.ndarray | None = None,
+        joints: str = "rigid",
     ):
         self.nodes = np.asarray(nodes, dtype=float).reshape(-1, 3)
         self.elements = np.asarray(elements, dtype=np.int64).reshape(-1, 2)
@@ -121,6 +135,9 @@ class Frame:
             self.elements.min() < 0 or self.elements.max() >= len(self.nodes)
         ):
             raise ValueError("element refers to a node that does not exist")
+        if joints not in JOINTS:
+            raise ValueError(f"joints must be one of {JOINTS}, got {joints!r}")
+        self.joints = joints
         self.section = section
         self.node_masses = (
             np.zeros(len(self.nodes)) if node_masses is None else np.asarray(node_masses, float)
@@ -129,6 +146,11 @@ class Frame:
             self.nodes[self.elements[:, 0]], self.nodes[self.elements[:, 1]]
         )
         self.local_stiffness = LocalStiffness(section, self.lengths)
+        if joints == "pinned":
+            # Ideal ball joints: only the axial terms of the element remain (a bar).
+            axial = self.local_stiffness[:, [0, 0, 6, 6], [0, 6, 0, 6]]
+            self.local_stiffness = np.zeros_like(self.local_stiffness)
+            self.local_stiffness[:, [0, 0, 6, 6], [0, 6, 0, 6]] = axial
         self.element_stiffness = ToGlobal(self.local_stiffness, self.R)
         # Element DOF indices, (num_elements, 12).
         node_dofs = self.elements[:, :, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
@@ -210,6 +232,23 @@ class Frame:
         ue = u[self.element_dofs]
         return float(0.5 * np.einsum("ei,eij,ej->", ue, self.element_stiffness, ue))
 
+    def StrainEnergyParts(self, displacements: np.ndarray) -> dict:
+        """Strain energy split into axial, torsion and bending, J.
+
+        The local element stiffness is block-diagonal in these three groups (elements.py), so
+        the split is exact: 1/2 u_l^T k_l u_l summed over each group's local DOFs.
+        """
+        u = np.asarray(displacements, dtype=float).reshape(-1)
+        local_u = TransformVectors(self.R, u[self.element_dofs])
+        groups = {"axial": [0, 6], "torsion": [3, 9], "bending": [1, 2, 4, 5, 7, 8, 10, 11]}
+        parts = {}
+        for name, dofs in groups.items():
+            k = self.local_stiffness[:, dofs][:, :, dofs]
+            v = local_u[:, dofs]
+            # Each element's share is >= 0; clip the round-off of near-zero (mechanism) energies.
+            parts[name] = float(np.maximum(0.5 * np.einsum("ei,eij,ej->e", v, k, v), 0.0).sum())
+        return parts
+
     def NodeDofs(self, node: int) -> np.ndarray:
         """The six global DOF indices of a node."""
         return node * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
@@ -254,6 +293,15 @@ class Frame:
         fixed = dict(supports or {})
         if clamp_node is not None:
             fixed.update({int(d): 0.0 for d in self.NodeDofs(clamp_node)})
+        if self.joints == "pinned":
+            if second_order or any(a.force is not None for a in actuators):
+                raise ValueError(
+                    "pinned joints: the lattice is a mechanism, so only linear stroke-driven "
+                    "(kinematic) solves are meaningful (no force actuators, no second order)"
+                )
+            for node in range(self.num_nodes):  # rotations carry no stiffness: hold them
+                for dof in self.NodeDofs(node)[3:]:
+                    fixed.setdefault(int(dof), 0.0)
         rows, rhs = [], []
         for actuator in actuators:
             self._AddActuator(actuator, f, fixed, rows, rhs)
@@ -278,6 +326,11 @@ class Frame:
         )
         g = np.array(rhs, dtype=float)
         K = self.StiffnessMatrix()
+        if self.joints == "pinned":
+            epsilon = PINNED_REGULARIZATION * float(np.mean(self.local_stiffness[:, 0, 0]))
+            translation = np.zeros(n)
+            translation.reshape(-1, 6)[:, :3] = epsilon
+            K = K + sp.diags(translation)
         timings["assemble"] = time.perf_counter() - start
         u, lam, iterations, converged = self._SolveConstrained(
             K, f, free, fixed_dofs, fixed_values, C, g, timings

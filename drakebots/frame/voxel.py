@@ -174,27 +174,73 @@ class VoxelLattice:
         rows, cols = np.nonzero(self.voxel_nodes == node)
         return list(zip(rows.tolist(), cols.tolist()))
 
-    def MakeFrame(self, *, node_masses: bool = True) -> Frame:
-        """The frame model: one beam per strut, connector masses at the nodes."""
+    def MakeFrame(self, *, node_masses: bool = True, joints: str = "rigid") -> Frame:
+        """The frame model: one beam per strut, connector masses at the nodes.
+
+        Args:
+            node_masses: put the connector mass (ConnectorMassPerNode) at every node.
+            joints: "rigid" (struts clamped to their connectors, as in PFEA/Frame3DD) or
+                "pinned" (ideal ball joints; see drakebots.frame.model.Frame).
+        """
         masses = np.full(self.num_nodes, ConnectorMassPerNode()) if node_masses else None
-        return Frame(self.nodes, self.struts, self.section, node_masses=masses)
+        return Frame(self.nodes, self.struts, self.section, node_masses=masses, joints=joints)
+
+    def _DiagonalGradients(self, translations: np.ndarray) -> np.ndarray:
+        """(num_voxels, 3, 3) displacement gradient G of each voxel from its three diagonals
+        (x3 - x0, x4 - x1, x5 - x2 = p I when undeformed): column k is the change of diagonal k / p.
+        """
+        u = np.asarray(translations, dtype=float)[:, :3][self.voxel_nodes]
+        return np.stack([u[:, 3] - u[:, 0], u[:, 4] - u[:, 1], u[:, 5] - u[:, 2]], axis=2) / (
+            self.pitch
+        )
 
     def VoxelVolumeRatios(self, translations: np.ndarray) -> np.ndarray:
-        """(num_voxels,) det[x3-x0, x4-x1, x5-x2] / p^3 of every deformed voxel.
+        """(num_voxels,) deformed / undeformed volume of every voxel, det(I + eps), small strain.
 
-        1 for an undeformed voxel; a voxel whose ratio is <= 0 has been turned inside out.
+        eps = sym(G) is the voxel's strain (G from its diagonals). The rotation part of G is left
+        out on purpose: a linear solution represents a rotation by theta as a stretch of
+        1 + theta^2, which would hide inversion. A ratio <= 0: the voxel is turned inside out.
         """
-        x = self.nodes + np.asarray(translations, dtype=float)[:, :3]
-        corners = x[self.voxel_nodes]
-        diagonals = np.stack(
-            [
-                corners[:, 3] - corners[:, 0],
-                corners[:, 4] - corners[:, 1],
-                corners[:, 5] - corners[:, 2],
-            ],
-            axis=1,
+        G = self._DiagonalGradients(translations)
+        strain = 0.5 * (G + np.swapaxes(G, 1, 2))
+        return np.linalg.det(np.eye(3) + strain)
+
+    def VoxelRotations(self, translations: np.ndarray) -> np.ndarray:
+        """(num_voxels, 3) small rotation vector of every voxel (skew part of G), rad."""
+        G = self._DiagonalGradients(translations)
+        return 0.5 * np.stack(
+            [G[:, 2, 1] - G[:, 1, 2], G[:, 0, 2] - G[:, 2, 0], G[:, 1, 0] - G[:, 0, 1]], axis=1
         )
-        return np.linalg.det(diagonals) / self.pitch**3
+
+
+# Rotating squares (sec. 2.1): two neighbouring voxels of a plane of motion turn their squares by
+# -phi and +phi. The squares meet edge to edge when |phi| reaches 45 degrees; beyond it struts of
+# neighbouring voxels would cross (a voxel folds into its neighbour).
+MAX_SQUARE_ROTATION = math.pi / 4
+
+
+def StrokeLimits(pitch: float = PITCH) -> tuple[float, float]:
+    """(min, max) stroke, m, of an actuator across a gap of a plane of motion.
+
+    The actuator's nodes are opposite corners of the rhombic gap between four voxels, whose
+    squares turn by +-phi: the nodes' distance is p (cos phi - sin phi) (exact rotating-squares
+    kinematics, pin-jointed idealisation). |phi| <= 45 degrees gives strokes from -p (the gap
+    closes, the nodes meet) to (sqrt(2) - 1) p (the gap opens fully and the squares meet).
+    """
+    return -pitch, (math.sqrt(2.0) - 1.0) * pitch
+
+
+def SquareRotation(stroke: float, pitch: float = PITCH) -> float:
+    """The exact square rotation phi (rad) of the voxels next to an actuator of this stroke (m).
+
+    Raises:
+        ValueError: the stroke is outside StrokeLimits(pitch).
+    """
+    lo, hi = StrokeLimits(pitch)
+    if not lo < stroke < hi:
+        raise ValueError(f"stroke {stroke} m is outside ({lo:.4g}, {hi:.4g}) m")
+    # p (cos phi - sin phi) = sqrt(2) p cos(phi + 45 deg) = p + stroke.
+    return math.acos((1.0 + stroke / pitch) / math.sqrt(2.0)) - math.pi / 4
 
 
 def CubicLattice(size: tuple[int, int, int], **kwargs) -> VoxelLattice:

@@ -6,48 +6,100 @@ import logging
 import numpy as np
 
 
-def PlotDisplacementPattern(nodes, struts, translations, *, title, highlight=None, scale=None):
-    """3-D view of the lattice, undeformed (grey) and deformed (exaggerated), nodes coloured by
-    the displacement magnitude (mm)."""
+def PlotDisplacementPattern(lattice, translations, report, *, title, actuator=None):
+    """The displacement pattern of an actuated lattice (paper Figs. 1-3), two views.
+
+    Left: 3-D view, undeformed (light) and deformed (exaggerated) struts, nodes coloured by
+    |u| / |q0| (q0 the control amplitude). Right: the actuated layer seen along the plane's normal,
+    arrows at its in-plane nodes coloured by the amplitude ratio (1 = no dissipation), the
+    actuator (a node pair) in red.
+    """
     import matplotlib.pyplot as plt
 
+    nodes = lattice.nodes
     u = np.asarray(translations)[:, :3]
-    magnitude = np.linalg.norm(u, axis=1)
+    q0 = abs(report.control_amplitude)
+    magnitude = np.linalg.norm(u, axis=1) / max(q0, 1e-300)
     extent = float(np.ptp(nodes))
-    scale = scale or 0.15 * extent / max(magnitude.max(), 1e-300)
+    scale = 0.12 * extent / max(np.abs(u).max(), 1e-300)
     deformed = nodes + scale * u
-    figure = plt.figure(figsize=(7, 6))
-    ax = figure.add_subplot(projection="3d")
-    for a, b in struts:
-        ax.plot(*np.array([nodes[a], nodes[b]]).T * 1e3, color="0.85", lw=0.6)
-        ax.plot(*np.array([deformed[a], deformed[b]]).T * 1e3, color="0.35", lw=0.8)
+    figure = plt.figure(figsize=(13, 5.8))
+    ax = figure.add_subplot(1, 2, 1, projection="3d")
+    for a, b in lattice.struts:
+        ax.plot(*np.array([nodes[a], nodes[b]]).T * 1e3, color="0.88", lw=0.5)
+        ax.plot(*np.array([deformed[a], deformed[b]]).T * 1e3, color="0.35", lw=0.7)
     points = ax.scatter(
-        *deformed.T * 1e3, c=magnitude * 1e3, cmap="viridis", s=28, depthshade=False
+        *deformed.T * 1e3, c=magnitude, cmap="viridis", vmin=0, vmax=1.05, s=22, depthshade=False
     )
-    if highlight is not None:
-        ax.scatter(*deformed[highlight].T * 1e3, s=120, facecolors="none", edgecolors="red")
-    figure.colorbar(points, ax=ax, shrink=0.6, label="|displacement| (mm)")
+    figure.colorbar(points, ax=ax, shrink=0.55, label="|u| / control amplitude")
     ax.set_xlabel("x (mm)")
     ax.set_ylabel("y (mm)")
     ax.set_zlabel("z (mm)")
-    ax.set_title(f"{title}\n(deformation x{scale:.0f})", fontsize=10)
     ax.set_box_aspect(np.ptp(np.vstack([nodes, deformed]), axis=0) + 1e-9)
-    figure.tight_layout()
+    ax.set_title(f"deformation x{scale:.0f}", fontsize=9)
+    # The actuated layer, seen along its normal.
+    d = report.plane.axis
+    i, j = [k for k in range(3) if k != d]
+    ax2 = figure.add_subplot(1, 2, 2)
+    layer = lattice.voxels[lattice.strut_voxel, d] == report.plane.layer
+    for a, b in lattice.struts[layer]:
+        ax2.plot(nodes[[a, b], i] * 1e3, nodes[[a, b], j] * 1e3, color="0.8", lw=0.8, zorder=1)
+    if actuator is not None:
+        pair = nodes[list(actuator)] * 1e3
+        ax2.plot(pair[:, i], pair[:, j], color="red", lw=3, alpha=0.6, zorder=2, label="actuator")
+        ax2.legend(loc="upper right", fontsize=8)
+    arrow = 0.35 * lattice.pitch / max(q0, 1e-300)
+    p = nodes[report.nodes]
+    v = u[report.nodes]
+    quiver = ax2.quiver(
+        p[:, i] * 1e3,
+        p[:, j] * 1e3,
+        v[:, i] * arrow * 1e3,
+        v[:, j] * arrow * 1e3,
+        report.amplitude_ratio,
+        cmap="plasma",
+        clim=(min(0.0, float(report.amplitude_ratio.min())), 1.0),
+        angles="xy",
+        scale_units="xy",
+        scale=1.0,
+        width=0.005,
+        zorder=3,
+    )
+    figure.colorbar(quiver, ax=ax2, shrink=0.8, label="amplitude ratio (1 = none lost)")
+    ax2.set_aspect("equal")
+    ax2.set_xlabel(f"{'xyz'[i]} (mm)")
+    ax2.set_ylabel(f"{'xyz'[j]} (mm)")
+    ax2.set_title(f"{report.plane}: in-plane node displacements", fontsize=9)
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout(rect=(0, 0, 1, 0.96))
     return figure
 
 
-def PlotDissipation(distance, ratio, off_pattern, *, title):
-    """In-plane node displacement / control displacement against distance from the actuator."""
+def PlotDissipation(report, *, title):
+    """Displacement dissipation against distance (paper Fig. 2) and the parallel layers' motion
+    (Fig. 3), from a drakebots.frame.observations.PatternReport."""
     import matplotlib.pyplot as plt
 
-    figure, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(np.asarray(distance) * 1e3, 100 * (1 - np.asarray(ratio)), "o", label="magnitude lost")
-    ax.plot(np.asarray(distance) * 1e3, 100 * np.asarray(off_pattern), "x", label="off the pattern")
+    figure, (ax, ax2) = plt.subplots(
+        1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2.2, 1]}
+    )
+    distance = report.distance * 1e3
+    ax.plot(distance, 100 * report.dissipation, "o", ms=5, label="magnitude lost (dissipation)")
+    ax.plot(distance, 100 * report.off_pattern, "x", ms=5, label="displacement off the pattern")
     ax.axhline(4.9, color="red", ls="--", lw=1, label="paper: at most 4.9 %")
     ax.set_xlabel("distance from the actuator (mm)")
-    ax.set_ylabel("displacement dissipation (%)")
-    ax.set_title(title, fontsize=10)
-    ax.legend()
+    ax.set_ylabel("% of the control displacement")
+    ax.set_title(title, fontsize=9)
+    ax.set_ylim(bottom=min(0.0, 100 * float(report.dissipation.min())) - 0.5)
+    ax.legend(fontsize=8)
+    offsets = report.layer_offsets
+    ax2.bar(offsets, report.layer_ratio, color=["C0" if o == 0 else "C3" for o in offsets])
+    for o, r in zip(offsets, report.layer_ratio):
+        ax2.annotate(f"{r:.3f}", (o, r), ha="center", va="bottom", fontsize=8)
+    ax2.set_xticks(offsets)
+    ax2.set_xlabel(f"layer offset along {'xyz'[report.plane.axis]} (voxels)")
+    ax2.set_ylabel("layer rotation / actuated layer")
+    ax2.set_title("parallel layers (paper: 0 off the plane)", fontsize=9)
     figure.tight_layout()
     return figure
 
