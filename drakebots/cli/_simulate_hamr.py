@@ -3,7 +3,8 @@
     drakebots simulate hamr_vi --gait trot --frequency 10 --surface cardstock --duration 0.5
 
 Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
-(stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock). The
+(stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock),
+`voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90). The
 command-line duration, time step and log period are seconds; the simulation runs in the model's
 milliseconds. Figures of merit: forward speed in mm per cycle (after the start ramp), body height,
 roll and pitch, and the loop-closure residual max |c(q)|.
@@ -15,16 +16,19 @@ import numpy as np
 
 from drakebots.errors import InputError
 
-OPTIONS = {"gait", "frequency", "surface"}
+OPTIONS = {"gait", "frequency", "surface", "voltage_amplitude"}
 
 DEFAULT_TIME_STEP_MS = 0.25
+STEPS_PER_STRIDE = 400  # the default step is at most 1/400 of the stride period
 DEFAULT_LOG_PERIOD_MS = 0.5
 LOOP_RESIDUAL_LIMIT_MM = 1e-3
 TIPPED_OVER_DEG = 60.0
+MAX_AMPLITUDE_V = 112.5
 
 
 def ValidateOptions(scenario) -> tuple[str, str, float]:
-    """(gait, surface, frequency Hz) from the scenario, or InputError naming what is wrong."""
+    """(gait, surface, frequency Hz) from the scenario, or InputError naming what is wrong (the
+    voltage amplitude is checked too)."""
     from drakebots.robots.hamr import SURFACE_FRICTION
     from drakebots.systems.hamr_gaits import GAITS
 
@@ -42,7 +46,21 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
     frequency = float(scenario.frequency)
     if not (np.isfinite(frequency) and frequency > 0.0):
         raise InputError(f"--frequency {scenario.frequency}: must be > 0 Hz")
+    amplitude = float(scenario.voltage_amplitude)
+    if not (np.isfinite(amplitude) and 0.0 <= amplitude <= MAX_AMPLITUDE_V):
+        raise InputError(
+            f"--voltage-amplitude {scenario.voltage_amplitude}: must be in [0, "
+            f"{MAX_AMPLITUDE_V}] V (the drive range is 0-225 V about the 112.5 V mid voltage)"
+        )
     return gait, surface, frequency
+
+
+def DefaultTimeStep(gait: str, frequency: float) -> float:
+    """The plant step, ms: 0.25 ms, or 1/400 of the stride period when that is shorter (a 30 Hz
+    trot at 0.25 ms opens its loops by over 1e-3 mm; at 1/400 of a period they stay within)."""
+    if gait in ("trot", "pronk"):
+        return min(DEFAULT_TIME_STEP_MS, 1000.0 / frequency / STEPS_PER_STRIDE)
+    return DEFAULT_TIME_STEP_MS
 
 
 def GaitFigures(log, gait: str, frequency: float, ramp_cycles: float) -> dict:
@@ -96,10 +114,13 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     from drakebots.visualization.hamr_replay import HamrReplayDecorator
 
     gait, surface, frequency = ValidateOptions(scenario)
-    gait_params = GaitParams(gait=gait, frequency=frequency)
+    amplitude = float(scenario.voltage_amplitude)
+    gait_params = GaitParams(
+        gait=gait, frequency=frequency, swing_amplitude=amplitude, lift_amplitude=amplitude
+    )
     config = HamrSimulationConfig(
         duration=scenario.duration * 1e3,
-        time_step=scenario.time_step * 1e3 or DEFAULT_TIME_STEP_MS,
+        time_step=scenario.time_step * 1e3 or DefaultTimeStep(gait, frequency),
         log_period=scenario.log_period * 1e3 or DEFAULT_LOG_PERIOD_MS,
         surface=surface,
         gait=gait_params,
@@ -110,6 +131,7 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     summary = {
         "surface": surface,
         "friction": SurfaceFriction(surface),
+        "voltage_amplitude_v": amplitude,
         "time_step_ms": config.time_step,
         "nominal_base_height": nominal,
         "base_height_within_10_percent": bool(

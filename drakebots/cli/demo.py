@@ -35,6 +35,11 @@ STEPS = [
         "Lizard skeleton (spine, neck, tail) standing",
         ["simulate", "lizard", "--duration", "2"],
     ),
+    (
+        "hamr_trot",
+        "HAMR-VI microrobot: open-loop 10 Hz piezo trot on cardstock, 24 loops closed in SAP",
+        ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "10", "--duration", "0.3"],
+    ),
 ]
 
 

@@ -51,6 +51,9 @@ class SimulateScenario:
     # HAMR-VI: running surface, teflon (mu 0.29), cardstock (0.51) or sandpaper (1.02); empty:
     # cardstock.
     surface: str = ""
+    # HAMR-VI: drive-voltage amplitude of the open-loop gait about the 112.5 V mid voltage, V
+    # (0 to 112.5).
+    voltage_amplitude: float = 90.0
     # Number of gait cycles to simulate (0: run for --duration instead; voxel robots: a cycle
     # is the 8-step loop of the tripod gait, 2 s; gecko with --gait-law: two half cycles of
     # 2.5 s, 5 s).

@@ -498,7 +498,14 @@ HAMR_UNITS = {
 
 @dataclasses.dataclass
 class HamrRobot(Robot):
-    """HAMR-VI in the robot registry (mm, ms, g)."""
+    """HAMR-VI in the robot registry (mm, ms, g).
+
+    Attributes:
+        replay_slow_motion: how much slower than real time a replay should play (a 10 Hz trot
+            is a blur in real time).
+    """
+
+    replay_slow_motion: float = 20.0
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
         return AddHamr(plant)

@@ -40,6 +40,7 @@ def test_info_reports_loops_and_units(capsys):
         (("--gait", "gallop"), "valid gaits: stand, trot, pronk, jump"),
         (("--gait", "trot", "--frequency", "0"), "must be > 0 Hz"),
         (("--gait", "trot", "--frequency", "-3"), "must be > 0 Hz"),
+        (("--gait", "trot", "--voltage-amplitude", "150"), "must be in [0, 112.5] V"),
     ],
 )
 def test_bad_hamr_options_exit_2_and_write_nothing(tmp_path, args, message, capsys):
@@ -117,3 +118,11 @@ def test_modes_bad_threshold(tmp_path, capsys):
     )
     assert code == 2 and "--body-threshold" in stderr
     assert not out.exists()
+
+
+def test_default_time_step_resolves_the_stride():
+    from drakebots.cli._simulate_hamr import DefaultTimeStep
+
+    assert DefaultTimeStep("stand", 10.0) == 0.25
+    assert DefaultTimeStep("trot", 10.0) == 0.25
+    assert DefaultTimeStep("trot", 30.0) == pytest.approx(1000.0 / 30.0 / 400.0)
