@@ -937,8 +937,10 @@ def StatusReport(path: str | Path, *, as_json: bool = False) -> int:
         bad = [r for r in rows if r["status"] in ("failed", "error", "lost")]
         for row in bad:
             print(f"\n{row['status']} {row['case']}: {row.get('reason')}")
-            if row.get("traceback"):
+            if row.get("traceback") and len(bad) <= 3:  # Many: see each case's log.
                 print("  " + row["traceback"].strip().replace("\n", "\n  "))
+            elif row.get("log"):
+                print(f"  log: {row['log']}")
     return 0 if counts["done"] == len(rows) else 1
 
 

@@ -127,21 +127,61 @@ def _Cell(value, width: int = 12) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _Number(value) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _MostVarying(rows: list[dict], params: list[str]) -> list[str]:
+    """Figure names ordered by how much they vary between cases (relative spread), leaving out
+    timings and those that only repeat a parameter; these say the most about a sweep."""
+    names: list[str] = []
+    for row in rows:
+        for key, value in (row.get("figures") or {}).items():
+            if key not in names and _Number(value) is not None:
+                if "time" not in key and "per_" not in key:
+                    names.append(key)
+    ranked = []
+    for order, name in enumerate(names):
+        pairs = [(_Number((r.get("figures") or {}).get(name)), r) for r in rows]
+        pairs = [(v, r) for v, r in pairs if v is not None]
+        values = [v for v, _ in pairs]
+        if len(values) < 2:
+            continue
+        repeats = any(
+            all(
+                _Number((r.get("params") or {}).get(key)) is not None
+                and math.isclose(v, _Number(r["params"][key]), rel_tol=1e-9, abs_tol=1e-12)
+                for v, r in pairs
+            )
+            for key in params
+        )
+        scale = max(abs(max(values)), abs(min(values)))
+        spread = (max(values) - min(values)) / scale if scale > 0 else 0.0
+        if not repeats and spread > 1e-3:
+            ranked.append((-spread, order, name))
+    return [name for _, _, name in sorted(ranked)]
+
+
 def FormatTable(rows: list[dict], *, max_figures: int = 4) -> str:
-    """A text table for the terminal: case, status, time, worker, parameters, a few figures."""
+    """A text table for the terminal: case, status, time, worker, parameters, and the figures
+    that vary most between cases."""
     params: list[str] = []
-    values: dict[str, set] = {}
     for row in rows:
         for key in row.get("params") or {}:
             if key not in params:
                 params.append(key)
-        for key, value in (row.get("figures") or {}).items():
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if numeric and "time" not in key and "per_" not in key:
-                values.setdefault(key, set()).add(value)
-    # The figures that differ between cases say the most; timings are in the "s" column.
-    figures = [key for key, seen in values.items() if len(seen) > 1][:max_figures]
-    figures += [key for key in values if key not in figures][: max_figures - len(figures)]
+    figures: list[str] = []
+    seen: set[tuple] = set()
+    for name in _MostVarying(rows, params):  # Two figures with the same values show once.
+        values = tuple(
+            f"{v:.9g}" if (v := _Number((r.get("figures") or {}).get(name))) is not None else None
+            for r in rows
+        )
+        if values not in seen and len(figures) < max_figures:
+            figures.append(name)
+            seen.add(values)
     header = ["case", "status", "exit", "s", "worker"] + params + figures
     body = []
     for row in rows:

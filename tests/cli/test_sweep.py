@@ -191,7 +191,7 @@ grid:
 """
 
 
-def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path):
+def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
     sweep = tmp_path / "tiny.yaml"
     sweep.write_text(TINY)
     out = tmp_path / "sweep"
@@ -212,6 +212,7 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path):
         marker = json.loads((case_dir / "sweep_case.json").read_text())
         serial_dir = tmp_path / "serial" / row["case"]
         assert main(marker["argv"] + ["--out", str(serial_dir)]) == 0
+        capsys.readouterr()
         serial = json.loads((serial_dir / "summary.json").read_text())
         assert serial["inputs"]["drop_height"] == row["drop-height"]
         assert serial["inputs"]["ground_friction"] == row["ground-friction"]
@@ -229,14 +230,12 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path):
 
     # The same sweep again: nothing runs, no cluster starts, the folders are untouched.
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("cases/*/sweep_case.json")}
-    again = drakebots("sweep", str(sweep), "--out", str(out))
-    assert again.returncode == 0, again.stderr
-    assert "0 to run, 4 already complete" in again.stdout
+    assert main(["sweep", str(sweep), "--out", str(out)]) == 0
+    assert "0 to run, 4 already complete" in capsys.readouterr().out
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
-    status = drakebots("sweep", "status", str(out))
-    assert status.returncode == 0
-    assert "4 cases: 4 done, 0 failed, 0 error, 0 lost, 0 missing" in status.stdout
+    assert main(["sweep", "status", str(out)]) == 0
+    assert "4 cases: 4 done, 0 failed, 0 error, 0 lost, 0 missing" in capsys.readouterr().out
 
 
 # --- faults on an existing cluster -------------------------------------------------------------
@@ -297,7 +296,7 @@ def test_worker_killed_mid_case_loses_only_that_case(tmp_path, cluster, capsys):
     sweep.write_text(
         "command: simulate beetle\n"
         "cases:\n"
-        "  - {name: victim, args: {duration: 1.0}}\n"
+        "  - {name: victim, args: {duration: 0.5}}\n"
         "  - {name: a, args: {duration: 0.05}}\n"
         "  - {name: b, args: {duration: 0.05, drop-height: 0.01}}\n"
     )
