@@ -2,12 +2,17 @@
 
 from drakebots.errors import InputError
 
-OPTIONS = {"drop_height", "ground_friction"}
+OPTIONS = {"drop_height", "ground_friction", "skin"}
 
 
 def Simulate(scenario, robot, *, meshcat=None, progress=True):
     from drakebots.cli.simulate import SimulationOutcome
     from drakebots.systems.quadruped_simulation import SimulateStanding, StandingConfig
+
+    if scenario.skin:  # skeleton + FEM skin, coupled (drakebots/cli/_simulate_skinned.py)
+        from drakebots.cli._simulate_skinned import SimulateWithSkin
+
+        return SimulateWithSkin(scenario, robot, meshcat=meshcat, progress=progress)
 
     if scenario.drop_height < 0.0:
         raise InputError(f"--drop-height must be >= 0 m, got {scenario.drop_height}")
@@ -40,5 +45,7 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
 
 
 def ReplayExtras(results_dir, robot):
-    """Rigid skeletons need nothing beyond the plant's own geometry."""
-    return None, None
+    """Rigid skeletons need nothing beyond the plant's own geometry; a skinned run adds its skin."""
+    from drakebots.cli._simulate_skinned import SkinReplayExtras
+
+    return SkinReplayExtras(results_dir, robot) or (None, None)

@@ -73,6 +73,11 @@ class SkinOptions:
     max_edge: float = 0.03
     # Target number of glue vertices per link.
     glue_per_link: int = 12
+    # Skin density, kg/m^3 (0: chosen so that the whole-body skin weighs the paper's skin mass).
+    mass_density: float = 0.0
+    # Only the shapes of these links (a skin piece, e.g. one limb as the paper fabricates it,
+    # section 6.2); empty: the whole body.
+    links: tuple = ()
     # Young's modulus (Pa) and Poisson's ratio of the skin (paper section 7).
     youngs_modulus: float = 0.09e9
     poissons_ratio: float = 0.46
@@ -397,6 +402,8 @@ def _FoldSites(params: SkeletonParams, folding: tuple) -> list[tuple[str, np.nda
 def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
     """(f, t, fold) at points P (..., 3): body field (negative inside), thickness, fold depth."""
     parts = _AnimalShape(params)
+    if options.links:
+        parts = [part for part in parts if part.link in options.links]
     f = None
     foot = np.full(P.shape[:-1], np.inf)
     for part in parts:
@@ -439,7 +446,9 @@ def MakeShellSurface(params: SkeletonParams, options: SkinOptions):
     if not h > 0.0:
         raise SkinInputError(f"voxel must be > 0 m, got {h}")
     b, _ = _Skeleton(params)
-    pts = [link.origin for link in b.links.values()]
+    pts = [
+        link.origin for name, link in b.links.items() if not options.links or name in options.links
+    ]
     lo = np.min(pts, axis=0) - 0.25
     hi = np.max(pts, axis=0) + 0.25
     lo[2] = -0.05
@@ -656,9 +665,13 @@ def _PointSegmentDistance(P, segs):
     return d
 
 
-def SkinningWeights(params: SkeletonParams, points: np.ndarray, *, sharpness: float = 0.015):
+def SkinningWeights(
+    params: SkeletonParams, points: np.ndarray, *, sharpness: float = 0.015, links=()
+):
     """(link names, (n, L) weights): soft nearest-bone weights (Gaussian in the distance gap)."""
     bones = _Bones(params)
+    if links:
+        bones = {name: bones[name] for name in links}
     names = list(bones)
     D = np.column_stack([_PointSegmentDistance(points, bones[n]) for n in names])
     gap = D - D.min(axis=1, keepdims=True)
@@ -681,7 +694,7 @@ def _FarthestPointSample(points, k, seed_index=0):
     return np.array(chosen)
 
 
-def GlueVertices(params: SkeletonParams, mesh: TetMesh, inner: np.ndarray, per_link: int):
+def GlueVertices(params: SkeletonParams, mesh: TetMesh, inner: np.ndarray, per_link: int, links=()):
     """Glue vertices where the bracing units hold the skin (paper section 6.2, Fig. 9).
 
     A bracing unit sits around the middle of each leg link (a ring), under each foot plate, on
@@ -694,7 +707,7 @@ def GlueVertices(params: SkeletonParams, mesh: TetMesh, inner: np.ndarray, per_l
     """
     b, _ = _Skeleton(params)
     bones = _Bones(params)
-    names, _, D = SkinningWeights(params, mesh.vertices[inner])
+    names, _, D = SkinningWeights(params, mesh.vertices[inner], links=links)
     nearest = np.argmin(D, axis=1)
     chosen, links = [], []
     for li, name in enumerate(names):
@@ -785,13 +798,15 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     outer[boundary[comp[boundary] == outer_label]] = True
     inner = boundary[comp[boundary] != outer_label]
     say("skinning weights and glue vertices")
-    skin_links, W, _ = SkinningWeights(params, mesh.vertices)
-    glue, glue_links = GlueVertices(params, mesh, inner, options.glue_per_link)
+    skin_links, W, _ = SkinningWeights(params, mesh.vertices, links=tuple(options.links))
+    glue, glue_links = GlueVertices(
+        params, mesh, inner, options.glue_per_link, links=tuple(options.links)
+    )
     b, _ = _Skeleton(params)
     CheckGlue(skin_links, glue_links, list(b.links))
     glue_points = np.array([mesh.vertices[v] - b.links[n].origin for v, n in zip(glue, glue_links)])
     volume = mesh.Volume()
-    density = params.skin_mass / volume
+    density = options.mass_density or params.skin_mass / volume
     centroids = mesh.vertices[mesh.tets].mean(axis=1)
     fold_el = np.zeros(mesh.num_tets, dtype=bool)
     if options.folding_regions:
@@ -803,7 +818,7 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
             "tets": mesh.num_tets,
             "glue_vertices": len(glue),
             "volume_m3": volume,
-            "mass_kg": params.skin_mass,
+            "mass_kg": density * volume,
             "mass_density": density,
             "thickness_m": options.thickness,
             "foot_thickness_m": options.foot_thickness,

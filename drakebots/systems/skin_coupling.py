@@ -238,6 +238,8 @@ class CoupledSkinSkeleton:
         boxes = []
         rest = skin.mesh.vertices
         for name, link in built.links.items():
+            if not self.plant.HasBodyNamed(name, self.instance):
+                continue  # a skin piece on part of the skeleton
             body = self.plant.GetBodyByName(name, self.instance)
             for box in link.boxes:
                 # Vertices that the box already overlaps in the home pose (the skin is shaped
@@ -512,7 +514,9 @@ class SkinnedRobotSystem(LeafSystem):
     targets (optional: without it the motors apply only the feed-forward torques).
     Outputs: "skeleton_state" (nq + nv), "skin_positions" (3n, m), "glue_forces" (3k, N on the
     skin), "contact_forces" (3n, N from the ground on the skin), "step_info" ([Newton
-    iterations, factorisations, glue residual m, max penetration m, contacts, sliding]).
+    iterations, factorisations, glue residual m, max penetration m, contacts, sliding]),
+    "motor_torques" (nu, N*m, the motors' torques), "contact_summary" ([max penetration m, number of
+    contact vertices, total normal force N], as drakebots.systems.simulation.ContactMonitor).
     """
 
     def __init__(self, stepper: CoupledSkinSkeleton, initial: CoupledState | None = None):
@@ -524,7 +528,9 @@ class SkinnedRobotSystem(LeafSystem):
         k3 = len(s.glue.dofs)
         self._sizes = (nq, nv, n3, k3)
         self._x_index = self.DeclareDiscreteState(
-            np.concatenate([initial.q, initial.v, initial.x, initial.w, np.zeros(k3 + n3 + 6)])
+            np.concatenate(
+                [initial.q, initial.v, initial.x, initial.w, np.zeros(k3 + n3 + 6 + s.nu + 3)]
+            )
         )
         self._actuation = self.DeclareVectorInputPort("actuation", s.nu)
         self._desired = self.DeclareVectorInputPort("desired_state", 2 * s.nu)
@@ -543,6 +549,16 @@ class SkinnedRobotSystem(LeafSystem):
         )
         self.DeclareVectorOutputPort(
             "step_info", 6, lambda c, o: o.SetFromVector(self._Slice(c, off + k3 + n3, 6))
+        )
+        self.DeclareVectorOutputPort(
+            "motor_torques",
+            s.nu,
+            lambda c, o: o.SetFromVector(self._Slice(c, off + k3 + n3 + 6, s.nu)),
+        )
+        self.DeclareVectorOutputPort(
+            "contact_summary",
+            3,
+            lambda c, o: o.SetFromVector(self._Slice(c, off + k3 + n3 + 6 + s.nu, 3)),
         )
         self.DeclarePeriodicDiscreteUpdateEvent(s.config.time_step, 0.0, self._Update)
         self.failure = None
@@ -583,6 +599,12 @@ class SkinnedRobotSystem(LeafSystem):
                     info.glue_forces.ravel(),
                     info.contact_forces.ravel(),
                     stats,
+                    info.actuation,
+                    [
+                        info.max_penetration,
+                        info.contacts,
+                        float(np.sum(info.contact_forces[:, 2])),
+                    ],
                 ]
             )
         )

@@ -1,0 +1,189 @@
+"""The folding-region experiment (skinned-quad-robots.txt section 7, Fig. 17).
+
+The ankle motor of the beetle, limited to its stall torque (MG995R, 1.96 N*m), is programmed to
+bend the ankle to 70 degrees within 2 s while the limb's skin resists. The paper: a smooth skin
+stops the motor near 20 degrees; with a folding region (an 8 mm gear-tooth sweep cut, Fig. 8) the
+motor reaches the target.
+
+The model here is the paper's limb skin piece (section 6.2: "one limb has one skin piece"): the
+skin of the lower leg and the foot, glued to both links at their bracing units; the lower leg is
+held fixed (welded to the world, clear of the ground) and the foot turns about the ankle axis,
+driven by the servo law tau = clamp(K_p (q_d - q) + K_d (v_d - v), +-U_m) with the ramp
+q_d = target * t / T. Skeleton and skin are solved coupled (CoupledSkinSkeleton, Eq. 2).
+"""
+
+import dataclasses
+
+import numpy as np
+from pydrake.math import RigidTransform
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.multibody.tree import (
+    PdControllerGains,
+    RevoluteJoint,
+    RotationalInertia,
+    SpatialInertia,
+)
+
+from drakebots.fem.skin import Skin
+from drakebots.robots.skeleton import SkeletonParams, _Build, _MassProperties
+from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+
+# Height of the experiment above the ground (the limb hangs in the air), m.
+CLEARANCE = 0.5
+
+
+@dataclasses.dataclass
+class BendConfig:
+    """The experiment's inputs (SI units)."""
+
+    # The ankle joint to bend.
+    joint: str = "front_left_ankle"
+    # Target angle, rad (paper: 70 degrees).
+    target: float = np.deg2rad(70.0)
+    # Time to reach the target, s (paper: 2 s).
+    duration: float = 2.0
+    # Motor torque limit, N*m (paper: 1.96, MG995R).
+    torque_limit: float = 1.96
+    # Coupled time step, s (the bend is slow: quasi-static).
+    time_step: float = 0.02
+
+
+@dataclasses.dataclass
+class BendResult:
+    """Angle and torque histories of one skin."""
+
+    times: np.ndarray
+    angle: np.ndarray  # rad
+    target: np.ndarray  # rad
+    torque: np.ndarray  # N*m
+    skin_frames: np.ndarray  # (T, 3n) m, experiment frame (lifted by CLEARANCE)
+    glue_residual: np.ndarray
+    newton_iterations: np.ndarray
+    failure: str | None
+
+    @property
+    def reached(self) -> float:
+        return float(self.angle[-1])
+
+    @property
+    def max_angle(self) -> float:
+        return float(np.max(np.abs(self.angle)))
+
+
+def MakeLimbPlant(params: SkeletonParams, joint_name: str, torque_limit: float):
+    """(plant, instance, parent link, child link): the parent welded at its home pose lifted by
+    CLEARANCE, the child on a revolute joint about the skeleton's joint axis with a servo."""
+    built = _Build(params)
+    joint = next((j for j in built.joints if j.name == joint_name), None)
+    if joint is None:
+        raise KeyError(joint_name)
+    plant = MultibodyPlant(0.0)
+    instance = plant.AddModelInstance("limb")
+    bodies = {}
+    for name in (joint.parent, joint.child):
+        link = built.links[name]
+        mass, com, inertia = _MassProperties(link)
+        I = RotationalInertia(
+            inertia[0, 0],
+            inertia[1, 1],
+            inertia[2, 2],
+            inertia[0, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+        )
+        bodies[name] = plant.AddRigidBody(
+            name, instance, SpatialInertia.MakeFromCentralInertia(max(mass, 1e-3), com, I)
+        )
+    lift = np.array([0.0, 0.0, CLEARANCE])
+    parent, child = built.links[joint.parent], built.links[joint.child]
+    plant.WeldFrames(
+        plant.world_frame(),
+        bodies[joint.parent].body_frame(),
+        RigidTransform(parent.origin + lift),
+    )
+    frame_on_parent = plant.AddFrame(
+        _FixedOffsetFrame(
+            f"{joint_name}_parent", bodies[joint.parent], child.origin - parent.origin
+        )
+    )
+    revolute = plant.AddJoint(
+        RevoluteJoint(
+            joint_name,
+            frame_on_parent,
+            bodies[joint.child].body_frame(),
+            joint.axis,
+            params.motor.damping,
+        )
+    )
+    actuator = plant.AddJointActuator(f"{joint_name}_motor", revolute, torque_limit)
+    actuator.set_controller_gains(PdControllerGains(p=params.motor.kp, d=params.motor.kd))
+    plant.Finalize()
+    return plant, instance, joint.parent, joint.child
+
+
+def _FixedOffsetFrame(name, body, offset):
+    from pydrake.multibody.tree import FixedOffsetFrame
+
+    return FixedOffsetFrame(name, body.body_frame(), RigidTransform(np.asarray(offset, float)))
+
+
+def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=None) -> BendResult:
+    """Bends the joint with the skin piece attached; returns the histories.
+
+    Args:
+        params: the skeleton's parameters.
+        skin: a skin piece of the joint's two links (MakeSkin with options.links).
+        config: BendConfig.
+        progress: optional callable(fraction) per step.
+    """
+    plant, instance, _, _ = MakeLimbPlant(params, config.joint, config.torque_limit)
+    shifted = dataclasses.replace(skin)
+    stepper = CoupledSkinSkeleton(
+        plant,
+        instance,
+        shifted,
+        CouplingConfig(time_step=config.time_step, max_iterations=40),
+        lift=CLEARANCE,
+    )
+    state = stepper.DefaultState()
+    h = config.time_step
+    steps = int(round(config.duration / h))
+    rate = config.target / config.duration
+    times, angle, target, torque, frames, residual, iterations = [], [], [], [], [], [], []
+    failure = None
+    for k in range(steps + 1):
+        t = k * h
+        q_d = min(rate * (t + h), config.target)
+        v_d = rate if t + h < config.duration else 0.0
+        times.append(t)
+        angle.append(float(state.q[0]))
+        target.append(min(rate * t, config.target))
+        frames.append(state.x.astype(np.float32))
+        if k == steps:
+            torque.append(torque[-1] if torque else 0.0)
+            residual.append(residual[-1] if residual else 0.0)
+            iterations.append(0)
+            break
+        try:
+            state, info = stepper.Step(state, desired=np.array([q_d, v_d]), time_s=t)
+        except Exception as e:  # noqa: BLE001 - the run stops with the reason, results kept.
+            failure = f"stopped at t = {t:.3f} s: {e}"
+            torque.append(torque[-1] if torque else 0.0)
+            residual.append(np.nan)
+            iterations.append(0)
+            break
+        torque.append(float(info.actuation[0]))
+        residual.append(info.glue_residual)
+        iterations.append(info.newton_iterations)
+        if progress is not None:
+            progress((k + 1) / steps)
+    return BendResult(
+        times=np.array(times),
+        angle=np.array(angle),
+        target=np.array(target),
+        torque=np.array(torque),
+        skin_frames=np.array(frames),
+        glue_residual=np.array(residual),
+        newton_iterations=np.array(iterations),
+        failure=failure,
+    )

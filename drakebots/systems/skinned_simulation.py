@@ -1,0 +1,223 @@
+"""Simulating a skinned quad-robot with its FEM skin (`drakebots simulate ROBOT --skin DIR`).
+
+The diagram:
+
+    home pose (servo targets) -> SkinnedRobotSystem (coupled skeleton + skin, Eq. 2)
+        skeleton_state -> MultibodyPositionToGeometryPose -> SceneGraph -> [Meshcat]
+        skin_positions -> [live skin mesh in Meshcat], loggers (state, skin frames, statistics)
+
+The skeleton's MultibodyPlant is the coupled system's model (mass matrix, bias, Jacobians) and
+SceneGraph's geometry source; it is not itself stepped (the coupled system is).
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+from pydrake.geometry import Meshcat, SceneGraph
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.systems.analysis import Simulator
+from pydrake.systems.framework import DiagramBuilder, LeafSystem
+from pydrake.systems.primitives import ConstantVectorSource, VectorLogSink
+from pydrake.systems.rendering import MultibodyPositionToGeometryPose
+
+from drakebots.fem.model import ElementInversion
+from drakebots.robots.base import Robot
+from drakebots.systems.ground import AddGround
+from drakebots.systems.simulation import SimulationLog
+from drakebots.systems.skin_coupling import (
+    CoupledSkinSkeleton,
+    CoupledStepFailure,
+    CouplingConfig,
+    SkinnedRobotSystem,
+)
+
+
+@dataclasses.dataclass
+class SkinnedConfig:
+    """Options of a skinned simulation (SI units)."""
+
+    # Simulated time, s.
+    duration: float = 1.0
+    # Coupled time step, s (the paper's frame interval: 5 ms).
+    time_step: float = 0.005
+    # Sampling period of the skeleton log, s.
+    log_period: float = 0.005
+    # Period of the logged skin frames (replay, ParaView), s.
+    skin_frame_period: float = 1.0 / 30.0
+    # Ground friction.
+    ground_friction: float = 0.8
+    # Servo targets: the home pose (True) or no servo (motors limp, False).
+    hold_home: bool = True
+
+
+class _SkinMeshcatPublisher(LeafSystem):
+    """Publishes the skin surface to a live Meshcat periodically. Double only."""
+
+    def __init__(self, drawer, size, period):
+        super().__init__()
+        self._drawer = drawer
+        self._port = self.DeclareVectorInputPort("skin_positions", size)
+        self.DeclarePeriodicPublishEvent(period, 0.0, self._Publish)
+        self.DeclareForcedPublishEvent(self._Publish)
+
+    def _Publish(self, context):
+        self._drawer.Draw(self._port.Eval(context))
+
+
+@dataclasses.dataclass
+class SkinnedRun:
+    """What a skinned simulation returns."""
+
+    log: SimulationLog
+    skin_times: np.ndarray  # (F,) s
+    skin_frames: np.ndarray  # (F, 3n) m
+    stats_times: np.ndarray
+    stats: np.ndarray  # (T, 6) newton iterations, factorisations, glue residual, penetration,
+    # contacts, sliding
+    failure: str | None
+    stepper: CoupledSkinSkeleton
+
+
+def SimulateSkinned(
+    robot: Robot,
+    skin,
+    config: SkinnedConfig,
+    *,
+    meshcat: Meshcat | None = None,
+    progress: bool = True,
+) -> SkinnedRun:
+    """Simulates a skinned robot holding its home pose on flat ground.
+
+    Args:
+        robot: the skeleton (drakebots.robots.GetRobot).
+        skin: the drakebots.fem.skin.Skin of that robot.
+        config: SkinnedConfig.
+        meshcat: stream the skeleton and the deforming skin to this Meshcat.
+        progress: show a progress bar.
+    """
+    builder = DiagramBuilder()
+    scene_graph = builder.AddSystem(SceneGraph())
+    plant = MultibodyPlant(0.0)
+    plant.RegisterAsSourceForSceneGraph(scene_graph)
+    instance = robot.AddTo(plant)
+    AddGround(plant, mu_static=config.ground_friction, mu_dynamic=config.ground_friction)
+    plant.Finalize()
+    lift = max(0.0, -float(skin.mesh.vertices[:, 2].min()))
+    stepper = CoupledSkinSkeleton(
+        plant,
+        instance,
+        skin,
+        CouplingConfig(time_step=config.time_step, friction=config.ground_friction),
+        lift=lift,
+    )
+    system = builder.AddSystem(SkinnedRobotSystem(stepper))
+    system.set_name("skinned_robot")
+    initial = stepper.DefaultState()
+    nu = stepper.nu
+    if config.hold_home:
+        desired = builder.AddSystem(
+            ConstantVectorSource(np.concatenate([initial.q[stepper.actuated_q], np.zeros(nu)]))
+        )
+        builder.Connect(desired.get_output_port(), system.GetInputPort("desired_state"))
+    to_pose = builder.AddSystem(MultibodyPositionToGeometryPose(plant, input_multibody_state=True))
+    builder.Connect(system.GetOutputPort("skeleton_state"), to_pose.get_input_port())
+    builder.Connect(
+        to_pose.get_output_port(), scene_graph.get_source_pose_port(plant.get_source_id())
+    )
+    nq, nv = stepper.nq, stepper.nv
+    state_log = builder.AddSystem(VectorLogSink(nq + nv, config.log_period))
+    builder.Connect(system.GetOutputPort("skeleton_state"), state_log.get_input_port())
+    actuation_log = builder.AddSystem(VectorLogSink(nu, config.log_period))
+    builder.Connect(system.GetOutputPort("motor_torques"), actuation_log.get_input_port())
+    stats_log = builder.AddSystem(VectorLogSink(6, config.time_step))
+    builder.Connect(system.GetOutputPort("step_info"), stats_log.get_input_port())
+    contact_log = builder.AddSystem(VectorLogSink(3, config.log_period))
+    builder.Connect(system.GetOutputPort("contact_summary"), contact_log.get_input_port())
+    skin_log = builder.AddSystem(VectorLogSink(3 * stepper.n, config.skin_frame_period))
+    builder.Connect(system.GetOutputPort("skin_positions"), skin_log.get_input_port())
+    if meshcat is not None:
+        from pydrake.geometry import MeshcatVisualizer
+
+        from drakebots.visualization.skin import SkinMeshcat
+
+        MeshcatVisualizer.AddToBuilder(builder, scene_graph, meshcat)
+        drawer = SkinMeshcat(meshcat, skin.mesh.tets, skin.outer)
+        publisher = builder.AddSystem(_SkinMeshcatPublisher(drawer, 3 * stepper.n, 1.0 / 30.0))
+        builder.Connect(system.GetOutputPort("skin_positions"), publisher.get_input_port())
+    diagram = builder.Build()
+    simulator = Simulator(diagram)
+    simulator.Initialize()
+    failure = None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=config.duration,
+            desc=f"simulate {robot.name} + skin",
+            unit="s sim",
+            leave=False,
+            bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}]",
+        )
+    wall_start = time.perf_counter()
+    steps = max(1, int(round(config.duration / config.time_step)))
+    chunk = max(1, steps // 50)
+    k = 0
+    try:
+        while k < steps:
+            k = min(steps, k + chunk)
+            simulator.AdvanceTo(k * config.time_step)
+            if bar is not None:
+                bar.n = k * config.time_step
+                bar.refresh()
+    except (ElementInversion, CoupledStepFailure, RuntimeError) as e:
+        failure = f"stopped at t = {simulator.get_context().get_time():.4f} s: {e}"
+    wall = time.perf_counter() - wall_start
+    if bar is not None:
+        bar.close()
+    context = simulator.get_context()
+    states = state_log.FindLog(context)
+    actuation = actuation_log.FindLog(context)
+    contact = contact_log.FindLog(context)
+    stats = stats_log.FindLog(context)
+    skins = skin_log.FindLog(context)
+    count = min(
+        len(states.sample_times()), len(actuation.sample_times()), len(contact.sample_times())
+    )
+    x = states.data().T[:count]
+    base = plant.GetBodyByName(robot.base_body, instance)
+    effort_limits = np.array(
+        [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
+    )
+    log = SimulationLog(
+        robot=robot.name,
+        times=states.sample_times()[:count],
+        positions=x[:, :nq],
+        velocities=x[:, nq:],
+        actuation=actuation.data().T[:count],
+        effort_limits=effort_limits,
+        position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
+        actuator_names=[
+            plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices()
+        ],
+        contact=contact.data().T[:count],
+        base_height=x[:, base.floating_positions_start() + 6],
+        wall_time=wall,
+        extra={
+            "skin_times": skins.sample_times(),
+            "skin_frames": skins.data().T.astype(np.float32),
+            "step_times": stats.sample_times(),
+            "step_stats": stats.data().T,
+            "skin_lift": np.array(lift),
+        },
+    )
+    return SkinnedRun(
+        log=log,
+        skin_times=skins.sample_times(),
+        skin_frames=skins.data().T,
+        stats_times=stats.sample_times(),
+        stats=stats.data().T,
+        failure=failure,
+        stepper=stepper,
+    )
