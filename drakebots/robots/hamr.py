@@ -274,6 +274,14 @@ class HingeLoopConstraints:
         self._plant = plant
         self._context = plant.CreateDefaultContext()
         self._nq = plant.num_positions()
+        self._frame_cache = {}  # id(plant) -> (plant, [(frame_A, frame_B)]): no lookups per call
+
+    def _Frames(self, plant):
+        cached = self._frame_cache.get(id(plant))
+        if cached is None or cached[0] is not plant:
+            frames = [(plant.get_frame(a), plant.get_frame(b)) for a, b in self._frames]
+            cached = self._frame_cache[id(plant)] = (plant, frames)
+        return cached[1]
 
     def num_constraints(self) -> int:
         """Rows of c(q): 2 per hinge."""
@@ -294,11 +302,8 @@ class HingeLoopConstraints:
             context: a context of `plant` holding q.
         """
         rows = []
-        for A_index, B_index in self._frames:
-            X_AB = plant.CalcRelativeTransform(
-                context, plant.get_frame(A_index), plant.get_frame(B_index)
-            )
-            p = X_AB.translation()
+        for A, B in self._Frames(plant):
+            p = plant.CalcRelativeTransform(context, A, B).translation()
             rows += [p[0], p[1]]
         return np.array(rows)
 
@@ -309,10 +314,10 @@ class HingeLoopConstraints:
         frame A with respect to q̇ (so it is ∂c/∂q for any floating base, not only v = q̇).
         """
         blocks = []
-        for A_index, B_index in self._frames:
-            A = plant.get_frame(A_index)
+        origin = np.zeros(3)
+        for A, B in self._Frames(plant):
             J = plant.CalcJacobianTranslationalVelocity(
-                context, JacobianWrtVariable.kQDot, plant.get_frame(B_index), np.zeros(3), A, A
+                context, JacobianWrtVariable.kQDot, B, origin, A, A
             )
             blocks.append(J[:2])
         return np.vstack(blocks)
