@@ -1,0 +1,279 @@
+"""Generators of the paper's motions as `MotionSpec` inputs (skinned-quad-robots.txt, section 7).
+
+- `SingleFootLift`, `DoubleFootLift`: the beetle's foot lifting motions of Fig. 10: the COM moves
+  over the support polygon of the feet that stay down, the foot (or the diagonal pair) rises and
+  comes back.
+- `Walk`: a statically stable crawl (one foot at a time, lateral sequence rear-left, front-left,
+  rear-right, front-right), as the slow walks of Figs. 1, 12, 14 and 15; the COM shifts into the
+  triangle of the three stance feet before each swing. `stride` and `step_height` give the
+  monster's two walks (0.11 m/s with a longer, lower step; 0.06 m/s with a shorter, higher one).
+- `Trot`: a parametric trot (diagonal pairs, short flight) with a given speed, standing in for the
+  paper's retargeted horse motion (Fig. 13).
+
+All start from the robot's home stance (feet where the skeleton puts them with every joint at
+zero). Units: m, s, rad.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drakebots.errors import InputError
+from drakebots.optimization.motion import FootTrack, MotionSpec
+from drakebots.robots.skeleton import LEG_NAMES
+
+
+def _Home(model):
+    """Home sole centres (4, 3) with z = 0, and the home COM (3,)."""
+    feet, _, _, _ = model.AllFeet(model.q_home)
+    feet[:, 2] = 0.0
+    com, _ = model.Com(model.q_home)
+    return feet, com
+
+
+def _SwingPath(p0, p1, t0, t1, height, samples=7):
+    """Keyframes of a swing from p0 to p1 between t0 and t1: a smooth lifted arc."""
+    s = np.linspace(0.0, 1.0, samples)
+    # Horizontal: smoothstep; vertical: a sine bump (zero slope at lift-off and touch-down).
+    blend = s * s * (3 - 2 * s)
+    pts = p0[None] + blend[:, None] * (p1 - p0)[None]
+    pts[:, 2] = height * np.sin(np.pi * s) ** 1.5
+    return list(t0 + s * (t1 - t0)), [list(p) for p in pts]
+
+
+def _Track(events, duration):
+    """FootTrack from ordered events: ('stand', t0, t1, p) and ('swing', t0, t1, p0, p1, h)."""
+    times, positions, stance = [], [], []
+    for event in events:
+        if event[0] == "stand":
+            _, t0, t1, p = event
+            for t in (t0, t1):
+                if not times or t > times[-1] + 1e-12:
+                    times.append(t)
+                    positions.append(list(p))
+            stance.append([t0, t1])
+        else:
+            _, t0, t1, p0, p1, h = event
+            ts, ps = _SwingPath(np.asarray(p0), np.asarray(p1), t0, t1, h)
+            for t, p in zip(ts, ps):
+                if not times or t > times[-1] + 1e-12:
+                    times.append(t)
+                    positions.append(p)
+    if times[-1] < duration - 1e-12:
+        times.append(duration)
+        positions.append(positions[-1])
+    # Merge touching stance intervals.
+    merged = []
+    for a, b in stance:
+        if merged and a <= merged[-1][1] + 1e-12:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return FootTrack(times=times, positions=positions, stance=merged)
+
+
+def _Lift(model, lifted: list[int], *, height: float, duration: float, name: str) -> MotionSpec:
+    feet, com = _Home(model)
+    stay = [j for j in range(4) if j not in lifted]
+    # Target COM: over the centroid of the feet that stay, pulled toward the centre (a margin
+    # against the COP leaving the polygon), at the home height.
+    centroid = feet[stay, :2].mean(axis=0)
+    shift = 0.75 * (centroid - com[:2])
+    target = com.copy()
+    target[:2] += shift
+    t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75
+    T = duration
+    com_times = [0.0, 0.08 * T, t_shift * T, t_back * T, 0.92 * T, T]
+    com_positions = [list(com), list(com), list(target), list(target), list(com), list(com)]
+    tracks = {}
+    for j, leg in enumerate(LEG_NAMES):
+        p = feet[j]
+        if j in lifted:
+            up = p + np.array([0.0, 0.0, height])
+            events = [
+                ("stand", 0.0, t_up * T, p),
+                ("swing", t_up * T, 0.5 * (t_up + t_down) * T, p, up, 0.0),
+                ("swing", 0.5 * (t_up + t_down) * T, t_down * T, up, p, 0.0),
+                ("stand", t_down * T, T, p),
+            ]
+            track = _Track(events, T)
+            # The swing events above do not lift by themselves: set the heights explicitly.
+            ts = np.asarray(track.times)
+            mid = 0.5 * (t_up + t_down) * T
+            for k, t in enumerate(ts):
+                if t_up * T < t < t_down * T:
+                    s = 1.0 - abs(t - mid) / (mid - t_up * T)
+                    track.positions[k][2] = height * min(1.0, 1.6 * s)
+        else:
+            track = _Track([("stand", 0.0, T, p)], T)
+        tracks[leg] = track
+    return MotionSpec(
+        name=name,
+        robot=model.robot,
+        duration=T,
+        com_times=com_times,
+        com_positions=com_positions,
+        feet=tracks,
+    )
+
+
+def SingleFootLift(model, *, leg: str = "front_left", height: float = 0.04, duration=2.0):
+    """Fig. 10(a): shift the COM over the other three feet, lift one foot, put it back."""
+    return _Lift(
+        model, [LEG_NAMES.index(leg)], height=height, duration=duration, name="single-foot-lift"
+    )
+
+
+def DoubleFootLift(model, *, height: float = 0.03, duration=2.0):
+    """Fig. 10(b): lift the diagonal pair front-left + rear-right on the other diagonal."""
+    return _Lift(
+        model,
+        [LEG_NAMES.index("front_left"), LEG_NAMES.index("rear_right")],
+        height=height,
+        duration=duration,
+        name="double-foot-lift",
+    )
+
+
+def Walk(
+    model,
+    *,
+    speed: float = 0.04,
+    stride: float | None = None,
+    step_height: float = 0.03,
+    period: float | None = None,
+    shift_fraction: float = 0.6,
+) -> MotionSpec:
+    """A statically stable crawl cycle (periodic), one foot at a time.
+
+    Args:
+        speed: average forward speed, m/s.
+        stride: how far each foot moves per cycle, m (default: from speed and period).
+        step_height: swing height, m.
+        period: cycle duration, s (default: stride / speed, or 2 s).
+        shift_fraction: how far toward the three-foot centroid the COM moves before a swing.
+    """
+    if not speed > 0.0:
+        raise InputError(f"--speed must be > 0 m/s for a walk, got {speed}")
+    if period is None:
+        period = stride / speed if stride else 2.0
+    stride = speed * period
+    feet, com = _Home(model)
+    order = [
+        LEG_NAMES.index(leg) for leg in ("rear_left", "front_left", "rear_right", "front_right")
+    ]
+    T = period
+    # Each quarter: COM shift (first 40%), swing (next 45%), settle.
+    quarter = T / 4
+    swing_time = 0.45 * quarter
+    events = {j: [] for j in range(4)}
+    position = {j: feet[j].copy() for j in range(4)}
+    last = {j: 0.0 for j in range(4)}
+    com_times, com_positions = [0.0], [list(com)]
+    for q_index, j in enumerate(order):
+        t0 = q_index * quarter
+        ts, te = t0 + 0.4 * quarter, t0 + 0.4 * quarter + swing_time
+        # The body advances uniformly; the COM also shifts sideways toward the stance triangle.
+        others = [i for i in range(4) if i != j]
+        tri = np.array([position[i] for i in others])[:, :2].mean(axis=0)
+        base = com[:2] + np.array([speed * ts, 0.0])
+        shifted = base + shift_fraction * (tri - base)
+        shifted[0] = 0.5 * (shifted[0] + base[0])
+        com_times += [ts, te]
+        com_positions += [
+            [shifted[0], shifted[1], com[2]],
+            [shifted[0] + speed * swing_time, shifted[1], com[2]],
+        ]
+        target = position[j] + np.array([stride, 0.0, 0.0])
+        events[j].append(("stand", last[j], ts, position[j].copy()))
+        events[j].append(("swing", ts, te, position[j].copy(), target, step_height))
+        position[j] = target
+        last[j] = te
+    com_times.append(T)
+    com_positions.append([com[0] + speed * T, com[1], com[2]])
+    tracks = {}
+    for j, leg in enumerate(LEG_NAMES):
+        events[j].append(("stand", last[j], T, position[j].copy()))
+        tracks[leg] = _Track(events[j], T)
+    return MotionSpec(
+        name="walk",
+        robot=model.robot,
+        duration=T,
+        periodic=True,
+        com_times=com_times,
+        com_positions=com_positions,
+        feet=tracks,
+        speed=speed,
+    )
+
+
+def _PeriodicFoot(home, phase, stance_time, T, speed, height, samples=48) -> FootTrack:
+    """A foot of a periodic gait: on the ground for stance_time from `phase` (mod T), then a
+    swing to its next foothold; footholds put mid-stance under the hip of a body moving at speed.
+    """
+
+    def foothold(c):
+        return home[0] + speed * (phase + 0.5 * stance_time + c * T)
+
+    def position(t):
+        c = np.floor((t - phase) / T)
+        tau = (t - phase) - c * T
+        if tau <= stance_time:
+            return np.array([foothold(c), home[1], 0.0]), True
+        s = (tau - stance_time) / (T - stance_time)
+        blend = s * s * (3 - 2 * s)
+        x = foothold(c) + blend * (foothold(c + 1) - foothold(c))
+        return np.array([x, home[1], height * np.sin(np.pi * s) ** 1.5]), False
+
+    events = {0.0, T}
+    for c in (-1, 0, 1):
+        for t in (phase + c * T, phase + stance_time + c * T):
+            if 0.0 < t < T:
+                events.add(t)
+    times = sorted(events | set(np.linspace(0.0, T, samples + 1)))
+    times = [t for i, t in enumerate(times) if i == 0 or t - times[i - 1] > 1e-6]
+    positions = [list(position(t)[0]) for t in times]
+    stance = []
+    for c in (-1, 0, 1):
+        a, b = phase + c * T, phase + stance_time + c * T
+        a, b = max(a, 0.0), min(b, T)
+        if b > a + 1e-9:
+            stance.append([a, b])
+    return FootTrack(times=[float(t) for t in times], positions=positions, stance=stance)
+
+
+def Trot(
+    model,
+    *,
+    speed: float = 0.45,
+    period: float = 0.4,
+    duty: float = 0.45,
+    step_height: float = 0.03,
+) -> MotionSpec:
+    """A parametric trot cycle (periodic): diagonal pairs alternate, with short flight phases.
+
+    Args:
+        speed: forward speed, m/s (paper: 0.45 for the monster).
+        period: cycle duration, s.
+        duty: fraction of the cycle each foot is on the ground (< 0.5 gives flight phases).
+        step_height: swing height, m.
+    """
+    if not speed > 0.0:
+        raise InputError(f"--speed must be > 0 m/s for a trot, got {speed}")
+    feet, com = _Home(model)
+    T = period
+    phases = {"front_left": 0.0, "rear_right": 0.0, "front_right": 0.5 * T, "rear_left": 0.5 * T}
+    tracks = {
+        leg: _PeriodicFoot(feet[LEG_NAMES.index(leg)], phases[leg], duty * T, T, speed, step_height)
+        for leg in LEG_NAMES
+    }
+    return MotionSpec(
+        name="trot",
+        robot=model.robot,
+        duration=T,
+        periodic=True,
+        com_times=[0.0, T],
+        com_positions=[list(com), list(com + [speed * T, 0.0, 0.0])],
+        feet=tracks,
+        speed=speed,
+    )
