@@ -29,6 +29,11 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from drakebots.frame.cholesky import (
+    NestedDissectionTree,
+    NotPositiveDefiniteError,
+    SupernodalCholesky,
+)
 from drakebots.frame.elements import (
     ElementRotations,
     LocalConsistentMass,
@@ -145,13 +150,19 @@ class Frame:
         self.R, self.lengths = ElementRotations(
             self.nodes[self.elements[:, 0]], self.nodes[self.elements[:, 1]]
         )
-        self.local_stiffness = LocalStiffness(section, self.lengths)
+        # Element matrices are computed once per distinct geometry (length and orientation): a
+        # voxel lattice has a handful, so this is a gather instead of 33k 12x12 triple products.
+        key = np.round(np.column_stack([self.R.reshape(-1, 9), self.lengths]), 12)
+        _, first, self._geometry = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        self._geometry = self._geometry.ravel()
+        local = LocalStiffness(section, self.lengths[first])
         if joints == "pinned":
             # Ideal ball joints: only the axial terms of the element remain (a bar).
-            axial = self.local_stiffness[:, [0, 0, 6, 6], [0, 6, 0, 6]]
-            self.local_stiffness = np.zeros_like(self.local_stiffness)
-            self.local_stiffness[:, [0, 0, 6, 6], [0, 6, 0, 6]] = axial
-        self.element_stiffness = ToGlobal(self.local_stiffness, self.R)
+            axial = local[:, [0, 0, 6, 6], [0, 6, 0, 6]]
+            local = np.zeros_like(local)
+            local[:, [0, 0, 6, 6], [0, 6, 0, 6]] = axial
+        self.local_stiffness = local[self._geometry]
+        self.element_stiffness = ToGlobal(local, self.R[first])[self._geometry]
         # Element DOF indices, (num_elements, 12).
         node_dofs = self.elements[:, :, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
         self.element_dofs = node_dofs.reshape(len(self.elements), 12)
@@ -166,15 +177,42 @@ class Frame:
         return DOFS_PER_NODE * len(self.nodes)
 
     def _BuildPattern(self) -> None:
-        """The CSR pattern of the global matrices and the scatter map of element entries."""
-        n = self.num_dofs
-        rows = np.repeat(self.element_dofs, 12, axis=1).ravel()
-        cols = np.tile(self.element_dofs, (1, 12)).ravel()
-        keys = rows * n + cols
-        unique, self._scatter = np.unique(keys, return_inverse=True)
-        self._indices = (unique % n).astype(np.int32)
-        counts = np.bincount(unique // n, minlength=n)
-        self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        """The CSR pattern of the global matrices and the scatter map of element entries.
+
+        Built at the node level (a 6x6 block per pair of connected nodes), so only the 4 block
+        keys per element are sorted, not the 144 entry keys: in the CSR rows of node R the block
+        of node C starts at 36 blockptr[R] + 6 rank(C) and row i of it is 6 count(R) further on.
+        """
+        N = self.num_nodes
+        a, b = self.elements[:, 0], self.elements[:, 1]
+        block_rows = np.stack([a, a, b, b], axis=1)  # blocks (aa, ab, ba, bb) of each element
+        block_cols = np.stack([a, b, a, b], axis=1)
+        unique, block = np.unique(block_rows * N + block_cols, return_inverse=True)
+        block = block.reshape(-1, 2, 2)
+        rows, cols = unique // N, unique % N
+        count = np.bincount(rows, minlength=N)
+        blockptr = np.concatenate([[0], np.cumsum(count)])
+        rank = np.arange(len(unique)) - blockptr[rows]
+        base = 36 * blockptr[rows] + 6 * rank  # first entry of each block
+        stride = 6 * count[rows]  # from one row of a block to the next
+        i = np.arange(6)
+        # Scatter index of element entry (e, node a|b, i, node a|b, j), the order of a 12x12.
+        self._scatter = (
+            base[block][:, :, None, :, None]
+            + stride[block][:, :, None, :, None] * i[None, None, :, None, None]
+            + i[None, None, None, None, :]
+        ).ravel()
+        # CSR structure: row 6R + i holds, for each block (R, C) in order, columns 6C .. 6C + 5.
+        row_length = np.repeat(6 * count, 6)
+        self._indptr = np.concatenate([[0], np.cumsum(row_length)]).astype(np.int64)
+        columns = 6 * cols[:, None] + i  # (num_blocks, 6)
+        indices = np.empty(int(self._indptr[-1]), dtype=np.int64)
+        entry = base[:, None, None] + stride[:, None, None] * i[None, :, None] + i[None, None, :]
+        indices[entry.ravel()] = np.broadcast_to(columns[:, None, :], entry.shape).ravel()
+        self._indices = indices
+        if len(indices) < np.iinfo(np.int32).max:
+            self._indices = indices.astype(np.int32)
+            self._indptr = self._indptr.astype(np.int32)
 
     def Assemble(self, element_matrices: np.ndarray, diagonal: np.ndarray | None = None):
         """Sums (num_elements, 12, 12) element matrices (world axes) into a CSR matrix."""
@@ -444,7 +482,7 @@ class Frame:
         K = K.tocsr()
         K_ff = K[free][:, free].tocsc()
         r = f[free] - K[free][:, fixed_dofs] @ fixed_values
-        factor = _Factorize(K_ff, self._FreePermutation(free))
+        factor = _Factorize(K_ff, *self._FreeOrdering(free))
         timings["factorize"] = timings.get("factorize", 0.0) + time.perf_counter() - start
         start = time.perf_counter()
         u_f = factor(r)
@@ -452,7 +490,7 @@ class Frame:
         if C.shape[0]:
             C_f = C[:, free].toarray()
             g_red = g - C[:, fixed_dofs] @ fixed_values
-            Y = np.column_stack([factor(C_f[i]) for i in range(C_f.shape[0])])
+            Y = factor(C_f.T)  # all constraint columns in one multi-right-hand-side solve
             S = C_f @ Y
             lam = np.linalg.lstsq(S, g_red - C_f @ u_f, rcond=None)[0]
             u_f = u_f + Y @ lam
@@ -465,15 +503,19 @@ class Frame:
         timings["solve"] = timings.get("solve", 0.0) + time.perf_counter() - start
         return u, lam, 0, True
 
-    def _FreePermutation(self, free: np.ndarray) -> np.ndarray:
-        """Nested-dissection order of the free DOFs (node blocks kept together)."""
-        if not hasattr(self, "_node_order"):
-            self._node_order = NestedDissectionOrder(self.nodes, self.elements)
-        dofs = (self._node_order[:, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)).ravel()
+    def _FreeOrdering(self, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Nested-dissection order of the free DOFs (a node's DOFs kept together) and its
+        supernode tree: (permutation, supernode column boundaries, parent of each supernode)."""
+        if not hasattr(self, "_tree"):
+            self._tree = NestedDissectionTree(self.nodes, self.elements)
+        order, node_ptr, parent = self._tree
+        dofs = (order[:, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)).ravel()
+        block = np.repeat(np.repeat(np.arange(len(parent)), np.diff(node_ptr)), DOFS_PER_NODE)
         position = np.full(self.num_dofs, -1)
         position[free] = np.arange(len(free))
-        permutation = position[dofs]
-        return permutation[permutation >= 0]
+        keep = position[dofs] >= 0
+        counts = np.bincount(block[keep], minlength=len(parent))
+        return position[dofs][keep], np.concatenate([[0], np.cumsum(counts)]), parent
 
     def Modes(
         self,
@@ -503,82 +545,36 @@ class Frame:
         return frequencies, shapes.reshape(self.num_nodes, 6, count)
 
 
-def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int = 8) -> np.ndarray:
-    """A fill-reducing node ordering by geometric nested dissection (George 1973).
-
-    Nodes are split recursively by the coordinate plane that best halves them; the separator is
-    every node on the plane plus the nodes on one side with an edge across it (always a valid
-    vertex separator, whatever the frame). Separators are numbered last. On a voxel lattice the
-    planes of face nodes are exact separators, which keeps the factor's fill near that of METIS.
-
-    Args:
-        points: (num_nodes, 3) node positions.
-        edges: (num_edges, 2) node pairs (the elements).
-        leaf_size: subdomains with at most this many nodes are not split further.
-
-    Returns:
-        A permutation of range(num_nodes).
-    """
-    points = np.asarray(points, dtype=float)
-    scale = max(float(np.ptp(points)), 1e-300)
-    keys = np.round(points / scale * 1e9).astype(np.int64)
-    neighbours = sp.csr_matrix(
-        (
-            np.ones(2 * len(edges)),
-            (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]]),
-        ),
-        shape=(len(points), len(points)),
-    )
-    order = []
-    stack = [(np.arange(len(points)), False)]
-    # Iterative post-order: push (separator, True) after the two halves so it comes out last.
-    while stack:
-        nodes, done = stack.pop()
-        if done or len(nodes) <= leaf_size:
-            order.append(nodes)
-            continue
-        best = None
-        for axis in range(3):
-            values = keys[nodes, axis]
-            unique, counts = np.unique(values, return_counts=True)
-            if len(unique) < 3:
-                continue
-            lo, hi = len(unique) // 3, max(len(unique) // 3 + 1, 2 * len(unique) // 3)
-            left = np.searchsorted(np.sort(values), unique)
-            for k in range(lo, hi):
-                n_left = left[k]
-                n_right = len(nodes) - n_left - counts[k]
-                score = counts[k] * (1.0 + abs(n_left - n_right) / len(nodes))
-                if best is None or score < best[0]:
-                    best = (score, axis, unique[k])
-        if best is None:
-            order.append(nodes)
-            continue
-        _, axis, value = best
-        values = keys[nodes, axis]
-        on_plane = values == value
-        left_mask = values < value
-        # Left nodes with an edge to a right node join the separator.
-        side = np.zeros(len(points), dtype=np.int8)
-        side[nodes[values > value]] = 1
-        crossing = np.asarray(neighbours[nodes[left_mask]] @ side).ravel() > 0
-        separator_left = nodes[left_mask][crossing]
-        left = nodes[left_mask][~crossing]
-        right = nodes[values > value]
-        stack.append((np.concatenate([nodes[on_plane], separator_left]), True))
-        stack.append((right, False))
-        stack.append((left, False))
-    # The stack pops left before right before separator, but appends in visit order; the order
-    # list is in the right sequence already (left subtree, right subtree, separator).
-    return np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int = 16) -> np.ndarray:
+    """A fill-reducing node order by geometric nested dissection (see NestedDissectionTree)."""
+    return NestedDissectionTree(points, edges, leaf_size)[0]
 
 
-def _Factorize(matrix: sp.csc_matrix, permutation: np.ndarray | None = None):
-    """A solve function for a sparse symmetric positive definite matrix.
+BACKENDS = ("multifrontal", "superlu", "cholmod")
 
-    CHOLMOD (scikit-sparse, optional) when it is installed; otherwise SuperLU on the matrix
-    permuted by `permutation` (a fill-reducing order, e.g. nested dissection) with symmetric
-    pivoting, or SuperLU's own minimum-degree order when no permutation is given.
+
+def FactorizationBackend() -> str:
+    """The sparse factorisation the static solves use: DRAKEBOTS_FRAME_SOLVER, default
+    "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only). "superlu" is SciPy's splu on the
+    same nested-dissection order; "cholmod" needs the optional scikit-sparse (SuiteSparse) and is
+    only for comparisons (scripts/bench_voxel.py)."""
+    import os
+
+    backend = os.environ.get("DRAKEBOTS_FRAME_SOLVER", "multifrontal").lower() or "multifrontal"
+    if backend not in BACKENDS:
+        raise ValueError(f"DRAKEBOTS_FRAME_SOLVER={backend!r}: choose one of {BACKENDS}")
+    return backend
+
+
+def _Factorize(
+    matrix: sp.csc_matrix,
+    permutation: np.ndarray,
+    block_ptr: np.ndarray,
+    parent: np.ndarray,
+    backend: str | None = None,
+):
+    """A solve function rhs -> x (vector or matrix of right-hand sides) for a sparse symmetric
+    positive definite matrix, factorised in the given nested-dissection order.
 
     Raises:
         ValueError: the matrix is singular (the frame is not supported).
@@ -587,53 +583,61 @@ def _Factorize(matrix: sp.csc_matrix, permutation: np.ndarray | None = None):
         "the frame is not supported against rigid-body motion (singular stiffness); "
         "add supports or clamp one node"
     )
-    if FactorizationBackend() == "cholmod":
+    backend = backend or FactorizationBackend()
+    if backend == "cholmod":
         from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
 
         try:
-            factor = cholesky(matrix, ordering_method="metis")
+            return cholesky(matrix, ordering_method="metis")
         except CholmodNotPositiveDefiniteError as e:
             raise ValueError(message) from e
-        return factor
-    options = {"SymmetricMode": True}
-    try:
-        if permutation is None:
-            lu = spla.splu(
-                matrix, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=options
-            )
-            return lu.solve
-        permuted = matrix[permutation][:, permutation].tocsc()
-        lu = spla.splu(permuted, permc_spec="NATURAL", diag_pivot_thresh=0.0, options=options)
-    except RuntimeError as e:
-        raise ValueError(message) from e
     inverse = np.empty_like(permutation)
     inverse[permutation] = np.arange(len(permutation))
+    permuted = matrix[permutation][:, permutation].tocsc()
+    if backend == "superlu":
+        try:
+            lu = spla.splu(
+                permuted,
+                permc_spec="NATURAL",
+                diag_pivot_thresh=0.0,
+                options={"SymmetricMode": True},
+            )
+        except RuntimeError as e:
+            raise ValueError(message) from e
+        solve = lu.solve
+    else:
+        try:
+            with _SingleThreadedBlas(permuted.shape[0]):
+                solve = SupernodalCholesky(permuted, block_ptr, parent)
+        except NotPositiveDefiniteError as e:
+            raise ValueError(message) from e
 
     def Solve(rhs):
-        return lu.solve(np.asarray(rhs)[permutation])[inverse]
+        return solve(np.asarray(rhs, dtype=float)[permutation])[inverse]
 
     return Solve
 
 
-_BACKEND = None
+_BLAS_CONTROLLER = []
 
 
-def FactorizationBackend() -> str:
-    """ "cholmod" when scikit-sparse imports (and DRAKEBOTS_FRAME_SOLVER is not "superlu"), else
-    "superlu"."""
-    global _BACKEND
-    if _BACKEND is None:
-        import os
+def _SingleThreadedBlas(size: int):
+    """BLAS limited to one thread for the multifrontal factorisation of a matrix of this size:
+    its kernels are small to medium dense blocks, and on a shared machine idle-spinning BLAS
+    threads cost far more than they give (measured here: 9.1 s against 0.35 s for an 8x8x8
+    lattice at load 12 on 2 CPUs; 0.12 s against 0.005 s for 56 voxels). Tiny matrices skip it.
+    """
+    import contextlib
 
-        _BACKEND = "superlu"
-        if os.environ.get("DRAKEBOTS_FRAME_SOLVER", "").lower() != "superlu":
-            try:
-                import sksparse.cholmod  # noqa: F401
-
-                _BACKEND = "cholmod"
-            except ImportError:
-                pass
-    return _BACKEND
+    if size < 200:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a declared dependency
+        return contextlib.nullcontext()
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def FixNode(frame: Frame, node: int, *, translations=True, rotations=True, values=None) -> dict:

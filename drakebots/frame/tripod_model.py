@@ -42,6 +42,16 @@ from drakebots.frame.voxel import (
 
 MODEL_NAME = "voxel_tripod"
 CONNECTOR_RADIUS = 0.004  # m, a node connector drawn as a sphere of this radius
+STRUT_VISUAL_RADIUS = 0.001  # m, struts drawn 2 mm thick (1.27 mm square really) to be seen
+MARKER_RADIUS = 0.006  # m, the purple motion-capture markers of sec. 3.2 (visual only)
+ACTUATOR_HOUSING_RADIUS = 0.006  # m, actuator drawn as a housing on its lower node ...
+ACTUATOR_ROD_RADIUS = 0.0025  # m, ... and a rod on its upper node (visual only)
+ACTUATOR_COLOURS = {
+    "right": "0.85 0.2 0.2 1",
+    "left": "0.95 0.75 0.1 1",
+    "rear": "0.2 0.4 0.9 1",
+    "front": "0.2 0.7 0.3 1",
+}
 ROTARY_INERTIA_SCALE = 200.0  # see the module docstring
 STRUT_DAMPING_RATIO = 0.05  # of each bushing mode's critical damping with the node masses
 ACTUATOR_EFFORT_LIMIT = 40.0  # N, a small linear servo (not from the paper)
@@ -106,6 +116,7 @@ def TripodModelFiles() -> dict[str, str]:
         for name, (lower, upper) in ACTUATORS.items()
     }
     feet = {lattice.NodeAt(foot): name for name, (foot, _) in FEET.items()}
+    markers = {lattice.NodeAt(coords): name for name, coords in MARKERS.items()}
     translation_stiffness = (
         E * section.area / L,
         12 * E * section.Iz / L**3,
@@ -161,9 +172,35 @@ def TripodModelFiles() -> dict[str, str]:
             lines += [
                 f'      <visual name="strut{k}">',
                 f"        <pose>{_Pose(centre, rpy)}</pose>",
-                f"        <geometry><cylinder><radius>{STRUT_SIDE * 0.6:.6g}</radius>"
+                f"        <geometry><cylinder><radius>{STRUT_VISUAL_RADIUS:.6g}</radius>"
                 f"<length>{0.5 * L:.9g}</length></cylinder></geometry>",
                 "        <material><diffuse>0.93 0.8 0.45 1</diffuse></material>",
+                "      </visual>",
+            ]
+        if node in markers:
+            lines += [
+                f'      <visual name="{markers[node]}">',
+                f"        <geometry><sphere><radius>{MARKER_RADIUS}</radius></sphere></geometry>",
+                "        <material><diffuse>0.55 0.2 0.75 1</diffuse></material>",
+                "      </visual>",
+            ]
+        for name, (lower, upper) in ACTUATORS.items():
+            # A linear actuator drawn telescoping: housing up from the lower node, rod down
+            # from the upper node (each moves with its node; the prismatic joint keeps them
+            # aligned).
+            length = 0.55 * PITCH
+            if node == lattice.NodeAt(lower):
+                pose, radius, part = (0.0, 0.0, 0.5 * length), ACTUATOR_HOUSING_RADIUS, "housing"
+            elif node == lattice.NodeAt(upper):
+                pose, radius, part = (0.0, 0.0, -0.5 * length), ACTUATOR_ROD_RADIUS, "rod"
+            else:
+                continue
+            lines += [
+                f'      <visual name="actuator_{name}_{part}">',
+                f"        <pose>{_Pose(pose)}</pose>",
+                f"        <geometry><cylinder><radius>{radius}</radius>"
+                f"<length>{length:.9g}</length></cylinder></geometry>",
+                f"        <material><diffuse>{ACTUATOR_COLOURS[name]}</diffuse></material>",
                 "      </visual>",
             ]
         if node in feet:
