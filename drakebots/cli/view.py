@@ -59,7 +59,7 @@ def Run(args) -> int:
     from pydrake.geometry import Meshcat, MeshcatParams
 
     from drakebots.cli.simulate import Runner
-    from drakebots.visualization.replay import FrameCamera, MakeReplayScene, RecordTrajectory
+    from drakebots.visualization.replay import RecordReplay
 
     folder = Path(args.folder)
     robot, log, _ = LoadReplayInputs(folder)
@@ -68,9 +68,9 @@ def Run(args) -> int:
     if args.port is not None:
         params.port = args.port
     meshcat = Meshcat(params)
-    scene = MakeReplayScene(robot, meshcat, add_models=add_models)
-    FrameCamera(scene, log.positions[0])
-    frames = RecordTrajectory(scene, log.times, log.positions, decorator=decorator)
+    _, frames = RecordReplay(
+        meshcat, robot, log.times, log.positions, decorator=decorator, add_models=add_models
+    )
     print(
         f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
         f"{meshcat.web_url()}",

@@ -48,7 +48,12 @@ class ReplayScene:
 
 
 def MakeReplayScene(
-    robot: Robot, meshcat: Meshcat, *, ground: bool = True, add_models: Callable | None = None
+    robot: Robot,
+    meshcat: Meshcat,
+    *,
+    ground: bool = True,
+    add_models: Callable | None = None,
+    frame_rate: float = 30.0,
 ) -> ReplayScene:
     """Builds a scene for replaying `robot` in `meshcat`.
 
@@ -58,6 +63,8 @@ def MakeReplayScene(
         ground: draw the ground.
         add_models: optional f(plant) that adds more models (it must keep the plant's position
             layout equal to the logged one).
+        frame_rate: frames per second of the recording (the visualizer's publish rate: Meshcat
+            recordings run at 1 / publish_period frames per second).
     """
     builder = DiagramBuilder()
     plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
@@ -71,7 +78,9 @@ def MakeReplayScene(
         builder,
         scene_graph,
         meshcat,
-        MeshcatVisualizerParams(role=Role.kIllustration, prefix="robot", publish_period=1e6),
+        MeshcatVisualizerParams(
+            role=Role.kIllustration, prefix="robot", publish_period=1.0 / frame_rate
+        ),
     )
     diagram = builder.Build()
     context = diagram.CreateDefaultContext()
@@ -83,12 +92,18 @@ def _GroundSize(robot: Robot) -> float:
     return 4.0 if robot.units.get("length") == "m" else 400.0
 
 
-def FrameCamera(scene: ReplayScene, positions: np.ndarray | None = None) -> None:
-    """Points the camera at the robot from the front-left, at a distance that frames it."""
+def FrameCamera(scene: ReplayScene, positions: np.ndarray | None = None, last=None) -> None:
+    """Points the camera at the robot from the front-left, at a distance that frames it in the
+    pose `positions` and, if given, in the pose `last` (the end of a trajectory) too."""
     plant_context = scene.plant.GetMyContextFromRoot(scene.context)
-    if positions is not None:
-        scene.plant.SetPositions(plant_context, positions)
-    lower, upper = VisualBoundingBox(scene.plant, scene.scene_graph, plant_context)
+    boxes = []
+    for q in (positions, last):
+        if q is not None:
+            scene.plant.SetPositions(plant_context, q)
+        if q is not None or not boxes:
+            boxes.append(VisualBoundingBox(scene.plant, scene.scene_graph, plant_context))
+    lower = np.min([box[0] for box in boxes], axis=0)
+    upper = np.max([box[1] for box in boxes], axis=0)
     # The ground plate is the world body's, which VisualBoundingBox leaves out.
     center = 0.5 * (lower + upper)
     direction = np.array([1.0, -1.5, 0.8])
@@ -101,6 +116,16 @@ def FrameCamera(scene: ReplayScene, positions: np.ndarray | None = None) -> None
     scene.meshcat.SetProperty("/Axes", "visible", False)
 
 
+def NearestSamples(times: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Index of the log sample nearest to each query time (times sorted ascending)."""
+    after = np.clip(np.searchsorted(times, query), 1, max(1, len(times) - 1))
+    before = after - 1
+    pick_after = np.abs(times[np.minimum(after, len(times) - 1)] - query) < np.abs(
+        times[before] - query
+    )
+    return np.where(pick_after, np.minimum(after, len(times) - 1), before)
+
+
 def RecordTrajectory(
     scene: ReplayScene,
     times: np.ndarray,
@@ -108,21 +133,27 @@ def RecordTrajectory(
     *,
     frame_rate: float = 30.0,
     decorator: ReplayDecorator | None = None,
+    time_unit: str = "s",
+    slow_motion: float = 1.0,
 ) -> int:
     """Records the logged positions as a Meshcat animation and publishes it; returns #frames.
 
-    Frames are sampled at `frame_rate` from the log (the nearest earlier sample).
+    Frames are sampled at `frame_rate` per second of playback from the log (the nearest
+    sample). `times` are in `time_unit` ("s" or "ms"); `slow_motion` > 1 plays fast robots
+    (HAMR-VI strides at 10-30 Hz) slower than real time.
     """
     if decorator is not None and decorator.setup is not None:
         decorator.setup(scene.meshcat, scene.plant)
     plant_context = scene.plant.GetMyContextFromRoot(scene.context)
+    # Log time in the robot's unit -> seconds of playback.
+    seconds_per_unit = {"s": 1.0, "ms": 1e-3}.get(time_unit, 1.0) * slow_motion
     t0, t1 = float(times[0]), float(times[-1])
-    count = max(1, int(round((t1 - t0) * frame_rate)) + 1)
-    frame_times = t0 + np.arange(count) / frame_rate
-    sample = np.clip(np.searchsorted(times, frame_times, side="right") - 1, 0, len(times) - 1)
+    count = max(1, int(round((t1 - t0) * seconds_per_unit * frame_rate)) + 1)
+    frame_times = t0 + np.arange(count) / (frame_rate * seconds_per_unit)
+    sample = NearestSamples(times, frame_times)
     animation = scene.visualizer.StartRecording(set_transforms_while_recording=False)
     for frame, index in enumerate(sample):
-        scene.context.SetTime(float(frame_times[frame] - t0))
+        scene.context.SetTime(frame / frame_rate)  # animation frame = time * frame_rate
         scene.plant.SetPositions(plant_context, positions[index])
         scene.visualizer.ForcedPublish(scene.visualizer.GetMyContextFromRoot(scene.context))
         if decorator is not None and decorator.frame is not None:
@@ -130,6 +161,35 @@ def RecordTrajectory(
     scene.visualizer.StopRecording()
     scene.visualizer.PublishRecording()
     return count
+
+
+def RecordReplay(
+    meshcat: Meshcat,
+    robot: Robot,
+    times: np.ndarray,
+    positions: np.ndarray,
+    *,
+    decorator: ReplayDecorator | None = None,
+    add_models: Callable | None = None,
+    frame_rate: float = 30.0,
+) -> tuple[ReplayScene, int]:
+    """Builds the replay scene in `meshcat`, frames the camera and records the trajectory.
+
+    The one path behind both `replay.html` and `drakebots view`. Returns the scene and the
+    number of recorded frames.
+    """
+    scene = MakeReplayScene(robot, meshcat, add_models=add_models, frame_rate=frame_rate)
+    FrameCamera(scene, positions[0], positions[-1])
+    frames = RecordTrajectory(
+        scene,
+        times,
+        positions,
+        frame_rate=frame_rate,
+        decorator=decorator,
+        time_unit=robot.units.get("time", "s"),
+        slow_motion=getattr(robot, "replay_slow_motion", 1.0),
+    )
+    return scene, frames
 
 
 def ReplayHtml(
@@ -145,9 +205,15 @@ def ReplayHtml(
     logging.getLogger("drake").setLevel(logging.WARNING)  # no "Meshcat listening" line
     meshcat = Meshcat()
     try:
-        scene = MakeReplayScene(robot, meshcat, add_models=add_models)
-        FrameCamera(scene, positions[0])
-        RecordTrajectory(scene, times, positions, frame_rate=frame_rate, decorator=decorator)
+        RecordReplay(
+            meshcat,
+            robot,
+            times,
+            positions,
+            decorator=decorator,
+            add_models=add_models,
+            frame_rate=frame_rate,
+        )
         return meshcat.StaticHtml()
     finally:
         del meshcat
