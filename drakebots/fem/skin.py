@@ -509,6 +509,26 @@ def _LargestComponent(v, faces):
     return v[keep], remap[faces]
 
 
+def MakeShellMesh(field, lo, hi, thickness: float, voxel: float) -> TetMesh:
+    """A hollow shell of any implicit shape: the solid -thickness <= f <= 0, tetrahedralised.
+
+    Args:
+        field: f(P (..., 3)) -> (...), negative inside, approximately a distance (m).
+        lo, hi: corners of the box that contains the shape with a margin, m.
+        thickness: shell thickness, m (> 0).
+        voxel: marching-cubes grid spacing, m.
+    """
+    if not thickness > 0.0:
+        raise SkinInputError(f"thickness must be > 0 m, got {thickness}")
+    axes = [np.arange(lo[i], hi[i] + voxel, voxel) for i in range(3)]
+    X = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    f = np.pad(field(X), 1, constant_values=1.0)
+    origin = np.array([a[0] for a in axes]) - voxel
+    outer = _MarchingCubes(f, 0.0, origin, voxel)
+    inner = _MarchingCubes(f + thickness, 0.0, origin, voxel)
+    return Tetrahedralize([outer, inner], max_edge=4 * voxel)
+
+
 # ----------------------------------------------------------------------------------------------
 # Tetrahedralisation with Gmsh (separate process).
 

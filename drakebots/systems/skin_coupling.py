@@ -71,6 +71,8 @@ class CouplingConfig:
     position_tolerance: float = 1e-7
     # Newton iterations per step (refactorisations happen when convergence stalls).
     max_iterations: int = 25
+    # Contact labels may change during the first this-many iterations of a step, then freeze.
+    freeze_after: int = 8
     # Skin-skeleton and self-collision penalty stiffness, N/m per vertex (section 4.2).
     penalty_stiffness: float = 2000.0
     # Self-collision: skin vertices closer than this that are far apart on the rest skin, m.
@@ -158,7 +160,8 @@ class CoupledSkinSkeleton:
             qdof.append(actuator.joint().position_start())
         self.kp, self.kd = np.array(kp), np.array(kd)
         self.effort_limits = np.array(limit)
-        self.actuated_v, self.actuated_q = np.array(vdof), np.array(qdof)
+        self.actuated_v = np.array(vdof, dtype=np.int64)
+        self.actuated_q = np.array(qdof, dtype=np.int64)
         self.joint_damping = np.zeros(self.nv)
         for j in plant.GetJointIndices(instance):
             joint = plant.get_joint(j)
@@ -346,6 +349,8 @@ class CoupledSkinSkeleton:
         glue_vertex[self.glue.vertices] = True
         converged = False
         refactored_this_step = False
+        released = np.zeros(self.n, dtype=bool)
+        slid = np.zeros(self.n, dtype=bool)
         for iteration in range(cfg.max_iterations):
             q_next = self._Integrate(q, v_next, h)
             p_WG, J = self.GluePoints(q_next)
@@ -400,7 +405,9 @@ class CoupledSkinSkeleton:
             r_d_full[pinned] -= lam_k
             key = tuple(contact_dofs.tolist())
             stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= 40
-            slow = iteration >= 4 and not refactored_this_step
+            # Modified Newton first (a stale factor); if it is slow to converge (large
+            # deformation), full Newton: a fresh Hessian every other iteration.
+            slow = iteration >= 3 and (not refactored_this_step or self._kkt_age >= 2)
             if stale or slow:
                 _, _, K = self.fem.EnergyGradientHessian(y, project=True)
                 A_d = K + sp.diags(self.mass / h**2) + self.damping / h
@@ -431,24 +438,31 @@ class CoupledSkinSkeleton:
             forces = lam_dof.reshape(-1, 3).copy()
             forces[glue_vertex] = 0.0
             forces[sliding, :2] = friction.reshape(-1, 3)[sliding, :2]
-            # Active-set update (paper section 5.3, Eqs. 15-17).
+            # Active-set update (paper section 5.3, Eqs. 15-17), with anti-cycling: a vertex
+            # released in this step comes back only if it sinks deeper than 0.1 mm, one that
+            # started sliding keeps sliding, and after `freeze_after` iterations the labels are
+            # frozen so Newton converges on a fixed set.
             new_mode = mode.copy()
             normal = forces[:, 2]
             tangential = np.linalg.norm(forces[:, :2], axis=1)
-            new_mode[(mode > 0) & (normal <= 0.0)] = 0
-            to_slide = (mode == 1) & (normal > 0.0) & (tangential > mu * normal)
+            frozen = np.bool_(iteration >= cfg.freeze_after)
+            release = (mode > 0) & (normal <= 0.0) & ~frozen
+            new_mode[release] = 0
+            released |= release
+            to_slide = (mode == 1) & (normal > 0.0) & (tangential > mu * normal) & ~frozen
             new_mode[to_slide] = 2
             tdir = -forces[:, :2] / np.maximum(tangential[:, None], 1e-12)
             slip_dir[to_slide] = tdir[to_slide]
             slip = Y[:, :2] - X[:, :2]
             slip_norm = np.linalg.norm(slip, axis=1)
             moving = (mode == 2) & (slip_norm > 1e-12)
-            reversed_slip = moving & (np.einsum("ij,ij->i", slip, slip_dir) < 0.0)
+            reversed_slip = moving & (np.einsum("ij,ij->i", slip, slip_dir) < 0.0) & ~frozen & ~slid
             new_mode[reversed_slip] = 1
-            keep = (mode == 2) & (slip_norm > 1e-12) & ~reversed_slip
-            slip_dir[keep] = slip[keep] / slip_norm[keep, None]
+            slid |= to_slide
             lam_n = np.where(new_mode > 0, np.maximum(normal, 0.0), 0.0)
-            new_mode[(mode == 0) & (Y[:, 2] < -1e-6) & ~glue_vertex] = 1
+            depth_limit = np.where(released, 1e-4, 1e-6)
+            if not frozen:
+                new_mode[(mode == 0) & (Y[:, 2] < -depth_limit) & ~glue_vertex] = 1
             changed = np.any(new_mode != mode)
             if _DEBUG:
                 print(

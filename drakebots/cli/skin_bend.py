@@ -1,0 +1,297 @@
+"""The folding-region experiment (paper Fig. 17): how far a torque-limited motor bends the skin.
+
+Makes the limb skin piece (lower leg and foot, paper section 6.2) twice, smooth and with a
+gear-tooth folding region at the joint (Fig. 8, 8 mm deep), and drives the joint's motor, limited
+to --torque-limit, towards --target-deg within --time seconds with skeleton and skin coupled
+(Eq. 2). Reports the angle each skin lets the motor reach, with a plot of angle and torque over
+time (angle_torque.png), the bent skins (bent.png, ParaView .vtu) and a replay per skin. The goal
+is the paper's: the folded skin reaches the target (exit 1 if it does not).
+
+Examples:
+  drakebots skin-bend beetle --joint front_left_ankle --target-deg 70 --time 2 \\
+      --torque-limit 1.96 --out runs/bend
+  drakebots skin-bend beetle --youngs-modulus 1e6 --out runs/bend_soft   # a softer silicone
+"""
+
+from drakebots.cli import AddOutputArguments, AddVerb
+from drakebots.errors import InputError
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "skin-bend", __doc__)
+    parser.add_argument("robot", help="a skinned quad-robot (the paper uses the beetle)")
+    parser.add_argument("--joint", default="front_left_ankle", help="the joint to bend")
+    parser.add_argument("--target-deg", type=float, default=70.0, help="target angle, degrees")
+    parser.add_argument("--time", type=float, default=2.0, help="time to reach the target, s")
+    parser.add_argument(
+        "--torque-limit", type=float, default=1.96, help="motor torque limit, N*m (MG995R: 1.96)"
+    )
+    parser.add_argument(
+        "--youngs-modulus",
+        type=float,
+        default=0.09e9,
+        help="skin Young's modulus, Pa (paper section 7: 0.09 GPa)",
+    )
+    parser.add_argument("--poissons-ratio", type=float, default=0.46, help="(paper: 0.46)")
+    parser.add_argument("--time-step", type=float, default=0.02, help="coupled time step, s")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    AddOutputArguments(parser)
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def _Validate(args, robot):
+    from drakebots.robots.skeleton import JointKinds
+
+    kinds = JointKinds(robot.params)
+    if args.joint not in kinds:
+        raise InputError(
+            f"--joint {args.joint}: '{robot.name}' has no such joint (joints: {', '.join(kinds)})"
+        )
+    if not 0.0 < abs(args.target_deg) <= 120.0:
+        raise InputError(f"--target-deg must be in (0, 120] in magnitude, got {args.target_deg}")
+    for name in ("time", "torque_limit", "youngs_modulus", "time_step"):
+        if not getattr(args, name) > 0.0:
+            raise InputError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    if not -1.0 < args.poissons_ratio < 0.5:
+        raise InputError(
+            f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
+            f"{args.poissons_ratio}"
+        )
+    if args.time_step > args.time / 10:
+        raise InputError(f"--time-step {args.time_step} s is too coarse for --time {args.time} s")
+
+
+def Run(args) -> int:
+    import sys
+    import time
+
+    import numpy as np
+
+    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.fem.mesh import WriteVtu
+    from drakebots.fem.skin import MakeSkin, SkinOptions, WriteSkin
+    from drakebots.robots import GetRobot
+    from drakebots.robots.skeleton import _Build
+    from drakebots.systems.skin_bend import CLEARANCE, BendConfig, RunBend
+
+    robot = GetRobot(args.robot)
+    if robot.family != "skinned_quadruped":
+        raise InputError(f"'{args.robot}' is not a skinned quad-robot")
+    _Validate(args, robot)
+    params = robot.params
+    joint = next(j for j in _Build(params).joints if j.name == args.joint)
+    config = BendConfig(
+        joint=args.joint,
+        target=np.deg2rad(args.target_deg),
+        duration=args.time,
+        torque_limit=args.torque_limit,
+        time_step=args.time_step,
+    )
+    show = not args.no_progress and sys.stderr.isatty()
+    out = args.out or DefaultOutput("skin-bend", robot.name)
+    results_by_skin, skins = {}, {}
+    with ResultsFolder(out, force=args.force) as results:
+        for label, folds, voxel in (("smooth", (), 0.006), ("folded", (args.joint,), 0.004)):
+            print(f"[{label}] skin piece of {joint.parent} + {joint.child}", flush=True)
+            options = SkinOptions(
+                links=(joint.parent, joint.child),
+                folding_regions=folds,
+                voxel=voxel,
+                glue_per_link=20,
+                mass_density=1100.0,  # silicone rubber; a piece is not the paper's whole skin
+                youngs_modulus=args.youngs_modulus,
+                poissons_ratio=args.poissons_ratio,
+            )
+            skin = MakeSkin(params, options, progress=lambda s: print(f"    {s}", flush=True))
+            skins[label] = skin
+            results.File(f"{label}/skin.vtk")
+            WriteSkin(results.directory / label, skin)
+            print(
+                f"    {skin.mesh.num_vertices} vertices, {skin.mesh.num_tets} tets; bending...",
+                flush=True,
+            )
+            start = time.perf_counter()
+            bar = None
+            if show:
+                from tqdm import tqdm
+
+                bar = tqdm(total=100, desc=f"bend {label}", leave=False)
+            result = RunBend(
+                params,
+                skin,
+                config,
+                progress=(lambda f, b=bar: b.update(round(100 * f) - b.n)) if bar else None,
+            )
+            if bar is not None:
+                bar.close()
+            result.wall = time.perf_counter() - start
+            results_by_skin[label] = result
+            final = result.skin_frames[-1].astype(float).reshape(-1, 3) - [0, 0, CLEARANCE]
+            WriteVtu(
+                results.File(f"{label}/bent.vtu"),
+                final,
+                skin.mesh.tets,
+                point_data={"displacement": final - skin.mesh.vertices},
+            )
+            print(
+                f"    reached {np.rad2deg(result.reached):.2f} deg (target "
+                f"{args.target_deg:g}), max torque {np.abs(result.torque).max():.3f} N*m, "
+                f"{result.wall:.0f} s" + (f"; {result.failure}" if result.failure else ""),
+                flush=True,
+            )
+        results.SaveFigure("angle_torque.png", _PlotBend(results_by_skin, config, args))
+        results.SaveFigure("bent.png", _PlotBent(skins, results_by_skin))
+        for label in results_by_skin:
+            results.WriteText(
+                f"replay_{label}.html",
+                _Replay(robot, skins[label], results_by_skin[label], args.joint),
+            )
+        results.SaveNpz(
+            "bend.npz",
+            {
+                f"{label}_{key}": getattr(r, key)
+                for label, r in results_by_skin.items()
+                for key in ("times", "angle", "target", "torque", "glue_residual")
+            },
+        )
+        folded = results_by_skin["folded"]
+        tolerance = np.deg2rad(2.0)
+        reached = abs(folded.reached - config.target) <= tolerance
+        reason = None
+        if not reached:
+            reason = (
+                f"the folded skin stopped the motor at {np.rad2deg(folded.reached):.2f} deg, "
+                f"short of {args.target_deg:g} deg"
+            )
+        if any(r.failure for r in results_by_skin.values()):
+            reason = "; ".join(f"{k}: {r.failure}" for k, r in results_by_skin.items() if r.failure)
+        summary = MakeSummary(
+            "skin-bend",
+            {
+                k: getattr(args, k)
+                for k in (
+                    "robot",
+                    "joint",
+                    "target_deg",
+                    "time",
+                    "torque_limit",
+                    "youngs_modulus",
+                    "poissons_ratio",
+                    "time_step",
+                )
+            },
+            robot=robot.name,
+            success=reason is None,
+            reason=reason,
+            figures={
+                f"{label}_{key}": value
+                for label, r in results_by_skin.items()
+                for key, value in (
+                    ("reached_deg", float(np.rad2deg(r.reached))),
+                    ("max_torque", float(np.abs(r.torque).max())),
+                    ("glue_residual_max", float(np.nanmax(r.glue_residual))),
+                    ("skin_vertices", int(skins[label].mesh.num_vertices)),
+                    ("wall_time_s", r.wall),
+                )
+            },
+            paper={"smooth_reached_deg": 20.0, "folded_reached_deg": 70.0},
+        )
+        results.WriteJson("summary.json", summary)
+        results.Commit()
+    print(f"results: {results.final}")
+    for label, r in results_by_skin.items():
+        print(
+            f"  {label:<7} reached {np.rad2deg(r.reached):6.2f} deg (paper: "
+            f"{'~20' if label == 'smooth' else '70'} deg)"
+        )
+    if reason:
+        print(f"  did not reach the goal: {reason}")
+    return 0 if reason is None else 1
+
+
+def _PlotBend(results_by_skin, config, args):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    colors = {"smooth": "tab:orange", "folded": "tab:blue"}
+    first = next(iter(results_by_skin.values()))
+    a1.plot(first.times, np.rad2deg(first.target), "k--", lw=1, label="motor target")
+    for label, r in results_by_skin.items():
+        a1.plot(r.times, np.rad2deg(r.angle), color=colors[label], label=f"{label} skin")
+        a2.plot(r.times, r.torque, color=colors[label], label=f"{label} skin")
+    a2.axhline(config.torque_limit, color="tab:red", ls=":", lw=1, label="torque limit")
+    a2.axhline(-config.torque_limit, color="tab:red", ls=":", lw=1)
+    a1.set_xlabel("time [s]")
+    a1.set_ylabel(f"{config.joint} angle [deg]")
+    a2.set_xlabel("time [s]")
+    a2.set_ylabel("motor torque [N*m]")
+    a1.legend(fontsize=8)
+    a2.legend(fontsize=8)
+    fig.suptitle(
+        f"skin bend (paper Fig. 17): E = {args.youngs_modulus:.3g} Pa, limit "
+        f"{config.torque_limit} N*m",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _PlotBent(skins, results_by_skin):
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    from drakebots.systems.skin_bend import CLEARANCE
+    from drakebots.visualization.skin import OuterSurface
+
+    fig = plt.figure(figsize=(10, 5))
+    for k, (label, skin) in enumerate(skins.items()):
+        r = results_by_skin[label]
+        X = r.skin_frames[-1].astype(float).reshape(-1, 3) - [0, 0, CLEARANCE]
+        faces = OuterSurface(skin.mesh.tets, skin.outer)
+        ax = fig.add_subplot(1, 2, k + 1, projection="3d")
+        tri = X[faces]
+        n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+        shade = 0.35 + 0.65 * np.clip(n @ np.array([0.3, -0.6, 0.75]), 0, 1)
+        ax.add_collection3d(
+            Poly3DCollection(tri, facecolors=shade[:, None] * [0.93, 0.78, 0.35], edgecolors="none")
+        )
+        lo, hi = X.min(0), X.max(0)
+        c, rad = 0.5 * (lo + hi), 0.5 * (hi - lo).max()
+        for axis, cc in zip("xyz", c):
+            getattr(ax, f"set_{axis}lim")(cc - rad, cc + rad)
+        ax.set_box_aspect((1, 1, 1))
+        ax.view_init(elev=5, azim=-50)
+        ax.set_axis_off()
+        ax.set_title(f"{label}: {np.rad2deg(r.reached):.1f} deg", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _Replay(robot, skin, result, joint_name):
+    """The robot at its home pose with the bent joint, and the skin piece, as replay.html."""
+    import numpy as np
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.systems.skin_bend import CLEARANCE
+    from drakebots.visualization.replay import ReplayHtml
+    from drakebots.visualization.skin import SkinReplayDecorator
+
+    plant = MultibodyPlant(0.0)
+    robot.AddTo(plant)
+    plant.Finalize()
+    context = plant.CreateDefaultContext()
+    q0 = plant.GetPositions(context)
+    start = plant.GetJointByName(joint_name).position_start()
+    positions = np.repeat(q0[None, :], len(result.times), axis=0)
+    positions[:, start] = result.angle
+    frames = result.skin_frames.astype(float) - np.tile(
+        [0.0, 0.0, CLEARANCE], skin.mesh.num_vertices
+    )
+    every = max(1, len(frames) // 40)
+    index = np.arange(0, len(frames), every)
+    decorator = SkinReplayDecorator(skin.mesh.tets, skin.outer, frames[index], index)
+    return ReplayHtml(robot, result.times, positions, decorator=decorator)

@@ -1,0 +1,110 @@
+"""The coupled skin-skeleton system (paper Eqs. 1-2) on a small robot: a rigid core inside a
+spherical FEM skin, glued at its top, dropped 2 mm onto the ground.
+
+Independent references: the glue points' world positions from Drake's MultibodyPlant kinematics
+(the constraint of Eq. 1), the weight of the robot (static equilibrium of the ground reaction),
+and Newton's third law (glue forces on skin and skeleton).
+"""
+
+import numpy as np
+import pytest
+from pydrake.math import RigidTransform
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.multibody.tree import SpatialInertia, UnitInertia
+
+from drakebots.fem.mesh import BoundaryFaces
+from drakebots.fem.skin import MakeShellMesh, Skin
+from drakebots.systems.skin_coupling import (
+    CoupledSkinSkeleton,
+    CouplingConfig,
+    SkinnedRobotSystem,
+)
+
+CORE_MASS = 0.3  # kg
+RADIUS = 0.05  # m
+
+
+@pytest.fixture(scope="module")
+def ball():
+    mesh = MakeShellMesh(
+        lambda P: np.linalg.norm(P, axis=-1) - RADIUS, [-0.06] * 3, [0.06] * 3, 0.004, 0.008
+    )
+    boundary = np.unique(BoundaryFaces(mesh.tets))
+    r = np.linalg.norm(mesh.vertices, axis=1)
+    outer = np.zeros(mesh.num_vertices, dtype=bool)
+    outer[boundary[r[boundary] > RADIUS - 0.002]] = True
+    inner = boundary[r[boundary] < RADIUS - 0.002]
+    glue = inner[mesh.vertices[inner, 2] > 0.03]
+    skin = Skin(
+        robot="test_ball",
+        mesh=mesh,
+        glue_vertices=glue,
+        glue_links=["core"] * len(glue),
+        glue_points=mesh.vertices[glue].copy(),
+        skin_links=["core"],
+        weights=np.ones((mesh.num_vertices, 1)),
+        thickness=np.full(mesh.num_vertices, 0.004),
+        outer=outer,
+        fold=np.zeros(mesh.num_tets, dtype=bool),
+        mass_density=1100.0,
+        youngs_modulus=2e6,
+        poissons_ratio=0.45,
+        info={},
+    )
+    plant = MultibodyPlant(0.0)
+    instance = plant.AddModelInstance("ball")
+    core = plant.AddRigidBody(
+        "core",
+        instance,
+        SpatialInertia(CORE_MASS, np.zeros(3), UnitInertia.SolidBox(0.04, 0.04, 0.04)),
+    )
+    plant.Finalize()
+    plant.SetDefaultFloatingBaseBodyPose(core, RigidTransform())
+    return plant, instance, skin
+
+
+def test_glue_holds_and_the_ground_carries_the_weight(ball):
+    plant, instance, skin = ball
+    stepper = CoupledSkinSkeleton(
+        plant, instance, skin, CouplingConfig(time_step=0.005), lift=RADIUS + 0.002
+    )
+    state = stepper.DefaultState()
+    weight = (CORE_MASS + stepper.fem.TotalMass()) * 9.81
+    core = plant.GetBodyByName("core", instance)
+    context = plant.CreateDefaultContext()
+    for k in range(40):
+        state, info = stepper.Step(state, time_s=0.005 * k)
+        # Eq. (1) with Drake's own kinematics: each glue vertex sits on its point of the core.
+        plant.SetPositions(context, state.q)
+        p_WG = plant.CalcPointsPositions(
+            context, core.body_frame(), skin.glue_points.T, plant.world_frame()
+        ).T
+        X = state.x.reshape(-1, 3)
+        assert np.abs(p_WG - X[skin.glue_vertices]).max() <= 1e-8
+        assert info.glue_residual <= 1e-8
+        assert info.max_penetration <= 1e-3
+    # Standing still: the ground carries the whole weight, the core is back at rest.
+    assert info.contact_forces[:, 2].sum() == pytest.approx(weight, rel=0.02)
+    assert np.abs(state.v).max() < 0.05
+    assert state.x.reshape(-1, 3)[:, 2].min() > -1e-3
+    # Newton's third law: the glue forces on the skin balance the core's weight and inertia.
+    assert info.glue_forces[:, 2].sum() == pytest.approx(-CORE_MASS * 9.81, rel=0.05)
+
+
+def test_leaf_system_ports(ball):
+    plant, instance, skin = ball
+    stepper = CoupledSkinSkeleton(plant, instance, skin, lift=RADIUS)
+    system = SkinnedRobotSystem(stepper)
+    n = skin.mesh.num_vertices
+    sizes = {
+        system.get_output_port(i).get_name(): system.get_output_port(i).size()
+        for i in range(system.num_output_ports())
+    }
+    assert sizes["skeleton_state"] == plant.num_positions() + plant.num_velocities()
+    assert sizes["skin_positions"] == 3 * n
+    assert sizes["glue_forces"] == 3 * len(skin.glue_vertices)
+    assert sizes["contact_forces"] == 3 * n
+    assert system.num_input_ports() == 2
+    context = system.CreateDefaultContext()
+    updated = system.EvalUniquePeriodicDiscreteUpdate(context)
+    assert np.all(np.isfinite(updated.get_vector(0).get_value()))
