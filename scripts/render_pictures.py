@@ -35,9 +35,15 @@ def HomePositions(robot) -> np.ndarray:
 
 
 def Render(name: str, png: Path, size=(900, 650)) -> Path:
+    from drakebots.cli.simulate import Runner
+
     robot = GetRobot(name)
     q = HomePositions(robot)
-    html = ReplayHtml(robot, np.array([0.0]), q[np.newaxis, :])
+    # The family's replay extras (e.g. HAMR-VI's lights for its millimetre scene).
+    decorator, add_models = Runner(robot.family).ReplayExtras(None, robot)
+    html = ReplayHtml(
+        robot, np.array([0.0]), q[np.newaxis, :], decorator=decorator, add_models=add_models
+    )
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "scene.html"
         page.write_text(html)
