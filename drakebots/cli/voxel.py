@@ -509,6 +509,7 @@ def _RunPom(args, out, *, compare: bool) -> int:
         figure.tight_layout()
         figures["node_error.png"] = figure
         extra = (np.array(fem_frames), lattice.nodes)
+        fields["drake_model_static_check"] = _DrakeStaticCheck(lattice, strokes)
     else:
         figures["pom_gait.png"] = PlotPomVsFem(
             names, predicted, predicted, title="POM prediction of the gait (feet and markers)"
@@ -559,4 +560,40 @@ def _RunPom(args, out, *, compare: bool) -> int:
         )
         for n, e in fields["feet_and_markers_max_error_m"].items():
             print(f"  {n}: max error {1e3 * e:.3f} mm")
+        check = fields["drake_model_static_check"]
+        print(
+            f"  Drake model (bushings + distance constraints + prismatic joints) against the "
+            f"frame FEM, keyframe {check['keyframe']}: max difference "
+            f"{check['max_relative_difference']:.1e} of the largest displacement"
+        )
     return 0 if success else 1
+
+
+def _DrakeStaticCheck(lattice, strokes) -> dict:
+    """The Drake model's static response (drakebots.systems.voxel_statics) against the frame FEM
+    for the gait keyframe with the largest strokes (prismatic mounts, rigid motion removed)."""
+    import numpy as np
+
+    from drakebots.frame.model import RemoveRigidBodyMotion
+    from drakebots.frame.tripod import ACTUATORS, TripodActuators
+    from drakebots.frame.tripod_model import NodeName
+    from drakebots.systems.voxel_statics import TripodStatics
+
+    keyframe = int(np.argmax(np.abs(strokes).sum(axis=1)))
+    values = dict(zip(ACTUATORS, strokes[keyframe]))
+    clamp = lattice.NodeAt((3, 1, 0))
+    solution = lattice.MakeFrame().Solve(
+        actuators=TripodActuators(lattice, values, mount="prismatic"), clamp_node=clamp
+    )
+    drake = TripodStatics().Solve(values, clamp=NodeName(lattice.node_coords[clamp]))
+    u_fem, _, _ = RemoveRigidBodyMotion(lattice.nodes, solution.translations)
+    u_drake = np.array([drake[NodeName(c)] for c in lattice.node_coords])
+    u_drake, _, _ = RemoveRigidBodyMotion(lattice.nodes, u_drake)
+    peak = float(np.abs(u_fem).max())
+    return {
+        "keyframe": keyframe,
+        "strokes_m": values,
+        "max_displacement_m": peak,
+        "max_difference_m": float(np.abs(u_drake - u_fem).max()),
+        "max_relative_difference": float(np.abs(u_drake - u_fem).max() / peak),
+    }

@@ -291,7 +291,7 @@ def CompareWithFem(
     pom = TripodPom(front_model=front_model, actuation_matrices=actuation_matrices)
     strokes = np.asarray(strokes, dtype=float)
     actuators = TripodActuators(lattice, dict(zip(pom.names, strokes)), mount=mount)
-    clamp = None if mount == "clamped" else lattice.NodeAt((2, 2, 0))
+    clamp = None if mount == "clamped" else lattice.NodeAt((3, 1, 0))
     solution = frame.Solve(actuators=actuators, clamp_node=clamp)
     core_nodes = np.array([lattice.NodeAt(c) for c in pom.core.node_coords])
     fem = solution.translations[core_nodes]
