@@ -56,9 +56,12 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         duration = scenario.cycles * timing.cycle
     else:
         duration = scenario.duration
+    # Walking starts from the gait's own pose alpha(+q1, q2) with the front-left and hind-right
+    # feet fixed (as the velocity space does), standing from the home pose.
     sim = GeckoSimulation(
         config,
         gait=(scenario.q1, scenario.q2) if walking else None,
+        start_alpha_deg=GaitLawDeg(scenario.q1, scenario.q2) if walking else None,
         params=robot.params,
         meshcat=meshcat,
     )

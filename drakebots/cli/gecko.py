@@ -34,8 +34,6 @@ velocity_space.png (Fig. 7), fit_comparison.png and velocity_space.npz.
 Exit 1 when a target is not reached within its step budget (the closest approach is recorded).
 """
 
-from __future__ import annotations
-
 import dataclasses
 import math
 import sys
@@ -98,7 +96,9 @@ def register(subparsers):
         "--q1", default="50,60,70,80,90", help="grid of step lengths, deg in [40, 90]"
     )
     space.add_argument(
-        "--q2", default="-0.5,-0.3,-0.1,0.1,0.3,0.5", help="grid of steering factors in [-0.5, 0.5]"
+        "--q2",
+        default="-0.5,-0.3,-0.1,0.1,0.3,0.5",
+        help="grid of steering factors in [-0.5, 0.5] (write --q2=-0.5,... : a leading minus)",
     )
     space.add_argument(
         "--warmup", type=int, default=1, help="cycles before the measured one (default 1)"

@@ -80,6 +80,10 @@ class CascadeGains:
     angle_ki: float = 0.2
     # Saturation of the outer loop's correction, bar ("low gain keeps the robot soft").
     angle_correction_max: float = 0.1
+    # The angle integrator runs only while |error| is below this, rad (integrator separation:
+    # during a half cycle's 90-degree reference jump it would otherwise wind up to the
+    # saturation and overshoot the new pose by about 5 degrees for seconds).
+    angle_integration_window: float = 0.1
     # Inner loop (pressure): proportional, valve opening per bar.
     pressure_kp: float = 8.0
     # Inner loop: integral, 1/(bar·s).
@@ -97,7 +101,8 @@ class CascadedLimbController(LeafSystem):
         -> CascadedLimbController -> valve_commands (6, [-1, 1]), pressure_references (6, bar)
 
     Outer loop per limb: p_ff = p(alpha_ref) from the calibration, plus a saturated PI correction on
-    alpha_ref - alpha (anti-windup: the integrator is clamped to the saturation). The torso's signed
+    alpha_ref - alpha (anti-windup: the integrator is clamped to the saturation and integrates only
+    within `angle_integration_window` of the reference). The torso's signed
     command sign(alpha_ref) p(|alpha_ref|) + correction goes to its left chamber when positive and
     to its right chamber when negative. Inner loop per chamber: PID on p_ref - p, the valve opening
     clipped to [-1, 1] (conditional integration as anti-windup). Discrete, sampled every
@@ -162,10 +167,12 @@ class CascadedLimbController(LeafSystem):
         alpha_ref = self._reference_port.Eval(context)
         alpha = self._angle_port.Eval(context)
         pressure = self._pressure_port.Eval(context)
-        # Outer loop: saturated PI on the angle error (Fig. 11B), integrator clamped.
+        # Outer loop: saturated PI on the angle error (Fig. 11B), integrator clamped to the
+        # saturation and run only near the reference (integrator separation).
         e_angle = alpha_ref - alpha
         limit = g.angle_correction_max
-        i_angle = np.clip(i_angle + g.angle_ki * e_angle * h, -limit, limit)
+        near = np.abs(e_angle) < g.angle_integration_window
+        i_angle = np.clip(i_angle + near * g.angle_ki * e_angle * h, -limit, limit)
         correction = np.clip(g.angle_kp * e_angle + i_angle, -limit, limit)
         p_ref = self.PressureReferences(alpha_ref, correction)
         # Inner loop: PID on the pressure error, valve opening in [-1, 1].

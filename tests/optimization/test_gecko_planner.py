@@ -1,0 +1,144 @@
+"""The motion fit (Eq. 16) and the gait pattern generator (Eqs. 17-22, Algorithm 1).
+
+References: n compositions of Eq. 17 for the closed form of Eq. 19, finite differences for the
+hand-written gradient, a dense grid search for the planner's minimum, exact synthetic data for
+the least-squares fit, and the targets themselves for the closed loop.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from drakebots.optimization.gecko_experiments import NavigateGeometric
+from drakebots.optimization.gecko_planner import (
+    TABLE3_DEG_CM,
+    DistanceSquared,
+    DistanceSquaredAndGradient,
+    FitMotion,
+    GaitPatternPlanner,
+    MotionFit,
+    PlannerParams,
+    PredictTarget,
+    PredictTargetStepwise,
+    ReferenceFit,
+    TargetInRobotFrame,
+)
+
+PAPER_COURSE = [(0.4, 0.1), (0.6, -0.3), (0.2, -0.5), (0.0, 0.0)]
+
+
+def test_reference_fit_is_table3():
+    fit = ReferenceFit()
+    table = fit.TableDegCm()
+    for name in ("d_eps", "dx", "dy"):
+        np.testing.assert_allclose(table[name], TABLE3_DEG_CM[name], rtol=1e-12)
+    # The experiment turns right for positive steering and walks forward (paper section 4).
+    assert fit.Evaluate(90.0, 0.5)[0] < 0 < fit.Evaluate(90.0, -0.5)[0]
+    assert fit.Evaluate(90.0, 0.0)[1] > fit.Evaluate(50.0, 0.0)[1] > 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 13])
+@pytest.mark.parametrize("theta", [0.0, 1e-11, 0.3, -0.8, 2.5])
+def test_eq19_closed_form_equals_n_steps_of_eq17(n, theta):
+    target = np.array([0.37, -0.21])
+    motion = np.array([theta, 0.11, -0.03])
+    np.testing.assert_allclose(
+        PredictTarget(target, motion, n), PredictTargetStepwise(target, motion, n), atol=1e-13
+    )
+
+
+def test_target_in_robot_frame_eq22():
+    pose = (0.2, -0.1, math.radians(90))
+    np.testing.assert_allclose(TargetInRobotFrame(pose, (0.2, 0.4)), [0.5, 0.0], atol=1e-15)
+    np.testing.assert_allclose(TargetInRobotFrame(pose, (0.0, -0.1)), [0.0, 0.2], atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_distance_gradient_matches_finite_differences(seed):
+    rng = np.random.default_rng(seed)
+    fit = ReferenceFit()
+    target = rng.uniform(-0.6, 0.6, 2)
+    n = int(rng.integers(1, 9))
+    q1, q2 = rng.uniform(40, 90), rng.uniform(-0.5, 0.5)
+    value, gradient = DistanceSquaredAndGradient(target, fit, q1, q2, n)
+    assert value == pytest.approx(float(DistanceSquared(target, fit, q1, q2, n)), rel=1e-12)
+    h1, h2 = 1e-5, 1e-7
+    numeric = [
+        (
+            DistanceSquared(target, fit, q1 + h1, q2, n)
+            - DistanceSquared(target, fit, q1 - h1, q2, n)
+        )
+        / (2 * h1),
+        (
+            DistanceSquared(target, fit, q1, q2 + h2, n)
+            - DistanceSquared(target, fit, q1, q2 - h2, n)
+        )
+        / (2 * h2),
+    ]
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-10)
+
+
+def test_fit_recovers_exact_quadratics():
+    rng = np.random.default_rng(7)
+    truth = rng.normal(size=(3, 6)) * np.array([1, 1e-2, 1, 1e-4, 1, 1e-2])
+    q1, q2 = np.meshgrid([50.0, 60, 70, 80, 90], [-0.5, -0.3, -0.1, 0.1, 0.3, 0.5], indexing="ij")
+    q1, q2 = q1.ravel(), q2.ravel()
+    motion = MotionFit(truth).Evaluate(q1, q2)
+    fit = FitMotion(q1, q2, motion)
+    np.testing.assert_allclose(fit.coefficients, truth, rtol=1e-8, atol=1e-12)
+    assert np.all(fit.residual_max < 1e-12)
+    again = MotionFit.FromJson(fit.ToJson())
+    np.testing.assert_allclose(again.coefficients, fit.coefficients)
+
+
+@pytest.mark.parametrize("method", ["newton", "L-BFGS-B"])
+@pytest.mark.parametrize("target", [(0.35, -0.2), (0.4, 0.1), (0.05, 0.3), (-0.35, -0.2)])
+def test_planner_finds_the_grid_minimum(method, target):
+    """Eq. 21 for the chosen horizon: the local search lands on (or below) the best point of a
+    201 x 201 grid, and Algorithm 1's horizon is the first one with d_n < d_0."""
+    fit = ReferenceFit()
+    planner = GaitPatternPlanner(fit, PlannerParams(method=method))
+    decision = planner.Decide((0.0, 0.0, 0.0), target)
+    q1, q2 = np.meshgrid(np.linspace(40, 90, 201), np.linspace(-0.5, 0.5, 201), indexing="ij")
+    target_robot = np.asarray(target)
+    d0 = float(np.hypot(*target))
+    for n in range(1, decision.n + 1):
+        best = float(np.sqrt(np.min(DistanceSquared(target_robot, fit, q1, q2, n))))
+        if n < decision.n:
+            assert best >= d0 - 1e-9, f"horizon {n} already gets closer"
+        else:
+            assert decision.dn <= best + 1e-6
+    assert decision.d0 == pytest.approx(d0)
+    assert 40.0 <= decision.q1 <= 90.0 and -0.5 <= decision.q2 <= 0.5
+
+
+def test_target_behind_needs_a_longer_horizon():
+    """Fig. 10B/C: for a target behind the robot one cycle cannot get closer; Algorithm 1 raises
+    the horizon until a gait does."""
+    decision = GaitPatternPlanner(ReferenceFit()).Decide((0.0, 0.0, 0.0), (-0.35, -0.2))
+    assert decision.n > 1 and decision.dn < decision.d0
+
+
+@pytest.mark.parametrize("which", ["reference", "own"])
+def test_closed_loop_reaches_every_target_of_the_paper_course(which):
+    """Algorithm 1 around the geometric model, with the paper's fit or the model's own fit,
+    reaches each of the four targets of Fig. 12 within epsilon = 5 cm."""
+    if which == "reference":
+        fit = ReferenceFit()
+    else:
+        from drakebots.optimization.gecko_experiments import MeasureVelocitySpace
+
+        fit = MeasureVelocitySpace("geometric", options={"substeps": 1}).fit
+    result = NavigateGeometric(GaitPatternPlanner(fit), PAPER_COURSE, max_steps_per_target=40)
+    assert result.success, result.reason
+    assert np.all(result.reached)
+    assert np.all(result.closest < 0.05)
+    for k in range(len(PAPER_COURSE)):
+        # The first pose that counted target k as reached (the next target's first decision,
+        # or the final pose) lies within epsilon of it.
+        later = [s.pose for s in result.steps if s.target > k]
+        pose = later[0] if later else result.track_poses[-1]
+        assert np.hypot(*(pose[:2] - result.targets[k])) < 0.05
+    assert result.final_error < 0.05
+    assert sum(result.steps_per_target) == len(result.steps)
