@@ -1,0 +1,567 @@
+"""Variational contact-implicit trajectory optimization (hamr-contact-implicit.txt, Sec. III).
+
+The transcription of Eq. 15, for any tree MultibodyPlant with point contacts on flat ground and
+position constraints (kinematic loops):
+
+    minimize    J(h, q, u) + alpha sum_k s_k
+    subject to  discrete Euler-Lagrange equations with contact and loop forces    (Eqs. 9, 14)
+                c(q_k) = 0                                                        (Eq. 10)
+                0 <= gamma _|_ phi(q_k+1) >= 0, relaxed to gamma . phi <= s_k     (Eqs. 11, 12)
+                max-dissipation friction on a 4-sided pyramid, relaxed likewise   (Eq. 13)
+                u_min <= u <= u_max, q_min <= q <= q_max, s_k in [s_min, s_max]
+                periodicity of positions (but the body x) and discrete momentum, or an
+                initial velocity through the Legendre transform.
+
+`MakeContactImplicitProblem` composes the Add<Thing> builders of drakebots.optimization.
+constraints and .costs; `SolveContactImplicit` runs SNOPT (default) or IPOPT with options from a
+`SolverConfig`; `CheckContactImplicitSolution` re-evaluates every binding at the solution (never
+trusting a solver's "success") and measures the TRUE complementarity (products of the unrelaxed
+pairs); `ReconstructTrajectory` returns arrays for plots, replays and tracking.
+
+Design choices (see also variational.py): the loop constraint is enforced at the knots with its
+force C(q_k)^T lambda_k in the DEL (the constrained variational integrator of Marsden and West;
+the paper writes a midpoint c_d), which keeps every replayed knot exactly closed; friction is the
+authors' polyhedral cone with 4 directions per foot; the tangential velocity in the dissipation
+condition is the displacement of the foot over the step divided by h.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from pydrake.solvers import (
+    IpoptSolver,
+    MathematicalProgram,
+    MathematicalProgramResult,
+    SnoptSolver,
+    SolverOptions,
+)
+
+from drakebots.optimization import contact_implicit_constraints as constraints
+from drakebots.optimization.contact_implicit_variables import (
+    AddContactImplicitVariables,
+    ContactImplicitVariables,
+)
+from drakebots.optimization.variational import VariationalDynamics
+
+SOLVERS = ("snopt", "ipopt")
+
+
+@dataclasses.dataclass
+class SolverConfig:
+    """Which NLP solver runs, and its options (loadable with drakebots.config.LoadTypedYaml)."""
+
+    # "snopt" (default, as the authors) or "ipopt".
+    solver: str = "snopt"
+    # Major (SNOPT) or outer (IPOPT) iteration limit.
+    major_iterations: int = 3000
+    # SNOPT major optimality / feasibility tolerances (the authors: 1e-5); IPOPT tol.
+    optimality_tolerance: float = 1e-5
+    feasibility_tolerance: float = 1e-5
+    # Extra solver options by name, e.g. {"Superbasics limit": 4000} or {"mu_strategy": "adaptive"}.
+    snopt_options: dict = dataclasses.field(default_factory=dict)
+    ipopt_options: dict = dataclasses.field(default_factory=dict)
+    # Wall-clock limit for IPOPT (s; 0 = none). SNOPT stops by iterations only.
+    time_limit: float = 0.0
+
+
+def SolverAvailable(name: str) -> tuple[bool, str]:
+    """(available, reason) for a solver name."""
+    if name not in SOLVERS:
+        return False, f"unknown solver '{name}' (known: {', '.join(SOLVERS)})"
+    solver = SnoptSolver() if name == "snopt" else IpoptSolver()
+    if not solver.available():
+        return False, f"solver '{name}' is not available in this Drake build"
+    if not solver.enabled():
+        return False, f"solver '{name}' is not enabled (license/environment)"
+    return True, ""
+
+
+@dataclasses.dataclass
+class ContactImplicitProblem:
+    """A transcription: the program, its variables and dynamics, and its bindings by group."""
+
+    prog: MathematicalProgram
+    vars: ContactImplicitVariables
+    dynamics: VariationalDynamics
+    bindings: dict
+    periodic: bool
+    initial: tuple
+    functions: dict = dataclasses.field(default_factory=dict)  # name -> BlockConstraintFunction
+
+    def AllConstraintBindings(self) -> list:
+        return self.prog.GetAllConstraints()
+
+
+def MakeContactImplicitProblem(
+    dynamics: VariationalDynamics,
+    *,
+    num_knots: int,
+    time_step: float,
+    time_step_bounds: tuple[float, float] | None = None,
+    initial: tuple = ("periodic",),
+    periodic_free_indices=(),
+    slack_bounds: tuple[float, float] = (1e-6, 1.0),
+    position_lower: np.ndarray | None = None,
+    position_upper: np.ndarray | None = None,
+    input_lower: np.ndarray | None = None,
+    input_upper: np.ndarray | None = None,
+    sample_configuration: np.ndarray | None = None,
+    prog: MathematicalProgram | None = None,
+) -> ContactImplicitProblem:
+    """Builds the constraints of Eq. 15 (costs are added by the caller, see costs.py).
+
+    Args:
+        dynamics: the VariationalDynamics of the plant.
+        num_knots: N.
+        time_step: the (nominal) time step.
+        time_step_bounds: make h a decision variable within these bounds (None: fixed).
+        initial: ("periodic",), ("velocity", qdot0) or ("momentum", p0) (see
+            AddDiscreteEulerLagrangeConstraints).
+        periodic_free_indices: with ("periodic",): positions left free (the body x).
+        slack_bounds: bounds of the complementarity slack.
+        position_lower/upper, input_lower/upper: bounds (None: the plant's joint limits for
+            positions, none for inputs).
+        sample_configuration: a typical configuration (sparsity sampling).
+    """
+    prog = prog if prog is not None else MathematicalProgram()
+    constraints._REGISTRY.pop(id(prog), None)
+    vars = AddContactImplicitVariables(
+        prog, dynamics, num_knots, time_step=time_step, time_step_bounds=time_step_bounds
+    )
+    periodic = initial[0] == "periodic"
+    b = {}
+    b["dynamics"] = constraints.AddDiscreteEulerLagrangeConstraints(
+        prog, vars, dynamics, initial=initial, sample_configuration=sample_configuration
+    )
+    # With periodic positions, c(q_N-1) = c(q_0) already (loops do not see the body x).
+    loop_knots = range(num_knots - 1) if periodic else range(num_knots)
+    b["loop"] = constraints.AddPositionConstraints(
+        prog, vars, dynamics, knots=loop_knots, sample_configuration=sample_configuration
+    )
+    b["contact"] = constraints.AddNormalContactConstraints(
+        prog, vars, dynamics, sample_configuration=sample_configuration
+    )
+    b["friction"] = constraints.AddFrictionConstraints(
+        prog, vars, dynamics, sample_configuration=sample_configuration
+    )
+    b["bounds"] = constraints.AddContactVariableBounds(prog, vars, slack_bounds=slack_bounds)
+    plant = dynamics.plant
+    lower = plant.GetPositionLowerLimits() if position_lower is None else position_lower
+    upper = plant.GetPositionUpperLimits() if position_upper is None else position_upper
+    b["bounds"] += constraints.AddPositionBounds(prog, vars, lower, upper)
+    if input_lower is not None or input_upper is not None:
+        m = dynamics.num_inputs
+        lo = np.full(m, -np.inf) if input_lower is None else input_lower
+        hi = np.full(m, np.inf) if input_upper is None else input_upper
+        b["bounds"] += constraints.AddInputBounds(prog, vars, lo, hi)
+    if periodic:
+        b["periodic"] = [
+            constraints.AddPeriodicityConstraints(prog, vars, free_indices=periodic_free_indices)
+        ]
+    functions = constraints._REGISTRY.pop(id(prog), {})
+    return ContactImplicitProblem(prog, vars, dynamics, b, periodic, initial, functions)
+
+
+# ---------------------------------------------------------------------------- initial guess
+def ResampleKnots(times: np.ndarray, values: np.ndarray, num_knots: int) -> np.ndarray:
+    """Linear interpolation of a logged trajectory at num_knots equally spaced times."""
+    times = np.asarray(times, float)
+    values = np.asarray(values, float)
+    t = np.linspace(times[0], times[-1], num_knots)
+    return np.column_stack([np.interp(t, times, values[:, i]) for i in range(values.shape[1])])
+
+
+def SetInitialGuess(problem: ContactImplicitProblem, guess: dict) -> None:
+    """Sets the initial guess from arrays named as in ContactImplicitVariables.Groups().
+
+    Missing groups get defaults: contact and friction variables from a simple estimate (the
+    normal force where a foot touches the ground shares the weight), slack at its upper bound.
+    """
+    prog, vars = problem.prog, problem.vars
+    groups = vars.Groups()
+    for name, value in guess.items():
+        if name in groups and np.asarray(groups[name]).size:
+            prog.SetInitialGuess(groups[name], np.asarray(value, float).reshape(groups[name].shape))
+    if "slack" not in guess:
+        prog.SetInitialGuess(vars.slack, np.full(vars.num_intervals, 1e-2))
+
+
+def ContactGuessFromKnots(
+    dynamics: VariationalDynamics,
+    q: np.ndarray,
+    h: float,
+    *,
+    contact_tolerance: float,
+    weight: float | None = None,
+) -> dict:
+    """Contact variables consistent with a knot guess: normal forces share the weight among the
+    contacts within `contact_tolerance` of the ground; sliding contacts get the Coulomb force
+    opposing their motion (projected on the pyramid); psi and eta satisfy the max-dissipation
+    stationarity g1 with the smallest psi. Returns arrays named as ContactImplicitVariables."""
+    plant = dynamics.plant
+    if weight is None:
+        weight = float(
+            np.linalg.norm(dynamics.lagrangian.gravity)
+            * plant.CalcTotalMass(plant.CreateDefaultContext())
+        )
+    N, nc = len(q), dynamics.num_contacts
+    D = dynamics.directions
+    gamma = np.zeros((N - 1, nc))
+    beta = np.zeros((N - 1, nc, len(D)))
+    psi = np.zeros((N - 1, nc))
+    eta = np.zeros((N - 1, nc, len(D)))
+    for k in range(N - 1):
+        x0 = dynamics.ContactPoints(dynamics.Kinematics(q[k]))
+        x1 = dynamics.ContactPoints(dynamics.Kinematics(q[k + 1]))
+        touching = (x1[:, 2] - dynamics.ground_height) < contact_tolerance
+        if np.any(touching):
+            gamma[k, touching] = weight / np.count_nonzero(touching) / dynamics.force_scale
+        tangential = ((x1 - x0) @ D.T) / h  # (nc, nd): d_j . v
+        psi[k] = np.maximum(0.0, -tangential.min(axis=1))
+        eta[k] = tangential + psi[k][:, None]
+        for c in range(nc):
+            if gamma[k, c] > 0 and psi[k, c] > 0:
+                # Coulomb force opposing the slip, split on the directions with eta = 0.
+                j = int(np.argmin(eta[k, c]))
+                beta[k, c, j] = dynamics.friction * gamma[k, c]
+    return {
+        "gamma": gamma,
+        "beta": beta.reshape(N - 1, -1),
+        "psi": psi,
+        "eta": eta.reshape(N - 1, -1),
+    }
+
+
+# ---------------------------------------------------------------------------- solve
+@dataclasses.dataclass
+class SolveOutcome:
+    """What a solve returned, with the facts summary.json reports."""
+
+    result: MathematicalProgramResult
+    solver: str
+    status: str
+    success: bool
+    solve_time_s: float
+    iterations: int | None
+    num_variables: int
+    num_constraints: int
+    num_constraint_rows: int
+    log: str = ""
+
+
+def _ConstraintRows(prog: MathematicalProgram) -> int:
+    return int(sum(b.evaluator().num_constraints() for b in prog.GetAllConstraints()))
+
+
+def SolveContactImplicit(
+    problem: ContactImplicitProblem,
+    config: SolverConfig | None = None,
+    *,
+    print_to_console: bool = False,
+) -> SolveOutcome:
+    """Solves the program with the configured solver (BLAS limited to one thread meanwhile)."""
+    config = config or SolverConfig()
+    ok, reason = SolverAvailable(config.solver)
+    if not ok:
+        raise ValueError(reason)
+    prog = problem.prog
+    options = SolverOptions()
+    log_file = Path(tempfile.mkstemp(prefix=f"{config.solver}-", suffix=".out")[1])
+    if config.solver == "snopt":
+        solver = SnoptSolver()
+        sid = solver.solver_id()
+        options.SetOption(sid, "Major iterations limit", int(config.major_iterations))
+        options.SetOption(sid, "Iterations limit", int(50 * config.major_iterations + 10000))
+        options.SetOption(sid, "Major optimality tolerance", float(config.optimality_tolerance))
+        options.SetOption(sid, "Major feasibility tolerance", float(config.feasibility_tolerance))
+        options.SetOption(sid, "Superbasics limit", int(prog.num_vars() + 1))
+        options.SetOption(sid, "Print file", str(log_file))
+        for key, value in config.snopt_options.items():
+            options.SetOption(sid, key, value)
+    else:
+        solver = IpoptSolver()
+        sid = solver.solver_id()
+        options.SetOption(sid, "max_iter", int(config.major_iterations))
+        options.SetOption(sid, "tol", float(config.optimality_tolerance))
+        options.SetOption(sid, "constr_viol_tol", float(config.feasibility_tolerance))
+        options.SetOption(sid, "acceptable_tol", float(10 * config.optimality_tolerance))
+        options.SetOption(sid, "mu_strategy", "adaptive")
+        options.SetOption(sid, "output_file", str(log_file))
+        options.SetOption(sid, "print_level", 0)
+        options.SetOption(sid, "file_print_level", 5)
+        if config.time_limit > 0:
+            options.SetOption(sid, "max_wall_time", float(config.time_limit))
+        for key, value in config.ipopt_options.items():
+            options.SetOption(sid, key, value)
+    if print_to_console:
+        from pydrake.solvers import CommonSolverOption
+
+        options.SetOption(CommonSolverOption.kPrintToConsole, 1)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - declared dependency
+        threadpool_limits = None
+    start = time.perf_counter()
+    if threadpool_limits is not None:
+        with threadpool_limits(1):
+            result = solver.Solve(prog, prog.initial_guess(), options)
+    else:
+        result = solver.Solve(prog, prog.initial_guess(), options)
+    elapsed = time.perf_counter() - start
+    log = log_file.read_text(errors="replace") if log_file.exists() else ""
+    log_file.unlink(missing_ok=True)
+    status, iterations = _ParseSolverLog(config.solver, result, log)
+    return SolveOutcome(
+        result=result,
+        solver=config.solver,
+        status=status,
+        success=bool(result.is_success()),
+        solve_time_s=elapsed,
+        iterations=iterations,
+        num_variables=prog.num_vars(),
+        num_constraints=len(prog.GetAllConstraints()),
+        num_constraint_rows=_ConstraintRows(prog),
+        log=log,
+    )
+
+
+def SolveWithSlackHomotopy(
+    problem: ContactImplicitProblem,
+    config: SolverConfig | None = None,
+    *,
+    upper_bounds=(1.0, 1e-6),
+) -> SolveOutcome:
+    """Solves in stages with a shrinking upper bound on the complementarity slack, each stage
+    warm-started from the previous one (the relaxation of Eq. 15 driven to the true
+    complementarity, as in Fletcher and Leyffer's relaxation schemes). Returns the last stage's
+    outcome with the total time and evaluations."""
+    slack_binding = next(
+        b for b in problem.bindings["bounds"] if b.evaluator().get_description() == "slack_bounds"
+    )
+    lower = slack_binding.evaluator().lower_bound()
+    total_time, total_iterations, outcome = 0.0, 0, None
+    for upper in upper_bounds:
+        ub = np.full_like(lower, float(upper))
+        slack_binding.evaluator().UpdateUpperBound(ub)
+        lb = np.minimum(lower, ub)
+        slack_binding.evaluator().UpdateLowerBound(lb)
+        if outcome is not None:
+            x = outcome.result.get_x_val()
+            x[problem.prog.FindDecisionVariableIndices(problem.vars.slack)] = np.clip(
+                x[problem.prog.FindDecisionVariableIndices(problem.vars.slack)], lb, ub
+            )
+            problem.prog.SetInitialGuessForAllVariables(x)
+        outcome = SolveContactImplicit(problem, config)
+        total_time += outcome.solve_time_s
+        total_iterations += outcome.iterations or 0
+    outcome.solve_time_s = total_time
+    outcome.iterations = total_iterations or outcome.iterations
+    return outcome
+
+
+_SNOPT_INFO = {
+    1: "optimality conditions satisfied",
+    2: "feasible point found (no objective)",
+    3: "requested accuracy could not be achieved",
+    11: "infeasible linear constraints",
+    12: "infeasible linear equalities",
+    13: "nonlinear infeasibilities minimized",
+    14: "infeasibilities minimized",
+    31: "iteration limit reached",
+    32: "major iteration limit reached",
+    33: "the superbasics limit is too small",
+    41: "current point cannot be improved",
+    42: "singular basis",
+    43: "cannot satisfy the general constraints",
+    44: "ill-conditioned null-space basis",
+}
+
+
+def _ParseSolverLog(solver: str, result, log: str) -> tuple[str, int | None]:
+    details = result.get_solver_details()
+    iterations = None
+    if solver == "snopt":
+        info = int(details.info)
+        status = f"SNOPT info {info}: {_SNOPT_INFO.get(info, 'see SNOPT manual')}"
+        match = re.findall(r"No\. of major iterations\s+(\d+)", log)
+        if match:
+            iterations = int(match[-1])
+    else:
+        status = f"IPOPT status {int(details.status)}: {details.ConvertStatusToString()}"
+        match = re.findall(r"Number of Iterations\.+:\s+(\d+)", log)
+        if match:
+            iterations = int(match[-1])
+    return status, iterations
+
+
+# ---------------------------------------------------------------------------- checking
+@dataclasses.dataclass
+class SolutionCheck:
+    """Constraint satisfaction at a solution, measured independently of the solver.
+
+    Attributes:
+        max_violation: the largest violation of any constraint binding (its own units).
+        violations: binding name -> violation, worst first (only those above tolerance).
+        max_complementarity_violation: max over all complementary pairs of the product a * b of
+            the UNRELAXED pairs (gamma phi, psi g2, beta eta) in physical units.
+        complementarity: the maximum product per kind.
+        max_dynamics_residual: max |DEL residual| in force units.
+        max_loop_residual: max |c(q_k)| (length unit).
+        min_signed_distance: the deepest penetration (negative) or smallest clearance.
+        max_slack: the largest relaxation slack.
+    """
+
+    max_violation: float
+    violations: dict
+    max_complementarity_violation: float
+    complementarity: dict
+    max_dynamics_residual: float
+    max_loop_residual: float
+    min_signed_distance: float
+    max_slack: float
+
+    def MostViolated(self, count: int = 10) -> list[tuple[str, float]]:
+        return list(self.violations.items())[:count]
+
+
+def BindingViolation(binding, x_all: np.ndarray, prog: MathematicalProgram) -> float:
+    """max(lb - g, g - ub, 0) of one constraint binding at the full decision vector x_all."""
+    values = np.asarray(
+        binding.evaluator().Eval(x_all[prog.FindDecisionVariableIndices(binding.variables())]),
+        float,
+    ).ravel()
+    lb = binding.evaluator().lower_bound()
+    ub = binding.evaluator().upper_bound()
+    violation = np.maximum(np.maximum(lb - values, values - ub), 0.0)
+    return float(np.max(violation)) if violation.size else 0.0
+
+
+def CheckContactImplicitSolution(
+    problem: ContactImplicitProblem, x: np.ndarray, *, tolerance: float = 1e-6
+) -> SolutionCheck:
+    """Evaluates every binding and the true complementarity at the decision vector x."""
+    prog, dyn = problem.prog, problem.dynamics
+    x = np.asarray(x, float)
+    violations = {}
+    worst = 0.0
+    for binding in prog.GetAllConstraints():
+        v = BindingViolation(binding, x, prog)
+        worst = max(worst, v)
+        if v > tolerance:
+            violations[binding.evaluator().get_description()] = v
+    violations = dict(sorted(violations.items(), key=lambda kv: -kv[1]))
+    traj = ReconstructTrajectory(problem, x)
+    s = dyn.force_scale
+    # True complementarity in physical units (forces scaled back).
+    nc, nd = dyn.num_contacts, dyn.num_directions
+    normal = traj.gamma * s * np.maximum(traj.phi[1:], 0.0)
+    g2 = dyn.friction * traj.gamma - traj.beta.reshape(len(traj.gamma), nc, nd).sum(2)
+    friction = traj.psi * np.maximum(g2, 0.0) * s
+    pyramid = traj.beta * traj.eta * s
+    kinds = {
+        "normal": float(np.max(normal, initial=0.0)),
+        "friction": float(np.max(friction, initial=0.0)),
+        "pyramid": float(np.max(pyramid, initial=0.0)),
+    }
+    # The DEL residuals in force units.
+    dyn_res = 0.0
+    for binding in problem.bindings.get("dynamics", []):
+        values = binding.evaluator().Eval(x[prog.FindDecisionVariableIndices(binding.variables())])
+        dyn_res = max(dyn_res, float(np.max(np.abs(values))) * s)
+    loop_res = 0.0
+    if dyn.num_position_constraints:
+        for q in traj.q:
+            loop_res = max(
+                loop_res,
+                float(np.max(np.abs(dyn.PositionConstraintResidual(q, jacobian=False)[0]))),
+            )
+    return SolutionCheck(
+        max_violation=worst,
+        violations=violations,
+        max_complementarity_violation=max(kinds.values()),
+        complementarity=kinds,
+        max_dynamics_residual=dyn_res,
+        max_loop_residual=loop_res,
+        min_signed_distance=float(np.min(traj.phi)) if traj.phi.size else float("inf"),
+        max_slack=float(np.max(traj.slack)) if traj.slack.size else 0.0,
+    )
+
+
+# ---------------------------------------------------------------------------- trajectory
+@dataclasses.dataclass
+class ContactImplicitTrajectory:
+    """A solution as arrays (plant units; forces physical, not scaled).
+
+    Attributes:
+        times: (N,) knot times; h: the time step.
+        q: (N, n) knots; qdot: (N-1, n) midpoint velocities (q_k+1 - q_k)/h.
+        u: (N-1, m) inputs per interval.
+        contact_points: (N, nc, 3) world positions of the contact points at the knots.
+        phi: (N, nc) signed distances.
+        contact_forces: (N-1, nc, 3) world contact forces acting at the end of each interval.
+        gamma, beta, psi, eta, lam, slack: the raw (scaled) contact variables.
+    """
+
+    times: np.ndarray
+    h: float
+    q: np.ndarray
+    qdot: np.ndarray
+    u: np.ndarray
+    contact_points: np.ndarray
+    phi: np.ndarray
+    contact_forces: np.ndarray
+    gamma: np.ndarray
+    beta: np.ndarray
+    psi: np.ndarray
+    eta: np.ndarray
+    lam: np.ndarray
+    slack: np.ndarray
+
+    def AsDict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def ReconstructTrajectory(
+    problem: ContactImplicitProblem, x: np.ndarray
+) -> ContactImplicitTrajectory:
+    """The solution's arrays from a decision vector x (e.g. result.get_x_val())."""
+    prog, vars, dyn = problem.prog, problem.vars, problem.dynamics
+
+    def Get(v):
+        v = np.asarray(v)
+        if v.size == 0:
+            return np.zeros(v.shape)
+        return x[prog.FindDecisionVariableIndices(v.ravel())].reshape(v.shape)
+
+    h = vars.time_step if vars.h is None else float(Get(vars.h)[0])
+    q = Get(vars.q)
+    N = len(q)
+    gamma, beta = Get(vars.gamma), Get(vars.beta)
+    points = np.array([dyn.ContactPoints(dyn.Kinematics(qk)) for qk in q]).reshape(
+        N, dyn.num_contacts, 3
+    )
+    forces = np.array([dyn.ContactForces(gamma[k], beta[k]) for k in range(N - 1)]).reshape(
+        N - 1, dyn.num_contacts, 3
+    )
+    return ContactImplicitTrajectory(
+        times=h * np.arange(N),
+        h=h,
+        q=q,
+        qdot=np.diff(q, axis=0) / h,
+        u=Get(vars.u),
+        contact_points=points,
+        phi=points[..., 2] - dyn.ground_height,
+        contact_forces=forces,
+        gamma=gamma,
+        beta=beta,
+        psi=Get(vars.psi),
+        eta=Get(vars.eta),
+        lam=Get(vars.lam),
+        slack=Get(vars.slack),
+    )

@@ -1,0 +1,493 @@
+"""HAMR-VI gaits and jump by variational contact-implicit trajectory optimization
+(hamr-contact-implicit.txt, Sec. III-A and III-B; the authors' settings in
+shared/reference/hamr-vi/README.md).
+
+`MakeHamrTrajoptModel(surface)` gathers what the general transcription needs from the HAMR-VI
+model of drakebots.robots.hamr: the continuous plant (6-joint floating base, v = qdot), its exact
+Lagrangian, the 24 loop rows (12 hinges, 2 rows each), the four foot points, and the piezoelectric
+bender force model of drakebots.systems.piezo as the actuation, so the inputs are the drive
+voltages themselves, bounded to [0, 225] V as in Eq. 15 (rather than force bounds: the bender
+force depends on both the voltage and the deflection, so a voltage bound is the physical limit and
+no conservative force box is needed).
+
+`MakeHamrGaitProblem` and `MakeHamrJumpProblem` compose the problem of Eq. 15 with the costs of
+Eq. 16 (gait) and Eq. 17 (jump); `GaitWarmStart` and `JumpWarmStart` give the initial guesses the
+authors used: the last stride of an open-loop simulation (drakebots.systems.hamr_simulation), and
+a heuristic crouch-and-push jump, with forces and multipliers from a bounded least-squares fit of
+the discrete dynamics at every knot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from pydrake.multibody.plant import MultibodyPlant
+
+from drakebots.optimization import contact_implicit_constraints as constraints
+from drakebots.optimization.contact_implicit import (
+    ContactImplicitProblem,
+    MakeContactImplicitProblem,
+    ResampleKnots,
+    SetInitialGuess,
+)
+from drakebots.optimization.contact_implicit_costs import (
+    AddComplementarityPenalty,
+    AddFinalStateCost,
+    AddInputCost,
+    AddInputSmoothnessCost,
+    AddVelocitySmoothnessCost,
+)
+from drakebots.optimization.tree_lagrangian import RelativePositionConstraints, TreeLagrangian
+from drakebots.optimization.variational import (
+    JointForceActuation,
+    PointContact,
+    VariationalDynamics,
+)
+from drakebots.robots.hamr import (
+    ACTUATOR_ORIENTATION,
+    BASE_JOINTS,
+    FOOT_BODIES,
+    GRAVITY,
+    HOME_BASE_HEIGHT,
+    LEGS,
+    AddHamr,
+    FootPoint,
+    HamrPositionIndex,
+    SurfaceFriction,
+)
+from drakebots.robots.hamr_model import FLEXURES, LOOP_HINGES
+from drakebots.systems.piezo import DefaultPiezoBender, PiezoBenderForce
+
+FORCE_SCALE = 0.01  # N: forces are decision variables in units of 10 mN (the weight is 14.5 mN)
+VOLTAGE_RANGE = (0.0, 225.0)  # V, Eq. 15
+FLEXURE_LIMIT = np.pi / 4  # rad, Eq. 15
+
+
+@dataclasses.dataclass
+class HamrTrajoptModel:
+    """HAMR-VI as the transcription sees it (units mm, ms, g, N, V).
+
+    Attributes:
+        plant: continuous plant (no Drake constraints), 38 positions, v = qdot.
+        lagrangian, loops, dynamics: the kernel, the 24 loop rows and the VariationalDynamics.
+        surface, friction: the running surface and its friction coefficient.
+        index: name -> position index ("base_x", "FL_swing", ...).
+        actuator_names: the 8 inputs in order; actuator_joints: their position indices.
+        weight: the robot's weight, N.
+    """
+
+    plant: MultibodyPlant
+    lagrangian: TreeLagrangian
+    loops: RelativePositionConstraints
+    dynamics: VariationalDynamics
+    surface: str
+    friction: float
+    index: dict
+    actuator_names: list
+    actuator_joints: np.ndarray
+    weight: float
+    home: np.ndarray
+
+    def Position(self, name: str) -> int:
+        return self.index[name]
+
+    def FlexureIndices(self) -> list[int]:
+        return [self.index[f"{leg}_{name}"] for leg in LEGS for name in FLEXURES]
+
+    def PositionBounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The plant's limits, with every flexure in [-pi/4, pi/4] (Eq. 15)."""
+        lower = self.plant.GetPositionLowerLimits().copy()
+        upper = self.plant.GetPositionUpperLimits().copy()
+        flex = self.FlexureIndices()
+        lower[flex] = np.maximum(lower[flex], -FLEXURE_LIMIT)
+        upper[flex] = np.minimum(upper[flex], FLEXURE_LIMIT)
+        return lower, upper
+
+
+def MakeHamrTrajoptModel(surface: str = "cardstock") -> HamrTrajoptModel:
+    """HAMR-VI on a surface ("teflon", "cardstock", "sandpaper"), ready for the transcription."""
+    friction = SurfaceFriction(surface)
+    plant = MultibodyPlant(time_step=0.0)
+    AddHamr(plant, loop_closure="none", surface=surface)
+    plant.Finalize()
+    lagrangian = TreeLagrangian(plant)
+    hinges = [
+        (h.name, plant.GetFrameByName(f"{h.name}_A"), plant.GetFrameByName(f"{h.name}_B"))
+        for h in LOOP_HINGES
+    ]
+    loops = RelativePositionConstraints.FromHingeFrames(lagrangian, hinges)
+    contacts = [
+        PointContact(int(plant.GetBodyByName(FOOT_BODIES[leg]).index()), FootPoint(leg), leg)
+        for leg in LEGS
+    ]
+    actuators = [plant.get_joint_actuator(i) for i in plant.GetJointActuatorIndices()]
+    names = [a.name() for a in actuators]
+    joints = np.array([a.joint().position_start() for a in actuators], dtype=int)
+    orientation = np.array([ACTUATOR_ORIENTATION[name] for name in names])
+    params = DefaultPiezoBender()
+
+    def Piezo(voltage, deflection):
+        return PiezoBenderForce(voltage, deflection, orientation, params)
+
+    actuation = JointForceActuation(plant.num_positions(), joints, Piezo)
+    dynamics = VariationalDynamics(
+        lagrangian,
+        contacts=contacts,
+        friction=friction,
+        actuation=actuation,
+        position_constraints=loops,
+        force_scale=FORCE_SCALE,
+    )
+    index = {}
+    for j in plant.GetJointIndices():
+        joint = plant.get_joint(j)
+        if joint.num_positions() == 1:
+            index[joint.name()] = int(joint.position_start())
+    context = plant.CreateDefaultContext()
+    weight = GRAVITY * plant.CalcTotalMass(context)
+    return HamrTrajoptModel(
+        plant=plant,
+        lagrangian=lagrangian,
+        loops=loops,
+        dynamics=dynamics,
+        surface=surface,
+        friction=friction,
+        index=index,
+        actuator_names=names,
+        actuator_joints=joints,
+        weight=float(weight),
+        home=plant.GetDefaultPositions().copy(),
+    )
+
+
+# ---------------------------------------------------------------------------- warm starts
+def FitContactForces(
+    model: HamrTrajoptModel,
+    q: np.ndarray,
+    u: np.ndarray,
+    h: float,
+    *,
+    initial: tuple,
+    contact_tolerance: float = 0.05,
+) -> dict:
+    """Forces and multipliers that best explain a knot trajectory (bounded least squares).
+
+    At each knot the DEL residual is linear in (lambda, gamma, beta); lambda is free, gamma and
+    beta >= 0, and only feet within `contact_tolerance` mm of the ground may push. The sliding
+    variables psi, eta follow from the feet's displacements (g1 of Eq. 13 with the smallest
+    psi). Returns arrays named as ContactImplicitVariables.Groups().
+    """
+    from scipy.optimize import lsq_linear
+
+    dyn = model.dynamics
+    N = len(q)
+    nc, nd, nl = dyn.num_contacts, dyn.num_directions, dyn.num_position_constraints
+    empty_lam, empty_g, empty_b = np.zeros(nl), np.zeros(nc), np.zeros(nc * nd)
+    lam = np.zeros((N - 1, nl))
+    gamma = np.zeros((N - 1, nc))
+    beta = np.zeros((N - 1, nc * nd))
+    psi = np.zeros((N - 1, nc))
+    eta = np.zeros((N - 1, nc * nd))
+    for k in range(N - 1):
+        if k > 0:
+            incoming = ("interval", q[k - 1], q[k], u[k - 1])
+        elif initial[0] == "periodic":
+            incoming = ("interval", q[N - 2], q[N - 1], u[N - 2])
+        elif initial[0] == "velocity":
+            incoming = ("legendre", np.asarray(initial[1], float))
+        else:
+            incoming = ("momentum", np.asarray(initial[1], float))
+        r0, blocks = dyn.DelResidual(incoming, q[k], q[k + 1], u[k], empty_lam, empty_g, empty_b, h)
+        A = np.hstack([blocks["lam"], blocks["gamma"], blocks["beta"]])
+        phi = dyn.SignedDistances(q[k + 1])
+        near = phi < contact_tolerance
+        lower = np.concatenate([np.full(nl, -np.inf), np.zeros(nc + nc * nd)])
+        upper = np.concatenate(
+            [
+                np.full(nl, np.inf),
+                np.where(near, np.inf, 0.0),
+                np.repeat(np.where(near, np.inf, 0.0), nd),
+            ]
+        )
+        upper = np.maximum(upper, lower + 1e-12)
+        fit = lsq_linear(A, -r0, bounds=(lower, upper), method="bvls", lsmr_tol="auto")
+        x = fit.x
+        lam[k], gamma[k], beta[k] = x[:nl], x[nl : nl + nc], x[nl + nc :]
+        # Friction within the pyramid (the fit does not know mu).
+        b = beta[k].reshape(nc, nd)
+        total = b.sum(axis=1)
+        limit = dyn.friction * gamma[k]
+        scale = np.where(total > limit, limit / np.maximum(total, 1e-12), 1.0)
+        beta[k] = (b * scale[:, None]).ravel()
+        x0 = dyn.ContactPoints(dyn.Kinematics(q[k]))
+        x1 = dyn.ContactPoints(dyn.Kinematics(q[k + 1]))
+        tangential = ((x1 - x0) @ dyn.directions.T) / h  # (nc, nd)
+        psi[k] = np.maximum(0.0, -tangential.min(axis=1))
+        eta[k] = (tangential + psi[k][:, None]).ravel()
+    return {"lam": lam, "gamma": gamma, "beta": beta, "psi": psi, "eta": eta}
+
+
+@dataclasses.dataclass
+class WarmStart:
+    """An initial guess: knots, inputs and (fitted) forces, and where it came from."""
+
+    q: np.ndarray
+    u: np.ndarray
+    h: float
+    source: str
+    forces: dict = dataclasses.field(default_factory=dict)
+    velocity_mm_per_cycle: float | None = None
+
+    def Guess(self) -> dict:
+        guess = {"q": self.q, "u": self.u}
+        guess.update(self.forces)
+        return guess
+
+
+def GaitWarmStart(
+    model: HamrTrajoptModel,
+    frequency: float,
+    num_knots: int,
+    *,
+    cycles: int = 3,
+    progress: bool = False,
+) -> WarmStart:
+    """The last stride of an open-loop trot simulated in Drake (the authors' warm start).
+
+    Args:
+        frequency: stride frequency, Hz.
+        num_knots: N.
+        cycles: strides simulated (the first ramps the amplitude up).
+    """
+    from drakebots.systems.hamr_gaits import GaitParams
+    from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
+
+    period = 1000.0 / frequency  # ms
+    config = HamrSimulationConfig(
+        duration=cycles * period,
+        time_step=min(0.1, period / 200.0),
+        log_period=period / 200.0,
+        surface=model.surface,
+        gait=GaitParams(gait="trot", frequency=frequency),
+    )
+    log = SimulateHamr(config, progress=progress)
+    times = log.times
+    start = (cycles - 1) * period
+    keep = times >= start - 1e-9
+    t = times[keep] - times[keep][0]
+    q_sim = log.positions[keep]
+    u_sim = log.extra["voltage"][keep]
+    q = ResampleKnots(t, q_sim, num_knots)
+    u_knots = ResampleKnots(t, u_sim, num_knots)
+    u = 0.5 * (u_knots[:-1] + u_knots[1:])  # held over each interval
+    h = (t[-1] - t[0]) / (num_knots - 1)
+    x = model.index["base_x"]
+    return WarmStart(
+        q=q,
+        u=np.clip(u, *VOLTAGE_RANGE),
+        h=h,
+        source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz "
+        f"(drakebots.systems.hamr_simulation, SAP, {config.time_step:g} ms steps)",
+        velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
+    )
+
+
+def JumpWarmStart(model: HamrTrajoptModel, duration: float, num_knots: int) -> WarmStart:
+    """A heuristic vertical jump: stand, crouch by retracting the lift actuators, then hold them
+    extended while the body follows a ballistic arc (the guess need not be dynamically
+    consistent; the optimizer makes it so)."""
+    N = num_knots
+    t = np.linspace(0.0, duration, N)
+    q = np.tile(model.home, (N, 1))
+    z = model.index["base_z"]
+    # Crouch over the first third, push over the next sixth, fly for the rest.
+    crouch_end, push_end = duration / 3.0, duration / 2.0
+    crouch = 0.8  # mm
+    height = np.where(
+        t < crouch_end,
+        -crouch * np.sin(0.5 * np.pi * t / crouch_end) ** 2,
+        np.where(
+            t < push_end, -crouch + (crouch + 1.0) * (t - crouch_end) / (push_end - crouch_end), 0.0
+        ),
+    )
+    flight = t >= push_end
+    v0 = (crouch + 1.0) / (push_end - crouch_end)
+    tf = t[flight] - push_end
+    height[flight] = 1.0 + v0 * tf - 0.5 * GRAVITY * tf**2
+    q[:, z] = model.home[z] + height
+    mid = 0.5 * sum(VOLTAGE_RANGE)
+    u = np.full((N - 1, len(model.actuator_names)), mid)
+    return WarmStart(q=q, u=u, h=duration / (N - 1), source="heuristic crouch-and-push jump")
+
+
+# ---------------------------------------------------------------------------- problems
+@dataclasses.dataclass
+class GaitSettings:
+    """Eq. 16 and the authors' settings (mm, ms, V)."""
+
+    # Knots N (the authors: 51).
+    num_knots: int = 51
+    # Free final time within [1 - free_time, 1 + free_time] T (the authors: 0.1).
+    free_time: float = 0.1
+    # Goal body x after one stride, mm (x_g's first entry: "slightly less than twice the maximum
+    # swing displacement").
+    goal_distance: float = 10.0
+    # Q_11, the weight on the body x error (the paper: 10..50); other diagonal entries 1.
+    goal_weight: float = 30.0
+    # c1, the weight on velocity differences (the paper: 10..50).
+    velocity_smoothness: float = 30.0
+    # Weight and voltage scale of the input differences (1/2 |du / scale|^2).
+    input_smoothness: float = 1.0
+    input_scale: float = 10.0
+    # alpha, the exact-penalty weight on the complementarity slack (the authors: 50).
+    slack_weight: float = 50.0
+    # Bounds of the slack s_k (the authors: [1e-6, 1]).
+    slack_lower: float = 1e-6
+    slack_upper: float = 1.0
+
+
+@dataclasses.dataclass
+class JumpSettings:
+    """Eq. 17 and the authors' settings (mm, ms, V)."""
+
+    num_knots: int = 31
+    # Duration of the planned motion, ms (push-off and rise to the apex).
+    duration: float = 70.0
+    free_time: float = 0.1
+    # Goal apex height above the standing height, mm (x_g's base z = standing + height).
+    height: float = 12.0
+    goal_weight: float = 50.0
+    # R on the swing voltages (about the mid voltage), per V^2; lift voltages get lift_weight.
+    swing_weight: float = 1e-2
+    lift_weight: float = 1e-5
+    slack_weight: float = 200.0
+    slack_lower: float = 1e-6
+    slack_upper: float = 1.0
+
+
+def MakeHamrGaitProblem(
+    model: HamrTrajoptModel,
+    frequency: float,
+    warm: WarmStart,
+    settings: GaitSettings | None = None,
+) -> ContactImplicitProblem:
+    """The periodic gait problem of Sec. III-A (Eqs. 15, 16) with the warm start set."""
+    s = settings or GaitSettings()
+    N = s.num_knots
+    period = 1000.0 / frequency
+    h = period / (N - 1)
+    lower, upper = model.PositionBounds()
+    x = model.index["base_x"]
+    bounds = None if s.free_time <= 0 else ((1 - s.free_time) * h, (1 + s.free_time) * h)
+    problem = MakeContactImplicitProblem(
+        model.dynamics,
+        num_knots=N,
+        time_step=h,
+        time_step_bounds=bounds,
+        initial=("periodic",),
+        periodic_free_indices=[x],
+        slack_bounds=(s.slack_lower, s.slack_upper),
+        position_lower=lower,
+        position_upper=upper,
+        input_lower=np.full(len(model.actuator_names), VOLTAGE_RANGE[0]),
+        input_upper=np.full(len(model.actuator_names), VOLTAGE_RANGE[1]),
+        sample_configuration=model.home,
+    )
+    prog, vars = problem.prog, problem.vars
+    # The body starts at x = 0 (the goal is relative; fixing it removes a null direction).
+    warm.q = warm.q.copy()
+    warm.q[:, x] -= warm.q[0, x]
+    problem.bindings["start"] = [constraints.AddFixedPositions(prog, vars, 0, warm.q[0], [x])]
+    # x_g = [goal distance, periodic part of the warm start's final state] (Eq. 16).
+    q_goal = warm.q[-1].copy()
+    q_goal[x] = s.goal_distance
+    qdot_goal = (warm.q[-1] - warm.q[-2]) / h
+    q_weights = np.ones(model.plant.num_positions())
+    q_weights[x] = s.goal_weight
+    problem.bindings["costs"] = [
+        AddFinalStateCost(
+            prog,
+            vars,
+            q_goal=q_goal,
+            qdot_goal=qdot_goal,
+            q_weights=q_weights,
+            qdot_weights=np.ones_like(q_weights),
+        )
+    ]
+    problem.bindings["costs"] += AddVelocitySmoothnessCost(prog, vars, weight=s.velocity_smoothness)
+    problem.bindings["costs"] += AddInputSmoothnessCost(
+        prog, vars, weight=s.input_smoothness, scale=s.input_scale
+    )
+    problem.bindings["costs"].append(AddComplementarityPenalty(prog, vars, weight=s.slack_weight))
+    if not warm.forces:
+        warm.forces = FitContactForces(model, warm.q, warm.u, h, initial=("periodic",))
+    SetInitialGuess(problem, warm.Guess())
+    return problem
+
+
+def MakeHamrJumpProblem(
+    model: HamrTrajoptModel,
+    warm: WarmStart,
+    settings: JumpSettings | None = None,
+) -> ContactImplicitProblem:
+    """The vertical jump of Sec. III-B (Eqs. 15, 17): from rest at the home pose to a goal
+    apex state with no rotation or horizontal motion."""
+    s = settings or JumpSettings()
+    N = s.num_knots
+    h = s.duration / (N - 1)
+    lower, upper = model.PositionBounds()
+    n = model.plant.num_positions()
+    bounds = None if s.free_time <= 0 else ((1 - s.free_time) * h, (1 + s.free_time) * h)
+    problem = MakeContactImplicitProblem(
+        model.dynamics,
+        num_knots=N,
+        time_step=h,
+        time_step_bounds=bounds,
+        initial=("velocity", np.zeros(n)),
+        slack_bounds=(s.slack_lower, s.slack_upper),
+        position_lower=lower,
+        position_upper=upper,
+        input_lower=np.full(len(model.actuator_names), VOLTAGE_RANGE[0]),
+        input_upper=np.full(len(model.actuator_names), VOLTAGE_RANGE[1]),
+        sample_configuration=model.home,
+    )
+    prog, vars = problem.prog, problem.vars
+    # Start standing at the home pose (x, y, yaw fixed; the rest is the standing equilibrium the
+    # optimizer settles with the initial voltages).
+    problem.bindings["start"] = [constraints.AddFixedPositions(prog, vars, 0, model.home)]
+    # x_g: base at (0, 0, standing + height), level, zero velocity (Eq. 17's goal).
+    q_goal = model.home.copy()
+    q_goal[model.index["base_z"]] = HOME_BASE_HEIGHT + s.height
+    weights = np.zeros(n)
+    for name in BASE_JOINTS:
+        weights[model.index[name]] = 1.0
+    weights[model.index["base_z"]] = s.goal_weight
+    qdot_weights = np.zeros(n)
+    for name in BASE_JOINTS:
+        qdot_weights[model.index[name]] = 1.0
+    problem.bindings["costs"] = [
+        AddFinalStateCost(
+            prog,
+            vars,
+            q_goal=q_goal,
+            qdot_goal=np.zeros(n),
+            q_weights=weights,
+            qdot_weights=qdot_weights,
+        )
+    ]
+    R = np.array(
+        [s.swing_weight if "swing" in name else s.lift_weight for name in model.actuator_names]
+    )
+    mid = np.full(len(R), 0.5 * sum(VOLTAGE_RANGE))
+    problem.bindings["costs"] += AddInputCost(prog, vars, R=R, u_reference=mid)
+    problem.bindings["costs"].append(AddComplementarityPenalty(prog, vars, weight=s.slack_weight))
+    if not warm.forces:
+        warm.forces = FitContactForces(model, warm.q, warm.u, h, initial=("velocity", np.zeros(n)))
+    SetInitialGuess(problem, warm.Guess())
+    return problem
+
+
+def HamrRobotPositions(model: HamrTrajoptModel) -> dict:
+    """Indices of the base coordinates (x, y, z, yaw, pitch, roll)."""
+    return {name: HamrPositionIndex(model.plant, name) for name in BASE_JOINTS}

@@ -1,0 +1,568 @@
+"""Exact first and second derivatives of a multibody Lagrangian, for variational integrators.
+
+The midpoint discrete Euler-Lagrange equations (hamr-contact-implicit.txt, Eq. 9; Manchester and
+Kuindersma 2017) contain dT/dq, the gradient of the kinetic energy, and their Jacobian therefore
+contains d2T/dq2: second derivatives of the multibody dynamics. pydrake's AutoDiffXd is first
+order, so this module computes every term analytically with spatial vector algebra (Featherstone,
+"Rigid Body Dynamics Algorithms", ch. 2 and 6), from the body poses and spatial inertias of a
+Drake MultibodyPlant:
+
+- every generalized coordinate i of a tree of one-degree-of-freedom joints has a world-frame
+  spatial axis s_i = [w_i; v_i] (motion about the world origin); an RpyFloatingJoint or a
+  PlanarJoint is treated as its chain of prismatic and revolute axes;
+- the velocities here are qdot, the time derivatives of the plant's positions (for the joints
+  supported, the Lagrangian is written in (q, qdot), as the paper's model assumes v = qdot);
+- with V_b = sum of s_j qdot_j over the path of body b, the subtree momentum h_i, the composite
+  inertia I^c_i and w_i = s_i x V_parent(i):
+
+      M[i, k]     = s_i . I^c_max(i,k) s_k                 (composite rigid body algorithm)
+      dT/dq_i     = -w_i . h_i
+      d(Mv)/dq    = P,     with d(dT/dq)/dqdot = P^T
+      d2T/dq2     = symmetric, U[i, k] = -w_i . g_k for k in the subtree of i,
+                    g_k = s_k x* h_k - I^c_k w_k
+
+  and the analogous closed forms for gravity, point positions (contact) and the relative
+  position of two points in a body frame (kinematic loops).
+
+Everything is dense NumPy on arrays of a few dozen rows; the only Drake calls per evaluation are
+SetPositions and the body poses. The tests check every quantity against Drake (CalcMassMatrix,
+CalcBiasTerm, CalcGravityGeneralizedForces, Jacobians) and every derivative against central
+finite differences.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.multibody.tree import (
+    BodyIndex,
+    JointIndex,
+    PlanarJoint,
+    PrismaticJoint,
+    PrismaticSpring,
+    RevoluteJoint,
+    RevoluteSpring,
+    RpyFloatingJoint,
+    UniformGravityFieldElement,
+    WeldJoint,
+)
+
+
+def _Skew(a: np.ndarray) -> np.ndarray:
+    """[a]x for a (..., 3) array: (..., 3, 3)."""
+    out = np.zeros(a.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -a[..., 2], a[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = a[..., 2], -a[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -a[..., 1], a[..., 0]
+    return out
+
+
+def Cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for broadcastable (..., 3) arrays (np.cross without its per-call overhead)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def CrossMotion(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spatial motion cross product a x b for (..., 6) arrays [w; v] (Featherstone Eq. 2.31)."""
+    wa, va, wb, vb = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
+    return np.concatenate([Cross(wa, wb), Cross(wa, vb) + Cross(va, wb)], axis=-1)
+
+
+def CrossForce(a: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Spatial force cross product a x* f for a motion a = [w; v] and a force f = [n; f]."""
+    wa, va, nf, ff = a[..., :3], a[..., 3:], f[..., :3], f[..., 3:]
+    return np.concatenate([Cross(wa, nf) + Cross(va, ff), Cross(wa, ff)], axis=-1)
+
+
+@dataclasses.dataclass
+class _Dof:
+    """One generalized coordinate seen as a one-degree-of-freedom joint."""
+
+    q_index: int  # index in the plant's positions
+    kind: str  # "revolute" or "prismatic"
+    joint: object  # the Drake joint it belongs to
+    role: str  # "axis" for 1-dof joints; "x","y","z","yaw","pitch","roll","theta" otherwise
+
+
+@dataclasses.dataclass
+class Kinematics:
+    """Positions-dependent quantities at one configuration (all in the world frame).
+
+    Attributes:
+        q: the positions.
+        S: (n, 6) spatial axes s_i = [w_i; v_i] about the world origin, one row per coordinate.
+        R_WB: (nb, 3, 3) body orientations; p_WB: (nb, 3) body origins.
+        com: (nb, 3) body centres of mass; inertia: (nb, 6, 6) spatial inertias about the
+            world origin.
+    """
+
+    q: np.ndarray
+    S: np.ndarray
+    R_WB: np.ndarray
+    p_WB: np.ndarray  # noqa: N815 (monogram notation)
+    com: np.ndarray
+    inertia: np.ndarray
+    _composite: np.ndarray | None = None
+
+
+@dataclasses.dataclass
+class LagrangianTerms:
+    """The terms of the Euler-Lagrange equations and their derivatives at (q, qdot).
+
+    Attributes:
+        M: mass matrix (n, n), in qdot coordinates.
+        Mv: the generalized momentum M qdot.
+        P: d(M qdot)/dq at fixed qdot (n, n); note d(dT/dq)/dqdot = P^T.
+        T_q: dT/dq; T_qq: d2T/dq2 (symmetric).
+        V_q: dV/dq of the potential (gravity and joint springs); V_qq: its Hessian.
+        kinetic_energy, potential_energy: T and V.
+    """
+
+    M: np.ndarray
+    Mv: np.ndarray
+    P: np.ndarray
+    T_q: np.ndarray
+    T_qq: np.ndarray
+    V_q: np.ndarray
+    V_qq: np.ndarray
+    kinetic_energy: float
+    potential_energy: float
+
+
+class TreeLagrangian:
+    """The Lagrangian L(q, qdot) = T - V of a tree MultibodyPlant, with exact derivatives.
+
+    Supported joints: revolute, prismatic, weld, RpyFloatingJoint and PlanarJoint (their q-dot
+    coordinates are a chain of one-degree-of-freedom axes). Quaternion floating bases are not
+    (use `plant.SetBaseBodyJointType(BaseBodyJointType.kRpyFloatingJoint)` before adding models).
+    The potential V holds uniform gravity and the plant's RevoluteSpring / PrismaticSpring force
+    elements; joint damping coefficients are exposed as `damping` (viscous, on qdot). Any other
+    force element is an error unless `ignore_force_elements` lists its type name.
+
+    Double only. Units are the plant's.
+
+    Args:
+        plant: a finalized MultibodyPlant (double).
+        context: a plant context whose parameters are used (default: a new default context).
+        ignore_force_elements: type names of force elements to leave out of V.
+    """
+
+    def __init__(
+        self,
+        plant: MultibodyPlant,
+        context=None,
+        *,
+        ignore_force_elements: tuple[str, ...] = (),
+    ):
+        if not plant.is_finalized():
+            raise ValueError("TreeLagrangian needs a finalized plant")
+        self.plant = plant
+        self._context = context if context is not None else plant.CreateDefaultContext()
+        self.num_positions = n = plant.num_positions()
+        self.num_bodies = nb = plant.num_bodies()
+        self._dofs: list[_Dof | None] = [None] * n
+        # ancestors[i, k]: coordinate k lies on the path from the world to coordinate i (k == i
+        # included). body_path[b, k]: coordinate k moves body b.
+        self.ancestors = np.zeros((n, n), dtype=bool)
+        self.body_path = np.zeros((nb, n), dtype=bool)
+        self._joint_of_body: dict[int, object] = {}
+        for joint_index in plant.GetJointIndices():
+            joint = plant.get_joint(JointIndex(joint_index))
+            self._joint_of_body[int(joint.child_body().index())] = joint
+        order = self._TopologicalBodies()
+        for b in order:
+            joint = self._joint_of_body.get(b)
+            if joint is None:
+                continue
+            parent = int(joint.parent_body().index())
+            path = self.body_path[parent].copy()
+            for dof in self._JointDofs(joint):
+                self._dofs[dof.q_index] = dof
+                path[dof.q_index] = True
+                self.ancestors[dof.q_index] = path
+            self.body_path[b] = path
+        if any(d is None for d in self._dofs):
+            raise ValueError("some positions belong to no supported joint")
+        self.strict_ancestors = self.ancestors & ~np.eye(n, dtype=bool)
+        # related[i, k]: one of i, k is an ancestor of the other.
+        self.related = self.ancestors | self.ancestors.T
+        self._SetUpInertias()
+        self._SetUpForces(ignore_force_elements)
+
+    # ------------------------------------------------------------------ set-up
+    def _TopologicalBodies(self) -> list[int]:
+        """Body indices ordered so that every parent precedes its children."""
+        children: dict[int, list[int]] = {}
+        for b, joint in self._joint_of_body.items():
+            children.setdefault(int(joint.parent_body().index()), []).append(b)
+        order, stack = [], [0]
+        while stack:
+            b = stack.pop()
+            order.append(b)
+            stack.extend(sorted(children.get(b, [])))
+        if len(order) != self.num_bodies:
+            missing = set(range(self.num_bodies)) - set(order)
+            names = [self.plant.get_body(BodyIndex(b)).name() for b in sorted(missing)]
+            raise ValueError(f"bodies not connected to the world by joints: {names}")
+        return order
+
+    def _JointDofs(self, joint) -> list[_Dof]:
+        start = joint.position_start()
+        if isinstance(joint, WeldJoint) or joint.num_positions() == 0:
+            return []
+        if isinstance(joint, RevoluteJoint):
+            return [_Dof(start, "revolute", joint, "axis")]
+        if isinstance(joint, PrismaticJoint):
+            return [_Dof(start, "prismatic", joint, "axis")]
+        if isinstance(joint, RpyFloatingJoint):
+            # q = [roll, pitch, yaw, x, y, z]; R_FM = Rz(yaw) Ry(pitch) Rx(roll), p_FM = (x, y, z):
+            # the chain x, y, z (translations in F) -> yaw -> pitch -> roll.
+            return [
+                _Dof(start + 3, "prismatic", joint, "x"),
+                _Dof(start + 4, "prismatic", joint, "y"),
+                _Dof(start + 5, "prismatic", joint, "z"),
+                _Dof(start + 2, "revolute", joint, "yaw"),
+                _Dof(start + 1, "revolute", joint, "pitch"),
+                _Dof(start + 0, "revolute", joint, "roll"),
+            ]
+        if isinstance(joint, PlanarJoint):
+            # q = [x, y, theta] in F: translations, then a rotation about Fz through Mo.
+            return [
+                _Dof(start + 0, "prismatic", joint, "x"),
+                _Dof(start + 1, "prismatic", joint, "y"),
+                _Dof(start + 2, "revolute", joint, "theta"),
+            ]
+        raise ValueError(
+            f"joint '{joint.name()}' of type {joint.type_name()} is not supported by "
+            "TreeLagrangian (revolute, prismatic, weld, rpy_floating, planar)"
+        )
+
+    def _SetUpInertias(self) -> None:
+        nb = self.num_bodies
+        self._mass = np.zeros(nb)
+        self._com_B = np.zeros((nb, 3))
+        self._Icm_B = np.zeros((nb, 3, 3))
+        for b in range(1, nb):
+            body = self.plant.get_body(BodyIndex(b))
+            M_BBo_B = body.CalcSpatialInertiaInBodyFrame(self._context)
+            m = M_BBo_B.get_mass()
+            c = M_BBo_B.get_com()
+            I_Bo = M_BBo_B.CalcRotationalInertia().CopyToFullMatrix3()
+            self._mass[b] = m
+            self._com_B[b] = c
+            # Parallel axis theorem: I_Bo = I_cm + m (|c|^2 1 - c c^T).
+            self._Icm_B[b] = I_Bo - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        # The joint frames on parent and child bodies, fixed in their bodies.
+        self._X_PF, self._X_CM = {}, {}
+        for dof in self._dofs:
+            joint = dof.joint
+            key = int(joint.index())
+            if key not in self._X_PF:
+                self._X_PF[key] = joint.frame_on_parent().GetFixedPoseInBodyFrame()
+                self._X_CM[key] = joint.frame_on_child().GetFixedPoseInBodyFrame()
+        # One-dof joints, batched: axis direction and joint origin in the child body frame (the
+        # axis is expressed in F and M alike; a prismatic joint never rotates M relative to F).
+        single = [d for d in self._dofs if d.role == "axis"]
+        self._single_q = np.array([d.q_index for d in single], dtype=int)
+        self._single_child = np.array([int(d.joint.child_body().index()) for d in single], int)
+        self._single_revolute = np.array([d.kind == "revolute" for d in single], dtype=bool)
+        axes_C, origins_C = [], []
+        for d in single:
+            X_CM = self._X_CM[int(d.joint.index())]
+            axis = d.joint.revolute_axis() if d.kind == "revolute" else d.joint.translation_axis()
+            axes_C.append(X_CM.rotation().matrix() @ np.asarray(axis, float))
+            origins_C.append(X_CM.translation())
+        self._single_axis_C = np.array(axes_C).reshape(-1, 3)
+        self._single_origin_C = np.array(origins_C).reshape(-1, 3)
+        self._multi = [d for d in self._dofs if d.role != "axis"]
+
+    def _SetUpForces(self, ignore: tuple[str, ...]) -> None:
+        n = self.num_positions
+        self.gravity = np.zeros(3)
+        self.stiffness = np.zeros(n)
+        self.nominal_positions = np.zeros(n)
+        self.damping = np.zeros(n)
+        plant = self.plant
+        for i in range(plant.num_force_elements()):
+            from pydrake.multibody.tree import ForceElementIndex
+
+            element = plant.get_force_element(ForceElementIndex(i))
+            if isinstance(element, UniformGravityFieldElement):
+                self.gravity = np.asarray(element.gravity_vector(), dtype=float)
+            elif isinstance(element, RevoluteSpring):
+                k = element.joint().position_start()
+                self.stiffness[k] += element.GetStiffness(self._context)
+                self.nominal_positions[k] = element.GetNominalAngle(self._context)
+            elif isinstance(element, PrismaticSpring):
+                k = element.joint().position_start()
+                self.stiffness[k] += element.stiffness()
+                self.nominal_positions[k] = element.nominal_position()
+            elif type(element).__name__.split("_")[0] in ignore:
+                continue
+            else:
+                raise ValueError(
+                    f"force element {type(element).__name__} is not part of TreeLagrangian's "
+                    "potential; pass its type name in ignore_force_elements to leave it out"
+                )
+        for joint_index in plant.GetJointIndices():
+            joint = plant.get_joint(JointIndex(joint_index))
+            if joint.num_velocities() == 0:
+                continue
+            damping = np.asarray(joint.GetDampingVector(self._context), dtype=float)
+            if joint.num_positions() == 1:
+                self.damping[joint.position_start()] = damping[0]
+            elif np.any(damping != 0.0):
+                raise ValueError(
+                    f"joint '{joint.name()}': damping on a multi-dof joint is not supported"
+                )
+
+    # ------------------------------------------------------------------ kinematics
+    def CalcKinematics(self, q: np.ndarray) -> Kinematics:
+        """Poses, spatial axes and spatial inertias at positions q."""
+        plant, context = self.plant, self._context
+        q = np.asarray(q, dtype=float)
+        plant.SetPositions(context, q)
+        poses = plant.get_body_poses_output_port().Eval(context)
+        nb, n = self.num_bodies, self.num_positions
+        R_WB = np.empty((nb, 3, 3))
+        p_WB = np.empty((nb, 3))
+        for b, X in enumerate(poses):
+            R_WB[b] = X.rotation().matrix()
+            p_WB[b] = X.translation()
+        S = np.zeros((n, 6))
+        if len(self._single_q):
+            R = R_WB[self._single_child]
+            direction = np.einsum("dij,dj->di", R, self._single_axis_C)
+            origin = p_WB[self._single_child] + np.einsum("dij,dj->di", R, self._single_origin_C)
+            rev = self._single_revolute[:, None]
+            S[self._single_q, :3] = np.where(rev, direction, 0.0)
+            S[self._single_q, 3:] = np.where(rev, Cross(origin, direction), direction)
+        for dof in self._multi:
+            S[dof.q_index] = self._Axis(dof, q, R_WB, p_WB)
+        com = p_WB + np.einsum("bij,bj->bi", R_WB, self._com_B)
+        Icm_W = np.einsum("bij,bjk,blk->bil", R_WB, self._Icm_B, R_WB)
+        C = _Skew(com)
+        m = self._mass[:, None, None]
+        inertia = np.zeros((nb, 6, 6))
+        inertia[:, :3, :3] = Icm_W + m * np.einsum("bij,bkj->bik", C, C)
+        inertia[:, :3, 3:] = m * C
+        inertia[:, 3:, :3] = m * np.swapaxes(C, 1, 2)
+        inertia[:, 3:, 3:] = m * np.eye(3)
+        return Kinematics(q=q.copy(), S=S, R_WB=R_WB, p_WB=p_WB, com=com, inertia=inertia)
+
+    def _Axis(self, dof: _Dof, q, R_WB, p_WB) -> np.ndarray:
+        joint = dof.joint
+        key = int(joint.index())
+        parent = int(joint.parent_body().index())
+        child = int(joint.child_body().index())
+        X_PF = self._X_PF[key]
+        R_WF = R_WB[parent] @ X_PF.rotation().matrix()
+        X_CM = self._X_CM[key]
+        p_WM = p_WB[child] + R_WB[child] @ X_CM.translation()
+        if dof.role == "axis":
+            # The axis is expressed in F and M alike (they coincide at zero position).
+            R_WM = R_WB[child] @ X_CM.rotation().matrix()
+            if dof.kind == "revolute":
+                w = R_WM @ np.asarray(joint.revolute_axis())
+                return np.concatenate([w, Cross(p_WM, w)])
+            a = R_WF @ np.asarray(joint.translation_axis())
+            return np.concatenate([np.zeros(3), a])
+        e = np.eye(3)
+        if dof.role in ("x", "y", "z"):
+            return np.concatenate([np.zeros(3), R_WF[:, "xyz".index(dof.role)]])
+        if dof.role in ("yaw", "theta"):
+            w = R_WF @ e[2]
+        elif dof.role == "pitch":
+            yaw = q[joint.position_start() + 2]
+            c, s = np.cos(yaw), np.sin(yaw)
+            w = R_WF @ np.array([-s, c, 0.0])
+        else:  # roll: the x axis of M
+            R_WM = R_WB[child] @ X_CM.rotation().matrix()
+            w = R_WM @ e[0]
+        return np.concatenate([w, Cross(p_WM, w)])
+
+    def Composite(self, kin: Kinematics) -> np.ndarray:
+        """(n, 6, 6) composite spatial inertias of the subtree moved by each coordinate."""
+        if kin._composite is None:
+            kin._composite = np.einsum("bk,bij->kij", self.body_path, kin.inertia)
+        return kin._composite
+
+    # ------------------------------------------------------------------ dynamics
+    def MassMatrix(self, kin: Kinematics) -> np.ndarray:
+        """M(q) in qdot coordinates (composite rigid body algorithm)."""
+        Ic = self.Composite(kin)
+        F = np.einsum("kij,kj->ki", Ic, kin.S)  # I^c_i s_i
+        lower = (F @ kin.S.T) * self.ancestors  # [i, k], k ancestor of i
+        return lower + lower.T - np.diag(np.diag(lower))
+
+    def Terms(self, kin: Kinematics, qdot: np.ndarray) -> LagrangianTerms:
+        """M, M qdot, d(M qdot)/dq, dT/dq, d2T/dq2 and the potential's gradient and Hessian."""
+        S, A = kin.S, self.ancestors
+        qdot = np.asarray(qdot, dtype=float)
+        Ic = self.Composite(kin)
+        V_body = (self.body_path * qdot) @ S  # (nb, 6)
+        V_parent = (self.strict_ancestors * qdot) @ S  # (n, 6) velocity before coordinate i
+        momentum_body = np.einsum("bij,bj->bi", kin.inertia, V_body)
+        h = self.body_path.T.astype(float) @ momentum_body  # subtree momenta (n, 6)
+        F = np.einsum("kij,kj->ki", Ic, S)
+        lower = (F @ S.T) * A
+        M = lower + lower.T - np.diag(np.diag(lower))
+        W = CrossMotion(S, V_parent)  # w_i = s_i x V_parent(i)
+        G = CrossForce(S, h) - np.einsum("kij,kj->ki", Ic, W)  # g_k = d h_k / d q_k
+        Mv = np.einsum("ij,ij->i", S, h)
+        # P[i, k] = -s_i . I^c_i w_k (k ancestor of i) and s_i . g_k (k strict descendant of i).
+        P = -(F @ W.T) * A + (S @ G.T) * self.strict_ancestors.T
+        T_q = -np.einsum("ij,ij->i", W, h)
+        U = -(W @ G.T) * A.T  # [i, k] for k in the subtree of i (k == i included)
+        T_qq = U + U.T - np.diag(np.diag(U))
+        kinetic = 0.5 * float(np.einsum("bi,bi->", V_body, momentum_body))
+        V_q, V_qq, potential = self._Potential(kin)
+        return LagrangianTerms(M, Mv, P, T_q, T_qq, V_q, V_qq, kinetic, potential)
+
+    def _Potential(self, kin: Kinematics):
+        S, A = kin.S, self.ancestors
+        g = self.gravity
+        m = self._mass
+        mc = self.body_path.T.astype(float) @ (m[:, None] * kin.com)  # subtree sum m c (n, 3)
+        msub = self.body_path.T.astype(float) @ m  # subtree mass (n,)
+        # Subtree gravity force about the world origin: [sum m c x g; M g].
+        f_moment = Cross(mc, g)
+        f_force = msub[:, None] * g[None, :]
+        V_q = -(
+            np.einsum("ij,ij->i", S[:, :3], f_moment) + np.einsum("ij,ij->i", S[:, 3:], f_force)
+        )
+        # d(sum m c)/dq_k over the subtree of k, then U[i, k] = -w_i . (e_k x g) for k below i.
+        e = msub[:, None] * S[:, 3:] + Cross(S[:, :3], mc)
+        U = -(S[:, :3] @ Cross(e, g).T) * A.T
+        V_qq = U + U.T - np.diag(np.diag(U))
+        dq = kin.q - self.nominal_positions
+        V_q = V_q + self.stiffness * dq
+        V_qq = V_qq + np.diag(self.stiffness)
+        potential = -float(np.dot(m, kin.com @ g)) + 0.5 * float(np.dot(self.stiffness, dq * dq))
+        return V_q, V_qq, potential
+
+    # ------------------------------------------------------------------ points
+    def PointPosition(self, kin: Kinematics, body_index: int, p_BP: np.ndarray) -> np.ndarray:
+        """World position of a point P fixed on a body."""
+        return kin.p_WB[body_index] + kin.R_WB[body_index] @ np.asarray(p_BP, dtype=float)
+
+    def PointJacobian(self, kin: Kinematics, body_index: int, p_WP: np.ndarray) -> np.ndarray:
+        """d p_WP / dq (3, n) for the point at world position p_WP fixed on the body."""
+        S = kin.S
+        J = S[:, 3:] + Cross(S[:, :3], p_WP)
+        return (J * self.body_path[body_index][:, None]).T
+
+    def PointHessianTimes(
+        self, kin: Kinematics, body_index: int, p_WP: np.ndarray, f_W: np.ndarray
+    ) -> np.ndarray:
+        """d/dq (J_P^T f) = sum_i f_i d2 p_i / dq2 (n, n, symmetric) for a fixed world vector f."""
+        S = kin.S
+        path = self.body_path[body_index]
+        J = S[:, 3:] + Cross(S[:, :3], p_WP)  # (n, 3) rows J_k
+        # U[j, k] = f . (w_j x J_k) = J_k . (f x w_j) for j ancestor of k, both on the path.
+        fxw = Cross(f_W, S[:, :3])
+        U = (fxw @ J.T) * self.ancestors.T * np.outer(path, path)
+        return U + U.T - np.diag(np.diag(U))
+
+
+class RelativePositionConstraints:
+    """Kinematic loop closures c(q) = 0: points on two bodies coincide along chosen axes.
+
+    Row block r: c_r = Pi_r^T R_W1^T (p_W2 - p_W1), the position of point P2 (fixed on body 2)
+    relative to point P1 (fixed on body 1), expressed in body 1's frame and projected on the
+    columns of Pi_r (for a hinge: the two directions orthogonal to its axis, as the authors of
+    the HAMR-VI model did to keep the constraint rows independent).
+
+    Args:
+        lagrangian: the TreeLagrangian of the plant.
+        loops: a list of (body1_index, p_1P1, body2_index, p_2P2, Pi) with Pi a (3, m) matrix
+            whose columns are unit directions in body 1's frame.
+        names: one name per loop (for constraint descriptions).
+    """
+
+    def __init__(self, lagrangian: TreeLagrangian, loops, names=None):
+        self.lagrangian = lagrangian
+        self.loops = [
+            (int(b1), np.asarray(p1, float), int(b2), np.asarray(p2, float), np.asarray(Pi, float))
+            for b1, p1, b2, p2, Pi in loops
+        ]
+        self.names = list(names) if names is not None else [f"loop{i}" for i in range(len(loops))]
+        self.row_counts = [Pi.shape[1] for *_, Pi in self.loops]
+        self.num_constraints = int(sum(self.row_counts))
+
+    @classmethod
+    def FromHingeFrames(cls, lagrangian: TreeLagrangian, hinges):
+        """Hinge loops given as frame pairs (name, frame_A, frame_B): closed when B's origin lies
+        on A's z axis (the hinge axis) through A's origin, i.e. the x and y components of
+        p_AoBo in A vanish (2 rows per hinge, as drakebots.robots.hamr.HingeLoopConstraints)."""
+        loops, names = [], []
+        for name, frame_A, frame_B in hinges:
+            X_1A = frame_A.GetFixedPoseInBodyFrame()
+            X_2B = frame_B.GetFixedPoseInBodyFrame()
+            Pi = X_1A.rotation().matrix()[:, :2]
+            loops.append(
+                (
+                    int(frame_A.body().index()),
+                    X_1A.translation(),
+                    int(frame_B.body().index()),
+                    X_2B.translation(),
+                    Pi,
+                )
+            )
+            names.append(name)
+        return cls(lagrangian, loops, names)
+
+    def Evaluate(self, kin: Kinematics) -> np.ndarray:
+        """c(q) (num_constraints,)."""
+        out = []
+        for b1, p1, b2, p2, Pi in self.loops:
+            r = (kin.p_WB[b2] + kin.R_WB[b2] @ p2) - (kin.p_WB[b1] + kin.R_WB[b1] @ p1)
+            out.append(Pi.T @ (kin.R_WB[b1].T @ r))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def _Pieces(self, kin: Kinematics, loop):
+        b1, p1, b2, p2, Pi = loop
+        lag = self.lagrangian
+        S = kin.S
+        p_W2 = kin.p_WB[b2] + kin.R_WB[b2] @ p2
+        sigma = lag.body_path[b2].astype(float) - lag.body_path[b1].astype(float)
+        J2 = S[:, 3:] + Cross(S[:, :3], p_W2)  # (n, 3) velocity of P2 per axis
+        u = sigma[:, None] * J2  # (n, 3): d r / dq_j - [j in P1] w_j x r
+        return b1, p_W2, sigma, J2, u, Pi
+
+    def Jacobian(self, kin: Kinematics) -> np.ndarray:
+        """dc/dq (num_constraints, n)."""
+        rows = []
+        for loop in self.loops:
+            b1, _, _, _, u, Pi = self._Pieces(kin, loop)
+            rows.append(Pi.T @ kin.R_WB[b1].T @ u.T)
+        return np.vstack(rows) if rows else np.zeros((0, self.lagrangian.num_positions))
+
+    def JacobianTransposeTimesDerivative(self, kin: Kinematics, lam: np.ndarray) -> np.ndarray:
+        """d/dq (C(q)^T lam) (n, n, symmetric) for fixed multipliers lam."""
+        lag = self.lagrangian
+        n = lag.num_positions
+        S = kin.S
+        out = np.zeros((n, n))
+        start = 0
+        for loop, m in zip(self.loops, self.row_counts, strict=True):
+            b1, p_W2, sigma, J2, u, Pi = self._Pieces(kin, loop)
+            Lam = kin.R_WB[b1] @ (Pi @ lam[start : start + m])  # world vector
+            start += m
+            w, v = S[:, :3], S[:, 3:]
+            # term1[j, k] = sigma_j [k strict ancestor of j] Lam . ((s_k x s_j) at P2), with
+            # (s_k x s_j) at P = (w_k x w_j) x P + w_k x v_j + v_k x w_j; each triple product
+            # Lam . (a x b) is assembled as a dense (n, n) matrix product over k, j.
+            Lxw = Cross(Lam, w)  # rows Lam x w_k
+            sk = Cross(Cross(p_W2, Lam), w) @ w.T + Lxw @ v.T + Cross(Lam, v) @ w.T
+            term1 = sigma[:, None] * lag.strict_ancestors * sk.T
+            # term2[j, k] = sigma_j [k in P2] Lam . (w_j x J2_k) = ... J2_k . (Lam x w_j)
+            term2 = sigma[:, None] * (Lxw @ J2.T) * lag.body_path[loop[2]][None, :]
+            # term3[j, k] = -[k in P1] Lam . (w_k x u_j) = -[k in P1] u_j . (Lam x w_k)
+            term3 = -(u @ Lxw.T) * lag.body_path[b1][None, :]
+            out += term1 + term2 + term3
+        return out
