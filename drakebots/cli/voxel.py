@@ -38,6 +38,12 @@ def register(subparsers):
     parser.add_argument("action", choices=("fem", "pom", "compare"), help="what to run")
     parser.add_argument("--lattice", default="2x2x1", help="fem: lattice size NXxNYxNZ (voxels)")
     parser.add_argument(
+        "--occupancy",
+        default=None,
+        help="fem: a .npy file holding a 3-D boolean array, occupancy[i, j, k] = voxel at grid "
+        "position (i, j, k) (instead of --lattice)",
+    )
+    parser.add_argument(
         "--actuate",
         action="append",
         default=None,
@@ -73,6 +79,22 @@ def register(subparsers):
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
     return parser
+
+
+def _LoadOccupancy(path: str):
+    """The occupancy array of an .npy file, validated (3-D boolean, at least one voxel)."""
+    import numpy as np
+
+    from drakebots.frame.voxel import CheckOccupancy
+
+    try:
+        occupancy = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise InputError(f"--occupancy {path}: cannot read a .npy array ({e})") from None
+    try:
+        return CheckOccupancy(occupancy)
+    except InputError as e:
+        raise InputError(f"--occupancy {path}: {e}") from None
 
 
 def _Length(text: str, what: str) -> float:
@@ -220,6 +242,7 @@ def _RunFem(args, out) -> int:
         ParseLatticeSize,
         SquareRotation,
         StrokeLimits,
+        VoxelLattice,
     )
     from drakebots.visualization.voxel import (
         LatticeReplayHtml,
@@ -227,7 +250,6 @@ def _RunFem(args, out) -> int:
         PlotDissipation,
     )
 
-    size = ParseLatticeSize(args.lattice)
     side = STRUT_SIDE if args.strut_side is None else args.strut_side * 1e-3
     if not 0 < side <= 0.1 * 0.0762:
         raise InputError(f"--strut-side {args.strut_side}: must be in (0, 7.62] mm")
@@ -238,7 +260,12 @@ def _RunFem(args, out) -> int:
         poissons_ratio=POISSONS_RATIO,
         timoshenko=args.timoshenko,
     )
-    lattice = CubicLattice(size, section=section)
+    if args.occupancy:
+        lattice = VoxelLattice(_LoadOccupancy(args.occupancy), section=section)
+        name = f"{'x'.join(str(n) for n in lattice.occupancy.shape)} occupancy"
+    else:
+        lattice = CubicLattice(ParseLatticeSize(args.lattice), section=section)
+        name = args.lattice
     if not args.actuate:
         raise InputError(
             "--actuate is required for voxel fem; actuators that drive a plane of motion in "
@@ -307,12 +334,12 @@ def _RunFem(args, out) -> int:
             u,
             report,
             actuator=(first.node_a, first.node_b),
-            title=f"{args.lattice} lattice, {args.joints} joints, actuator "
+            title=f"{name} lattice, {args.joints} joints, actuator "
             f"{NodeSpec(lattice, first.node_a)} -> {NodeSpec(lattice, first.node_b)}",
         ),
         "dissipation.png": PlotDissipation(
             report,
-            title=f"{args.lattice}, {args.joints} joints: displacement dissipation in the {plane}",
+            title=f"{name}, {args.joints} joints: displacement dissipation in the {plane}",
         ),
     }
     scale = 0.1 * lattice.pitch / max(np.abs(u).max(), 1e-300)
@@ -327,7 +354,8 @@ def _RunFem(args, out) -> int:
     summary = MakeSummary(
         "voxel fem",
         {
-            "lattice": args.lattice,
+            "lattice": None if args.occupancy else args.lattice,
+            "occupancy": args.occupancy,
             "actuate": args.actuate,
             "mount": args.mount,
             "joints": args.joints,

@@ -1,0 +1,151 @@
+"""`drakebots voxel`: each subcommand on a tiny case (files written, figures that check out), and
+bad input (exit 2, the message names what is wrong, nothing written). In-process, to stay fast."""
+
+import json
+
+import numpy as np
+import pytest
+
+from drakebots.cli import main
+
+
+def Run(*args) -> int:
+    return main(["voxel", *[str(a) for a in args]])
+
+
+def test_fem_writes_the_pattern_and_the_dissipation(tmp_path, capsys):
+    out = tmp_path / "fem"
+    code = Run(
+        "fem", "--lattice", "2x2x1", "--actuate", "node=0:0:0/3,axis=y,stroke=2mm", "--out", out
+    )
+    assert code == 0, capsys.readouterr().err
+    for name in (
+        "summary.json",
+        "dissipation.json",
+        "displacement.png",
+        "dissipation.png",
+        "fem.npz",
+        "replay.html",
+    ):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    figures = summary["figures"]
+    assert summary["success"] and figures["plane_of_motion"].startswith("z-plane 0")
+    # Clamped mount: each actuator node moves half the stroke.
+    assert figures["control_amplitude_m"] == pytest.approx(1e-3, rel=1e-12)
+    assert figures["max_dissipation"] < 0.049 and figures["alternating_pattern"]
+    dissipation = json.loads((out / "dissipation.json").read_text())
+    assert len(dissipation["nodes"]) == figures["nodes_in_plane"] == 12
+    assert "dissipation" in dissipation["definitions"]
+
+
+def test_fem_with_an_occupancy_file_and_pinned_joints(tmp_path, capsys):
+    occupancy = np.zeros((2, 1, 2), dtype=bool)
+    occupancy[:, 0, :] = True
+    np.save(tmp_path / "formation.npy", occupancy)
+    out = tmp_path / "fem"
+    code = Run(
+        "fem",
+        "--occupancy",
+        tmp_path / "formation.npy",
+        "--joints",
+        "pinned",
+        "--actuate",
+        "node=0:0:0/3,axis=z,stroke=1mm",
+        "--out",
+        out,
+    )
+    assert code == 0, capsys.readouterr().err
+    figures = json.loads((out / "summary.json").read_text())["figures"]
+    # Ball joints: the rotating-squares mechanism, nothing lost.
+    assert figures["max_dissipation"] < 1e-6
+
+
+def test_pom_and_compare_on_the_tripod(tmp_path, capsys):
+    out = tmp_path / "pom"
+    assert Run("pom", "--robot", "tripod", "--gait", "tripod", "--out", out) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    strokes = np.array(summary["figures"]["strokes_m"])
+    assert strokes.shape == (8, 4) and 1e-3 < np.abs(strokes).max() < 1e-2  # a few mm
+    assert summary["figures"]["ik_max_residual_m"] < 1e-12
+    out = tmp_path / "compare"
+    assert Run("compare", "--robot", "tripod", "--gait", "tripod", "--out", out) == 0
+    figures = json.loads((out / "summary.json").read_text())["figures"]
+    assert figures["core_max_error_relative"] < 0.01
+    assert figures["drake_model_static_check"]["max_relative_difference"] < 1e-6
+    for name in ("pom_vs_fem.png", "node_error.png", "strokes.png", "replay.html"):
+        assert (out / name).is_file(), name
+    capsys.readouterr()
+
+
+def _NothingWritten(tmp_path):
+    return list(tmp_path.iterdir()) == [] or all(p.suffix == ".npy" for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--actuate", "node=0:0:0/3,axis=z,stroke=2mm"], "use --lattice 2x1x2"),
+        (["--actuate", "node=5:0:0/3,axis=y,stroke=2mm"], "voxel (5, 0, 0) is not in the lattice"),
+        (["--actuate", "node=0:0:0/7,axis=y,stroke=2mm"], "node ids are 0-5"),
+        (["--actuate", "node=0:0:0/3,to=0:0:0/4,stroke=1mm"], "not one pitch apart"),
+        (["--actuate", "node=0:0:0/2,axis=z,stroke=1mm"], "stretches"),
+        (["--actuate", "node=0:0:0/3,axis=y,stroke=40mm"], "invert"),
+        (["--actuate", "node=0:0:0/3,axis=y,force=500N"], "inverts"),
+        (
+            [
+                "--actuate",
+                "node=0:0:0/3,axis=y,stroke=2mm",
+                "--joints",
+                "pinned",
+                "--actuate",
+                "node=0:0:0/4,axis=x,force=1N",
+            ],
+            "mechanism",
+        ),
+        (["--actuate", "node=0:0:0/3,axis=y,stroke=2cm"], "expected a length"),
+        ([], "--actuate is required"),
+        (["--lattice", "2x2", "--actuate", "node=0:0:0/3,axis=y,stroke=2mm"], "NXxNYxNZ"),
+    ],
+)
+def test_fem_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, arguments, message):
+    out = tmp_path / "fem"
+    lattice = [] if "--lattice" in arguments else ["--lattice", "2x2x1"]
+    assert Run("fem", *lattice, *arguments, "--out", out) == 2
+    error = capsys.readouterr().err
+    assert message in error, error
+    assert not out.exists() and _NothingWritten(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "array, message",
+    [
+        (np.ones((2, 2), dtype=bool), "3-D"),
+        (np.ones((2, 2, 1), dtype=np.int64), "boolean"),
+        (np.zeros((2, 2, 1), dtype=bool), "no voxel"),
+    ],
+)
+def test_bad_occupancy_exits_2_and_writes_nothing(tmp_path, capsys, array, message):
+    np.save(tmp_path / "occupancy.npy", array)
+    out = tmp_path / "fem"
+    code = Run(
+        "fem",
+        "--occupancy",
+        tmp_path / "occupancy.npy",
+        "--actuate",
+        "node=0:0:0/3,axis=y,stroke=1mm",
+        "--out",
+        out,
+    )
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "occupancy.npy" in error and message in error, error
+    assert not out.exists() and _NothingWritten(tmp_path)
+
+
+def test_pom_bad_robot_and_lift(tmp_path, capsys):
+    assert Run("pom", "--robot", "worm", "--out", tmp_path / "a") == 2
+    assert "known robots: tripod" in capsys.readouterr().err
+    assert Run("compare", "--lift", "25", "--out", tmp_path / "b") == 2
+    assert "--lift 25" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
