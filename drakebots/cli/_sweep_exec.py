@@ -43,7 +43,12 @@ import time
 import traceback
 from pathlib import Path
 
-from drakebots.cli._sweep_table import FlattenSummary, FormatTable, WriteTable
+from drakebots.cli._sweep_table import (
+    FlattenSummary,
+    FormatTable,
+    WriteFiguresPlot,
+    WriteTable,
+)
 from drakebots.errors import InputError
 
 CASE_MARKER = "sweep_case.json"
@@ -695,6 +700,7 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
             pass
     rows = folder.Rows(cases)
     csv_path, parquet_path = WriteTable(rows, folder.path)
+    WriteFiguresPlot(rows, folder.path, f"sweep {sweep.name}: {sweep.description}")
     counts = Counts(rows)
     ok = counts["done"] == len(cases)
     _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_flight)
@@ -888,6 +894,8 @@ def _PrintReport(sweep, folder, rows, counts, csv_path, parquet_path, rerun_hint
     parts = [f"{counts[k]} {k}" for k in STATUSES if counts.get(k)]
     print(f"\nsweep {sweep.name}: {total} cases: {', '.join(parts)}", flush=True)
     print(f"  table: {csv_path}\n         {parquet_path}", flush=True)
+    if (folder.path / "figures.png").is_file():
+        print(f"  plots: {folder.path / 'figures.png'}", flush=True)
     bad = [row for row in rows if row["status"] in ("failed", "error", "lost")]
     if bad:
         print("  cases that did not succeed:", flush=True)

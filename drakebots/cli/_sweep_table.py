@@ -164,24 +164,60 @@ def _MostVarying(rows: list[dict], params: list[str]) -> list[str]:
     return [name for _, _, name in sorted(ranked)]
 
 
-def FormatTable(rows: list[dict], *, max_figures: int = 4) -> str:
-    """A text table for the terminal: case, status, time, worker, parameters, and the figures
-    that vary most between cases."""
+def _ParamNames(rows: list[dict]) -> list[str]:
     params: list[str] = []
     for row in rows:
         for key in row.get("params") or {}:
             if key not in params:
                 params.append(key)
+    return params
+
+
+def ChooseFigures(rows: list[dict], count: int) -> list[str]:
+    """The `count` figures that vary most between cases; two with the same values count once."""
     figures: list[str] = []
     seen: set[tuple] = set()
-    for name in _MostVarying(rows, params):  # Two figures with the same values show once.
+    for name in _MostVarying(rows, _ParamNames(rows)):
         values = tuple(
             f"{v:.9g}" if (v := _Number((r.get("figures") or {}).get(name))) is not None else None
             for r in rows
         )
-        if values not in seen and len(figures) < max_figures:
+        if values not in seen and len(figures) < count:
             figures.append(name)
             seen.add(values)
+    return figures
+
+
+def WriteFiguresPlot(rows: list[dict], folder: Path, title: str) -> Path | None:
+    """figures.png: the most varying figures over the parameters (None with < 2 results)."""
+    from drakebots.visualization.sweep_plots import PlotSweepFigures
+
+    rows = [r for r in rows if r.get("status") in ("done", "failed") and r.get("figures")]
+    names = ChooseFigures(rows, 4)
+    if len(rows) < 2 or not names:
+        return None
+    params = {k: [(r.get("params") or {}).get(k) for r in rows] for k in _ParamNames(rows)}
+    figure = PlotSweepFigures(
+        [r["case"] for r in rows],
+        params,
+        {name: [r["figures"].get(name) for r in rows] for name in names},
+        title=title,
+    )
+    import matplotlib.pyplot as plt
+
+    path = folder / "figures.png"
+    tmp = folder / f".figures.tmp-{os.getpid()}.png"
+    figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+    os.replace(tmp, path)
+    return path
+
+
+def FormatTable(rows: list[dict], *, max_figures: int = 4) -> str:
+    """A text table for the terminal: case, status, time, worker, parameters, and the figures
+    that vary most between cases."""
+    params = _ParamNames(rows)
+    figures = ChooseFigures(rows, max_figures)
     header = ["case", "status", "exit", "s", "worker"] + params + figures
     body = []
     for row in rows:

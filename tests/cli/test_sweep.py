@@ -178,6 +178,21 @@ def test_named_sweep_dry_run_prints_the_command_lines(capsys):
     assert line in out
 
 
+def test_sweep_plots_for_two_one_and_many_parameters():
+    import matplotlib.pyplot as plt
+
+    from drakebots.visualization.sweep_plots import PlotSweepFigures
+
+    q1 = [50, 50, 60, 60]
+    q2 = [-0.5, 0.5, -0.5, 0.5]
+    figures = {"figures.dx": [1.0, 2.0, None, 4.0], "figures.de": [-3.0, 3.0, -4.0, 4.0]}
+    for params in ({"q1": q1, "q2": q2}, {"q1": q1}, {"q1": q1, "q2": q2, "s": list("abcd")}):
+        figure = PlotSweepFigures(list("abcd"), params, figures, title="t")
+        panels = [ax for ax in figure.axes if ax.get_title() in ("dx", "de")]
+        assert len(panels) == 2 and all(ax.has_data() for ax in panels)
+        plt.close(figure)
+
+
 # --- a sweep on a LocalCluster of 2 workers == the same cases run one by one -------------------
 
 TINY = """\
@@ -199,6 +214,7 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 cases: 4 done" in result.stdout
 
+    assert (out / "figures.png").is_file()
     csv_rows = (out / "results.csv").read_text().splitlines()
     table = pq.read_table(out / "results.parquet").to_pylist()
     assert len(csv_rows) == 1 + 4 and len(table) == 4
