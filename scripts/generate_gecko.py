@@ -2,8 +2,10 @@
 
 The SDF comes from drakebots.robots.gecko.MakeGeckoSdf(GeckoParams()) (five constant-curvature
 limbs as rigid-segment chains); the scene places it in its home pose (the straight-gait pose at
-q1 = +90 deg) on the ground. A test (tests/models/test_gecko_model.py) fails when the committed
-files differ from what this script writes.
+q1 = +90 deg) on the ground; chain_error.png shows the segment chains against the exact arcs
+(the README's table). The picture is scripts/render_pictures.py gecko. A test
+(tests/models/test_gecko_model.py) fails when the committed model files differ from what this
+script writes.
 
 Usage:
   python scripts/generate_gecko.py            # write the files
@@ -38,6 +40,11 @@ def main() -> int:
     for name, text in files.items():
         (folder / name).write_text(text)
         print(f"wrote {folder / name}")
+    from drakebots.visualization.gecko_plots import PlotChainError
+
+    figure = PlotChainError(0.091, max_angle_deg=157.5)
+    figure.savefig(folder / "chain_error.png", dpi=100)
+    print(f"wrote {folder / 'chain_error.png'}")
     return 0
 
 

@@ -138,13 +138,16 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
 
 
 def ReplayExtras(results_dir, robot):
-    """Suction markers from the logged fixation (log.npz: extra_fixation)."""
+    """Suction markers from the logged fixation (log.npz: extra_fixation); with no folder, those
+    of the home pose (for pictures)."""
     from pathlib import Path
 
     import numpy as np
 
     from drakebots.visualization.gecko_replay import GeckoReplayDecorator
 
+    if results_dir is None:  # a picture of the home pose: its stance fixed, seen from above
+        return GeckoReplayDecorator(np.array([[1, 0, 0, 1]]), track=np.zeros((1, 3))), None
     path = Path(results_dir) / "log.npz"
     with np.load(path) as data:
         if "extra_fixation" not in data.files:

@@ -54,7 +54,7 @@ def GeckoReplayDecorator(
             lower, upper = points.min(axis=0) - 0.15, points.max(axis=0) + 0.15
             center = np.append(0.5 * (lower + upper), 0.0)
             extent = max(float(np.max(upper - lower)), 0.3)
-            meshcat.SetCameraPose(center + extent * np.array([0.0, -0.55, 1.0]), center)
+            meshcat.SetCameraPose(center + 0.85 * extent * np.array([0.0, -0.55, 1.0]), center)
         for foot in FEET:
             fixed_path, free_path = Paths(foot)
             meshcat.SetObject(fixed_path, Cylinder(0.0135, 0.004), FIXED_COLOR)
