@@ -13,11 +13,19 @@ from drakebots.errors import InputError
 VTU_FRAMES_PER_SECOND = 10
 
 
+# `--skin generate`: make the robot's default skin first (as `drakebots skin ROBOT` would).
+GENERATE = "generate"
+
+
 def LoadSkinFor(folder: str, robot):
-    """Loads and checks a skin folder for `robot` (InputError names what is wrong)."""
-    from drakebots.fem.skin import SKIN_FILES, LoadSkin, SkinInputError
+    """Loads and checks a skin folder for `robot` (InputError names what is wrong); the value
+    "generate" makes the robot's default skin instead."""
+    from drakebots.fem.skin import SKIN_FILES, LoadSkin, MakeSkin, SkinInputError
     from drakebots.robots.skeleton import _Build
 
+    if folder == GENERATE:
+        print(f"generating the {robot.name} skin (drakebots skin {robot.name})", flush=True)
+        return MakeSkin(robot.params)
     path = Path(folder)
     if not path.is_dir():
         raise InputError(f"--skin {folder}: not a folder (make one with `drakebots skin`)")
@@ -116,8 +124,12 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
             entries.append((float(run.skin_times[k]), name))
         WritePvd(Path(tmp) / "skin.pvd", entries)
         files["skin.pvd"] = (Path(tmp) / "skin.pvd").read_text()
-    for name in ("skin.vtk", "skin.npz", "skin.json"):
-        files[f"skin/{name}"] = (Path(scenario.skin) / name).read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        from drakebots.fem.skin import WriteSkin
+
+        WriteSkin(tmp, skin)
+        for name in ("skin.vtk", "skin.npz", "skin.json"):
+            files[f"skin/{name}"] = (Path(tmp) / name).read_bytes()
     return SimulationOutcome(
         log=log,
         summary=summary,

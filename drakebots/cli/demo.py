@@ -36,6 +36,12 @@ STEPS = [
         ["simulate", "lizard", "--duration", "2"],
     ),
     (
+        "beetle_skinned",
+        "Beetle in its neo-Hookean FEM skin (15k vertices, 156 glue vertices), skeleton and skin "
+        "coupled by Lagrange multipliers (Xu et al. Eq. 2), standing on its skin",
+        ["simulate", "beetle", "--skin", "generate", "--duration", "0.25"],
+    ),
+    (
         "hamr_trot",
         "HAMR-VI microrobot: open-loop 10 Hz piezo trot on cardstock, 24 loops closed in SAP",
         ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "10", "--duration", "0.3"],

@@ -42,8 +42,9 @@ class SimulateScenario:
     drop_height: float = 0.0
     # Skinned quad-robots: ground friction coefficient.
     ground_friction: float = 0.8
-    # Skinned quad-robots: a skin folder from `drakebots skin` (skin.vtk, skin.npz, skin.json);
-    # simulates skeleton and FEM skin coupled (paper Eqs. 1-2) at 5 ms steps by default.
+    # Skinned quad-robots: a skin folder from `drakebots skin` (skin.vtk, skin.npz, skin.json),
+    # or "generate" to make the default skin first; simulates skeleton and FEM skin coupled
+    # (paper Eqs. 1-2) at 5 ms steps by default.
     skin: str = ""
     # Gait of a robot that walks open loop (each family validates its own; HAMR-VI: stand, trot,
     # pronk, jump; voxel robots: tripod, stand; empty: the family's default, HAMR-VI stands, the

@@ -102,6 +102,7 @@ class BackwardEuler:
         self._fixed_entries = self.fixed_dofs[rows] | self.fixed_dofs[K0.indices]
         self._fixed_diag = model.diagonal_positions[self.fixed_dofs]
         self.stats = StepStats()
+        self._ordering = None  # fill-reducing ordering, computed once (the pattern is fixed)
         if self.options.scheme == "backward_euler":
             self._a, self._c = 1.0, 1.0
         elif self.options.scheme == "midpoint":
@@ -207,7 +208,11 @@ class BackwardEuler:
             if residual <= opt.force_tolerance:
                 break
             A = self._Constrain(A)
-            dy = -Factorize(A, opt.linear_solver).solve(grad)
+            if opt.linear_solver == "splu_nd" and self._ordering is None:
+                from drakebots.fem.coupling import _NestedDissection
+
+                self._ordering = _NestedDissection(A)
+            dy = -Factorize(A, opt.linear_solver, ordering=self._ordering).solve(grad)
             dy[~free] = 0.0
             slope = float(np.dot(grad, dy))
             if not slope < 0.0:

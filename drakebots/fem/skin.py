@@ -51,6 +51,9 @@ from drakebots.robots.skeleton import SkeletonParams, _Build
 
 FOLDABLE_KINDS = ("ankle", "knee", "hip")
 
+# Marching-cubes voxel per robot, m: lands the vertex counts near Table 1 (12.5k-18.3k).
+DEFAULT_VOXEL = {"beetle": 0.011, "cow": 0.0125, "lizard": 0.0125, "monster": 0.0145}
+
 
 @dataclasses.dataclass
 class SkinOptions:
@@ -67,8 +70,9 @@ class SkinOptions:
     # Tooth pitch along the limb and number of teeth of a folding region.
     fold_pitch: float = 0.014
     fold_teeth: int = 3
-    # Marching-cubes voxel size, m (sets the surface resolution and so the vertex count).
-    voxel: float = 0.011
+    # Marching-cubes voxel size, m (sets the surface resolution and so the vertex count; 0: the
+    # robot's default, chosen to land near the paper's vertex counts, Table 1).
+    voxel: float = 0.0
     # Largest tetrahedron edge inside the shell, m.
     max_edge: float = 0.03
     # Target number of glue vertices per link.
@@ -218,14 +222,14 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
     name = params.name
     top = H  # overall height: the skin's top.
     if name == "beetle":
-        # A domed shell (elytra) over the torso, a pronotum and a small head in front.
+        # Domed elytra over the torso (a flattened ellipsoid on a rounded box), a pronotum and a
+        # small head in front.
         a = 0.36 * L
         half_w = 0.5 * W
-        c = top - tc[2] - 0.02
-        parts.append(_Part("ellipsoid", "torso", (tc + [-0.02, 0, 0.0], [a, half_w, c]), 0.03))
-        # Flatten the belly: handled by a second, flatter ellipsoid union (the underside).
         parts.append(
-            _Part("ellipsoid", "torso", (tc + [0.0, 0, -0.02], [a * 0.95, half_w * 0.8, 0.06]))
+            _Part(
+                "ellipsoid", "torso", (tc + [-0.02, 0, 0.0], [a, half_w, top - tc[2] - 0.005]), 0.03
+            )
         )
         parts.append(
             _Part("ellipsoid", "torso", (tc + [a - 0.01, 0, 0.0], [0.07, 0.11, 0.06]), 0.03)
@@ -290,7 +294,12 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
                 _Part(
                     "capsule",
                     "torso",
-                    (head_c + [-0.02, s * 0.12, 0.04], head_c + [-0.06, s * 0.2, 0.1], 0.02, 0.008),
+                    (
+                        head_c + [-0.02, s * 0.12, 0.03],
+                        head_c + [-0.05, s * 0.2, 0.05],
+                        0.02,
+                        0.014,
+                    ),
                     0.02,
                 )
             )
@@ -344,7 +353,36 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
                 "ellipsoid", "torso", (tc, [a, 0.5 * tsize[1] + 0.03, 0.5 * tsize[2] + 0.03]), 0.04
             )
         )
+    # The torso's printed structure (and the motors on it) must stay inside the skin: a rounded
+    # box 12 mm larger than each torso segment, blended in, keeps every animal clear of it.
+    for name, link in b.links.items():
+        if not name.startswith("torso"):
+            continue
+        for box in link.boxes:
+            if not box.name.endswith("_shell"):
+                continue
+            half = 0.5 * np.asarray(box.size) + 0.012
+            parts.append(
+                _Part("roundbox", name, (box.center, half, box.R, 0.8 * float(half.min())), 0.03)
+            )
     return parts
+
+
+# Thinnest feature (radius) of a body shape, m: a 4-8 mm shell needs room for its inner sheet.
+MIN_FEATURE_RADIUS = 0.014
+
+
+def _Thickened(part: _Part) -> _Part:
+    """The part with every radius at least MIN_FEATURE_RADIUS (horns, ears, tail tips)."""
+    r = MIN_FEATURE_RADIUS
+    if part.kind == "capsule":
+        a, b, ra, *rest = part.args
+        rb = rest[0] if rest else ra
+        return dataclasses.replace(part, args=(a, b, max(ra, r), max(rb, r)))
+    if part.kind == "ellipsoid":
+        center, radii, *rest = part.args
+        return dataclasses.replace(part, args=(center, np.maximum(radii, r), *rest))
+    return part
 
 
 def _EvaluatePart(part: _Part, P):
@@ -401,7 +439,7 @@ def _FoldSites(params: SkeletonParams, folding: tuple) -> list[tuple[str, np.nda
 
 def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
     """(f, t, fold) at points P (..., 3): body field (negative inside), thickness, fold depth."""
-    parts = _AnimalShape(params)
+    parts = [_Thickened(part) for part in _AnimalShape(params)]
     if options.links:
         parts = [part for part in parts if part.link in options.links]
     f = None
@@ -788,7 +826,7 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     say("shape and surfaces (marching cubes)")
     # Marching cubes on a coarse grid can make the two sheets (4 mm apart) cross where the
     # surface curves; Gmsh then refuses the boundary. Retry on a finer grid.
-    voxel = options.voxel
+    voxel = options.voxel or DEFAULT_VOXEL.get(params.name, 0.011)
     for attempt in range(5):
         sheets, info = MakeShellSurface(params, dataclasses.replace(options, voxel=voxel))
         count = sum(len(v) for v, _ in sheets)

@@ -1,11 +1,13 @@
 """Sparse linear solvers for the Newton systems, behind one small interface.
 
-The choice was made by measurement (scripts/bench_fem.py, section "linear solvers"): on the
-beetle skin's Newton matrix M/h^2 + D/h + K (about 40k unknowns, symmetric positive definite and
-badly conditioned, because the 4 mm shell is stiff in-plane and the mass term at h = 1-5 ms is
-small) SuperLU with the MMD(A^T + A) ordering is the fastest option in SciPy; conjugate gradients
-with a Jacobi preconditioner needs thousands of iterations there. CHOLMOD (scikit-sparse) does not
-install from PyPI without the system SuiteSparse library, so it is not used.
+The choice was made by measurement (scripts/bench_fem.py, table "linear solvers"): on the beetle
+skin's Newton matrix M/h^2 + D/h + K (about 46k unknowns, symmetric positive definite and badly
+conditioned: the 4 mm shell is stiff in-plane and the mass term at h = 1-5 ms is small), SuperLU
+on the matrix pre-permuted by a METIS nested dissection of the mesh's vertex graph (pymetis) is
+the fastest direct solver SciPy offers (about half the factorisation time of SuperLU's own
+MMD(A^T+A) ordering, a third of COLAMD's); Jacobi-preconditioned CG needs thousands of
+iterations there. CHOLMOD (scikit-sparse) does not build from PyPI without the system SuiteSparse
+library, and qdldl (measured) was slower than SuperLU, so neither is used.
 
 `Factorize(A, method)` returns an object with `solve(b)` (b: (n,) or (n, k)).
 """
@@ -14,21 +16,30 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-SOLVERS = ("splu", "splu_colamd", "spsolve", "cg")
-DEFAULT_SOLVER = "splu"
+SOLVERS = ("splu_nd", "splu", "splu_colamd", "spsolve", "cg")
+DEFAULT_SOLVER = "splu_nd"
 
 
 class _Splu:
-    def __init__(self, A, permc_spec):
+    def __init__(self, A, permc_spec, ordering=None):
+        A = sp.csc_matrix(A)
+        self._perm = ordering
+        if ordering is not None:
+            A = A[ordering][:, ordering].tocsc()
         self._lu = spla.splu(
-            sp.csc_matrix(A),
+            A,
             permc_spec=permc_spec,
             diag_pivot_thresh=0.0,
             options={"SymmetricMode": True},
         )
 
     def solve(self, b):
-        return self._lu.solve(np.asarray(b, float))
+        b = np.asarray(b, float)
+        if self._perm is None:
+            return self._lu.solve(b)
+        x = np.empty_like(b)
+        x[self._perm] = self._lu.solve(b[self._perm])
+        return x
 
 
 class _Spsolve:
@@ -66,14 +77,24 @@ class _Cg:
         return x
 
 
-def Factorize(A, method: str = DEFAULT_SOLVER):
+def Factorize(A, method: str = DEFAULT_SOLVER, *, ordering=None):
     """A solver for the sparse symmetric positive definite matrix A.
 
     Args:
         A: sparse (n, n).
-        method: "splu" (SuperLU, MMD(A^T+A) ordering, symmetric mode; the default),
-            "splu_colamd" (SuperLU, COLAMD), "spsolve" (no reusable factor), "cg" (Jacobi PCG).
+        method: "splu_nd" (SuperLU on the matrix permuted by METIS nested dissection of the
+            vertex graph, symmetric mode; the default), "splu" (SuperLU, its MMD(A^T+A)
+            ordering), "splu_colamd" (SuperLU, COLAMD), "spsolve" (no reusable factor),
+            "cg" (Jacobi-preconditioned conjugate gradients).
+        ordering: for "splu_nd", a precomputed dof permutation (reuse across factorisations of
+            the same pattern); computed when None.
     """
+    if method == "splu_nd":
+        if ordering is None:
+            from drakebots.fem.coupling import _NestedDissection
+
+            ordering = _NestedDissection(A)
+        return _Splu(A, "NATURAL" if ordering is not None else "MMD_AT_PLUS_A", ordering)
     if method == "splu":
         return _Splu(A, "MMD_AT_PLUS_A")
     if method == "splu_colamd":

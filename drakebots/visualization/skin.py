@@ -31,6 +31,37 @@ def DecimatedFaces(faces: np.ndarray, max_faces: int) -> np.ndarray:
     return faces[::step]
 
 
+def ClusteredSurface(rest: np.ndarray, faces: np.ndarray, max_faces: int):
+    """A coarse, closed view mesh by vertex clustering on the rest shape.
+
+    Vertices are grouped into cubic cells (grown until at most `max_faces` triangles remain);
+    each cell is represented by one of its vertices, so the coarse mesh follows the deforming
+    skin by reading those vertices' positions. Returns (representatives (k,), faces (f, 3)) with
+    faces indexing the representatives.
+    """
+    rest = np.asarray(rest, float)
+    used = np.unique(faces)
+    lo = rest[used].min(axis=0)
+    cell = max(float(np.ptp(rest[used], axis=0).max()) / 200.0, 1e-4)
+    while True:
+        keys = np.floor((rest[used] - lo) / cell).astype(np.int64)
+        _, first, cluster = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        cluster = cluster.ravel()
+        of_vertex = -np.ones(len(rest), dtype=np.int64)
+        of_vertex[used] = cluster
+        small = of_vertex[faces]
+        good = (
+            (small[:, 0] != small[:, 1])
+            & (small[:, 1] != small[:, 2])
+            & (small[:, 0] != small[:, 2])
+        )
+        small = small[good]
+        small = np.unique(small, axis=0)
+        if len(small) <= max_faces:
+            return used[first], small
+        cell *= 1.25
+
+
 def PlotSkin(skin, *, title: str = ""):
     """A matplotlib figure of a generated skin: outer surface, glue vertices, folding regions."""
     import matplotlib.pyplot as plt
@@ -103,7 +134,7 @@ def SkinReplayDecorator(
     frames: np.ndarray,
     frame_sample_indices: np.ndarray,
     *,
-    max_faces: int = 3000,
+    max_faces: int = 4000,
 ) -> ReplayDecorator:
     """A replay decorator that shows the skin at each recorded frame.
 
@@ -114,12 +145,9 @@ def SkinReplayDecorator(
         frame_sample_indices: (F,) the log sample index each skin frame belongs to.
         max_faces: triangles per frame (thinned for the size of replay.html).
     """
-    faces = DecimatedFaces(OuterSurface(tets, outer_mask), max_faces)
-    used = np.unique(faces)
-    remap = -np.ones(len(outer_mask), dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    small = remap[faces]
     frames = np.asarray(frames)
+    rest = frames[0].reshape(-1, 3)
+    used, small = ClusteredSurface(rest, OuterSurface(tets, outer_mask), max_faces)
     sample_indices = np.asarray(frame_sample_indices)
     state = {"visible": None}
 

@@ -1,0 +1,265 @@
+"""Benchmark of the skin FEM against Drake's DeformableModel, measured in the same run.
+
+Tables:
+  1. linear solvers on the beetle skin's Newton matrix (the measurement behind the default);
+  2. one implicit step, ours vs Drake's DeformableModel, on the beetle skin and on the
+     cantilever (same mesh, neo-Hookean material, time step, gravity): the ratio ours/Drake
+     (goal <= 1.0);
+  3. the coupled skin-skeleton step of the standing beetle (mean wall time, Newton iterations,
+     factorisations per step);
+  plus peak memory (resident set of the process, and tracemalloc peak of our step).
+
+Usage:
+  python scripts/bench_fem.py [--skin runs/beetle_skin] [--out runs/bench/fem.json]
+      [--skip-drake-skin]   # Drake's step on the 15k-vertex skin takes minutes
+"""
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+
+def _DrakeStep(vtk_path, material, h, *, clamp_x=None, steps=1):
+    """Wall seconds of `steps` DeformableModel steps (after Initialize), and the vertex count."""
+    from pydrake.geometry import GeometryInstance, Mesh, ProximityProperties
+    from pydrake.math import RigidTransform
+    from pydrake.multibody.fem import DeformableBodyConfig, MaterialModel
+    from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
+    from pydrake.systems.analysis import Simulator
+    from pydrake.systems.framework import DiagramBuilder
+
+    builder = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(
+        MultibodyPlantConfig(time_step=h, discrete_contact_approximation="sap"), builder
+    )
+    config = DeformableBodyConfig()
+    config.set_youngs_modulus(material["E"])
+    config.set_poissons_ratio(material["nu"])
+    config.set_mass_density(material["rho"])
+    config.set_material_model(MaterialModel.kNeoHookean)
+    geometry = GeometryInstance(RigidTransform(), Mesh(str(vtk_path)), "body")
+    geometry.set_proximity_properties(ProximityProperties())
+    model = plant.mutable_deformable_model()
+    body = model.RegisterDeformableBody(geometry, config, 1.0)
+    if clamp_x is not None:
+        model.SetWallBoundaryCondition(body, [clamp_x, 0.0, 0.0], [1.0, 0.0, 0.0])
+    plant.Finalize()
+    simulator = Simulator(builder.Build())
+    simulator.Initialize()
+    start = time.perf_counter()
+    simulator.AdvanceTo(steps * h)
+    return (time.perf_counter() - start) / steps
+
+
+def _OurStep(mesh, material, h, *, fixed=None, steps=1):
+    """(wall seconds per step, Newton iterations per step, tracemalloc peak MB)."""
+    from drakebots.fem.integrator import BackwardEuler
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+
+    fem = FemModel(
+        mesh,
+        Material(
+            youngs_modulus=material["E"],
+            poissons_ratio=material["nu"],
+            mass_density=material["rho"],
+        ),
+    )
+    integ = BackwardEuler(fem, fixed_vertices=fixed)
+    x, v = fem.RestPositions(), np.zeros(fem.num_dofs)
+    integ.Step(x, v, h)  # warm-up: the fill-reducing ordering is computed once
+    tracemalloc.start()
+    start = time.perf_counter()
+    iterations = 0
+    for _ in range(steps):
+        x, v = integ.Step(x, v, h)
+        iterations += integ.stats.newton_iterations
+    wall = (time.perf_counter() - start) / steps
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return wall, iterations / steps, peak / 1e6
+
+
+def _Solvers(mesh, material, h):
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+    from drakebots.fem.solvers import Factorize
+
+    fem = FemModel(
+        mesh,
+        Material(
+            youngs_modulus=material["E"],
+            poissons_ratio=material["nu"],
+            mass_density=material["rho"],
+        ),
+    )
+    _, _, K = fem.EnergyGradientHessian(fem.RestPositions(), project=True)
+    A = K.copy()
+    A.data[fem.diagonal_positions] += fem.MassDiagonal() / h**2
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    rows = []
+    for method in ("splu_nd", "splu", "splu_colamd", "cg"):
+        start = time.perf_counter()
+        try:
+            solver = Factorize(A, method)
+            factor = time.perf_counter() - start
+            x = solver.solve(b)
+            total = time.perf_counter() - start
+            residual = float(np.linalg.norm(A @ x - b) / np.linalg.norm(b))
+            rows.append(
+                {
+                    "method": method,
+                    "factor_s": factor,
+                    "factor_and_solve_s": total,
+                    "relative_residual": residual,
+                }
+            )
+        except RuntimeError as e:
+            rows.append(
+                {
+                    "method": method,
+                    "error": str(e),
+                    "factor_and_solve_s": time.perf_counter() - start,
+                }
+            )
+    return rows
+
+
+def _Coupled(skin, steps):
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.robots import GetRobot
+    from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+
+    robot = GetRobot(skin.robot)
+    plant = MultibodyPlant(0.0)
+    instance = robot.AddTo(plant)
+    plant.Finalize()
+    stepper = CoupledSkinSkeleton(
+        plant,
+        instance,
+        skin,
+        CouplingConfig(time_step=0.005),
+        lift=-float(skin.mesh.vertices[:, 2].min()),
+    )
+    state = stepper.DefaultState()
+    desired = np.concatenate([state.q[stepper.actuated_q], np.zeros(stepper.nu)])
+    walls, iterations, factorizations, residuals = [], [], [], []
+    for k in range(steps):
+        start = time.perf_counter()
+        state, info = stepper.Step(state, desired=desired, time_s=0.005 * k)
+        walls.append(time.perf_counter() - start)
+        iterations.append(info.newton_iterations)
+        factorizations.append(info.factorizations)
+        residuals.append(info.glue_residual)
+    return {
+        "steps": steps,
+        "first_step_s": walls[0],
+        "mean_step_s": float(np.mean(walls)),
+        "mean_step_after_first_s": float(np.mean(walls[1:])) if steps > 1 else walls[0],
+        "newton_iterations_per_step": float(np.mean(iterations)),
+        "factorizations_per_step": float(np.mean(factorizations)),
+        "glue_residual_max_m": float(np.max(residuals)),
+        "real_time_factor": 0.005 / float(np.mean(walls)),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--skin", default="runs/beetle_skin", help="a beetle skin folder")
+    parser.add_argument("--out", default="runs/bench/fem.json")
+    parser.add_argument("--coupled-steps", type=int, default=20)
+    parser.add_argument("--skip-drake-skin", action="store_true")
+    args = parser.parse_args(argv)
+
+    from drakebots.fem.mesh import BoxMesh, WriteVtk
+    from drakebots.fem.skin import LoadSkin, MakeSkin
+    from drakebots.robots.skeleton import LoadSkeletonParams
+
+    skin_dir = Path(args.skin)
+    if (skin_dir / "skin.vtk").is_file():
+        skin = LoadSkin(skin_dir)
+    else:
+        print(f"{skin_dir} has no skin: generating the beetle skin", flush=True)
+        skin = MakeSkin(LoadSkeletonParams("beetle"))
+    results = {"skin_vertices": skin.mesh.num_vertices, "skin_tets": skin.mesh.num_tets}
+    h = 1e-3
+    skin_material = {"E": skin.youngs_modulus, "nu": skin.poissons_ratio, "rho": skin.mass_density}
+    print("1. linear solvers, beetle skin Newton matrix (h = 1 ms)", flush=True)
+    results["linear_solvers"] = _Solvers(skin.mesh, skin_material, h)
+    for row in results["linear_solvers"]:
+        print(
+            f"   {row['method']:<12} factor+solve {row['factor_and_solve_s']:7.2f} s  "
+            f"{row.get('relative_residual', row.get('error', ''))}",
+            flush=True,
+        )
+
+    print("2. one implicit step, ours vs Drake DeformableModel", flush=True)
+    steps = []
+    beam = BoxMesh((0.2, 0.02, 0.02), (40, 4, 4))
+    beam_material = {"E": 1e7, "nu": 0.3, "rho": 1000.0}
+    fixed = np.flatnonzero(beam.vertices[:, 0] < 1e-9)
+    with tempfile.TemporaryDirectory() as tmp:
+        WriteVtk(Path(tmp) / "beam.vtk", beam)
+        WriteVtk(Path(tmp) / "skin.vtk", skin.mesh)
+        cases = [("cantilever", beam, beam_material, fixed, Path(tmp) / "beam.vtk", 1e-6, 5)]
+        if not args.skip_drake_skin:
+            cases.append(
+                ("beetle skin", skin.mesh, skin_material, None, Path(tmp) / "skin.vtk", None, 1)
+            )
+        else:
+            cases.append(("beetle skin", skin.mesh, skin_material, None, None, None, 1))
+        for name, mesh, material, fix, vtk, clamp, count in cases:
+            ours, iterations, peak = _OurStep(mesh, material, h, fixed=fix, steps=count)
+            drake = _DrakeStep(vtk, material, h, clamp_x=clamp, steps=count) if vtk else None
+            row = {
+                "case": name,
+                "vertices": mesh.num_vertices,
+                "tets": mesh.num_tets,
+                "time_step_s": h,
+                "ours_s": ours,
+                "drake_s": drake,
+                "ratio_ours_over_drake": ours / drake if drake else None,
+                "ours_newton_iterations": iterations,
+                "ours_tracemalloc_peak_MB": peak,
+            }
+            steps.append(row)
+            ratio = f"{row['ratio_ours_over_drake']:.3f}" if drake else "n/a"
+            drake_text = f"{drake:8.3f} s" if drake else "     n/a"
+            print(
+                f"   {name:<12} {mesh.num_vertices:6d} vertices  ours {ours:8.3f} s "
+                f"({iterations:.1f} Newton)  Drake {drake_text}  ratio {ratio}",
+                flush=True,
+            )
+    results["implicit_step"] = steps
+
+    print("3. coupled skin-skeleton step (standing beetle, h = 5 ms)", flush=True)
+    results["coupled_step"] = _Coupled(skin, args.coupled_steps)
+    c = results["coupled_step"]
+    print(
+        f"   mean {c['mean_step_s']:.3f} s/step (first {c['first_step_s']:.2f} s), "
+        f"{c['newton_iterations_per_step']:.2f} Newton iterations, "
+        f"{c['factorizations_per_step']:.2f} factorisations per step, glue residual max "
+        f"{c['glue_residual_max_m']:.2e} m",
+        flush=True,
+    )
+    results["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"peak resident memory {results['peak_rss_MB']:.0f} MB")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

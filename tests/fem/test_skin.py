@@ -1,0 +1,103 @@
+"""Skin generation: shells from implicit shapes, files, and the four robots' skins (slow).
+
+Every generated skin.vtk must load into Drake's DeformableModel (the independent reader), with
+every tetrahedron positively oriented, both surface sheets closed and manifold, the glue vertices
+on links of the skeleton, and the skin mass equal to the paper's skin mass."""
+
+import numpy as np
+import pytest
+
+from drakebots.fem.mesh import BoundaryFaces, CheckClosedManifold, ReadVtk, TetMesh
+from drakebots.fem.skin import (
+    MakeShellMesh,
+    MakeSkin,
+    SkinInputError,
+    SkinOptions,
+    WriteSkin,
+)
+from drakebots.robots.skeleton import LoadSkeletonParams, _Build
+
+PAPER_VERTICES = {"beetle": 14152, "monster": 16624, "lizard": 18261, "cow": 12494}
+
+
+def LoadsInDrake(path, density=1000.0) -> int:
+    """Registers a VTK tet mesh as a Drake deformable body; returns its vertex count."""
+    from pydrake.geometry import GeometryInstance, Mesh, ProximityProperties
+    from pydrake.math import RigidTransform
+    from pydrake.multibody.fem import DeformableBodyConfig
+    from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
+    from pydrake.systems.framework import DiagramBuilder
+
+    builder = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(
+        MultibodyPlantConfig(time_step=1e-3, discrete_contact_approximation="sap"), builder
+    )
+    config = DeformableBodyConfig()
+    config.set_mass_density(density)
+    geometry = GeometryInstance(RigidTransform(), Mesh(str(path)), "skin")
+    geometry.set_proximity_properties(ProximityProperties())
+    body = plant.mutable_deformable_model().RegisterDeformableBody(geometry, config, 1.0)
+    plant.Finalize()
+    context = plant.CreateDefaultContext()
+    return plant.deformable_model().GetPositions(context, body).shape[1]
+
+
+def test_shell_of_a_sphere_is_a_closed_positive_shell_that_drake_loads(tmp_path):
+    from drakebots.fem.mesh import WriteVtk
+
+    outer_r, thickness = 0.05, 0.004
+    mesh = MakeShellMesh(
+        lambda P: np.linalg.norm(P, axis=-1) - outer_r, [-0.06] * 3, [0.06] * 3, thickness, 0.008
+    )
+    assert mesh.SignedVolumes().min() > 0.0
+    exact = 4.0 / 3.0 * np.pi * (outer_r**3 - (outer_r - thickness) ** 3)
+    assert mesh.Volume() == pytest.approx(exact, rel=0.05)
+    CheckClosedManifold(mesh.vertices, BoundaryFaces(mesh.tets))
+    WriteVtk(tmp_path / "shell.vtk", mesh)
+    back = ReadVtk(tmp_path / "shell.vtk")
+    np.testing.assert_allclose(back.vertices, mesh.vertices, atol=1e-8)
+    assert LoadsInDrake(tmp_path / "shell.vtk") == mesh.num_vertices
+
+
+def test_bad_thickness_and_poissons_ratio_are_rejected():
+    params = LoadSkeletonParams("beetle")
+    with pytest.raises(SkinInputError, match="thickness"):
+        MakeSkin(params, SkinOptions(thickness=0.0))
+    with pytest.raises(SkinInputError, match="Poisson"):
+        MakeSkin(params, SkinOptions(poissons_ratio=0.5))
+    with pytest.raises(SkinInputError, match="elbows"):
+        MakeSkin(params, SkinOptions(folding_regions=("elbows",)))
+
+
+def test_a_non_positive_tet_is_refused_by_the_model():
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+
+    mesh = TetMesh(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]]), [[0, 2, 1, 3]])
+    with pytest.raises(ValueError, match="element 0"):
+        FemModel(mesh, Material())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", sorted(PAPER_VERTICES))
+def test_every_robot_skin(robot, tmp_path):
+    params = LoadSkeletonParams(robot)
+    skin = MakeSkin(params)
+    mesh = skin.mesh
+    # The paper's scale (Table 1: 12.5k-18.3k skin vertices): within a factor of 2.
+    assert 0.5 * PAPER_VERTICES[robot] < mesh.num_vertices < 2.0 * PAPER_VERTICES[robot]
+    assert 100 <= len(skin.glue_vertices) <= 400  # paper: 140-301
+    assert mesh.SignedVolumes().min() > 0.0
+    faces = BoundaryFaces(mesh.tets)
+    CheckClosedManifold(mesh.vertices, faces)
+    assert mesh.Volume() * skin.mass_density == pytest.approx(params.skin_mass, rel=1e-9)
+    links = set(_Build(params).links)
+    assert set(skin.glue_links) <= links
+    # Glue points sit on the inner sheet, the skeleton side of the shell.
+    assert not skin.outer[skin.glue_vertices].any()
+    np.testing.assert_allclose(skin.weights.sum(axis=1), 1.0, atol=1e-6)
+    # The outer size is the paper's overall size within 20 % along each axis.
+    size = mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)
+    np.testing.assert_allclose(size, params.paper_size, rtol=0.2)
+    WriteSkin(tmp_path, skin)
+    assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
