@@ -42,6 +42,12 @@ STEPS = [
         ["simulate", "beetle", "--skin", "generate", "--duration", "0.25"],
     ),
     (
+        "gecko_course",
+        "Gecko soft walker: the gait pattern generator walks the Drake model (suction welds, "
+        "pneumatic cascade) to two targets of the paper's course",
+        ["gecko", "navigate", "--targets", "0.4,0.1; 0.6,-0.3", "--no-progress"],
+    ),
+    (
         "hamr_trot",
         "HAMR-VI microrobot: open-loop 10 Hz piezo trot on cardstock, 24 loops closed in SAP",
         ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "10", "--duration", "0.3"],

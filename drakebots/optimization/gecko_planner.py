@@ -70,6 +70,11 @@ class MotionFit:
     q1_range: tuple = (50.0, 90.0)
     q2_range: tuple = (-0.5, 0.5)
 
+    @property
+    def rows(self) -> tuple:
+        """The coefficients as three tuples of floats (for scalar code)."""
+        return tuple(tuple(float(c) for c in row) for row in np.asarray(self.coefficients))
+
     def Evaluate(self, q1_deg, q2) -> np.ndarray:
         """(..., 3): d_eps [rad], dx [m], dy [m] per cycle."""
         return Terms(q1_deg, q2) @ np.asarray(self.coefficients).T
@@ -225,15 +230,14 @@ def DistanceSquaredAndGradient(target_robot, fit: MotionFit, q1_deg: float, q2: 
 
     Scalar arithmetic: the planner calls this a few dozen times per decision.
     """
-    C = fit.coefficients
     q1, q2 = float(q1_deg), float(q2)
-    t = (1.0, q1, q2, q1 * q1, q2 * q2, q1 * q2)
-    t1 = (0.0, 1.0, 0.0, 2.0 * q1, 0.0, q2)
-    t2 = (0.0, 0.0, 1.0, 0.0, 2.0 * q2, q1)
-    rows = [(C[r][0], C[r][1], C[r][2], C[r][3], C[r][4], C[r][5]) for r in range(3)]
-    theta, dx, dy = (sum(c * v for c, v in zip(row, t, strict=True)) for row in rows)
-    g1 = [sum(c * v for c, v in zip(row, t1, strict=True)) for row in rows]
-    g2 = [sum(c * v for c, v in zip(row, t2, strict=True)) for row in rows]
+    q11, q22, q12 = q1 * q1, q2 * q2, q1 * q2
+    values, g1, g2 = [], [], []
+    for a0, a1, a2, a3, a4, a5 in fit.rows:
+        values.append(a0 + a1 * q1 + a2 * q2 + a3 * q11 + a4 * q22 + a5 * q12)
+        g1.append(a1 + 2.0 * a3 * q1 + a5 * q2)
+        g2.append(a2 + 2.0 * a4 * q2 + a5 * q1)
+    theta, dx, dy = values
     x0, y0 = float(target_robot[0]), float(target_robot[1])
     half = 0.5 * theta
     sin_half, cos_half = math.sin(half), math.cos(half)
@@ -270,47 +274,60 @@ def ProjectedNewton(objective, u0, *, max_iterations: int = 40, tolerance: float
     """Minimises a smooth function of 2 variables on the unit box [0, 1]^2.
 
     Projected Newton with an active set (a bound is active when the gradient pushes through it),
-    the Hessian by central differences of the analytic gradient, a gradient step where the
+    the Hessian by forward differences of the analytic gradient, a gradient step where the
     Hessian is not positive definite, and an Armijo backtracking line search on the projected
-    path. Returns (u, f, evaluations).
+    path. Scalar arithmetic (2 variables). Returns (u, f, evaluations).
     """
-    u = np.clip(np.asarray(u0, dtype=float), 0.0, 1.0)
-    f, g = objective(u)
+
+    def clip(v):
+        return 0.0 if v < 0.0 else 1.0 if v > 1.0 else v
+
+    u = [clip(float(u0[0])), clip(float(u0[1]))]
+    f, g = objective(np.array(u))
+    g = [float(g[0]), float(g[1])]
     evaluations = 1
     h = 1e-6
     for _ in range(max_iterations):
-        active = ((u <= 0.0) & (g > 0.0)) | ((u >= 1.0) & (g < 0.0))
-        free = ~active
-        if not np.any(free) or np.max(np.abs(g[free])) < tolerance:
+        free = [not ((u[i] <= 0.0 and g[i] > 0.0) or (u[i] >= 1.0 and g[i] < 0.0)) for i in (0, 1)]
+        if not any(free) or max(abs(g[i]) for i in (0, 1) if free[i]) < tolerance:
             break
-        H = np.zeros((2, 2))
-        for i in range(2):
-            e = np.zeros(2)
-            e[i] = h
-            H[:, i] = (objective(u + e)[1] - objective(u - e)[1]) / (2.0 * h)
-        evaluations += 4
-        H = 0.5 * (H + H.T)
-        d = np.zeros(2)
-        Hff = H[np.ix_(free, free)]
-        gf = g[free]
-        eigenvalues = np.linalg.eigvalsh(Hff)
-        if np.min(eigenvalues) > 1e-12 * max(1.0, np.max(np.abs(eigenvalues))):
-            d[free] = -np.linalg.solve(Hff, gf)
+        H = [[0.0, 0.0], [0.0, 0.0]]
+        for i in (0, 1):
+            step_i = h if u[i] + h <= 1.0 else -h
+            probe = list(u)
+            probe[i] += step_i
+            gi = objective(np.array(probe))[1]
+            H[0][i] = (float(gi[0]) - g[0]) / step_i
+            H[1][i] = (float(gi[1]) - g[1]) / step_i
+        evaluations += 2
+        off = 0.5 * (H[0][1] + H[1][0])
+        d = [0.0, 0.0]
+        if free[0] and free[1]:
+            a, b, c = H[0][0], off, H[1][1]
+            det = a * c - b * b
+            scale = max(abs(a), abs(c), 1e-300)
+            if a > 1e-12 * scale and det > 1e-12 * scale * scale:
+                d = [-(c * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det]
+            else:
+                d = [-g[0] / scale, -g[1] / scale]
         else:
-            d[free] = -gf / max(np.max(np.abs(eigenvalues)), 1e-12)
+            i = 0 if free[0] else 1
+            curvature = H[i][i]
+            d[i] = -g[i] / curvature if curvature > 1e-12 else -g[i] / max(abs(curvature), 1e-12)
         step = 1.0
         while True:
-            trial = np.clip(u + step * d, 0.0, 1.0)
-            f_trial, g_trial = objective(trial)
+            trial = [clip(u[0] + step * d[0]), clip(u[1] + step * d[1])]
+            f_trial, g_trial = objective(np.array(trial))
             evaluations += 1
-            if f_trial <= f + 1e-4 * float(g @ (trial - u)) or step < 1e-10:
+            decrease = g[0] * (trial[0] - u[0]) + g[1] * (trial[1] - u[1])
+            if f_trial <= f + 1e-4 * decrease or step < 1e-10:
                 break
             step *= 0.5
-        moved = float(np.max(np.abs(trial - u)))
-        u, f, g = trial, f_trial, g_trial
+        moved = max(abs(trial[0] - u[0]), abs(trial[1] - u[1]))
+        u, f, g = trial, f_trial, [float(g_trial[0]), float(g_trial[1])]
         if moved < 1e-12:
             break
-    return u, f, evaluations
+    return np.array(u), f, evaluations
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,6 +351,10 @@ class PlannerParams:
     # Local search: "newton" (projected Newton, this project's) or "L-BFGS-B" (scipy; the
     # authors' choice). Both start from `start` and from the best point of a coarse grid.
     method: str = "newton"
+    # Skip the local search at horizons whose coarse-grid minimum is farther than d_0 + margin.
+    grid_prescreen: bool = True
+    # The margin, m (the coarse grid's worst underestimate of the true minimum is far below).
+    prescreen_margin: float = 0.03
     # Target reached within this distance, m (paper: 5 cm).
     epsilon: float = 0.05
 
@@ -374,12 +395,20 @@ class GaitPatternPlanner:
         self.fit = fit
         self.params = params or PlannerParams()
         p = self.params
-        g1 = np.linspace(p.q1_bounds[0], p.q1_bounds[1], 6)
-        g2 = np.linspace(p.q2_bounds[0], p.q2_bounds[1], 9)
+        g1 = np.linspace(p.q1_bounds[0], p.q1_bounds[1], 11)
+        g2 = np.linspace(p.q2_bounds[0], p.q2_bounds[1], 11)
         self._grid = np.array(np.meshgrid(g1, g2, indexing="ij")).reshape(2, -1).T
         self._grid_motion = fit.Evaluate(self._grid[:, 0], self._grid[:, 1])
 
-    def Minimize(self, target_robot, n: int) -> tuple[np.ndarray, float, int]:
+    def GridValues(self, target_robot, n: int) -> np.ndarray:
+        """d_n^2 at the points of the coarse grid (vectorised)."""
+        return np.sum(
+            PredictTarget(np.asarray(target_robot)[None], self._grid_motion, n) ** 2, axis=-1
+        )
+
+    def Minimize(
+        self, target_robot, n: int, grid_values: np.ndarray | None = None
+    ) -> tuple[np.ndarray, float, int]:
         """min over (q1, q2) in the bounds of d_n^2 (Eq. 21): (q*, d_n at q*, evaluations)."""
         p = self.params
         lo = np.array([p.q1_bounds[0], p.q2_bounds[0]])
@@ -396,11 +425,10 @@ class GaitPatternPlanner:
 
         starts = [(np.array(p.start) - lo) / span]
         if p.grid_start:
-            values = np.sum(
-                PredictTarget(np.asarray(target_robot)[None], self._grid_motion, n) ** 2, axis=-1
-            )
-            evaluations += len(values)
-            starts.append((self._grid[int(np.argmin(values))] - lo) / span)
+            if grid_values is None:
+                grid_values = self.GridValues(target_robot, n)
+                evaluations += len(grid_values)
+            starts.append((self._grid[int(np.argmin(grid_values))] - lo) / span)
         best_q, best_value = None, math.inf
         for u0 in starts:
             if p.method == "L-BFGS-B":
@@ -409,25 +437,37 @@ class GaitPatternPlanner:
                 )
                 u, value = result.x, float(result.fun)
             else:
-                u, value, count = ProjectedNewton(objective, u0)
-                evaluations += count
+                u, value, _ = ProjectedNewton(objective, u0)
             if value < best_value:
                 best_value = value
                 best_q = lo + np.clip(u, 0.0, 1.0) * span
         return best_q, math.sqrt(max(best_value, 0.0)), evaluations
 
     def Decide(self, pose, target) -> Decision:
-        """Algorithm 1 from a measured pose (x, y, eps) to a target (x, y) in the world."""
+        """Algorithm 1 from a measured pose (x, y, eps) to a target (x, y) in the world.
+
+        For n = 1, 2, ...: minimise d_n (Eq. 21); stop at the first n whose minimum is closer than
+        the current distance d_0 (or at max_horizon). With `grid_prescreen`, a horizon whose
+        coarse-grid minimum exceeds d_0 by more than `prescreen_margin` is skipped without the
+        local search (the grid minimum bounds the true one from above; the margin covers the
+        grid's resolution), which saves most of the work for targets behind the robot.
+        """
         start = time.perf_counter()
+        p = self.params
         target_robot = TargetInRobotFrame(pose, target)
         d0 = float(np.linalg.norm(target_robot))
         total = 0
         n = 1
         while True:
-            q, dn, evaluations = self.Minimize(target_robot, n)
-            total += evaluations
-            if dn < d0 or n >= self.params.max_horizon:
-                break
+            values = self.GridValues(target_robot, n)
+            total += len(values)
+            grid_min = math.sqrt(float(np.min(values)))
+            last = n >= p.max_horizon
+            if not p.grid_prescreen or grid_min < d0 + p.prescreen_margin or last:
+                q, dn, evaluations = self.Minimize(target_robot, n, grid_values=values)
+                total += evaluations
+                if dn < d0 or last:
+                    break
             n += 1
         return Decision(
             q1=float(q[0]),

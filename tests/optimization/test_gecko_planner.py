@@ -142,3 +142,18 @@ def test_closed_loop_reaches_every_target_of_the_paper_course(which):
         assert np.hypot(*(pose[:2] - result.targets[k])) < 0.05
     assert result.final_error < 0.05
     assert sum(result.steps_per_target) == len(result.steps)
+
+
+def test_grid_prescreen_gives_algorithm_1s_decision():
+    """Skipping horizons whose coarse-grid minimum is far from d_0 picks the same horizon and
+    distance as running the local search at every horizon (Algorithm 1 as written)."""
+    fit = ReferenceFit()
+    fast = GaitPatternPlanner(fit)
+    exhaustive = GaitPatternPlanner(fit, PlannerParams(grid_prescreen=False))
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        pose = np.r_[rng.uniform(-0.5, 0.5, 2), rng.uniform(-3, 3)]
+        target = rng.uniform(-0.6, 0.6, 2)
+        a, b = fast.Decide(pose, target), exhaustive.Decide(pose, target)
+        assert a.n == b.n
+        assert a.dn == pytest.approx(b.dn, abs=1e-6)
