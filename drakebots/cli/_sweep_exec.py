@@ -33,6 +33,7 @@ import fcntl
 import json
 import logging
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -177,7 +178,8 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
     """Runs `python -m drakebots ARGV` with output to `log`.
 
     Returns:
-        (exit code or None, the traceback the case printed or a timeout message, or None).
+        (exit code or None, the traceback the case printed or a timeout message, or None,
+        the case's CPU time in s).
     """
     env = dict(os.environ, MPLBACKEND="Agg")
     log.flush()
@@ -190,20 +192,33 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
     )
     with _CHILDREN_LOCK:
         _CHILDREN[str(case_dir)] = child
-    try:
-        code = child.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    timed_out = threading.Event()
+
+    def Stop():
+        timed_out.set()
         child.kill()
-        child.wait()
-        return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s"
+
+    timer = threading.Timer(timeout, Stop) if timeout else None
+    try:
+        if timer is not None:
+            timer.start()
+        # wait4 rather than Popen.wait: it also gives this child's own CPU time (other cases'
+        # children may end meanwhile in a worker running several at once).
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = code = os.waitstatus_to_exitcode(status)
     finally:
+        if timer is not None:
+            timer.cancel()
         with _CHILDREN_LOCK:
             _CHILDREN.pop(str(case_dir), None)
+    cpu = usage.ru_utime + usage.ru_stime
+    if timed_out.is_set():
+        return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s", cpu
     with open(log_path, errors="replace") as f:
         f.seek(offset)
         text = f.read()
     start = text.rfind("Traceback (most recent call last):")
-    return code, (text[start:] if start >= 0 and code not in (0, 2) else None)
+    return code, (text[start:] if start >= 0 and code not in (0, 2) else None), cpu
 
 
 def _LastLines(path: Path, offset: int = 0, count: int = 3) -> str:
@@ -271,9 +286,15 @@ def _RunCaseLocked(task: dict) -> dict:
         log.flush()
         offset = log.tell()
         if task.get("in_process"):
+            who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux: this thread.
+            before = resource.getrusage(who)
             code, trace = _RunInProcess(argv, log)
+            after = resource.getrusage(who)
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         else:
-            code, trace = _RunSubprocess(argv, case_dir, log, log_path, offset, task.get("timeout"))
+            code, trace, cpu = _RunSubprocess(
+                argv, case_dir, log, log_path, offset, task.get("timeout")
+            )
     seconds = time.time() - started
     summary_path = case_dir / "summary.json"
     summary = None
@@ -293,6 +314,7 @@ def _RunCaseLocked(task: dict) -> dict:
         "params": task["params"],
         "exit_code": code,
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
         **identity,
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(
             timespec="seconds"

@@ -19,6 +19,7 @@ HEAD_COLUMNS = [
     "status",
     "exit_code",
     "seconds",
+    "cpu_seconds",
     "worker",
     "host",
     "finished",

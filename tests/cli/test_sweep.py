@@ -290,6 +290,19 @@ def test_case_that_raises_is_recorded_with_its_traceback(tmp_path, cluster, caps
     assert "1 done, 0 failed, 1 error" in status and "RuntimeError" in status
 
 
+def test_case_timeout_stops_the_case(tmp_path, cluster, capsys):
+    local, _ = cluster
+    sweep = tmp_path / "slow.yaml"
+    sweep.write_text("command: simulate beetle\ncases: [{name: slow, args: {duration: 60}}]\n")
+    out = tmp_path / "sweep"
+    args = ["sweep", str(sweep), "--out", str(out), "--scheduler", local.scheduler_address]
+    assert main(args + ["--no-progress", "--case-timeout", "1.5"]) == 1
+    row = rows_by_case(out)["slow"]
+    assert row["status"] == "error" and "--case-timeout 1.5 s" in row["reason"]
+    assert 1.5 <= row["seconds"] < 10
+    assert not _child_processes_writing(out), "the timed-out case is still running"
+
+
 def _child_processes_writing(folder: Path) -> list[int]:
     """Pids of processes whose command line names `folder` (a case still running)."""
     pids = []
