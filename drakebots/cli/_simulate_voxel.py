@@ -35,6 +35,8 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     centroid = log.extra["centroid"]
     summary = {
         "gait": gait,
+        "time_step_s": config.time_step,
+        "sap_near_rigid_threshold": config.near_rigid_threshold,
         "cycle_duration_s": cycle,
         "cycles_completed": int(len(per_cycle)),
         "distance_per_cycle_m": per_cycle.tolist(),
