@@ -1,21 +1,25 @@
-"""A Gauss-Newton SQP for MathematicalPrograms whose costs are sums of squares (paper, section 5.1).
+"""A Gauss-Newton SQP for least-squares NLPs with sparse Jacobians (paper, section 5.1).
 
 The paper solves the space-time problem (Eq. 9) "using the Gauss-Newton algorithm" as a sequence
-of quadratic programs. `SolveGaussNewton` does that on a `MathematicalProgram` as built by
-drakebots.optimization.space_time, reading every binding from the program itself:
+of quadratic programs. `SolveLeastSquaresSqp` does that for an NLP given as vectorised functions
+(`LeastSquaresNlp`): min ||r(x)||² + ½ xᵀHx + gᵀx subject to c_eq(x) = 0, c_in(x) <= 0, bounds
+and second-order cones on affine maps of x. Each iteration:
 
-- generic (Python) costs must come with a residual r(x) -> (r, J) (`residuals[description]`), so
-  the subproblem's Hessian is the Gauss-Newton J^T J; quadratic costs enter exactly;
-- linear, bounding-box and Lorentz-cone constraints enter the subproblem exactly (Lorentz cones
-  on x + d, so the subproblem is a small SOCP); generic and quadratic constraints are linearised
-  with their exact AutoDiff Jacobians;
-- each subproblem is a sparse MathematicalProgram (one small dense block per binding) solved with
-  Clarabel; steps are damped (Levenberg-Marquardt) and accepted by an l1 merit line search.
+- evaluates r, c_eq, c_in and their sparse Jacobians in one call (no per-term Python objects);
+- solves the QP with the Gauss-Newton Hessian 2 JᵀJ (+ a small Levenberg-Marquardt damping),
+  the constraints linearised, bounds and cones exact, with Clarabel (sparse interior point, SOCP);
+  a subproblem whose linearisation is infeasible is re-solved elastic (l1-penalised slacks);
+- accepts the step by an Armijo line search on the l1 merit f + ν (||c_eq||₁ + ||c_in⁺||₁), with
+  ν kept above the QP's multipliers, and a *second-order correction* when the full step is
+  rejected: the minimum-norm step back onto the constraints' linearisation at the trial point
+  (Nocedal & Wright, section 18.3). That is what lets Gauss-Newton follow curved equality
+  constraints (a foot that must stay on the ground while the leg rotates) instead of crawling along
+  them with tiny steps (the Maratos effect of an l1 merit).
 
-SNOPT and IPOPT (`space_time.SolveSpaceTime(..., solver="snopt")`) solve the same program; on
-problems of a full motion cycle they spend minutes (SNOPT's dense reduced Hessian over thousands
-of superbasic variables, IPOPT's quasi-Newton on a least-squares problem) where Gauss-Newton
-takes seconds: see scripts/bench_skinned.py.
+`SolveGaussNewton(prog, residuals, x0)` runs the same solver on a generic `MathematicalProgram`
+(costs given as residuals, every constraint evaluated through its binding): slower, for small
+problems and tests. SNOPT and IPOPT solve the same programs through Drake
+(`space_time.SolveSpaceTime(..., solver="snopt")`); scripts/bench_skinned.py compares them.
 """
 
 from __future__ import annotations
@@ -24,22 +28,72 @@ import dataclasses
 import time
 
 import numpy as np
-from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoDiff
-from pydrake.solvers import ClarabelSolver, MathematicalProgram
+import scipy.sparse as sp
+
+
+@dataclasses.dataclass
+class NlpEvaluation:
+    """Values (and, when asked, Jacobians) of a least-squares NLP at one x.
+
+    Attributes:
+        r: residuals; the cost is ||r||² + ½ xᵀ H x + gᵀ x.
+        c_eq: equality constraints (= 0).
+        c_in: inequality constraints (<= 0).
+        J_r, A_eq, A_in: their Jacobians (sparse CSR), or None when not asked for.
+    """
+
+    r: np.ndarray
+    c_eq: np.ndarray
+    c_in: np.ndarray
+    J_r: sp.csr_matrix | None = None
+    A_eq: sp.csr_matrix | None = None
+    A_in: sp.csr_matrix | None = None
+
+
+class LeastSquaresNlp:
+    """Interface of the NLPs `SolveLeastSquaresSqp` solves (duck-typed; see SpaceTimeNlp).
+
+    Attributes:
+        num_vars: n.
+        lower, upper: (n,) bounds (±inf where none).
+        H, g: constant quadratic cost terms (sparse (n, n), (n,)), or None.
+        cone_A, cone_b: second-order cones C x + e ∈ SOC₃ per 3 rows (sparse (3 c, n), (3 c,)),
+            or None: (t, u, v) with t >= ||(u, v)||.
+        eq_names, in_names: list of (name, first row, end row) naming the constraint rows.
+    """
+
+    num_vars: int
+    lower: np.ndarray
+    upper: np.ndarray
+    H = None
+    g = None
+    cone_A = None  # noqa: N815 (monogram: the cone map A)
+    cone_b = None
+    eq_names: list = []
+    in_names: list = []
+
+    def Evaluate(self, x: np.ndarray, jacobians: bool) -> NlpEvaluation:
+        raise NotImplementedError
 
 
 @dataclasses.dataclass
 class GaussNewtonOptions:
     max_iterations: int = 40
-    # Stop when the step is this small (max |d|) and constraints hold to feasibility_tolerance.
-    step_tolerance: float = 1e-5
+    # Converged when constraints hold to feasibility_tolerance and the relative decrease of the
+    # cost or the step (max |d|) is below these.
     feasibility_tolerance: float = 1e-6
-    # Relative decrease of the merit below which the iteration stops (converged).
     merit_tolerance: float = 1e-6
-    # Initial Levenberg-Marquardt damping (times identity on the step).
-    damping: float = 1e-6
-    # l1 penalty weight of constraint violation in the merit function.
-    penalty: float = 1e3
+    step_tolerance: float = 1e-6
+    # Initial Levenberg-Marquardt damping (times identity on the step), relative to mean(diag JᵀJ).
+    damping: float = 1e-8
+    # Initial l1 penalty on constraint violation in the merit (raised above the multipliers).
+    penalty: float = 10.0
+    # Second-order correction steps when the full step is rejected.
+    second_order_correction: bool = True
+    # Add the NLP's constraint curvature Σ λ ∇²c (nlp.Curvature, if it has one) to the QP.
+    constraint_curvature: bool = True
+    # Wall-clock limit, s (0: none).
+    time_limit: float = 0.0
 
 
 @dataclasses.dataclass
@@ -50,239 +104,296 @@ class GaussNewtonResult:
     iterations: int
     cost: float
     violation: float
+    worst_constraint: str
     history: list
     solve_time: float
+    evaluations: int = 0
+    qp_time: float = 0.0
+    evaluation_time: float = 0.0
 
 
-def _Indices(prog, variables):
-    return np.array(prog.FindDecisionVariableIndices(variables), dtype=int)
+def _Names(names, values, absolute):
+    """(max violation, its name) over named rows."""
+    worst, name = 0.0, ""
+    for label, a, b in names:
+        if b <= a:
+            continue
+        v = values[a:b]
+        v = np.abs(v) if absolute else np.maximum(v, 0.0)
+        if v.max() > worst:
+            worst, name = float(v.max()), label
+    return worst, name
 
 
-class _Linearization:
-    def __init__(self, prog: MathematicalProgram, residuals: dict):
-        self.prog = prog
-        self.residuals = residuals
-        self.costs = []  # (idx, fn, name)
-        for b in prog.generic_costs():
-            name = b.evaluator().get_description()
-            if name not in residuals:
-                raise ValueError(f"cost '{name}' has no residual form for Gauss-Newton")
-            self.costs.append((_Indices(prog, b.variables()), residuals[name], name))
-        self.quadratic = [
-            (_Indices(prog, b.variables()), b.evaluator().Q(), b.evaluator().b(), b.evaluator().c())
-            for b in prog.quadratic_costs()
-        ]
-        self.linear_costs = [
-            (_Indices(prog, b.variables()), b.evaluator().a(), b.evaluator().b())
-            for b in prog.linear_costs()
-        ]
-        self.nonlinear = [
-            (_Indices(prog, b.variables()), b, b.evaluator().get_description())
-            for b in list(prog.generic_constraints()) + list(prog.quadratic_constraints())
-        ]
-        self.linear = []
-        for b in list(prog.linear_constraints()) + list(prog.linear_equality_constraints()):
-            e = b.evaluator()
-            A = e.GetDenseA() if hasattr(e, "GetDenseA") else e.A()
-            self.linear.append(
-                (
-                    _Indices(prog, b.variables()),
-                    A,
-                    e.lower_bound(),
-                    e.upper_bound(),
-                    e.get_description(),
-                )
+def _ConeViolation(nlp, x) -> float:
+    if nlp.cone_A is None or nlp.cone_A.shape[0] == 0:
+        return 0.0
+    z = (nlp.cone_A @ x + nlp.cone_b).reshape(-1, 3)
+    return float(np.max(np.maximum(0.0, np.hypot(z[:, 1], z[:, 2]) - z[:, 0]), initial=0.0))
+
+
+class _Qp:
+    """Clarabel for one subproblem: min ½ dᵀPd + qᵀd s.t. A d + s = b, s ∈ cones."""
+
+    def __init__(self, nlp):
+        import clarabel
+
+        self.clarabel = clarabel
+        self.nlp = nlp
+        self.settings = clarabel.DefaultSettings()
+        self.settings.verbose = False
+        self.settings.tol_gap_abs = 1e-9
+        self.settings.tol_gap_rel = 1e-9
+        self.settings.tol_feas = 1e-9
+        self.settings.max_iter = 200
+        lower, upper = nlp.lower, nlp.upper
+        # Variables fixed by their bounds (a swing foot's force) leave the subproblem.
+        self.free = np.flatnonzero(~(upper <= lower))
+        self.lower, self.upper = lower[self.free], upper[self.free]
+
+    def Solve(self, P, q, ev: NlpEvaluation, x, *, elastic_penalty=None):
+        """Returns (d, λ_eq, λ_in, status) (d None when the QP failed)."""
+        cl = self.clarabel
+        nlp = self.nlp
+        free = self.free
+        n_all = len(x)
+        x_all = x
+        x = x[free]
+        n = len(x)
+        P = P[free][:, free]
+        q = q[free]
+        A_eq, A_in = ev.A_eq[:, free], ev.A_in[:, free]
+        # Bounds enter as rows only near where they could become active within one step.
+        near = 1.0
+        fin_u = np.flatnonzero(np.isfinite(self.upper) & (self.upper - x < near))
+        fin_l = np.flatnonzero(np.isfinite(self.lower) & (x - self.lower < near))
+        p, m = A_eq.shape[0], A_in.shape[0]
+        blocks, rhs, cones = [], [], []
+        ns = 0
+        if elastic_penalty is not None:
+            # d, then slacks s_eq⁺, s_eq⁻ (p each) and s_in (m): A_eq d + s⁺ - s⁻ = -c_eq,
+            # A_in d - s_in <= -c_in, s >= 0, cost ν Σ s.
+            ns = 2 * p + m
+
+        def pad(M, extra=None):
+            M = sp.csr_matrix(M)
+            if ns == 0:
+                return M
+            right = extra if extra is not None else sp.csr_matrix((M.shape[0], ns))
+            return sp.hstack([M, right], format="csr")
+
+        if p:
+            extra = None
+            if ns:
+                extra = sp.hstack([sp.eye(p), -sp.eye(p), sp.csr_matrix((p, m))], format="csr")
+            blocks.append(pad(A_eq, extra))
+            rhs.append(-ev.c_eq)
+            cones.append(cl.ZeroConeT(p))
+        nonneg = []
+        nonneg_rhs = []
+        if m:
+            extra = None
+            if ns:
+                extra = sp.hstack([sp.csr_matrix((m, 2 * p)), -sp.eye(m)], format="csr")
+            nonneg.append(pad(A_in, extra))
+            nonneg_rhs.append(-ev.c_in)
+        if len(fin_u):
+            E = sp.csr_matrix(
+                (np.ones(len(fin_u)), (np.arange(len(fin_u)), fin_u)), (len(fin_u), n)
             )
-        self.boxes = [
-            (
-                _Indices(prog, b.variables()),
-                b.evaluator().lower_bound(),
-                b.evaluator().upper_bound(),
+            nonneg.append(pad(E))
+            nonneg_rhs.append(self.upper[fin_u] - x[fin_u])
+        if len(fin_l):
+            E = sp.csr_matrix(
+                (-np.ones(len(fin_l)), (np.arange(len(fin_l)), fin_l)), (len(fin_l), n)
             )
-            for b in prog.bounding_box_constraints()
-        ]
-        self.cones = [
-            (
-                _Indices(prog, b.variables()),
-                b.evaluator().A().toarray()
-                if hasattr(b.evaluator().A(), "toarray")
-                else b.evaluator().A(),
-                b.evaluator().b(),
-                b.evaluator().get_description(),
-            )
-            for b in prog.lorentz_cone_constraints()
-        ]
-
-    def Cost(self, x) -> float:
-        total = 0.0
-        for idx, fn, _ in self.costs:
-            r, _ = fn(x[idx])
-            total += float(r @ r)
-        for idx, Q, b, c in self.quadratic:
-            xi = x[idx]
-            total += 0.5 * xi @ Q @ xi + b @ xi + c
-        for idx, a, b in self.linear_costs:
-            total += a @ x[idx] + b
-        return total
-
-    def Violation(self, x) -> tuple[float, float, str]:
-        """(sum of violations, max violation, name of the worst constraint)."""
-        total, worst, name = 0.0, 0.0, ""
-
-        def add(v, n):
-            nonlocal total, worst, name
-            v = np.asarray(v, float)
-            if v.size == 0:
-                return
-            total += float(np.sum(v))
-            if v.max() > worst:
-                worst, name = float(v.max()), n
-
-        for idx, b, n in self.nonlinear:
-            y = np.atleast_1d(b.evaluator().Eval(x[idx]))
-            e = b.evaluator()
-            add(np.maximum(0, e.lower_bound() - y) + np.maximum(0, y - e.upper_bound()), n)
-        for idx, A, lb, ub, n in self.linear:
-            y = A @ x[idx]
-            add(np.maximum(0, lb - y) + np.maximum(0, y - ub), n)
-        for idx, lb, ub in self.boxes:
-            xi = x[idx]
-            add(np.maximum(0, lb - xi) + np.maximum(0, xi - ub), "bounds")
-        for idx, A, b, n in self.cones:
-            z = A @ x[idx] + b
-            add([max(0.0, np.linalg.norm(z[1:]) - z[0])], n)
-        return total, worst, name
+            nonneg.append(pad(E))
+            nonneg_rhs.append(x[fin_l] - self.lower[fin_l])
+        if ns:
+            nonneg.append(sp.hstack([sp.csr_matrix((ns, n)), -sp.eye(ns)], format="csr"))
+            nonneg_rhs.append(np.zeros(ns))
+        if nonneg:
+            block = sp.vstack(nonneg, format="csr")
+            blocks.append(block)
+            rhs.append(np.concatenate(nonneg_rhs))
+            cones.append(cl.NonnegativeConeT(block.shape[0]))
+        if nlp.cone_A is not None and nlp.cone_A.shape[0]:
+            C = nlp.cone_A[:, free]
+            blocks.append(pad(-C))
+            rhs.append(nlp.cone_A @ x_all + nlp.cone_b)
+            cones.extend([cl.SecondOrderConeT(3)] * (C.shape[0] // 3))
+        A = sp.vstack(blocks, format="csc")
+        b = np.concatenate(rhs)
+        if ns:
+            P = sp.block_diag([P, sp.csr_matrix((ns, ns))], format="csc")
+            q = np.concatenate([q, np.full(ns, elastic_penalty)])
+        P = sp.triu(P, format="csc")
+        solver = cl.DefaultSolver(P, q, A, b, cones, self.settings)
+        sol = solver.solve()
+        status = str(sol.status)
+        if "Solved" not in status:
+            return None, None, None, status
+        z = np.asarray(sol.z)
+        d = np.zeros(n_all)
+        d[free] = np.asarray(sol.x)[:n]
+        lam_eq = z[:p] if p else np.zeros(0)
+        lam_in = z[p : p + m] if m else np.zeros(0)
+        return d, lam_eq, lam_in, status
 
 
-def SolveGaussNewton(
-    prog: MathematicalProgram,
-    residuals: dict,
-    x0: np.ndarray,
-    options: GaussNewtonOptions | None = None,
-    *,
-    progress=None,
+def SolveLeastSquaresSqp(
+    nlp, x0: np.ndarray, options: GaussNewtonOptions | None = None, *, progress=None
 ) -> GaussNewtonResult:
-    """Solves a least-squares NLP by Gauss-Newton SQP (see the module docstring).
+    """Solves a `LeastSquaresNlp` by Gauss-Newton SQP (see the module docstring).
 
     Args:
-        prog: the program; every generic cost's description must be a key of `residuals`.
-        residuals: description -> r(x_binding) -> (r, dr/dx).
-        x0: initial guess (all decision variables).
-        progress: optional callable(iteration, merit, violation).
+        nlp: the problem.
+        x0: initial guess (clipped to the bounds).
+        options: tolerances and limits.
+        progress: optional callable(iteration, merit, max violation).
     """
     options = options or GaussNewtonOptions()
     start = time.perf_counter()
-    lin = _Linearization(prog, residuals)
-    n = prog.num_vars()
-    x = np.array(x0, float)
-    solver = ClarabelSolver()
-    damping = options.damping
+    qp = _Qp(nlp)
+    x = np.clip(np.asarray(x0, float), nlp.lower, nlp.upper)
+    n = len(x)
+    H = nlp.H if nlp.H is not None else sp.csr_matrix((n, n))
+    g = nlp.g if nlp.g is not None else np.zeros(n)
+    nu = options.penalty
+    counters = {"evaluations": 0, "eval_time": 0.0, "qp_time": 0.0}
+
+    def evaluate(x, jacobians):
+        t = time.perf_counter()
+        ev = nlp.Evaluate(x, jacobians)
+        counters["evaluations"] += 1
+        counters["eval_time"] += time.perf_counter() - t
+        return ev
+
+    def cost(ev, x):
+        return float(ev.r @ ev.r + 0.5 * x @ (H @ x) + g @ x)
+
+    def infeasibility(ev):
+        return float(np.abs(ev.c_eq).sum() + np.maximum(ev.c_in, 0.0).sum())
+
+    def max_violation(ev, x):
+        worst_eq, name_eq = _Names(nlp.eq_names, ev.c_eq, True)
+        worst_in, name_in = _Names(nlp.in_names, ev.c_in, False)
+        worst, name = (worst_eq, name_eq) if worst_eq >= worst_in else (worst_in, name_in)
+        cone = _ConeViolation(nlp, x)
+        if cone > worst:
+            worst, name = cone, "friction_cone"
+        return worst, name
+
+    ev = evaluate(x, True)
+    lam_eq = np.zeros(len(ev.c_eq))
+    lam_in = np.zeros(len(ev.c_in))
+    curvature = getattr(nlp, "Curvature", None)
     history = []
-
-    def merit(x):
-        v, _, _ = lin.Violation(x)
-        return lin.Cost(x) + options.penalty * v
-
-    current = merit(x)
-    recent = []
-    status = "iteration limit"
-    success = False
+    status, success = "iteration limit", False
+    damping = None
     iteration = 0
     for iteration in range(1, options.max_iterations + 1):
-        qp = MathematicalProgram()
-        d = qp.NewContinuousVariables(n, "d")
-        # Levenberg-Marquardt damping on every variable, in small diagonal blocks (sparse).
-        for first in range(0, n, 64):
-            block = d[first : first + 64]
-            qp.AddQuadraticCost(
-                2 * damping * np.eye(len(block)), np.zeros(len(block)), block, is_convex=True
-            )
-        for idx, fn, _ in lin.costs:
-            r, J = fn(x[idx])
-            qp.AddQuadraticCost(2 * J.T @ J, 2 * J.T @ r, d[idx], is_convex=True)
-        for idx, Q, b, _ in lin.quadratic:
-            qp.AddQuadraticCost(Q, Q @ x[idx] + b, d[idx], is_convex=True)
-        for idx, a, _ in lin.linear_costs:
-            qp.AddLinearCost(a, 0.0, d[idx])
-        # Linearised nonlinear constraints are elastic (l1-penalised slacks, as the merit), so a
-        # subproblem stays feasible where the linearisation is not (Sl1QP).
-        for idx, b, _ in lin.nonlinear:
-            xa = InitializeAutoDiff(x[idx])
-            ya = np.atleast_1d(b.evaluator().Eval(xa))
-            y = ExtractValue(ya).ravel()
-            J = ExtractGradient(ya)
-            e = b.evaluator()
-            m = len(y)
-            s = qp.NewContinuousVariables(2 * m, "s")
-            qp.AddBoundingBoxConstraint(0.0, np.inf, s)
-            qp.AddLinearCost(np.full(2 * m, options.penalty), 0.0, s)
-            qp.AddLinearConstraint(
-                np.hstack([J, np.eye(m), -np.eye(m)]),
-                e.lower_bound() - y,
-                e.upper_bound() - y,
-                np.concatenate([d[idx], s]),
-            )
-        for idx, A, lb, ub, _ in lin.linear:
-            y = A @ x[idx]
-            qp.AddLinearConstraint(A, lb - y, ub - y, d[idx])
-        for idx, lb, ub in lin.boxes:
-            qp.AddBoundingBoxConstraint(lb - x[idx], ub - x[idx], d[idx])
-        for idx, A, b, _ in lin.cones:
-            qp.AddLorentzConeConstraint(A, A @ x[idx] + b, d[idx])
-        result = solver.Solve(qp)
-        if not result.is_success():
-            damping *= 10.0
-            history.append({"iteration": iteration, "qp": result.get_solution_result().name})
+        if options.time_limit and time.perf_counter() - start > options.time_limit:
+            status = "time limit"
+            iteration -= 1
+            break
+        J = ev.J_r
+        JtJ = (J.T @ J).tocsc()
+        if damping is None:
+            scale = float(np.mean(JtJ.diagonal())) if n else 1.0
+            damping = options.damping * max(scale, 1e-12)
+        P = 2.0 * JtJ + H + sp.eye(n, format="csc") * (2.0 * damping)
+        if curvature is not None and options.constraint_curvature:
+            P = P + curvature(x, lam_eq, lam_in)
+        grad = 2.0 * (J.T @ ev.r) + H @ x + g
+        t = time.perf_counter()
+        d, new_eq, new_in, qp_status = qp.Solve(P, grad, ev, x)
+        elastic = False
+        if d is None:
+            d, new_eq, new_in, qp_status = qp.Solve(P, grad, ev, x, elastic_penalty=nu)
+            elastic = True
+        if d is not None:
+            lam_eq, lam_in = new_eq, new_in
+        counters["qp_time"] += time.perf_counter() - t
+        if d is None:
+            damping *= 100.0
+            history.append({"iteration": iteration, "qp": qp_status})
             if damping > 1e6:
-                status = f"subproblem failed ({result.get_solution_result().name})"
+                status = f"subproblem failed ({qp_status})"
                 break
             continue
-        step = result.GetSolution(d)
-        # Backtracking on the l1 merit.
-        # Non-monotone acceptance (the best of the last few merits) lets a step along a curved
-        # constraint's tangent through, whose violation the next linearisation removes (the
-        # Maratos effect of an l1 merit).
-        reference = max([current] + recent[-4:])
+        multipliers = max(np.abs(lam_eq).max(initial=0.0), np.abs(lam_in).max(initial=0.0))
+        if not elastic:
+            nu = max(nu, 1.5 * multipliers + 1e-3)
+        f0, h0 = cost(ev, x), infeasibility(ev)
+        merit0 = f0 + nu * h0
+        # Directional derivative of the merit along d (the linearised constraints hold at d).
+        slope = float(grad @ d) - nu * h0
+        if elastic:
+            ev_lin_eq = ev.c_eq + ev.A_eq @ d
+            ev_lin_in = ev.c_in + ev.A_in @ d
+            slope = float(grad @ d) - nu * (
+                h0 - np.abs(ev_lin_eq).sum() - np.maximum(ev_lin_in, 0).sum()
+            )
+        slope = min(slope, -1e-16)
         alpha = 1.0
-        accepted = False
-        while alpha > 1e-3:
-            trial = x + alpha * step
-            value = merit(trial)
-            if value < reference - 1e-12 * abs(reference):
-                accepted = True
+        accepted = None
+        soc_used = False
+        while alpha >= 1e-4:
+            trial = np.clip(x + alpha * d, nlp.lower, nlp.upper)
+            ev_t = evaluate(trial, False)
+            merit_t = cost(ev_t, trial) + nu * infeasibility(ev_t)
+            if merit_t <= merit0 + 1e-4 * alpha * slope:
+                accepted = (trial, merit_t)
                 break
+            if alpha == 1.0 and options.second_order_correction:
+                corrected = _SecondOrderCorrection(ev, ev_t, trial)
+                if corrected is not None:
+                    corrected = np.clip(corrected, nlp.lower, nlp.upper)
+                    ev_c = evaluate(corrected, False)
+                    merit_c = cost(ev_c, corrected) + nu * infeasibility(ev_c)
+                    if merit_c <= merit0 + 1e-4 * slope:
+                        accepted = (corrected, merit_c)
+                        soc_used = True
+                        break
             alpha *= 0.5
-        if not accepted:
+        if accepted is None:
             damping *= 10.0
-            if damping > 1e6:
+            history.append({"iteration": iteration, "rejected": True, "merit": merit0})
+            if damping > 1e8 * max(1.0, float(np.mean(JtJ.diagonal()))):
                 status = "no decrease of the merit function"
                 break
             continue
-        x = trial
-        recent.append(current)
-        previous, current = current, value
-        damping = max(damping * 0.3, 1e-9)
-        viol, worst, worst_name = lin.Violation(x)
+        step = accepted[0] - x
+        x = accepted[0]
+        ev = evaluate(x, True)
+        damping = damping * 0.3 if alpha == 1.0 else damping * (2.0 if alpha < 0.1 else 1.0)
+        damping = max(damping, 1e-14)
+        worst, worst_name = max_violation(ev, x)
+        f1 = cost(ev, x)
+        merit1 = f1 + nu * infeasibility(ev)
         history.append(
             {
                 "iteration": iteration,
-                "merit": current,
-                "cost": lin.Cost(x),
+                "merit": merit1,
+                "cost": f1,
                 "max_violation": worst,
                 "worst_constraint": worst_name,
-                "step": float(np.max(np.abs(alpha * step))),
+                "step": float(np.max(np.abs(step))),
                 "alpha": alpha,
+                "second_order_correction": soc_used,
+                "elastic": elastic,
+                "penalty": nu,
             }
         )
         if progress is not None:
-            progress(iteration, current, worst)
-        small_step = np.max(np.abs(alpha * step)) < options.step_tolerance
-        small_change = abs(previous - current) <= options.merit_tolerance * max(1.0, abs(current))
-        if worst <= options.feasibility_tolerance and (small_step or small_change):
-            status = "converged"
-            success = True
+            progress(iteration, merit1, worst)
+        small_change = abs(merit0 - merit1) <= options.merit_tolerance * max(1.0, abs(merit1))
+        small_step = np.max(np.abs(step)) <= options.step_tolerance * max(1.0, np.abs(x).max())
+        if worst <= options.feasibility_tolerance and (small_change or small_step):
+            status, success = "converged", True
             break
-    viol, worst, worst_name = lin.Violation(x)
+    worst, worst_name = max_violation(ev, x)
     if not success and worst <= options.feasibility_tolerance and status == "iteration limit":
         status = "iteration limit (feasible)"
     return GaussNewtonResult(
@@ -290,8 +401,178 @@ def SolveGaussNewton(
         success=success,
         status=status,
         iterations=iteration,
-        cost=lin.Cost(x),
+        cost=cost(ev, x),
         violation=worst,
+        worst_constraint=worst_name,
         history=history,
         solve_time=time.perf_counter() - start,
+        evaluations=counters["evaluations"],
+        qp_time=counters["qp_time"],
+        evaluation_time=counters["eval_time"],
+    )
+
+
+def _SecondOrderCorrection(ev, ev_trial, trial):
+    """The minimum-norm correction back onto the constraints linearised at x, evaluated at the
+    trial point: A d_c = -c(x + d) for the equalities and the violated inequalities."""
+    rows, rhs = [], []
+    if ev.A_eq.shape[0]:
+        rows.append(ev.A_eq)
+        rhs.append(-ev_trial.c_eq)
+    violated = np.flatnonzero(ev_trial.c_in > 0.0)
+    if len(violated):
+        rows.append(ev.A_in[violated])
+        rhs.append(-ev_trial.c_in[violated])
+    if not rows:
+        return None
+    A = sp.vstack(rows, format="csr")
+    b = np.concatenate(rhs)
+    # d_c = Aᵀ (A Aᵀ + ε I)⁻¹ b (dependent rows regularised away).
+    AAt = (A @ A.T).tocsc()
+    eps = 1e-12 * max(1.0, float(AAt.diagonal().max(initial=1.0)))
+    try:
+        from scipy.sparse.linalg import splu
+
+        y = splu(AAt + eps * sp.eye(AAt.shape[0], format="csc")).solve(b)
+    except RuntimeError:
+        return None
+    return trial + A.T @ y
+
+
+# ----------------------------------------------------------------------------------------------
+# The same solver on a generic MathematicalProgram (small problems, tests).
+
+
+class MathematicalProgramNlp(LeastSquaresNlp):
+    """A `MathematicalProgram` seen as a LeastSquaresNlp (every binding evaluated by Drake).
+
+    Generic costs need a residual form (`residuals[description] = r(x) -> (r, J)`); quadratic
+    costs enter as H, g; linear, generic and quadratic constraints as c_eq/c_in (their bounds
+    split into rows); bounding boxes as bounds; Lorentz cones of dimension 3 as cones.
+    """
+
+    def __init__(self, prog, residuals: dict):
+        from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoDiff
+
+        self._ad = (ExtractGradient, ExtractValue, InitializeAutoDiff)
+        self.prog = prog
+        n = prog.num_vars()
+        self.num_vars = n
+        self.lower = np.full(n, -np.inf)
+        self.upper = np.full(n, np.inf)
+        for b in prog.bounding_box_constraints():
+            idx = self._Idx(b)
+            self.lower[idx] = np.maximum(self.lower[idx], b.evaluator().lower_bound())
+            self.upper[idx] = np.minimum(self.upper[idx], b.evaluator().upper_bound())
+        self.costs = []
+        for b in prog.generic_costs():
+            name = b.evaluator().get_description()
+            if name not in residuals:
+                raise ValueError(f"cost '{name}' has no residual form for Gauss-Newton")
+            self.costs.append((self._Idx(b), residuals[name]))
+        H = np.zeros((n, n))
+        g = np.zeros(n)
+        for b in prog.quadratic_costs():
+            idx = self._Idx(b)
+            H[np.ix_(idx, idx)] += b.evaluator().Q()
+            g[idx] += b.evaluator().b()
+        for b in prog.linear_costs():
+            g[self._Idx(b)] += b.evaluator().a()
+        self.H, self.g = sp.csr_matrix(H), g
+        self.constraints = [
+            (self._Idx(b), b)
+            for b in list(prog.generic_constraints())
+            + list(prog.quadratic_constraints())
+            + list(prog.linear_constraints())
+            + list(prog.linear_equality_constraints())
+        ]
+        cones = [b for b in prog.lorentz_cone_constraints()]
+        rows, cols, vals, offs = [], [], [], []
+        for c, b in enumerate(cones):
+            e = b.evaluator()
+            A = e.A().toarray() if hasattr(e.A(), "toarray") else np.asarray(e.A())
+            if A.shape[0] != 3:
+                raise ValueError("only 3-dimensional Lorentz cones are supported")
+            idx = self._Idx(b)
+            for i in range(3):
+                for k in range(A.shape[1]):
+                    if A[i, k] != 0.0:
+                        rows.append(3 * c + i)
+                        cols.append(idx[k])
+                        vals.append(A[i, k])
+            offs.extend(e.b())
+        self.cone_A = sp.csr_matrix((vals, (rows, cols)), (3 * len(cones), n))
+        self.cone_b = np.array(offs, float)
+        self.eq_names, self.in_names = [], []
+        self._Layout()
+
+    def _Idx(self, b):
+        return np.array(self.prog.FindDecisionVariableIndices(b.variables()), dtype=int)
+
+    def _Layout(self):
+        eq, ineq = 0, 0
+        self._rows = []
+        for _idx, b in self.constraints:
+            e = b.evaluator()
+            lb, ub = e.lower_bound(), e.upper_bound()
+            is_eq = np.isclose(lb, ub)
+            lower = ~is_eq & np.isfinite(lb)
+            upper = ~is_eq & np.isfinite(ub)
+            self._rows.append((is_eq, lower, upper))
+            name = e.get_description() or type(e).__name__
+            self.eq_names.append((name, eq, eq + int(is_eq.sum())))
+            count = int(lower.sum() + upper.sum())
+            self.in_names.append((name, ineq, ineq + count))
+            eq += int(is_eq.sum())
+            ineq += count
+
+    def Evaluate(self, x, jacobians):
+        ExtractGradient, ExtractValue, InitializeAutoDiff = self._ad
+        n = self.num_vars
+        r, Jr_rows = [], []
+        for idx, fn in self.costs:
+            ri, Ji = fn(x[idx])
+            r.append(np.atleast_1d(ri))
+            if jacobians:
+                full = np.zeros((len(r[-1]), n))
+                full[:, idx] = Ji
+                Jr_rows.append(full)
+        c_eq, c_in, A_eq, A_in = [], [], [], []
+        for (idx, b), (is_eq, lower, upper) in zip(self.constraints, self._rows):
+            e = b.evaluator()
+            if jacobians:
+                ya = np.atleast_1d(e.Eval(InitializeAutoDiff(x[idx])))
+                y = ExtractValue(ya).ravel()
+                G = np.zeros((len(y), n))
+                G[:, idx] = ExtractGradient(ya)
+            else:
+                y = np.atleast_1d(e.Eval(x[idx])).astype(float)
+            lb, ub = e.lower_bound(), e.upper_bound()
+            c_eq.append((y - lb)[is_eq])
+            c_in.append(np.concatenate([(lb - y)[lower], (y - ub)[upper]]))
+            if jacobians:
+                A_eq.append(G[is_eq])
+                A_in.append(np.vstack([-G[lower], G[upper]]))
+        r = np.concatenate(r) if r else np.zeros(0)
+        out = NlpEvaluation(
+            r=r,
+            c_eq=np.concatenate(c_eq) if c_eq else np.zeros(0),
+            c_in=np.concatenate(c_in) if c_in else np.zeros(0),
+        )
+        if jacobians:
+
+            def stack(blocks):
+                blocks = [b for b in blocks if len(b)]
+                return sp.csr_matrix(np.vstack(blocks)) if blocks else sp.csr_matrix((0, n))
+
+            out.J_r = stack(Jr_rows)
+            out.A_eq = stack(A_eq)
+            out.A_in = stack(A_in)
+        return out
+
+
+def SolveGaussNewton(prog, residuals: dict, x0, options=None, *, progress=None):
+    """Gauss-Newton SQP on a MathematicalProgram (see `MathematicalProgramNlp`)."""
+    return SolveLeastSquaresSqp(
+        MathematicalProgramNlp(prog, residuals), x0, options, progress=progress
     )

@@ -87,9 +87,14 @@ class SpaceTimeConfig:
     solver: str = "gauss_newton"
     # Iteration limit of the NLP solver (Gauss-Newton or SNOPT major iterations).
     max_iterations: int = 40
-    # Feasibility and optimality tolerances of the NLP solver.
-    feasibility_tolerance: float = 1e-6
+    # Feasibility and optimality tolerances of the NLP solver (constraints are in m, or in units
+    # of the robot's weight m g for the momentum rows).
+    feasibility_tolerance: float = 1e-5
     optimality_tolerance: float = 1e-4
+    # Gauss-Newton stops when the merit's relative decrease falls below this.
+    merit_tolerance: float = 1e-4
+    # Wall-clock limit of one space-time solve, s (0: none).
+    time_limit: float = 0.0
 
 
 @dataclasses.dataclass
@@ -622,6 +627,15 @@ class SpaceTimeProblem:
     config: SpaceTimeConfig
     effort_limits: np.ndarray
     interior: list
+    # What the builders were given (the vectorised SpaceTimeNlp evaluates the same terms).
+    model: SkeletonModel | None = None
+    friction: float = 0.8
+    h: float = 0.0
+    frames_per_knot: float = 1.0
+    q_follow: np.ndarray | None = None
+    follow_weight: float = 0.0
+    loads: ExternalLoads | None = None
+    periodic: bool = False
 
 
 def MakeSpaceTimeProgram(
@@ -736,7 +750,24 @@ def MakeSpaceTimeProgram(
         B["cop"] = AddCopConstraints(
             prog, model, V, targets, margin=config.cop_margin, dynamics=config.dynamics
         )
-    return SpaceTimeProblem(prog, V, targets, cache, B, config, effort_limits, interior)
+    return SpaceTimeProblem(
+        prog,
+        V,
+        targets,
+        cache,
+        B,
+        config,
+        effort_limits,
+        interior,
+        model=model,
+        friction=motion.spec.friction,
+        h=h,
+        frames_per_knot=frames_per_knot,
+        q_follow=None if q_follow is None else np.asarray(q_follow, float),
+        follow_weight=W.follow if follow_weight is None else float(follow_weight),
+        loads=loads,
+        periodic=periodic,
+    )
 
 
 def InitialGuess(model: SkeletonModel, problem: SpaceTimeProblem, q_init=None) -> np.ndarray:
@@ -769,19 +800,22 @@ def SolveSpaceTime(
     The solver is config.solver: "gauss_newton" (the paper's, section 5.1; default), "snopt" or
     "ipopt" (through Drake's MathematicalProgram interface).
     """
-    from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveGaussNewton
+    from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
+    from drakebots.optimization.space_time_nlp import SpaceTimeNlp
 
     config = problem.config
     prog = problem.prog
     start = time.perf_counter()
+    nlp = SpaceTimeNlp(problem)
     if config.solver == "gauss_newton":
-        gn = SolveGaussNewton(
-            prog,
-            ResidualsOf(prog),
+        gn = SolveLeastSquaresSqp(
+            nlp,
             x0,
             GaussNewtonOptions(
                 max_iterations=config.max_iterations,
                 feasibility_tolerance=config.feasibility_tolerance,
+                merit_tolerance=config.merit_tolerance,
+                time_limit=config.time_limit,
             ),
             progress=progress,
         )
@@ -813,54 +847,70 @@ def SolveSpaceTime(
         solver_success = bool(result.is_success())
         history = []
     elapsed = time.perf_counter() - start
-    V = problem.vars
-    K = len(V.knot_times)
-    q = np.array([x[prog.FindDecisionVariableIndices(V.q[k])] for k in range(K)])
-    forces = (
-        np.array(
-            [x[prog.FindDecisionVariableIndices(V.force[k].ravel())] for k in range(K)]
-        ).reshape(K, 4, 3)
-        * V.force_scale
+    return SummarizeSpaceTime(
+        model,
+        problem,
+        x,
+        status=status,
+        solver_success=solver_success,
+        history=history,
+        solve_time=elapsed,
+        nlp=nlp,
     )
-    torques = (
-        np.array(
-            [x[prog.FindDecisionVariableIndices(V.torque[k].ravel())] for k in range(K)]
-        ).reshape(K, 4, 3)
-        * V.torque_scale
-    )
-    infeasible = []
-    for b in prog.GetAllConstraints():
-        if not prog.CheckSatisfied(b, x, tol=1e-4):
-            infeasible.append(b.evaluator().get_description())
+
+
+def SummarizeSpaceTime(
+    model, problem, x, *, status, solver_success, history, solve_time, nlp=None, tol=1e-4
+) -> SpaceTimeResult:
+    """Reads a solution, checks EVERY constraint binding of the MathematicalProgram at it
+    (`prog.CheckSatisfied`, independent of the solver's own bookkeeping), and totals the costs."""
+    from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+
+    prog = problem.prog
+    nlp = nlp or SpaceTimeNlp(problem)
+    q, forces, torques = nlp.Unpack(x)
+    K = len(problem.vars.knot_times)
+    infeasible = [
+        b.evaluator().get_description()
+        for b in prog.GetAllConstraints()
+        if not prog.CheckSatisfied(b, x, tol=tol)
+    ]
     costs = {}
+    ev = nlp.Evaluate(x, False)
+    del ev
     for name, bindings in problem.bindings.items():
         values = [
             float(np.sum(prog.EvalBinding(b, x)))
             for b in bindings
-            if "Cost" in type(b.evaluator()).__name__
+            if "Cost" in type(b.evaluator()).__name__ and name != "torque"
         ]
         if values:
             costs[name] = float(np.sum(values))
     joint_torques = np.zeros((K, model.nu))
     if problem.cache is not None:
+        sel = model.actuated_indices
+        U = problem.effort_limits
+        total = 0.0
         for k in problem.interior:
-            vars_k = problem.cache.KnotVariables(k)
-            tau, _ = problem.cache.Evaluate(k, x[prog.FindDecisionVariableIndices(vars_k)])
-            joint_torques[k] = tau[model.actuated_indices]
-        if problem.vars.contact is not None and motion_is_periodic(problem):
+            tau, _, _ = nlp.KnotDynamics(x, k, False)
+            joint_torques[k] = tau[sel]
+            total += float(np.sum((nlp.c_t * tau[sel] / U) ** 2))
+        costs["torque"] = total
+        if motion_is_periodic(problem):
             joint_torques[-1] = joint_torques[0]
-    total = float(sum(costs.values()))
+        else:
+            joint_torques[0], joint_torques[-1] = joint_torques[1], joint_torques[-2]
     return SpaceTimeResult(
         success=bool(solver_success and not infeasible),
         status=status,
         q_knots=q,
-        knot_times=V.knot_times,
+        knot_times=problem.vars.knot_times,
         forces=forces,
         torques=torques,
         joint_torques=joint_torques,
-        cost=total,
+        cost=float(sum(costs.values())),
         infeasible=infeasible,
-        solve_time=elapsed,
+        solve_time=solve_time,
         costs=costs,
         history=history,
     )

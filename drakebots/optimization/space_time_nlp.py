@@ -1,0 +1,479 @@
+"""The space-time program of Eq. (9), evaluated in one vectorised pass (for the Gauss-Newton SQP).
+
+`MakeSpaceTimeProgram` (drakebots.optimization.space_time) states the problem as a
+MathematicalProgram with one named binding per term and knot: that is the definition, what
+SNOPT/IPOPT solve, and what every answer is checked against (`prog.CheckSatisfied`). Building a
+QP from thousands of bindings every Gauss-Newton iteration costs seconds in Python, though, so
+`SpaceTimeNlp` evaluates the *same* terms knot by knot into flat arrays and sparse Jacobians:
+
+- kinematics once per knot (COM, sole centres, sole normals and their Jacobians from Drake);
+- inverse dynamics once per knot with its partials (`SkeletonModel.InverseDynamicsPartials`),
+  shared by the momentum constraint (Eq. 7) and the torque cost (E_τ);
+- the quadratic terms (E_S, E_F, the torso-attitude term) and the periodic/rest constraints as
+  constant sparse rows;
+- bounds (joint limits, F_z >= 0, no wrench on a swing foot) and friction cones (Eq. 8) exactly.
+
+tests/optimization/test_design.py checks cost and constraint values against the
+MathematicalProgram's own bindings at random points, and the Jacobians against finite
+differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from pydrake.multibody.tree import JacobianWrtVariable
+
+from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
+from drakebots.optimization.skeleton_model import NUM_BASE
+
+
+class _Coo:
+    """Accumulates a sparse matrix's triplets block by block."""
+
+    def __init__(self):
+        self.rows, self.cols, self.vals = [], [], []
+        self.count = 0
+
+    def Add(self, values, cols):
+        """Appends rows `values` (m, len(cols)) at the next m rows; returns the first row."""
+        values = np.atleast_2d(values)
+        m = values.shape[0]
+        first = self.count
+        if values.size:
+            r = np.repeat(np.arange(first, first + m), values.shape[1])
+            c = np.tile(np.asarray(cols, int), m)
+            self.rows.append(r)
+            self.cols.append(c)
+            self.vals.append(values.ravel())
+        self.count += m
+        return first
+
+    def AddTo(self, first, values, cols):
+        """Adds `values` into rows first.. (for rows that depend on several variable groups)."""
+        values = np.atleast_2d(values)
+        m = values.shape[0]
+        self.rows.append(np.repeat(np.arange(first, first + m), values.shape[1]))
+        self.cols.append(np.tile(np.asarray(cols, int), m))
+        self.vals.append(values.ravel())
+
+    def Matrix(self, n):
+        if not self.rows:
+            return sp.csr_matrix((self.count, n))
+        return sp.csr_matrix(
+            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+            shape=(self.count, n),
+        )
+
+
+def _Skew(v):
+    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+class SpaceTimeNlp(LeastSquaresNlp):
+    """The space-time problem of a `SpaceTimeProblem` as a vectorised least-squares NLP.
+
+    Args:
+        problem: from `MakeSpaceTimeProgram` (its variable layout is used as is).
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+        P = problem
+        self.model = model = P.model
+        prog, V, T = P.prog, P.vars, P.targets
+        self.K = K = len(V.knot_times)
+        nq = model.nq
+        n = prog.num_vars()
+        self.num_vars = n
+        find = prog.FindDecisionVariableIndices
+        self.iq = np.array([find(V.q[k]) for k in range(K)], dtype=int)
+        self.iF = np.array([find(V.force[k].ravel()) for k in range(K)], dtype=int).reshape(K, 4, 3)
+        self.iT = np.array([find(V.torque[k].ravel()) for k in range(K)], dtype=int).reshape(
+            K, 4, 3
+        )
+        cfg = P.config
+        W = cfg.weights
+        ls = cfg.length_scale
+        fpk = P.frames_per_knot
+        self.dynamics = cfg.dynamics
+        self.c_com = np.sqrt(W.com * fpk) / ls
+        self.c_ee = np.sqrt(W.end_effector * fpk) / ls
+        self.c_o = np.sqrt(W.orientation * fpk)
+        self.c_t = np.sqrt(W.torque * fpk) / model.nu
+        self.fs, self.ts = V.force_scale, V.torque_scale
+        self.weight = model.total_mass * model.gravity
+        # Bounds.
+        lower = np.full(n, -np.inf)
+        upper = np.full(n, np.inf)
+        for k in range(K):
+            lower[self.iq[k]] = model.q_lower
+            upper[self.iq[k]] = model.q_upper
+        cone_rows = []
+        for k in range(K):
+            for j in range(4):
+                wrench = np.concatenate([self.iF[k, j], self.iT[k, j]])
+                if not cfg.dynamics or not T.contact[j, k]:
+                    lower[wrench] = 0.0
+                    upper[wrench] = 0.0
+                else:
+                    lower[self.iF[k, j, 2]] = 0.0
+                    cone_rows.append(self.iF[k, j])
+        self.lower, self.upper = lower, upper
+        mu = P.friction
+        if cone_rows:
+            idx = np.array(cone_rows)  # (c, 3): Fx, Fy, Fz
+            c = len(idx)
+            rows = np.arange(3 * c)
+            cols = np.column_stack([idx[:, 2], idx[:, 0], idx[:, 1]]).ravel()
+            vals = np.tile([mu, 1.0, 1.0], c)
+            self.cone_A = sp.csr_matrix((vals, (rows, cols)), (3 * c, n))
+            self.cone_b = np.zeros(3 * c)
+        else:
+            self.cone_A, self.cone_b = None, None
+        # Constant (linear) residual rows: smoothness, follow, torso attitude.
+        lin = _Coo()
+        offsets = []
+        scale = np.ones(nq)
+        scale[:3] = 1.0 / ls
+        c_s = np.sqrt(W.smoothness * fpk / fpk**4)
+        for k in range(1, K - 1):
+            block = np.hstack([np.diag(scale), -2 * np.diag(scale), np.diag(scale)]) * c_s
+            lin.Add(block, np.concatenate([self.iq[k - 1], self.iq[k], self.iq[k + 1]]))
+            offsets.append(np.zeros(nq))
+        c_a = np.sqrt(W.base_attitude * fpk)
+        for k in range(K):
+            lin.Add(np.eye(3) * c_a, self.iq[k, 3:6])
+            offsets.append(c_a * np.array([T.base_yaw[k], 0.0, 0.0]))
+        if P.q_follow is not None:
+            c_f = np.sqrt(P.follow_weight * fpk)
+            for k in range(K):
+                lin.Add(np.diag(scale) * c_f, self.iq[k])
+                offsets.append(c_f * scale * P.q_follow[k])
+        self.L = lin.Matrix(n)
+        self.l0 = np.concatenate(offsets)
+        # Constant equality rows: periodic (Eq. 6) or rest at both ends.
+        eq = _Coo()
+        rhs = []
+        if P.periodic:
+            eq.Add(np.hstack([np.eye(nq), -np.eye(nq)]), np.concatenate([self.iq[-1], self.iq[0]]))
+            rhs.append(T.displacement)
+            self.linear_eq_name = "periodic"
+        else:
+            for a, b in ((0, 1), (K - 2, K - 1)):
+                eq.Add(
+                    np.hstack([np.eye(nq), -np.eye(nq)]), np.concatenate([self.iq[a], self.iq[b]])
+                )
+                rhs.append(np.zeros(nq))
+            self.linear_eq_name = "rest"
+        self.E = eq.Matrix(n)
+        self.e0 = np.concatenate(rhs)
+        self.H, self.g = None, None
+        # The polygons' half-spaces per knot.
+        self.halfspaces = [
+            None if poly is None else poly.HalfSpaces(margin=cfg.cop_margin) for poly in T.polygons
+        ]
+        self.targets = T
+        self.eq_names, self.in_names = [], []
+        self._DryRun()
+
+    # ------------------------------------------------------------------------------------------
+
+    def _DryRun(self):
+        """Evaluates once at zero to lay out the named rows."""
+        x = np.zeros(self.num_vars)
+        x[self.iq] = self.model.q_home
+        self._names = True
+        self.Evaluate(x, False)
+        self._names = False
+        self._rows_eq, self._rows_cop = [], []
+        for name, first, end in self.eq_names:
+            if name.startswith("contact_"):
+                k, j = (int(t) for t in name[name.index("[") + 1 : -1].split(","))
+                kind = "height" if name.startswith("contact_height") else "still"
+                self._rows_eq.append((kind, k, j, first, end))
+        for name, first, end in self.in_names:
+            if name.startswith("cop["):
+                self._rows_cop.append((int(name[4:-1]), first, end))
+
+    def Curvature(self, x, lam_eq, lam_in):
+        """Σ λ_i ∇²c_i over the kinematic constraints (contact, COP), the part of the
+        Lagrangian's Hessian that Gauss-Newton's JᵀJ leaves out, projected to PSD per knot.
+
+        Every such constraint at knot k is linear in that knot's sole centres p_j(q_k) and COM
+        (for the COP with forces held fixed), so Σ λ_i c_i = Σ_k s_k(q_k) with
+        s_k = Σ_j μ_kj·p_j(q_k) + ν_k·com(q_k); the 18 x 18 Hessian of each s_k is a forward
+        difference of its exact gradient Σ_j J_j(q)ᵀ μ_kj + J_com(q)ᵀ ν_k. Without it the SQP
+        crawls along curved constraints (a foot held on the ground while the leg turns).
+        """
+        model, K = self.model, self.K
+        mu = np.zeros((K, 4, 3))
+        nu = np.zeros((K, 3))
+        for kind, k, j, first, end in self._rows_eq:
+            lam = lam_eq[first:end]
+            if kind == "height":
+                mu[k, j, 2] += lam[0]
+            else:  # still: p_kj,xy - p_k-1,j,xy
+                mu[k, j, :2] += lam
+                mu[k - 1, j, :2] -= lam
+        for k, first, end in self._rows_cop:
+            lam = lam_in[first:end]
+            A, _ = self.halfspaces[k]
+            if not self.dynamics:
+                nu[k, :2] += A.T @ lam
+                continue
+            f = x[self.iF[k]] * self.fs
+            m = np.array([A[:, 1] @ lam, -(A[:, 0] @ lam), 0.0]) / self.fs
+            for j in np.flatnonzero(self.targets.contact[:, k]):
+                mu[k, j] += _Skew(f[j]) @ m
+        rows, cols, vals = [], [], []
+        eps = 1e-6
+        plant, context = model.plant, model.context
+        world = plant.world_frame()
+        kV = JacobianWrtVariable.kV
+        frames = [body.body_frame() for body in model.foot_bodies]
+        centers = [c.reshape(3, 1) for c in model.sole_centers]
+        for k in range(K):
+            if not (np.any(mu[k]) or np.any(nu[k])):
+                continue
+            q = x[self.iq[k]]
+
+            legs = [j for j in range(4) if np.any(mu[k, j])]
+            with_com = bool(np.any(nu[k]))
+
+            def gradient(qq, k=k, legs=legs, with_com=with_com):
+                plant.SetPositions(context, qq)
+                g = np.zeros(model.nq)
+                for j in legs:
+                    J = plant.CalcJacobianTranslationalVelocity(
+                        context, kV, frames[j], centers[j], world, world
+                    )
+                    g += J.T @ mu[k, j]
+                if with_com:
+                    Jc = plant.CalcJacobianCenterOfMassTranslationalVelocity(
+                        context, kV, world, world
+                    )
+                    g += Jc.T @ nu[k]
+                return g
+
+            g0 = gradient(q)
+            Hk = np.empty((model.nq, model.nq))
+            for i in range(model.nq):
+                dq = np.zeros(model.nq)
+                dq[i] = eps
+                Hk[:, i] = (gradient(q + dq) - g0) / eps
+            Hk = 0.5 * (Hk + Hk.T)
+            w, V = np.linalg.eigh(Hk)
+            Hk = (V * np.maximum(w, 0.0)) @ V.T
+            idx = self.iq[k]
+            rows.append(np.repeat(idx, model.nq))
+            cols.append(np.tile(idx, model.nq))
+            vals.append(Hk.ravel())
+        n = self.num_vars
+        if not rows:
+            return sp.csr_matrix((n, n))
+        return sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), (n, n)
+        )
+
+    def Unpack(self, x):
+        """(q (K, nq), forces (K, 4, 3) N, contact torques (K, 4, 3) N·m)."""
+        return x[self.iq], x[self.iF] * self.fs, x[self.iT] * self.ts
+
+    def KnotDynamics(self, x, k, jacobians):
+        """Inverse dynamics at knot k (central differences): τ and d τ / d x (dense over the
+        knot's variables: q_prev, q_k, q_next, F_k, T_k) with those variables' indices."""
+        P, model = self.problem, self.model
+        h = P.h
+        prev, next_, shift_prev, shift_next = P.cache.Neighbours(k)
+        q0 = x[self.iq[prev]] + shift_prev
+        q1 = x[self.iq[k]]
+        q2 = x[self.iq[next_]] + shift_next
+        v = (q2 - q0) / (2 * h)
+        a = (q2 - 2 * q1 + q0) / h**2
+        f = x[self.iF[k]] * self.fs
+        t = x[self.iT[k]] * self.ts
+        wrenches = np.hstack([t, f])
+        body = None
+        if P.loads is not None:
+            body = list(zip(P.loads.bodies, P.loads.wrenches[k]))
+        cols = np.concatenate(
+            [self.iq[prev], self.iq[k], self.iq[next_], self.iF[k].ravel(), self.iT[k].ravel()]
+        )
+        if not jacobians:
+            return model.InverseDynamics(q1, v, a, wrenches, body), None, cols
+        tau, Gq, Gv, Ga, Gw = model.InverseDynamicsPartials(q1, v, a, wrenches, body)
+        n = model.nq
+        J = np.zeros((n, 3 * n + 24))
+        J[:, :n] = -Gv / (2 * h) + Ga / h**2
+        J[:, n : 2 * n] = Gq - 2 * Ga / h**2
+        J[:, 2 * n : 3 * n] = Gv / (2 * h) + Ga / h**2
+        Gw = Gw.reshape(n, 4, 6)
+        J[:, 3 * n : 3 * n + 12] = Gw[:, :, 3:].reshape(n, 12) * self.fs
+        J[:, 3 * n + 12 :] = Gw[:, :, :3].reshape(n, 12) * self.ts
+        return tau, J, cols
+
+    def Evaluate(self, x, jacobians):
+        P, model, T = self.problem, self.model, self.targets
+        K, n = self.K, self.num_vars
+        naming = getattr(self, "_names", False)
+        Q = x[self.iq]
+        kin = [model.Kinematics(Q[k]) for k in range(K)]
+        R, Req, Rin = _Coo(), _Coo(), _Coo()
+        r, ceq, cin = [], [], []
+        eq_names, in_names = [], []
+        up = np.array([0.0, 0.0, 1.0])
+
+        def residual(name, value, jac, cols):
+            first = R.Add(
+                jac if jacobians else np.zeros((len(value), 0)), cols if jacobians else []
+            )
+            r.append(value)
+            return first
+
+        def equality(name, value, jac, cols):
+            first = Req.Add(
+                jac if jacobians else np.zeros((len(value), 0)), cols if jacobians else []
+            )
+            ceq.append(value)
+            if naming:
+                eq_names.append((name, first, first + len(value)))
+            return first
+
+        def inequality(name, value, jac, cols):
+            first = Rin.Add(
+                jac if jacobians else np.zeros((len(value), 0)), cols if jacobians else []
+            )
+            cin.append(value)
+            if naming:
+                in_names.append((name, first, first + len(value)))
+            return first
+
+        # E_COM, E_EE, E_O (Eq. 3).
+        for k in range(K):
+            com, Jc, p, Jp, nrm, Jn = kin[k]
+            cols = self.iq[k]
+            residual(f"com[{k}]", self.c_com * (com - T.com[k]), self.c_com * Jc, cols)
+            residual(
+                f"end_effectors[{k}]",
+                self.c_ee * (p - T.feet[:, k]).ravel(),
+                self.c_ee * Jp.reshape(12, -1),
+                cols,
+            )
+            legs = np.flatnonzero(T.orientation_active[:, k])
+            if len(legs):
+                residual(
+                    f"foot_flat[{k}]",
+                    self.c_o * (nrm[legs] - up).ravel(),
+                    self.c_o * Jn[legs].reshape(3 * len(legs), -1),
+                    cols,
+                )
+        # Contact (Eq. 4).
+        for k in range(K):
+            _, _, p, Jp, _, _ = kin[k]
+            for j in range(4):
+                if not T.contact[j, k]:
+                    continue
+                equality(f"contact_height[{k},{j}]", p[j, 2:3], Jp[j, 2:3], self.iq[k])
+                if k > 0 and T.contact[j, k - 1]:
+                    p0, J0 = kin[k - 1][2][j], kin[k - 1][3][j]
+                    equality(
+                        f"contact_still[{k},{j}]",
+                        p[j, :2] - p0[:2],
+                        np.hstack([-J0[:2], Jp[j, :2]]),
+                        np.concatenate([self.iq[k - 1], self.iq[k]]),
+                    )
+        # Dynamics: momentum (Eq. 7) and E_τ.
+        if self.dynamics:
+            sel = model.actuated_indices
+            U = P.effort_limits
+            for k in P.interior:
+                tau, J, cols = self.KnotDynamics(x, k, jacobians)
+                equality(
+                    f"momentum[{k}]",
+                    tau[:NUM_BASE] / self.weight,
+                    None if J is None else J[:NUM_BASE] / self.weight,
+                    cols,
+                )
+                residual(
+                    f"torque[{k}]",
+                    self.c_t * tau[sel] / U,
+                    None if J is None else self.c_t * J[sel] / U[:, None],
+                    cols,
+                )
+            # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
+            for k in range(K):
+                for j in range(4):
+                    if not T.contact[j, k]:
+                        continue
+                    f, t = x[self.iF[k, j]], x[self.iT[k, j]]
+                    inequality(
+                        f"contact_torque[{k},{j}]",
+                        np.array([t @ t - f @ f]),
+                        np.concatenate([-2 * f, 2 * t])[None],
+                        np.concatenate([self.iF[k, j], self.iT[k, j]]),
+                    )
+        # COP (Eq. 5).
+        if P.config.cop_constraint:
+            for k, hs in enumerate(self.halfspaces):
+                if hs is None:
+                    continue
+                A, b = hs
+                com, Jc, p, Jp, _, _ = kin[k]
+                if not self.dynamics:
+                    inequality(f"cop[{k}]", A @ com[:2] - b, A @ Jc[:2], self.iq[k])
+                    continue
+                legs = np.flatnonzero(T.contact[:, k])
+                f = x[self.iF[k]] * self.fs
+                t = x[self.iT[k]] * self.ts
+                M = np.zeros(3)
+                dMq = np.zeros((3, model.nq))
+                dMf = np.zeros((3, 12))
+                dMt = np.zeros((3, 12))
+                Fz = 0.0
+                dFz = np.zeros(12)
+                for j in legs:
+                    M += np.cross(p[j], f[j]) + t[j]
+                    dMq += -_Skew(f[j]) @ Jp[j]
+                    dMf[:, 3 * j : 3 * j + 3] = _Skew(p[j]) * self.fs
+                    dMt[:, 3 * j : 3 * j + 3] = np.eye(3) * self.ts
+                    Fz += f[j, 2]
+                    dFz[3 * j + 2] = self.fs
+                value = (A[:, 0] * (-M[1]) + A[:, 1] * M[0] - b * Fz) / self.fs
+                jac = None
+                if jacobians:
+                    jac = (
+                        np.hstack(
+                            [
+                                np.outer(A[:, 0], -dMq[1]) + np.outer(A[:, 1], dMq[0]),
+                                np.outer(A[:, 0], -dMf[1])
+                                + np.outer(A[:, 1], dMf[0])
+                                - np.outer(b, dFz),
+                                np.outer(A[:, 0], -dMt[1]) + np.outer(A[:, 1], dMt[0]),
+                            ]
+                        )
+                        / self.fs
+                    )
+                inequality(
+                    f"cop[{k}]",
+                    value,
+                    jac,
+                    np.concatenate([self.iq[k], self.iF[k].ravel(), self.iT[k].ravel()]),
+                )
+        # Constant rows.
+        r_lin = self.L @ x - self.l0
+        e_lin = self.E @ x - self.e0
+        first = Req.count
+        if naming:
+            eq_names.append((self.linear_eq_name, first, first + len(e_lin)))
+            self.eq_names, self.in_names = eq_names, in_names
+        values = NlpEvaluation(
+            r=np.concatenate(r + [r_lin]),
+            c_eq=np.concatenate(ceq + [e_lin]),
+            c_in=np.concatenate(cin) if cin else np.zeros(0),
+        )
+        if jacobians:
+            values.J_r = sp.vstack([R.Matrix(n), self.L], format="csr")
+            values.A_eq = sp.vstack([Req.Matrix(n), self.E], format="csr")
+            values.A_in = Rin.Matrix(n)
+        return values
