@@ -479,10 +479,12 @@ class Frame:
         u = np.zeros(self.num_dofs)
         u[fixed_dofs] = fixed_values
         start = time.perf_counter()
-        K = K.tocsr()
-        K_ff = K[free][:, free].tocsc()
-        r = f[free] - K[free][:, fixed_dofs] @ fixed_values
-        factor = _Factorize(K_ff, *self._FreeOrdering(free))
+        rows = K.tocsr()[free]
+        r = f[free] - rows[:, fixed_dofs] @ fixed_values
+        permutation, block_ptr, parent = self._FreeOrdering(free)
+        # K_ff in the elimination order, selected in one pass (rows, then columns).
+        permuted = rows[permutation][:, free[permutation]]
+        factor = _Factorize(None, permutation, block_ptr, parent, permuted=permuted)
         timings["factorize"] = timings.get("factorize", 0.0) + time.perf_counter() - start
         start = time.perf_counter()
         u_f = factor(r)
@@ -567,14 +569,23 @@ def FactorizationBackend() -> str:
 
 
 def _Factorize(
-    matrix: sp.csc_matrix,
+    matrix: sp.spmatrix | None,
     permutation: np.ndarray,
     block_ptr: np.ndarray,
     parent: np.ndarray,
     backend: str | None = None,
+    *,
+    permuted: sp.spmatrix | None = None,
 ):
     """A solve function rhs -> x (vector or matrix of right-hand sides) for a sparse symmetric
     positive definite matrix, factorised in the given nested-dissection order.
+
+    Args:
+        matrix: the matrix (None when `permuted` is given).
+        permutation, block_ptr, parent: the elimination order and its supernode tree
+            (Frame._FreeOrdering).
+        backend: "multifrontal", "superlu" or "cholmod" (default FactorizationBackend()).
+        permuted: matrix[permutation][:, permutation], when the caller has it already.
 
     Raises:
         ValueError: the matrix is singular (the frame is not supported).
@@ -584,17 +595,19 @@ def _Factorize(
         "add supports or clamp one node"
     )
     backend = backend or FactorizationBackend()
+    inverse = np.empty_like(permutation)
+    inverse[permutation] = np.arange(len(permutation))
+    if permuted is None:
+        permuted = sp.csr_matrix(matrix)[permutation][:, permutation]
+    permuted = sp.csc_matrix(permuted)
     if backend == "cholmod":
         from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
 
         try:
-            return cholesky(matrix, ordering_method="metis")
+            solve = cholesky(permuted, ordering_method="metis")
         except CholmodNotPositiveDefiniteError as e:
             raise ValueError(message) from e
-    inverse = np.empty_like(permutation)
-    inverse[permutation] = np.arange(len(permutation))
-    permuted = matrix[permutation][:, permutation].tocsc()
-    if backend == "superlu":
+    elif backend == "superlu":
         try:
             lu = spla.splu(
                 permuted,
