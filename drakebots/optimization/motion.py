@@ -200,13 +200,77 @@ def SampleMotion(spec: MotionSpec, *, known_legs=LEG_NAMES) -> SampledMotion:
 
 def MotionFromYaml(filename, *, robot: str | None = None) -> MotionSpec:
     """Loads a MotionSpec from a YAML file (unknown keys and bad types name the key and file)."""
-    from drakebots.config import LoadTypedYaml
-
-    spec = LoadTypedYaml(MotionSpec, filename=filename)
     from pydrake.common.yaml import yaml_load
 
-    raw = yaml_load(filename=str(filename)) or {}
-    if isinstance(raw, dict) and "motor_effort_limit" in raw:
+    try:
+        raw = yaml_load(filename=str(filename)) or {}
+    except Exception as e:  # a YAML syntax error
+        raise InputError(f"{filename}: not valid YAML ({e})") from e
+    if not isinstance(raw, dict):
+        raise InputError(f"{filename}: the top level must be a mapping")
+    # Key checks here (drakebots.config's checker reads dict[str, FootTrack] as a FootTrack).
+    known = {f.name for f in dataclasses.fields(MotionSpec)}
+    track_keys = {f.name for f in dataclasses.fields(FootTrack)}
+    for key in raw:
+        if key not in known:
+            raise InputError(
+                f"{filename}: unknown key '{key}' (known keys: {', '.join(sorted(known))})"
+            )
+    feet = raw.get("feet") or {}
+    if not isinstance(feet, dict):
+        raise InputError(f"{filename}: feet must map leg names to tracks")
+    for leg, track in feet.items():
+        if not isinstance(track, dict):
+            raise InputError(f"{filename}: feet.{leg} must be a mapping")
+        for key in track:
+            if key not in track_keys:
+                raise InputError(
+                    f"{filename}: unknown key 'feet.{leg}.{key}' (known keys: "
+                    f"{', '.join(sorted(track_keys))})"
+                )
+
+    def number_lists(value, depth, what):
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{filename}: {what} must be numbers ({e})") from e
+        if array.ndim != depth and array.size:
+            raise InputError(f"{filename}: {what} must be a list{' of lists' * (depth - 1)}")
+        return array.tolist()
+
+    fields = {}
+    for key, value in raw.items():
+        what = key
+        if key == "feet":
+            fields[key] = {
+                leg: FootTrack(
+                    times=number_lists(t.get("times", []), 1, f"feet.{leg}.times"),
+                    positions=number_lists(t.get("positions", []), 2, f"feet.{leg}.positions"),
+                    stance=number_lists(t.get("stance", []), 2, f"feet.{leg}.stance"),
+                )
+                for leg, t in value.items()
+            }
+        elif key in ("com_times", "base_yaw"):
+            fields[key] = number_lists(value, 1, what)
+        elif key == "com_positions":
+            fields[key] = number_lists(value, 2, what)
+        elif key == "joint_effort_limits":
+            if not isinstance(value, dict):
+                raise InputError(f"{filename}: joint_effort_limits must map joints to N*m")
+            fields[key] = {str(k): float(v) for k, v in value.items()}
+        elif key in ("name", "robot"):
+            fields[key] = str(value)
+        elif key == "periodic":
+            if not isinstance(value, bool):
+                raise InputError(f"{filename}: periodic must be true or false")
+            fields[key] = value
+        else:
+            try:
+                fields[key] = float(value)
+            except (TypeError, ValueError) as e:
+                raise InputError(f"{filename}: {key} must be a number, got {value!r}") from e
+    spec = MotionSpec(**fields)
+    if "motor_effort_limit" in raw:
         spec._given = ("motor_effort_limit",)  # an explicit 0 is an error, not "default"
     if robot and spec.robot and spec.robot != robot:
         raise InputError(f"{filename}: motion was made for '{spec.robot}', not '{robot}'")
@@ -214,8 +278,95 @@ def MotionFromYaml(filename, *, robot: str | None = None) -> MotionSpec:
 
 
 def MotionToYaml(spec: MotionSpec) -> str:
-    """The YAML text of a motion (what `drakebots design` writes as motion.yaml)."""
-    from drakebots.config import DumpTypedYaml
+    """The YAML text of a motion (what `drakebots design` writes as motion.yaml; loads back
+    with `MotionFromYaml`)."""
+    import yaml
 
-    clean = dataclasses.replace(spec)
-    return DumpTypedYaml(clean)
+    def plain(value):
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return [plain(v) for v in value]
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating)):
+            return float(value)
+        return value
+
+    data = plain(dataclasses.asdict(spec))
+    if not spec.motor_effort_limit:
+        data.pop("motor_effort_limit")  # absent = the skeleton's own motors
+    return yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+def LegReach(model, *, samples: int = 9) -> list[tuple[np.ndarray, float, float]]:
+    """Per leg: (hip point in the torso frame, min and max distance hip -> sole centre), m.
+
+    The leg's joint space (within the joint limits) is sampled on a grid at the home torso pose;
+    the hip point is the leg's first joint (the joint whose parent is the torso). A plan whose
+    sole centre is farther from that point than the max (or closer than the min) cannot be reached
+    with the torso where the plan puts it.
+    """
+    plant, context = model.plant, model.plant.CreateDefaultContext()
+    torso = plant.GetBodyByName("torso", model.instance)
+    out = []
+    joints = np.array(model.JointIndices())
+    for j, leg in enumerate(model.legs):
+        cols = [i for i in joints if model.position_names[i].startswith(leg + "_")]
+        first = plant.GetJointByName(model.position_names[cols[0]], model.instance)
+        plant.SetPositions(context, model.q_home)
+        X_TW = plant.EvalBodyPoseInWorld(context, torso).inverse()
+        hip = X_TW.multiply(first.frame_on_child().CalcPoseInWorld(context).translation())
+        axes = []
+        for i in cols:
+            values = np.linspace(model.q_lower[i], model.q_upper[i], samples)
+            if model.q_lower[i] <= model.q_home[i] <= model.q_upper[i]:
+                values = np.union1d(values, [model.q_home[i]])
+            axes.append(values)
+        grids = np.meshgrid(*axes, indexing="ij")
+        distances = []
+        for values in zip(*(g.ravel() for g in grids)):
+            q = model.q_home.copy()
+            q[cols] = values
+            plant.SetPositions(context, q)
+            p = plant.CalcPointsPositions(
+                context,
+                model.foot_bodies[j].body_frame(),
+                model.sole_centers[j][:, None],
+                torso.body_frame(),
+            )[:, 0]
+            distances.append(np.linalg.norm(p - hip))
+        out.append((hip, float(min(distances)), float(max(distances))))
+    return out
+
+
+def CheckReachable(model, motion: SampledMotion, *, tolerance: float = 0.005) -> None:
+    """Raises InputError if a planned foot is provably outside its leg's reachable workspace.
+
+    The torso is placed where the plan's COM puts it (the home COM offset, heading base_yaw); its
+    height and tilt are left free (the optimizer may lower or tilt it), so the test is on the
+    horizontal distance from the hip to the sole centre: beyond the leg's maximum reach
+    (`LegReach`) + tolerance no torso height can bring the foot there.
+    """
+    from drakebots.errors import InputError
+
+    reach = LegReach(model)
+    com_home, _ = model.Com(model.q_home)
+    offset = com_home - model.q_home[:3]
+    for j, leg in enumerate(motion.legs):
+        hip, _, r_max = reach[j]
+        yaw = motion.base_yaw
+        c, s = np.cos(yaw), np.sin(yaw)
+        torso = motion.com[:, :2] - offset[None, :2]
+        hip_w = torso + np.column_stack([c * hip[0] - s * hip[1], s * hip[0] + c * hip[1]])
+        d = np.linalg.norm(motion.feet[j, :, :2] - hip_w, axis=1)
+        bad = np.flatnonzero(d > r_max + tolerance)
+        if len(bad):
+            i = bad[0]
+            raise InputError(
+                f"feet.{leg}: at t = {motion.times[i]:.3f} s the sole is {d[i]:.3f} m from its "
+                f"hip horizontally, beyond the leg's reach {r_max:.3f} m (outside the reachable "
+                "workspace with the torso where the COM plan puts it)"
+            )

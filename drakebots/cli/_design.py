@@ -1,0 +1,431 @@
+"""`drakebots design`: validation, the alternating optimization, and the results folder.
+
+The frame-by-frame dynamics (the switch): with `--skin DIR` and `drakebots.optimization.
+qpcc_coupled.CoupledFrameDynamics` importable, the QPCC runs on the coupled skin-skeleton system
+(the skin's FEM carries its own mass, so the skeleton model gets no lumped skin load); otherwise on
+`qpcc.RigidFrameDynamics` (skeleton with rigid feet, the skin's weight lumped on the links as in
+the paper's initialization, section 5.4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from drakebots.errors import InputError
+
+
+def _Motion(args, model):
+    from drakebots.optimization import motions
+    from drakebots.optimization.motion import MotionFromYaml
+
+    if args.motion_file:
+        path = Path(args.motion_file)
+        if not path.is_file():
+            raise InputError(f"--motion-file {path}: no such file")
+        return MotionFromYaml(path, robot=args.robot)
+    if args.speed is not None and not args.speed > 0.0:
+        raise InputError(f"--speed must be > 0 m/s, got {args.speed}")
+    if args.motion == "single-foot-lift":
+        return motions.SingleFootLift(model)
+    if args.motion == "double-foot-lift":
+        return motions.DoubleFootLift(model)
+    if args.motion == "walk":
+        return motions.Walk(model, speed=args.speed or 0.04)
+    return motions.Trot(model, speed=args.speed or 0.45)
+
+
+def _Validate(args):
+    """Everything that can be wrong with the input, before anything is written."""
+    from drakebots.optimization.motion import CheckReachable, SampleMotion
+    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+    from drakebots.robots import GetRobot, KnownRobots
+
+    if args.robot not in KnownRobots():
+        raise InputError(f"unknown robot '{args.robot}' (known: {', '.join(KnownRobots())})")
+    robot = GetRobot(args.robot)
+    if robot.family != "skinned_quadruped":
+        raise InputError(f"'{args.robot}' is not a skinned quad-robot (beetle, monster, ...)")
+    if args.iterations < 1:
+        raise InputError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.knot_frames < 1:
+        raise InputError(f"--knot-frames must be >= 1, got {args.knot_frames}")
+    if args.motor_limit is not None and not args.motor_limit > 0.0:
+        raise InputError(f"--motor-limit must be > 0 N*m, got {args.motor_limit}")
+    if not args.mass_scale > 0.0:
+        raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
+    skin = None
+    if args.skin:
+        skin = _LoadSkin(Path(args.skin))
+    model = SkeletonModel(
+        args.robot,
+        skin_load=SkinLoad() if skin is not None else None,
+        mass_scale=args.mass_scale,
+    )
+    spec = _Motion(args, model)
+    motion = SampleMotion(spec, known_legs=model.legs)
+    if args.knot_frames >= motion.num_frames:
+        raise InputError(
+            f"--knot-frames {args.knot_frames}: the motion has only {motion.num_frames} frames"
+        )
+    CheckReachable(model, motion)
+    limits = model.JointEffortLimits(
+        args.motor_limit or spec.motor_effort_limit, spec.joint_effort_limits
+    )
+    for name in spec.joint_effort_limits:
+        if name not in model.actuator_names:
+            raise InputError(
+                f"joint_effort_limits.{name}: no such motor (motors: "
+                f"{', '.join(model.actuator_names)})"
+            )
+    return robot, model, spec, motion, limits, skin
+
+
+def _LoadSkin(path: Path):
+    if not path.is_dir():
+        raise InputError(f"--skin {path}: not a folder (give a `drakebots skin` results folder)")
+    try:
+        from drakebots.optimization import qpcc_coupled  # noqa: F401
+    except ImportError as e:
+        raise InputError(f"--skin: the coupled QPCC is not available here ({e})") from e
+    from drakebots.fem.skin import LoadSkin
+
+    try:
+        return LoadSkin(path)
+    except (OSError, ValueError, KeyError) as e:
+        raise InputError(f"--skin {path}: cannot load the skin ({e})") from e
+
+
+def _Factory(skin):
+    from drakebots.optimization.qpcc import RigidFrameDynamics
+
+    if skin is None:
+        return RigidFrameDynamics, "rigid feet (skeleton; skin weight on the links)"
+    from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
+
+    return (
+        lambda model, dt: CoupledFrameDynamics(model, skin, dt),
+        "coupled skin-skeleton (Eq. 10 condensation)",
+    )
+
+
+def RunDesign(args) -> int:
+    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
+    from drakebots.optimization.motion import MotionToYaml
+    from drakebots.optimization.space_time import SpaceTimeConfig
+
+    robot, model, spec, motion, limits, skin = _Validate(args)
+    make_dynamics, dynamics_name = _Factory(skin)
+    out = args.out or DefaultOutput("design", robot.name)
+    config = AlternatingConfig(
+        space_time=SpaceTimeConfig(knot_frames=args.knot_frames),
+        max_iterations=args.iterations,
+        kinematic_only=args.kinematic_only,
+    )
+    show = not args.no_progress and sys.stderr.isatty()
+    start = time.perf_counter()
+
+    def log(line):
+        print(f"[{time.perf_counter() - start:6.1f} s] {line}", flush=True)
+
+    log(
+        f"{robot.name}: {spec.name}, {motion.num_frames} frames of {motion.dt} s, "
+        f"frame-by-frame on {dynamics_name}"
+    )
+    with ResultsFolder(out, force=args.force) as results:
+        results.WriteText("motion.yaml", MotionToYaml(spec))
+        bar = None
+        if show:
+            from tqdm import tqdm
+
+            bar = tqdm(total=motion.num_frames - 1, unit="frame", file=sys.stderr, leave=False)
+
+        def frame_progress(i, total):
+            if bar is not None:
+                bar.n = i
+                bar.refresh()
+
+        outcome = RunAlternating(
+            model,
+            motion,
+            make_dynamics=make_dynamics,
+            config=config,
+            effort_limits=limits,
+            log=log,
+            frame_progress=frame_progress,
+        )
+        if bar is not None:
+            bar.close()
+        baseline = None
+        if args.compare_kinematic_only and not args.kinematic_only:
+            log("kinematic-only baseline (section 7)")
+            baseline = RunAlternating(
+                model,
+                motion,
+                make_dynamics=make_dynamics,
+                config=dataclasses.replace(config, kinematic_only=True),
+                effort_limits=limits,
+                log=log,
+            )
+        figures = DesignFigures(model, motion, outcome, limits)
+        if baseline is not None:
+            figures["kinematic_only"] = DesignFigures(model, motion, baseline, limits)
+            figures["root_roll_variation_ratio_kinematic_over_ours"] = _Ratio(
+                figures["kinematic_only"]["root_roll_variation_deg"],
+                figures["root_roll_variation_deg"],
+            )
+        success = bool(outcome.converged) and figures["within_motor_limits"]
+        reason = None if success else outcome.reason
+        if outcome.converged and not figures["within_motor_limits"]:
+            reason = "a motor exceeds its limit U_m"
+        summary = MakeSummary(
+            "design",
+            {
+                "robot": robot.name,
+                "motion": spec.name,
+                "motion_file": args.motion_file,
+                "speed": spec.speed,
+                "kinematic_only": args.kinematic_only,
+                "iterations": args.iterations,
+                "knot_frames": args.knot_frames,
+                "motor_limits": limits,
+                "mass_scale": args.mass_scale,
+                "frame_dynamics": dynamics_name,
+            },
+            success=success,
+            reason=reason,
+            **figures,
+            wall_time_s=time.perf_counter() - start,
+        )
+        results.WriteJson("summary.json", summary)
+        results.SaveNpz("log.npz", _Log(outcome, motion))
+        for name, fig in DesignPlots(model, motion, outcome, limits, baseline).items():
+            results.SaveFigure(name, fig)
+        if not args.no_replay:
+            results.WriteText("replay.html", _Replay(robot, model, motion, outcome))
+        results.Commit()
+    log(
+        f"{'success' if success else 'FAILED: ' + str(reason)}; max |tau|/U_m "
+        f"{figures['max_torque_ratio']:.2f}, min COP margin {figures['min_cop_margin_m']}"
+    )
+    print(f"results: {results.final}")
+    return 0 if success else 1
+
+
+def _Ratio(a, b):
+    return None if a is None or b is None or b == 0 else float(a / b)
+
+
+def DesignFigures(model, motion, outcome, limits) -> dict:
+    """summary.json's figures of merit from an AlternatingResult."""
+    final = outcome.final
+    fr = final.frames
+    tau = np.asarray(fr.tau)
+    ratio = np.abs(tau) / limits[None] if len(tau) else np.zeros((1, model.nu))
+    margins = np.asarray(fr.cop_margin, float)
+    q = np.asarray(fr.q)
+    duration = (len(q) - 1) * motion.dt
+    speed = float((q[-1, 0] - q[0, 0]) / duration) if duration > 0 else 0.0
+    roll = np.degrees(q[:, 5])
+    iterations = []
+    for rec in outcome.iterations:
+        st = rec.space_time
+        iterations.append(
+            {
+                "iteration": rec.iteration,
+                "follow_weight": rec.follow_weight,
+                "space_time_status": st.status,
+                "space_time_success": st.success,
+                "space_time_violated": st.infeasible[:10],
+                "space_time_time_s": rec.time_space_time,
+                "space_time_cost": st.cost,
+                "space_time_costs": st.costs,
+                "frames_done": int(rec.frames.frames_done),
+                "frames_infeasible": [
+                    {"frame": int(f), "constraints": names} for f, names in rec.frames.infeasible
+                ][:10],
+                "fell": bool(rec.frames.fell),
+                "difference_rms_scaled": rec.difference_rms,
+                "difference_max_joint_deg": float(np.degrees(rec.difference_max_joint)),
+                "difference_max_torso_m": rec.difference_max_base,
+                "agreed": rec.agreed,
+                "frame_by_frame_time_s": rec.time_frames,
+            }
+        )
+    times = np.asarray(fr.frame_time)
+    first_bad = fr.infeasible[0] if fr.infeasible else None
+    return {
+        "converged": bool(outcome.converged),
+        "iterations_run": len(outcome.iterations),
+        "convergence": iterations,
+        "frames": int(motion.num_frames),
+        "frames_done": int(fr.frames_done),
+        "infeasible_frame": None if first_bad is None else int(first_bad[0]),
+        "violated_constraints": None if first_bad is None else first_bad[1],
+        "qpcc_time_per_frame_s": float(times.mean()) if len(times) else None,
+        "qpcc_time_per_frame_max_s": float(times.max()) if len(times) else None,
+        "qpcc_factor_time_per_frame_s": float(np.mean(fr.factor_time)) if len(times) else None,
+        "max_torque_ratio_per_motor": dict(
+            zip(model.actuator_names, ratio.max(axis=0).round(4).tolist())
+        ),
+        "max_torque_ratio": float(ratio.max()),
+        "within_motor_limits": bool(ratio.max() <= 1.0 + 1e-6),
+        "min_cop_margin_m": (float(np.nanmin(margins)) if np.isfinite(margins).any() else None),
+        "cop_inside_support_polygon": bool(
+            np.isfinite(margins).any() and np.nanmin(margins) >= -1e-6
+        ),
+        "planned_speed_m_per_s": float(motion.spec.speed),
+        "achieved_speed_m_per_s": speed,
+        "root_roll_variation_deg": float(np.ptp(roll)),
+        "root_roll_plan_variation_deg": float(np.ptp(np.degrees(final.q_plan[:, 5]))),
+    }
+
+
+def _Log(outcome, motion) -> dict:
+    final = outcome.final
+    fr = final.frames
+    arrays = {
+        "times": motion.times,
+        "q_frames": fr.q,
+        "v_frames": fr.v,
+        "tau": fr.tau,
+        "patch_forces": fr.forces,
+        "cop": fr.cop,
+        "cop_margin": fr.cop_margin,
+        "qpcc_time": fr.frame_time,
+        "contact_plan": motion.contact,
+        "com_plan": motion.com,
+        "feet_plan": motion.feet,
+    }
+    for rec in outcome.iterations:
+        arrays[f"q_plan_{rec.iteration}"] = rec.q_plan
+        arrays[f"q_knots_{rec.iteration}"] = rec.space_time.q_knots
+        arrays[f"knot_times_{rec.iteration}"] = rec.space_time.knot_times
+        arrays[f"q_frames_{rec.iteration}"] = rec.frames.q
+    return arrays
+
+
+def DesignPlots(model, motion, outcome, limits, baseline=None) -> dict:
+    """Figures of the paper: torques (Fig. 16), COP (Figs. 10-11), joints (Fig. 20), roll
+    (Fig. 18), solver convergence."""
+    import matplotlib.pyplot as plt
+
+    from drakebots.analysis.support import SupportPolygon
+
+    figs = {}
+    fr = outcome.final.frames
+    t = motion.times
+    # Fig. 16: torque per motor against its limit.
+    nu = model.nu
+    cols = 4 if nu > 12 else 3
+    rows = int(np.ceil(nu / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.0 * rows), sharex=True)
+    for k, ax in enumerate(np.ravel(axes)):
+        if k >= nu:
+            ax.axis("off")
+            continue
+        if len(fr.tau):
+            ax.plot(t[: len(fr.tau)], fr.tau[:, k], lw=1.2)
+        ax.axhline(limits[k], color="r", ls="--", lw=0.8)
+        ax.axhline(-limits[k], color="r", ls="--", lw=0.8)
+        ax.set_title(model.actuator_names[k], fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.supxlabel("time (s)")
+    fig.supylabel("torque (N·m); red: motor limit")
+    fig.tight_layout()
+    figs["torques.png"] = fig
+    # Figs. 10-11: COP against the support polygons.
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    step = max(1, motion.num_frames // 12)
+    for i in range(0, motion.num_frames, step):
+        stance = np.flatnonzero(motion.contact[:, i])
+        if len(stance) < 2:
+            continue
+        pts = []
+        for j in stance:
+            local = model.sole_corners[j][:, :2] - model.sole_centers[j][:2]
+            pts.append(motion.feet[j, i, :2] + local)
+        try:
+            poly = SupportPolygon(np.vstack(pts)).vertices
+        except ValueError:
+            continue
+        closed = np.vstack([poly, poly[:1]])
+        ax.plot(closed[:, 0], closed[:, 1], color="0.6", lw=0.8)
+    cop = np.asarray(fr.cop)
+    margin = np.asarray(fr.cop_margin)
+    if len(cop):
+        inside = margin >= 0
+        ax.plot(cop[:, 0], cop[:, 1], color="g", lw=0.8, alpha=0.6)
+        ax.scatter(cop[inside, 0], cop[inside, 1], s=5, color="g", label="COP inside")
+        ax.scatter(cop[~inside, 0], cop[~inside, 1], s=12, color="r", label="COP outside")
+    ax.plot(motion.com[:, 0], motion.com[:, 1], "k:", lw=0.8, label="planned COM")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title("COP (frame-by-frame) and support polygons (grey)")
+    ax.legend(fontsize=7)
+    if len(margin):
+        ax2.plot(t[: len(margin)], 1e3 * margin)
+    ax2.axhline(0, color="r", lw=0.8)
+    ax2.set_xlabel("time (s)")
+    ax2.set_ylabel("COP margin to the support polygon (mm)")
+    fig.tight_layout()
+    figs["cop.png"] = fig
+    # Fig. 20: joint angles per iteration.
+    nj = model.nq - 6
+    cols = 4 if nj > 12 else 3
+    rows = int(np.ceil(nj / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.0 * rows), sharex=True)
+    for k, ax in enumerate(np.ravel(axes)):
+        if k >= nj:
+            ax.axis("off")
+            continue
+        for rec in outcome.iterations:
+            ax.plot(t, np.degrees(rec.q_plan[:, 6 + k]), lw=1, label=f"plan {rec.iteration}")
+            fq = rec.frames.q
+            ax.plot(
+                t[: len(fq)], np.degrees(fq[:, 6 + k]), "--", lw=1, label=f"QPCC {rec.iteration}"
+            )
+        ax.set_title(model.position_names[6 + k], fontsize=8)
+        ax.tick_params(labelsize=7)
+    np.ravel(axes)[0].legend(fontsize=6)
+    fig.supxlabel("time (s)")
+    fig.supylabel("joint angle (deg)")
+    fig.tight_layout()
+    figs["joint_angles.png"] = fig
+    # Fig. 18: the root's roll.
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(t[: len(fr.q)], np.degrees(fr.q[:, 5]), label="ours (frame-by-frame)")
+    if baseline is not None:
+        bq = baseline.final.frames.q
+        ax.plot(t[: len(bq)], np.degrees(bq[:, 5]), label="kinematic-only (frame-by-frame)")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("root roll (deg)")
+    ax.legend()
+    fig.tight_layout()
+    figs["root_roll.png"] = fig
+    # Solver convergence per space-time step.
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for rec in outcome.iterations:
+        merits = [h["merit"] for h in rec.space_time.history if "merit" in h]
+        if merits:
+            ax.semilogy(merits, label=f"space-time {rec.iteration}")
+    ax.set_xlabel("Gauss-Newton iteration")
+    ax.set_ylabel("l1 merit")
+    ax.legend()
+    fig.tight_layout()
+    figs["convergence.png"] = fig
+    return figs
+
+
+def _Replay(robot, model, motion, outcome) -> str:
+    from drakebots.visualization.replay import ReplayHtml
+
+    q = outcome.final.frames.q
+    positions = np.array([model.ToFloatingPositions(qi) for qi in q])
+    return ReplayHtml(robot, motion.times[: len(q)], positions)

@@ -1,0 +1,88 @@
+"""Design a physically feasible motion for a skinned quad-robot (paper section 5, Fig. 2).
+
+Alternates the space-time optimization of the skeleton (Eqs. 3-9: COM and feet tracking, contact,
+COP-in-support-polygon, momentum and friction constraints; Gauss-Newton SQP) with the
+frame-by-frame QPCC (Eqs. 12-19: motor limits |tau| <= U_m, COP, contact complementarity) until
+the two motions agree, raising the follow weight 10 % per iteration. The frame-by-frame step uses
+the coupled skin-skeleton dynamics (Eq. 10) when --skin gives a `drakebots skin` folder, else the
+skeleton with rigid feet (the skin's weight carried by the links). Writes summary.json
+(iterations, convergence, per-frame QPCC time, max |tau|/U_m per motor, min COP margin, achieved
+speed), torques.png (Fig. 16), cop.png (Figs. 10-11), joint_angles.png (Fig. 20), root_roll.png
+(Fig. 18), convergence.png, motion.yaml, log.npz and replay.html. Exit 1 (results kept) when a
+frame is infeasible or the loop does not converge; exit 2 on bad input (nothing written).
+
+Examples:
+  drakebots design beetle --motion single-foot-lift --out runs/beetle_lift
+  drakebots design beetle --motion walk --out runs/beetle_walk
+  drakebots design monster --motion trot --speed 0.45 --out runs/monster_trot
+  drakebots design cow --motion walk --motion-file my_walk.yaml --out runs/cow_walk
+  drakebots design beetle --motion walk --kinematic-only --out runs/beetle_walk_kinematic
+  drakebots design beetle --motion walk --compare-kinematic-only --out runs/beetle_walk_vs
+  drakebots design monster --motion trot --mass-scale 2 --out runs/monster_heavy  # fails (paper)
+"""
+
+from drakebots.cli import AddOutputArguments, AddVerb
+
+MOTIONS = ("single-foot-lift", "double-foot-lift", "walk", "trot")
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "design", __doc__)
+    parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
+    parser.add_argument(
+        "--motion", choices=MOTIONS, required=True, help="the motion to design (generator)"
+    )
+    parser.add_argument(
+        "--speed", type=float, default=None, help="walk/trot speed, m/s (walk 0.04, trot 0.45)"
+    )
+    parser.add_argument(
+        "--motion-file",
+        default=None,
+        help="a MotionSpec YAML (COM and foot keyframes, contact plan, limits) instead of the "
+        "generator (drakebots.optimization.motion.MotionSpec; motion.yaml of a run is one)",
+    )
+    parser.add_argument(
+        "--kinematic-only",
+        action="store_true",
+        help="the kinematic-only baseline (section 7, after Megaro et al.): no forces or momentum "
+        "in the plan; one frame-by-frame pass computes the torques",
+    )
+    parser.add_argument(
+        "--compare-kinematic-only",
+        action="store_true",
+        help="also run the kinematic-only baseline and compare root roll (Fig. 18)",
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=3, help="space-time <-> frame-by-frame iterations"
+    )
+    parser.add_argument(
+        "--knot-frames",
+        type=int,
+        default=8,
+        help="space-time knots every this many frames (the plan is a cubic spline between)",
+    )
+    parser.add_argument(
+        "--motor-limit", type=float, default=None, help="U_m for every motor, N*m (default: model)"
+    )
+    parser.add_argument(
+        "--mass-scale",
+        type=float,
+        default=1.0,
+        help="multiply every mass (2: the paper's failure case, the monster with doubled mass)",
+    )
+    parser.add_argument(
+        "--skin",
+        default=None,
+        help="a `drakebots skin` results folder: frame-by-frame with the coupled skin dynamics",
+    )
+    parser.add_argument("--no-replay", action="store_true", help="skip replay.html")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    AddOutputArguments(parser)
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def Run(args) -> int:
+    from drakebots.cli._design import RunDesign
+
+    return RunDesign(args)

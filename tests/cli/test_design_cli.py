@@ -1,0 +1,85 @@
+"""`drakebots design` (issue 6): help, bad inputs (exit 2, nothing written), one tiny run."""
+
+import json
+
+import pytest
+
+from drakebots.cli import main
+from drakebots.optimization import motions
+from drakebots.optimization.motion import MotionToYaml
+from drakebots.optimization.skeleton_model import SkeletonModel
+
+
+@pytest.fixture(scope="module")
+def beetle():
+    return SkeletonModel("beetle")
+
+
+def _Tiny(beetle, tmp_path, **changes):
+    spec = motions.SingleFootLift(beetle, duration=0.1, height=0.005)
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    path = tmp_path / "motion.yaml"
+    path.write_text(MotionToYaml(spec))
+    return path
+
+
+def _Exit2(argv, tmp_path, capsys, expect):
+    out = tmp_path / "out"
+    code = main(["design", *argv, "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert expect in captured.err + captured.out
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_help_has_examples(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["design", "--help"])
+    assert e.value.code == 0
+    assert "drakebots design beetle --motion single-foot-lift" in capsys.readouterr().out
+
+
+def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
+    base = ["beetle", "--motion", "single-foot-lift"]
+    _Exit2(base + ["--motor-limit", "0"], tmp_path, capsys, "--motor-limit")
+    _Exit2(["dragon", "--motion", "walk"], tmp_path, capsys, "beetle")
+    _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
+    # A contact plan / trajectory whose lengths disagree.
+    spec = motions.SingleFootLift(beetle, duration=0.1)
+    bad = tmp_path / "mismatch.yaml"
+    spec.feet["rear_left"].positions = spec.feet["rear_left"].positions[:-1]
+    bad.write_text(MotionToYaml(spec))
+    _Exit2(base + ["--motion-file", str(bad)], tmp_path, capsys, "feet.rear_left")
+    # A foot that is not in the skeleton.
+    spec = motions.SingleFootLift(beetle, duration=0.1)
+    spec.feet["middle_left"] = spec.feet["front_left"]
+    bad.write_text(MotionToYaml(spec))
+    _Exit2(base + ["--motion-file", str(bad)], tmp_path, capsys, "middle_left")
+    # A motor limit <= 0 in the motion file.
+    bad = _Tiny(beetle, tmp_path, motor_effort_limit=-1.0)
+    _Exit2(base + ["--motion-file", str(bad)], tmp_path, capsys, "motor_effort_limit")
+    # A trajectory outside the reachable workspace: a foot 1 m sideways.
+    spec = motions.SingleFootLift(beetle, duration=0.1)
+    for p in spec.feet["front_right"].positions:
+        p[1] -= 1.0
+    bad.write_text(MotionToYaml(spec))
+    _Exit2(base + ["--motion-file", str(bad)], tmp_path, capsys, "reachable workspace")
+
+
+def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
+    """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: the run finishes, its
+    exit code agrees with summary.json, and every result file is there."""
+    motion = _Tiny(beetle, tmp_path)
+    out = tmp_path / "run"
+    argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
+    argv += ["--kinematic-only", "--knot-frames", "5", "--no-replay", "--out", str(out)]
+    code = main(argv)
+    assert code in (0, 1)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success"] == (code == 0)
+    assert code == 0 or summary["reason"]
+    for name in ("torques.png", "cop.png", "joint_angles.png", "root_roll.png", "log.npz"):
+        assert (out / name).is_file(), name
+    assert summary["convergence"][0]["space_time_violated"] == []
+    assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu

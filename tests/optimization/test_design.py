@@ -1,0 +1,159 @@
+"""The space-time step and the alternating loop (issue 6).
+
+References: the MathematicalProgram's own bindings (the problem's definition) for the vectorised
+NLP; finite differences for its Jacobians; Drake's kinematics evaluated directly (not through the
+optimizer) for the solution's contact and COP constraints; a grid over a leg's joint space for
+the reach.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from drakebots.analysis.support import SupportPolygon
+from drakebots.errors import InputError
+from drakebots.optimization import alternating, motions
+from drakebots.optimization.motion import CheckReachable, LegReach, SampleMotion
+from drakebots.optimization.qpcc import QpccConfig
+from drakebots.optimization.skeleton_model import SkeletonModel
+from drakebots.optimization.space_time import (
+    InitialGuess,
+    MakeSpaceTimeProgram,
+    SolveSpaceTime,
+    SpaceTimeConfig,
+)
+from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+
+
+@pytest.fixture(scope="module")
+def beetle():
+    return SkeletonModel("beetle")
+
+
+def test_vectorised_nlp_equals_the_programs_bindings(beetle):
+    motion = SampleMotion(motions.Walk(beetle, speed=0.04))
+    problem = MakeSpaceTimeProgram(
+        beetle, motion, SpaceTimeConfig(knot_frames=40), q_follow=np.tile(beetle.q_home, (11, 1))
+    )
+    prog = problem.prog
+    rng = np.random.default_rng(0)
+    x = InitialGuess(beetle, problem) + rng.normal(scale=0.01, size=prog.num_vars())
+    nlp = SpaceTimeNlp(problem)
+    ev = nlp.Evaluate(x, True)
+    cost = sum(float(prog.EvalBinding(b, x)[0]) for b in prog.GetAllCosts())
+    assert ev.r @ ev.r == pytest.approx(cost, rel=1e-12)
+    violation = 0.0
+    for b in prog.GetAllConstraints():
+        e, y = b.evaluator(), prog.EvalBinding(b, x)
+        violation += np.sum(np.maximum(0, e.lower_bound() - y) + np.maximum(0, y - e.upper_bound()))
+    z = (nlp.cone_A @ x + nlp.cone_b).reshape(-1, 3)
+    ours = (
+        np.abs(ev.c_eq).sum()
+        + np.maximum(ev.c_in, 0).sum()
+        + np.sum(np.maximum(0, nlp.lower - x) + np.maximum(0, x - nlp.upper))
+        + np.sum(np.maximum(0, np.hypot(z[:, 1], z[:, 2]) - z[:, 0]))
+    )
+    assert ours == pytest.approx(violation, rel=1e-10)
+    # Jacobians against central differences along a random direction.
+    d = rng.normal(size=len(x)) * 1e-6
+    plus, minus = nlp.Evaluate(x + d, False), nlp.Evaluate(x - d, False)
+    for a, b, J in ((plus.r, minus.r, ev.J_r), (plus.c_eq, minus.c_eq, ev.A_eq)):
+        np.testing.assert_allclose(J @ d, (a - b) / 2, atol=1e-9 * max(1.0, np.abs(J @ d).max()))
+    np.testing.assert_allclose(ev.A_in @ d, (plus.c_in - minus.c_in) / 2, atol=1e-12)
+
+
+def test_kinematic_space_time_solution_satisfies_its_constraints(beetle):
+    """Checked with Drake's kinematics directly: stance soles on the ground and still, the COM
+    over the support polygon, joint limits."""
+    spec = motions.SingleFootLift(beetle, duration=0.4, height=0.01)
+    motion = SampleMotion(spec)
+    config = SpaceTimeConfig(knot_frames=8, dynamics=False, max_iterations=30)
+    problem = MakeSpaceTimeProgram(beetle, motion, config)
+    result = SolveSpaceTime(beetle, problem, InitialGuess(beetle, problem))
+    assert result.infeasible == [], result.status
+    targets = problem.targets
+    for k, q in enumerate(result.q_knots):
+        assert np.all(q >= beetle.q_lower - 1e-9) and np.all(q <= beetle.q_upper + 1e-9)
+        com = beetle.plant.CalcCenterOfMassPositionInWorld(_Set(beetle, q))
+        for j in np.flatnonzero(targets.contact[:, k]):
+            p = _Sole(beetle, q, j)
+            assert abs(p[2]) < 1e-4
+            if k > 0 and targets.contact[j, k - 1]:
+                np.testing.assert_allclose(
+                    p[:2], _Sole(beetle, result.q_knots[k - 1], j)[:2], atol=1e-4
+                )
+        polygon = targets.polygons[k]
+        assert SupportPolygon(polygon.vertices).Margin(com) >= config.cop_margin - 1e-4
+
+
+def _Set(model, q):
+    context = model.plant.CreateDefaultContext()
+    model.plant.SetPositions(context, q)
+    return context
+
+
+def _Sole(model, q, j):
+    context = _Set(model, q)
+    X = model.plant.EvalBodyPoseInWorld(context, model.foot_bodies[j])
+    return X.multiply(model.sole_centers[j])
+
+
+def test_reach_and_the_reachability_check(beetle):
+    reach = LegReach(beetle)
+    feet, _, _, _ = beetle.AllFeet(beetle.q_home)
+    plant, context = beetle.plant, _Set(beetle, beetle.q_home)
+    X_TW = plant.EvalBodyPoseInWorld(context, plant.GetBodyByName("torso")).inverse()
+    for j, (hip, r_min, r_max) in enumerate(reach):
+        d = np.linalg.norm(X_TW.multiply(feet[j]) - hip)
+        assert r_min - 1e-9 <= d <= r_max + 1e-9
+    spec = motions.Walk(beetle, speed=0.04)
+    CheckReachable(beetle, SampleMotion(spec))
+    far = dataclasses.replace(spec, feet=dict(spec.feet))
+    track = far.feet["rear_left"]
+    far.feet["rear_left"] = dataclasses.replace(
+        track, positions=[[p[0] - 0.5, p[1], p[2]] for p in track.positions]
+    )
+    with pytest.raises(InputError, match="rear_left.*reachable workspace"):
+        CheckReachable(beetle, SampleMotion(far))
+
+
+def test_alternating_loop_bookkeeping(beetle, monkeypatch):
+    """The loop of Fig. 2 with the two steps stubbed: E_F's weight is off in the initialization,
+    then 1, then grows 10 % per iteration; E_F follows the last pass; it stops when they agree."""
+    motion = SampleMotion(motions.SingleFootLift(beetle, duration=0.1))
+    N = motion.num_frames
+    calls = []
+
+    def space_time(model, motion_, config, *, q_follow, follow_weight, loads, limits, q_init, log):
+        calls.append((None if q_follow is None else q_follow.copy(), follow_weight))
+        knots = motion.times[::5]
+        st = dataclasses.make_dataclass("St", ["knot_times", "q_knots"])(
+            knots, np.tile(beetle.q_home, (len(knots), 1))
+        )
+        return st, 0.0
+
+    offsets = iter([1.0, 0.5, 0.001])
+
+    def frame_pass(model, dynamics, qpcc, q_plan, contact, progress=None):
+        q = q_plan.copy()
+        q[:, 6] += next(offsets)  # a joint off by this much, rad
+        return dataclasses.make_dataclass(
+            "Fr", ["q", "frames_done", "fell", "infeasible", "frame_time"]
+        )(q, N - 1, False, [], np.zeros(N - 1))
+
+    monkeypatch.setattr(alternating, "_SpaceTime", space_time)
+    monkeypatch.setattr(alternating, "RunFrameByFrame", frame_pass)
+    monkeypatch.setattr(alternating, "FrameQpcc", lambda *a, **k: None)
+    config = alternating.AlternatingConfig(max_iterations=5, qpcc=QpccConfig(angle_scale=0.05))
+    result = alternating.RunAlternating(
+        beetle, motion, make_dynamics=lambda m, dt: None, config=config, log=lambda s: None
+    )
+    assert result.converged and len(result.iterations) == 3
+    assert calls[0][0] is None  # initialization: no E_F
+    assert [w for _, w in calls[1:]] == pytest.approx([1.0, 1.1])
+    np.testing.assert_allclose(calls[1][0][:, 6], beetle.q_home[6] + 1.0)  # follows q̃
+    rms = [r.difference_rms for r in result.iterations]
+    expected = [o / 0.05 / np.sqrt(beetle.nq) for o in (1.0, 0.5, 0.001)]
+    assert rms == pytest.approx(expected, rel=1e-9)
+    assert [r.agreed for r in result.iterations] == [False, False, True]
