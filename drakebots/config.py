@@ -8,6 +8,7 @@ key path and the file, which the command line turns into exit status 2.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,18 +20,40 @@ from drakebots.errors import InputError
 T = TypeVar("T")
 
 
-def _dataclass_type(field_type) -> type | None:
-    """The dataclass inside `field_type` (plain, or Optional[...]), else None."""
+def _Unwrap(field_type):
+    """(kind, inner) of a field type: ("dataclass", cls), ("dict", value_type),
+    ("list", element_type) or ("leaf", None). Optional[X] is unwrapped to X."""
     if dataclasses.is_dataclass(field_type):
-        return field_type
-    for arg in typing.get_args(field_type):
-        if dataclasses.is_dataclass(arg):
-            return arg
-    return None
+        return "dataclass", field_type
+    origin = typing.get_origin(field_type)
+    args = typing.get_args(field_type)
+    if origin in (dict, typing.Dict) and len(args) == 2:  # noqa: UP006
+        return "dict", args[1]
+    if origin in (list, tuple, typing.List) and args:  # noqa: UP006
+        return "list", args[0]
+    if origin is typing.Union or origin is types.UnionType:
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1:
+            return _Unwrap(others[0])
+    return "leaf", None
+
+
+def _Children(field_type, value, path):
+    """(child_type, child_value, child_path) for the dataclasses nested in a field's value."""
+    kind, inner = _Unwrap(field_type)
+    if kind == "dataclass" and isinstance(value, dict):
+        yield inner, value, path
+    elif kind == "dict" and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _Children(inner, item, f"{path}.{key}")
+    elif kind == "list" and isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _Children(inner, item, f"{path}[{index}]")
 
 
 def _check_keys(schema: type, data: Any, where: str, source: str) -> None:
-    """Raises InputError for keys that `schema` does not have, recursing into nested dataclasses."""
+    """Raises InputError for keys that `schema` does not have, recursing into nested dataclasses
+    (also inside dicts and lists of dataclasses)."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: {where or 'the top level'} must be a mapping, got {data!r}")
     hints = typing.get_type_hints(schema)
@@ -41,9 +64,8 @@ def _check_keys(schema: type, data: Any, where: str, source: str) -> None:
             raise InputError(
                 f"{source}: unknown key '{path}' (known keys here: {', '.join(sorted(names))})"
             )
-        nested = _dataclass_type(hints[key])
-        if nested is not None and isinstance(value, dict):
-            _check_keys(nested, value, path, source)
+        for child_schema, child_value, child_path in _Children(hints[key], value, path):
+            _check_keys(child_schema, child_value, child_path, source)
 
 
 def _find_bad_value(schema: type, data: dict, where: str, source: str) -> str:
@@ -51,12 +73,11 @@ def _find_bad_value(schema: type, data: dict, where: str, source: str) -> str:
     hints = typing.get_type_hints(schema)
     for key, value in data.items():
         path = f"{where}.{key}" if where else str(key)
-        nested = _dataclass_type(hints[key])
-        if nested is not None and isinstance(value, dict):
-            inner = _find_bad_value(nested, value, path, source)
+        children = list(_Children(hints[key], value, path))
+        for child_schema, child_value, child_path in children:
+            inner = _find_bad_value(child_schema, child_value, child_path, source)
             if inner:
                 return inner
-            continue
         try:
             yaml_load_typed(schema=schema, data=yaml_dump_typed_dict({key: value}), defaults=None)
         except Exception as e:  # noqa: BLE001 - any conversion failure is the user's value.

@@ -1,0 +1,62 @@
+"""LoadTypedYaml: every mistake names the key path and the file, also inside nested containers."""
+
+import dataclasses
+
+import pytest
+
+from drakebots.config import LoadTypedYaml
+from drakebots.errors import InputError
+
+
+@dataclasses.dataclass
+class Leaf:
+    k: float = 1.0
+
+
+@dataclasses.dataclass
+class Schema:
+    x: float = 1.0
+    leaf: Leaf = dataclasses.field(default_factory=Leaf)
+    by_name: dict[str, Leaf] = dataclasses.field(default_factory=dict)
+    items: list[Leaf] = dataclasses.field(default_factory=list)
+    optional: Leaf | None = None
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("z: 3", "unknown key 'z'"),
+        ("x: abc", "key 'x' has a bad value"),
+        ("leaf: {q: 1}", "unknown key 'leaf.q'"),
+        ("leaf: {k: foo}", "key 'leaf.k' has a bad value"),
+        ("by_name: {a: {q: 2}}", "unknown key 'by_name.a.q'"),
+        ("by_name: {a: {k: bad}}", "key 'by_name.a.k' has a bad value"),
+        ("items: [{k: 1}, {z: 2}]", "unknown key 'items[1].z'"),
+        ("items: [{k: 1}, {k: x}]", "key 'items[1].k' has a bad value"),
+        ("optional: {w: 3}", "unknown key 'optional.w'"),
+    ],
+)
+def test_errors_name_the_key(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(InputError) as error:
+        LoadTypedYaml(Schema, filename=path)
+    assert message in str(error.value)
+    assert str(path) in str(error.value)
+
+
+def test_valid_file_loads_with_defaults(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("x: 2\nby_name: {a: {k: 3}}\nitems: [{k: 4}]\noptional: {k: 5}\n")
+    config = LoadTypedYaml(Schema, filename=path)
+    assert config == Schema(x=2.0, by_name={"a": Leaf(3.0)}, items=[Leaf(4.0)], optional=Leaf(5.0))
+
+
+def test_missing_file_and_missing_entry(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        LoadTypedYaml(Schema, filename=tmp_path / "nope.yaml")
+    path = tmp_path / "named.yaml"
+    path.write_text("first: {x: 1}\n")
+    with pytest.raises(InputError, match="no entry named 'second'"):
+        LoadTypedYaml(Schema, filename=path, child_name="second")
+    assert LoadTypedYaml(Schema, filename=path, child_name="first").x == 1.0
