@@ -50,23 +50,34 @@ def FlattenSummary(summary: dict, prefix: str = "") -> dict:
 
 
 def TableRows(rows: list[dict]) -> tuple[list[str], list[dict]]:
-    """Column names and flat rows: head columns, then parameters, then figures."""
+    """Column names and flat rows: head columns, then parameters, bookkeeping, figures.
+
+    A figure whose name is also a parameter's or a head column's (a summary's `iterations`
+    beside a swept `--iterations`) is named `summary.<name>`, so a column never mixes the two.
+    """
+    taken = set(HEAD_COLUMNS) | set(_NOT_IN_TABLE)
     param_columns: list[str] = []
+    for row in rows:
+        for key in row.get("params") or {}:
+            if key not in param_columns:
+                param_columns.append(key)
+    taken |= set(param_columns)
+    for row in rows:
+        taken |= {k for k, v in row.items() if _IsScalar(v)}
     figure_columns: list[str] = []
     flat_rows = []
     for row in rows:
         flat = {k: row.get(k) for k in HEAD_COLUMNS}
         for key, value in (row.get("params") or {}).items():
-            if key not in param_columns:
-                param_columns.append(key)
             flat[key] = value
-        for key, value in (row.get("figures") or {}).items():
-            if key not in figure_columns and key not in param_columns:
-                figure_columns.append(key)
-            flat.setdefault(key, value)
         for key, value in row.items():
             if key not in flat and key not in _NOT_IN_TABLE and _IsScalar(value):
                 flat[key] = value
+        for key, value in (row.get("figures") or {}).items():
+            column = f"summary.{key}" if key in taken else key
+            if column not in figure_columns:
+                figure_columns.append(column)
+            flat[column] = value
         flat_rows.append(flat)
     extra = []
     for flat in flat_rows:

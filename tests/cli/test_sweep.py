@@ -178,6 +178,20 @@ def test_named_sweep_dry_run_prints_the_command_lines(capsys):
     assert line in out
 
 
+def test_table_keeps_a_swept_option_apart_from_a_summary_figure_of_the_same_name(tmp_path):
+    from drakebots.cli._sweep_table import WriteTable
+
+    rows = [
+        {"case": "a", "status": "done", "params": {"iterations": 20}, "figures": {"iterations": 7}},
+        {"case": "b", "status": "failed", "params": {}, "figures": {"iterations": 9, "x": "s"}},
+    ]
+    WriteTable(rows, tmp_path)
+    table = pq.read_table(tmp_path / "results.parquet").to_pylist()
+    assert [r["iterations"] for r in table] == [20, None]
+    assert [r["summary.iterations"] for r in table] == [7, 9]
+    assert (tmp_path / "results.csv").read_text().splitlines()[0].count("iterations") == 2
+
+
 def test_sweep_plots_for_two_one_and_many_parameters():
     import matplotlib.pyplot as plt
 
