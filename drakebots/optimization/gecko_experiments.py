@@ -256,7 +256,8 @@ class NavigationResult:
         steps: the decisions, in order.
         reached: (K,) whether each target was reached.
         reached_at_step: (K,) total step count when each target was reached (-1: never).
-        closest: (K,) closest approach of the torso midpoint to each target, m.
+        closest: (K,) closest approach of the torso midpoint to each target while it was the
+            current one, m (inf for targets never reached to).
         track_times, track_poses: the torso-midpoint pose over time (T,), (T, 3).
         success: every target reached within its step budget.
         reason: why not (None on success).
@@ -317,8 +318,11 @@ class _TargetBook:
         self.total_steps = 0
 
     def Observe(self, pose) -> None:
-        d = np.hypot(*(self.targets - np.asarray(pose[:2])).T)
-        self.closest = np.minimum(self.closest, d)
+        """Closest approach to the target being walked to (targets not yet active do not count:
+        the course may start on its last one)."""
+        if self.current < len(self.targets):
+            d = float(np.hypot(*(self.targets[self.current] - np.asarray(pose[:2]))))
+            self.closest[self.current] = min(self.closest[self.current], d)
 
     def Advance(self, pose) -> bool:
         """Moves past reached targets; True when all are reached."""

@@ -735,6 +735,8 @@ class Gecko(Robot):
                 "leg": float(ChainEndError(dims.leg_length, max_leg, p.leg_segments)),
                 "torso": float(ChainEndError(dims.torso_length, max_torso, p.torso_segments)),
             },
+            "coupler_constraints": sum(len(j) - 1 for j in LimbJoints(p).values()),
+            "suction": "weld constraints to anchors, toggled at run time (AddSuctionAnchors)",
             "feet": list(FEET),
             "foot_limbs": {foot: LIMBS[FOOT_LIMB[foot]] for foot in FEET},
             "home_angles_deg": HomeAnglesDeg().tolist(),
