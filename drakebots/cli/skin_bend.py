@@ -266,8 +266,8 @@ def _PlotBent(skins, results_by_skin):
         ax.set_box_aspect((1, 1, 1))
         ax.view_init(elev=5, azim=-50)
         ax.set_axis_off()
-        ax.set_title(f"{label}: {np.rad2deg(r.reached):.1f} deg", fontsize=10)
-    fig.tight_layout()
+        ax.set_title(f"{label}: {np.rad2deg(r.reached):.1f} deg", fontsize=10, pad=12)
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.94))
     return fig
 
 

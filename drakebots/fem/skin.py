@@ -52,7 +52,7 @@ from drakebots.robots.skeleton import SkeletonParams, _Build
 FOLDABLE_KINDS = ("ankle", "knee", "hip")
 
 # Marching-cubes voxel per robot, m: lands the vertex counts near Table 1 (12.5k-18.3k).
-DEFAULT_VOXEL = {"beetle": 0.011, "cow": 0.0125, "lizard": 0.0125, "monster": 0.0145}
+DEFAULT_VOXEL = {"beetle": 0.011, "cow": 0.014, "lizard": 0.014, "monster": 0.0145}
 
 
 @dataclasses.dataclass
@@ -200,9 +200,10 @@ def _LegParts(b, params) -> list[_Part]:
         plate = foot.boxes[0]
         half = 0.5 * plate.size + np.array([0.012, 0.012, 0.0])
         center = plate.center + np.array([0.0, 0.0, 0.0])
-        # The foot: a rounded pad around the plate, its sole 8 mm below the plate's bottom.
-        pad_half = np.array([half[0], half[1], 0.5 * plate.size[2] + 0.5 * 0.016])
-        pad_center = center - np.array([0.0, 0.0, 0.004])
+        # The foot: a rounded pad around the plate, its sole 8 mm below the plate's bottom (the
+        # foot skin is 8 mm thick, section 6.1, so the plate rests on the inner sole).
+        pad_half = np.array([half[0], half[1], 0.5 * plate.size[2] + 0.006])
+        pad_center = center - np.array([0.0, 0.0, 0.002])
         parts.append(
             _Part("roundbox", foot.name, (pad_center, pad_half, plate.R, 0.01), 0.03, foot=True)
         )
@@ -243,7 +244,7 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
             _Part("ellipsoid", "torso", (tc + [-0.01, 0, 0.01], [a, 0.5 * W - 0.01, 0.11]), 0.04)
         )
         neck_a = tc + [a - 0.04, 0, 0.04]
-        head_c = np.array([0.5 * L - 0.06, 0.0, top - 0.06])
+        head_c = np.array([0.5 * L - 0.075, 0.0, top - 0.08])
         parts.append(_Part("capsule", "torso", (neck_a, head_c - [0.03, 0, 0], 0.06, 0.045)))
         parts.append(_Part("ellipsoid", "torso", (head_c, [0.07, 0.05, 0.055]), 0.03))
         parts.append(
@@ -259,7 +260,7 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
                     "torso",
                     (
                         head_c + [-0.02, s * 0.03, 0.04],
-                        head_c + [-0.03, s * 0.06, 0.06],
+                        head_c + [-0.03, s * 0.06, 0.05],
                         0.012,
                         0.006,
                     ),
@@ -270,23 +271,22 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
             _Part(
                 "capsule",
                 "torso",
-                (tc + [-a + 0.02, 0, 0.06], tc + [-a - 0.03, 0, -0.1], 0.015, 0.01),
+                (tc + [-a + 0.03, 0, 0.06], tc + [-a + 0.01, 0, -0.12], 0.015, 0.01),
                 0.02,
             )
         )
     elif name == "monster":
         a = 0.5 * tsize[0]
-        parts.append(
-            _Part("ellipsoid", "torso", (tc + [0, 0, 0.02], [a, 0.5 * W - 0.03, 0.085]), 0.04)
-        )
-        head_c = tc + np.array([a + 0.01, 0.0, 0.04])
-        parts.append(_Part("ellipsoid", "torso", (head_c, [0.08, 0.16, 0.07]), 0.05))
+        parts.append(_Part("ellipsoid", "torso", (tc, [a, 0.5 * W - 0.03, 0.055]), 0.04))
+        # A wide, flat head at the front of the torso (the paper's monster is 27 cm tall).
+        head_c = tc + np.array([a - 0.05, 0.0, 0.0])
+        parts.append(_Part("ellipsoid", "torso", (head_c, [0.065, 0.16, 0.05]), 0.05))
         for s in (1, -1):  # eyes bulging out and horns
             parts.append(
                 _Part(
                     "ellipsoid",
                     "torso",
-                    (head_c + [0.03, s * 0.08, 0.06], [0.03, 0.03, 0.03]),
+                    (head_c + [0.03, s * 0.08, 0.04], [0.025, 0.025, 0.025]),
                     0.015,
                 )
             )
@@ -295,8 +295,8 @@ def _AnimalShape(params: SkeletonParams) -> list[_Part]:
                     "capsule",
                     "torso",
                     (
-                        head_c + [-0.02, s * 0.12, 0.03],
-                        head_c + [-0.05, s * 0.2, 0.05],
+                        head_c + [-0.02, s * 0.12, 0.02],
+                        head_c + [-0.05, s * 0.2, 0.03],
                         0.02,
                         0.014,
                     ),
@@ -449,6 +449,9 @@ def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
         f = value if f is None else _SmoothMin(f, value, part.blend)
         if part.foot:
             foot = np.minimum(foot, value)
+    # Flat soles: the skin ends at the foot skin's thickness below the skeleton's soles (z = 0),
+    # whatever the blends above them do.
+    f = _SmoothMax(f, -(P[..., 2] + options.foot_thickness), 0.004)
     fold = np.zeros(P.shape[:-1])
     for _, point, axis in _FoldSites(params, tuple(options.folding_regions)):
         fold = np.maximum(fold, _Fold(P, point, axis, options))

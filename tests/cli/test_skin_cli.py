@@ -18,7 +18,7 @@ class Result:
 
 @pytest.fixture
 def drakebots(capsys):
-    """Runs the command line in-process (the subprocess path is covered by tests/cli/test_cli.py)."""
+    """Runs the command line in-process (tests/cli/test_cli.py covers the subprocess path)."""
 
     def run(*args):
         code = main(list(args))
@@ -100,3 +100,66 @@ def test_skin_bend_unknown_joint(drakebots, tmp_path):
     result = drakebots("skin-bend", "beetle", "--joint", "front_left_wrist", "--out", str(out))
     assert result.returncode == 2 and "front_left_wrist" in result.stderr
     assert not out.exists()
+
+
+def test_simulate_with_a_skin_writes_every_file(drakebots, tmp_path):
+    """The --skin path end to end on a tiny skin (a 5 cm ball glued around the beetle's torso):
+    summary with the coupled figures, replay with the skin, the ParaView series."""
+    import json
+
+    from drakebots.robots.skeleton import HomeBaseHeight, LoadSkeletonParams
+
+    center = np.array([0.0, 0.0, HomeBaseHeight(LoadSkeletonParams("beetle"))])
+    mesh = MakeShellMesh(
+        lambda P: np.linalg.norm(P - center, axis=-1) - 0.05,
+        center - 0.06,
+        center + 0.06,
+        0.004,
+        0.01,
+    )
+    glue = np.flatnonzero(np.linalg.norm(mesh.vertices - center, axis=1) < 0.048)[:20]
+    skin_dir = tmp_path / "skin"
+    skin_dir.mkdir()
+    WriteSkin(
+        skin_dir,
+        Skin(
+            robot="beetle",
+            mesh=mesh,
+            glue_vertices=glue,
+            glue_links=["torso"] * len(glue),
+            glue_points=mesh.vertices[glue] - center,
+            skin_links=["torso"],
+            weights=np.ones((mesh.num_vertices, 1)),
+            thickness=np.full(mesh.num_vertices, 0.004),
+            outer=np.linalg.norm(mesh.vertices - center, axis=1) > 0.048,
+            fold=np.zeros(mesh.num_tets, dtype=bool),
+            mass_density=1000.0,
+            youngs_modulus=1e6,
+            poissons_ratio=0.45,
+            info={},
+        ),
+    )
+    out = tmp_path / "run"
+    result = drakebots(
+        "simulate", "beetle", "--skin", str(skin_dir), "--duration", "0.02", "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    for name in (
+        "summary.json",
+        "replay.html",
+        "log.npz",
+        "skin.pvd",
+        "coupled_steps.png",
+        "skin/skin.vtk",
+    ):
+        assert (out / name).is_file(), name
+    assert list((out / "frames").glob("*.vtu"))
+    figures = json.loads((out / "summary.json").read_text())["figures"]
+    assert figures["glue_residual_max"] <= 1e-8
+    # The recording (base64 msgpack inside the page) holds the skin's per-frame meshes.
+    import base64
+    import re
+
+    html = (out / "replay.html").read_text()
+    blobs = [base64.b64decode(m) for m in re.findall(r"base64,([A-Za-z0-9+/=]+)", html)]
+    assert any(b"skin/frame_0000" in blob for blob in blobs)
