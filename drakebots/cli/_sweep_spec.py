@@ -14,8 +14,10 @@ options that vary: a grid (every combination) and/or a list of cases. For exampl
 
 Option names are the command's long options without the leading dashes. A flag (an option that
 takes no value, such as `--gait-law`) is given as `true` (present) or `false` (absent). A grid key
-written as `{key}` inside `command` fills that place instead of becoming an option (to sweep over a
-positional argument: `command: design {robot}` with `grid: {robot: [beetle, cow]}`).
+written as `{key}` inside `command` or inside a fixed value fills that place instead of becoming
+an option (to sweep over a positional argument: `command: design {robot}` with
+`grid: {robot: [beetle, cow]}`; or over the output of another sweep:
+`fixed: {skin: "runs/skins/cases/youngs-modulus={youngs-modulus}"}`).
 
 Every case's command line is checked by the real `drakebots` argument parser before any case runs
 (DESIGN.md: bad input exits 2 and writes nothing). A verb module may also define
@@ -137,11 +139,18 @@ def _Slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+=,-]", "_", text)
 
 
+def _NameValue(value: Value) -> str:
+    """A value as a folder name shows it: 12 significant digits (4.5e7 -> 45000000, 0.0 -> 0)."""
+    if isinstance(value, float):
+        return format(value, ".12g")
+    return _FormatValue(value)
+
+
 def _CaseName(command_words: list[str], params: dict[str, Value]) -> str:
     """`key=value,key=value` (file names are at most 255 bytes: a long one is cut and hashed)."""
     import hashlib
 
-    parts = list(command_words) + [f"{key}={_FormatValue(v)}" for key, v in params.items()]
+    parts = list(command_words) + [f"{key}={_NameValue(v)}" for key, v in params.items()]
     name = _Slug(",".join(parts)) or "case"
     if len(name) > 120:
         name = name[:110] + "-" + hashlib.sha1(name.encode()).hexdigest()[:9]
@@ -303,11 +312,13 @@ def _MakeCase(top, command_words, fixed, params, name, source, where, name_words
     def fill(match):
         key = match.group(1)
         if key not in params:
-            raise InputError(f"{source}: {where}: command uses '{{{key}}}' but gives no '{key}'")
+            raise InputError(f"{source}: {where}: uses '{{{key}}}' but gives no '{key}'")
         used.add(key)
-        return _FormatValue(params[key])
+        return _NameValue(params[key])  # As in folder names, so paths to other sweeps match.
 
     words = [_PLACEHOLDER.sub(fill, w) for w in command_words]
+    # A fixed value may use grid values too ("skin: runs/skins/E={youngs-modulus}").
+    fixed = {k: _PLACEHOLDER.sub(fill, v) if isinstance(v, str) else v for k, v in fixed.items()}
     parser = _VerbParser(top, words, source, where)
     options = {k: v for k, v in params.items() if k not in used}
     for key in options:

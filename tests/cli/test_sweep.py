@@ -137,7 +137,13 @@ def test_bad_options_and_folders_exit_2(tmp_path, capsys):
 # --- the shipped sweeps ------------------------------------------------------------------------
 
 
-EXPECTED_CASES = {"beetle_drop": 6, "hamr_paper": 10, "gecko_grid": 30, "skinned_variants": 18}
+EXPECTED_CASES = {
+    "beetle_drop": 6,
+    "hamr_paper": 10,
+    "gecko_grid": 30,
+    "monster_skins": 3,
+    "skinned_variants": 18,
+}
 
 
 def test_every_shipped_sweep_is_listed_and_typed():
@@ -176,6 +182,20 @@ def test_named_sweep_dry_run_prints_the_command_lines(capsys):
     assert "6 cases" in out
     line = "drakebots simulate beetle --duration=0.5 --drop-height=0.01 --ground-friction=0.8"
     assert line in out
+
+
+def test_placeholders_fill_positionals_and_fixed_values(tmp_path, capsys):
+    sweep = tmp_path / "placeholders.yaml"
+    sweep.write_text(
+        "command: simulate {robot}\n"
+        "fixed: {duration: 0.05, log-period: '{period}'}\n"
+        "grid: {robot: [beetle, cow], period: [0.01], drop-height: [0.0, 0.01]}\n"
+    )
+    assert main(["sweep", str(sweep), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 cases" in out
+    assert "drakebots simulate cow --duration=0.05 --log-period=0.01 --drop-height=0.01" in out
+    assert "drop-height=0,period=0.01,robot=beetle" in out
 
 
 def test_table_keeps_a_swept_option_apart_from_a_summary_figure_of_the_same_name(tmp_path):
@@ -283,7 +303,7 @@ def test_case_that_raises_is_recorded_with_its_traceback(tmp_path, cluster, caps
     assert main(args + ["--no-progress"]) == 1
     report = capsys.readouterr().out
     rows = rows_by_case(out)
-    assert rows["drop-height=0.0"]["status"] == "done"
+    assert rows["drop-height=0"]["status"] == "done"
     bad = rows["drop-height=nan"]
     assert bad["status"] == "error"
     assert bad["traceback"].startswith("Traceback (most recent call last):")
