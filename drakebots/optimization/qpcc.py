@@ -328,8 +328,19 @@ class FrameQpcc:
         history = []
         best = None
         result = None
-        for _ in range(cfg.max_label_iterations):
-            result = self._SolveLabelled(lin, H, g, c, labels, directions)
+        for iteration in range(cfg.max_label_iterations):
+            try:
+                # Eq. (18) first (fixed patches, free multipliers), then Eq. (17): static patches
+                # keep their force inside the friction pyramid.
+                result = self._SolveLabelled(
+                    lin, H, g, c, labels, directions, static_cone=iteration > 0
+                )
+            except RuntimeError:
+                # A relabelling whose contact constraints cannot hold at all (even with slack on
+                # the motor and COP rows): keep the best labelling found so far.
+                if best is None and result is None:
+                    raise
+                break
             energies.append(result["energy"])
             new_labels, new_dirs, consistent = self._Relabel(lin, labels, directions, result)
             result["consistent"] = consistent
@@ -388,8 +399,9 @@ class FrameQpcc:
         except ValueError:
             return None
 
-    def _SolveLabelled(self, lin, H, g, c, labels, directions, elastic=False):
-        """One QP for a fixed labelling (Eqs. 15-18)."""
+    def _SolveLabelled(self, lin, H, g, c, labels, directions, elastic=False, static_cone=False):
+        """One QP for a fixed labelling (Eqs. 15-18); `static_cone`: Eq. (17)'s friction
+        constraint μ F_⊥ - 1ᵀF_∥ >= 0 on static patches (4-direction pyramid)."""
         m, cfg = self.model, self.config
         nu = m.nu
         P = len(labels)
@@ -461,6 +473,18 @@ class FrameQpcc:
             if labels[p] == STATIC:
                 # Fixed (Eq. 18): [φ_Δu]_c = 0, the patch does not move.
                 eq_rows.append((A, -d0))
+                if static_cone:
+                    F = T[nu + 3 * p : nu + 3 * p + 3]
+                    pyramid = np.array(
+                        [[sx, sy, -self.mu] for sx in (1.0, -1.0) for sy in (1.0, -1.0)]
+                    )
+                    b = prog.AddLinearConstraint(
+                        (pyramid @ F) / (m.total_mass * m.gravity),
+                        np.full(4, -np.inf),
+                        np.zeros(4),
+                        y,
+                    )
+                    b.evaluator().set_description(f"static_friction[{p}]")
             elif labels[p] == SLIDING:
                 t_hat = directions[p]
                 eq_rows.append((A[2:3], np.array([-d0[2]])))
@@ -506,7 +530,9 @@ class FrameQpcc:
         result = self.solver.Solve(prog, None, self.options)
         if not result.is_success():
             if not elastic:
-                return self._SolveLabelled(lin, H, g, c, labels, directions, elastic=True)
+                return self._SolveLabelled(
+                    lin, H, g, c, labels, directions, elastic=True, static_cone=static_cone
+                )
             raise RuntimeError(f"elastic QP failed: {result.get_solution_result()}")
         yv = result.GetSolution(y)
         z = T @ yv

@@ -1,0 +1,764 @@
+"""The frame-by-frame QPCC with the full coupled skin-skeleton dynamics (paper sections 5.2-5.3).
+
+`CoupledFrameDynamics` implements `qpcc.FrameDynamics` for a skinned robot: each frame it
+linearises the coupled system of Eq. (2) (skeleton + FEM skin + glue constraint, Eq. 1) at the
+current state and *condenses* it (Eq. 10) onto the frame's inputs z = [τ; f_1; ...; f_P]: the motor
+torques and the 3-D ground forces on the P = 20 contact patches of the skin's soles (each foot's
+planar sole vertices grouped into five patches, section 5.2). `qpcc.FrameQpcc` then solves the QP
+of Eq. (12) with the paper's labelling loop on that condensed step, unchanged.
+
+One frame of the coupled dynamics (the same rows as drakebots.systems.skin_coupling, one Newton
+step from the predictor v⁺ = v, y = x + Δt w, as Eq. 2 is one linear solve per frame):
+
+    [ A_r   0    G_qᵀ ] [Δv]   [ b_r0 + Δt B τ ]
+    [ 0     A_d  G_uᵀ ] [Δu] = [ b_d0 + W f    ]           (Eq. 2)
+    [ G_q   G_u  0    ] [ λ]   [ c             ]
+
+    A_r = M(q) + Δt D_j                      (skeleton rows are impulses)
+    A_d = K(y) + M_s/Δt² + D_s/Δt             (skin rows are forces; K PSD-projected)
+    G_q = Δt ∂(R(q)r + t)/∂v, G_u = -S_c      (the glue constraint, Eq. 1)
+    b_r0 = Δt (τ_g - C v - D_j v), b_d0 = -(∇E(y) + D_s w - f_g - f_penalty), c = -C(q + Δt v, y)
+
+and Δq = Δt (v + Δv) (q̇ = v in the skeleton model's Euler-angle coordinates). W (3n × 3P)
+spreads a patch force evenly over the patch's vertices, so Wᵀ Δu is the patch's mean displacement
+(work-conjugate to its force). The explicit penalty forces of skin self- and skin-skeleton
+collisions are constants of b_d0 (section 5.2: "pre-determined quantities ... merged into the
+constant terms").
+
+Condensation (Eq. 10). The glue rows pin skin coordinates (G_u = -S_c), so eliminating the glued
+coordinates and λ leaves one symmetric positive definite matrix K_red in (Δu_free, Δv) (the
+null-space form of drakebots.fem.coupling.ReducedKkt). It is factorised once per frame; the
+outputs the QP needs are only Δv and the patch displacements, both "co-located" with the inputs
+(torques act on the skeleton rows, patch forces on the patch vertices' rows). With O the sparse
+selection of those rows, the condensed map is the compliance O K_red⁻¹ Oᵀ; with a Cholesky factor
+K_red = P L Lᵀ Pᵀ it is Yᵀ Y for Y = L⁻¹ Pᵀ O: forward solves with a sparse right-hand side only
+(CHOLMOD), instead of 3P + nv full solves. SciPy's SuperLU (no sparse Cholesky in SciPy) is the
+fallback, solving K_red X = O column by column. `Linearize` then also solves for the constant
+response (z = 0), and `Step` solves once more for the chosen z (to update the whole skin). The
+choice of factorisation is measured in scripts/bench_skinned.py (`qpcc` section).
+
+Contact patches. The generated skins' soles are marching-cubes surfaces (not exactly planar), so
+a patch's height is its lowest vertex's height (the patch touches when that vertex does) and its
+horizontal position its vertices' mean. Each sole's vertices within `sole_band` of the foot's
+lowest point form its planar part; the five patches are the centre (the inner 40% of the sole's
+extent) and the four quadrants around it.
+
+Independent references (tests/optimization/test_qpcc_coupled.py): the condensed step against a
+direct sparse solve of the full KKT matrix of Eq. (2) (`drakebots.fem.coupling.AssembleKkt`), the
+condensed QP against the same QP left uncondensed (`UncondensedQp`: Δv, Δu, λ as variables and
+Eq. 2 as sparse equality constraints, solved by Clarabel), and one frame against
+`CoupledSkinSkeleton.Step` (issue 5's coupled simulator, Newton to convergence, per-vertex
+contact) driven by the same torques.
+
+For the space-time step (section 5.1) the pass's glue forces are turned into per-link wrenches
+(`CouplingLoads`, the `ExternalLoads` format of skeleton_model.py).
+
+Units: SI (m, kg, s, N, N·m, rad).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from drakebots.optimization.qpcc import STATIC, FrameLinearization
+from drakebots.optimization.skeleton_model import SkeletonModel
+from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
+
+PATCHES_PER_FOOT = 5
+LINEAR_SOLVERS = ("auto", "cholmod", "splu")
+
+
+def CholmodAvailable() -> bool:
+    """True when scikit-sparse's CHOLMOD imports (an optional, measured backend)."""
+    try:
+        import sksparse.cholmod  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclasses.dataclass
+class CoupledFrameConfig:
+    """Options of the coupled frame dynamics (SI units)."""
+
+    # Skin Rayleigh damping, mass part (1/s), as the coupled simulator's default.
+    mass_damping: float = 2.0
+    # Skin-skeleton and self-collision penalty forces (section 4.2) in b_d0.
+    penalties: bool = True
+    # Sole vertices within this height of a foot's lowest skin vertex are its planar part, m.
+    sole_band: float = 0.003
+    # "auto" (CHOLMOD when scikit-sparse imports, else SuperLU), "cholmod" or "splu".
+    linear_solver: str = "auto"
+    # Ground friction for the simulator check (the QPCC takes μ from the motion).
+    friction: float = 0.8
+
+
+# ----------------------------------------------------------------------------------------------
+# Contact patches on the skin's soles.
+
+
+@dataclasses.dataclass
+class SolePatches:
+    """Five contact patches per foot on the skin's sole (section 5.2).
+
+    Attributes:
+        vertices: list of P arrays of skin vertex indices.
+        foot: (P,) leg index (0..3, SkeletonModel.legs order) of each patch.
+        W: (3n, 3P) sparse force distribution (a patch force shared evenly by its vertices).
+    """
+
+    vertices: list
+    foot: np.ndarray
+    W: sp.csc_matrix
+
+    @property
+    def num_patches(self) -> int:
+        return len(self.vertices)
+
+    def Positions(self, x: np.ndarray) -> np.ndarray:
+        """(P, 3): vertices' mean x, y and the lowest vertex's height, m."""
+        X = np.asarray(x, float).reshape(-1, 3)
+        out = np.empty((self.num_patches, 3))
+        for p, idx in enumerate(self.vertices):
+            out[p, :2] = X[idx, :2].mean(axis=0)
+            out[p, 2] = X[idx, 2].min()
+        return out
+
+    def Displacements(self, du: np.ndarray) -> np.ndarray:
+        """(P, 3) mean displacement of each patch (Wᵀ Δu)."""
+        return (self.W.T @ du).reshape(-1, 3)
+
+
+def MakeSolePatches(model: SkeletonModel, skin, x: np.ndarray, band: float = 0.003) -> SolePatches:
+    """Groups each foot's planar sole vertices (outer surface, within `band` of its lowest point)
+    into five patches: the centre and four quadrants (section 5.2, after Tan et al. [7]).
+
+    Args:
+        model: the skeleton (foot positions at the home pose tell which foot a vertex is under).
+        skin: the drakebots.fem.skin.Skin.
+        x: (3n,) skin positions (home pose), m.
+    """
+    X = np.asarray(x, float).reshape(-1, 3)
+    n = len(X)
+    # Boundary vertices (not `skin.outer`: a skin made of pieces has one outer sheet per piece).
+    from drakebots.fem.mesh import BoundaryFaces
+
+    outer = np.unique(BoundaryFaces(skin.mesh.tets))
+    feet_xy = np.array(
+        [model.FootPoints(model.q_home, j, model.sole_centers[j])[0][0, :2] for j in range(4)]
+    )
+    nearest = np.argmin(np.linalg.norm(X[outer, None, :2] - feet_xy[None], axis=2), axis=1)
+    vertices, foot = [], []
+    for j in range(4):
+        mine = outer[nearest == j]
+        # Only vertices below the foot's link (the sole), not the leg's skin above it.
+        low = mine[X[mine, 2] < X[mine, 2].min() + band]
+        if len(low) < PATCHES_PER_FOOT:
+            raise ValueError(
+                f"the skin's {model.legs[j]} sole has {len(low)} vertices within "
+                f"{band * 1e3:.1f} mm of its lowest point: fewer than {PATCHES_PER_FOOT} patches"
+            )
+        rel = X[low, :2] - X[low, :2].mean(axis=0)
+        half = np.maximum(np.abs(rel).max(axis=0), 1e-9)
+        centre = np.max(np.abs(rel) / half, axis=1) < 0.4
+        quadrant = (rel[:, 0] >= 0).astype(int) * 2 + (rel[:, 1] >= 0).astype(int)
+        groups = [low[centre]] + [low[~centre & (quadrant == k)] for k in range(4)]
+        # A sparse sole can leave a group empty: give it the vertex nearest its nominal place.
+        nominal = [np.zeros(2)] + [
+            np.array([(1 if k >= 2 else -1) * half[0], (1 if k % 2 else -1) * half[1]]) * 0.7
+            for k in range(4)
+        ]
+        for g in range(PATCHES_PER_FOOT):
+            if len(groups[g]) == 0:
+                groups[g] = low[[int(np.argmin(np.linalg.norm(rel - nominal[g], axis=1)))]]
+        vertices += groups
+        foot += [j] * PATCHES_PER_FOOT
+    P = len(vertices)
+    rows, cols, vals = [], [], []
+    for p, idx in enumerate(vertices):
+        for k in range(3):
+            rows.append(3 * idx + k)
+            cols.append(np.full(len(idx), 3 * p + k))
+            vals.append(np.full(len(idx), 1.0 / len(idx)))
+    W = sp.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(3 * n, 3 * P)
+    )
+    return SolePatches(vertices=vertices, foot=np.array(foot), W=W)
+
+
+# ----------------------------------------------------------------------------------------------
+# Factorisations of the reduced coupled matrix.
+
+
+class _CholmodFactor:
+    """CHOLMOD (scikit-sparse): symbolic analysis reused while the pattern stays the same."""
+
+    def __init__(self):
+        self._factor = None
+        self._pattern = None
+
+    def Factor(self, K: sp.csc_matrix):
+        from sksparse.cholmod import analyze
+
+        pattern = (K.shape, K.indptr.tobytes(), K.indices.tobytes())
+        if self._factor is None or pattern != self._pattern:
+            self._factor = analyze(K)
+            self._pattern = pattern
+        self._factor.cholesky_inplace(K)
+
+    def Solve(self, b):
+        return self._factor.solve_A(b)
+
+    def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
+        """O^T K^-1 O by forward solves with a sparse right-hand side (Y = L^-1 P O)."""
+        f = self._factor
+        Y = f.solve_L(f.apply_P(O), use_LDLt_decomposition=False)
+        Y = sp.csc_matrix(Y) if sp.issparse(Y) else Y
+        S = Y.T @ Y
+        return S.toarray() if sp.issparse(S) else np.asarray(S)
+
+
+class _SuperLuFactor:
+    """SciPy's SuperLU on the symmetric matrix (MMD(AᵀA) ordering, symmetric mode)."""
+
+    def __init__(self):
+        self._lu = None
+
+    def Factor(self, K: sp.csc_matrix):
+        self._lu = spla.splu(
+            K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+        )
+
+    def Solve(self, b):
+        return self._lu.solve(np.asarray(b, float))
+
+    def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
+        return np.asarray(O.T @ self._lu.solve(O.toarray()))
+
+
+def _MakeFactor(name: str):
+    if name == "auto":
+        name = "cholmod" if CholmodAvailable() else "splu"
+    if name == "cholmod":
+        if not CholmodAvailable():
+            raise ValueError(
+                "linear solver 'cholmod' needs scikit-sparse (pip install scikit-sparse)"
+            )
+        return _CholmodFactor(), name
+    if name == "splu":
+        return _SuperLuFactor(), name
+    raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
+
+
+# ----------------------------------------------------------------------------------------------
+# The coupled frame dynamics.
+
+
+@dataclasses.dataclass
+class FrameSystem:
+    """The uncondensed linear system of one frame (Eq. 2) and its inputs.
+
+    KKT [[A_r, 0, Gᵀ], [0, A_d, G_uᵀ], [G, G_u, 0]] [Δv; Δu; λ] = [b_r0 + E_r z; b_d0 + E_d z; c]
+    with G_u = -S_c (the glue dofs `pinned`).
+    """
+
+    A_r: np.ndarray
+    A_d: sp.csr_matrix
+    G: np.ndarray
+    pinned: np.ndarray
+    b_r0: np.ndarray
+    b_d0: np.ndarray
+    c: np.ndarray
+    E_r: np.ndarray  # (nv, nz): Δt B on the torques
+    E_d: sp.csc_matrix  # (3n, nz): W on the patch forces
+    x: np.ndarray  # skin positions at the frame's start
+    y0: np.ndarray  # the predictor x + Δt w (linearisation point)
+
+
+@dataclasses.dataclass
+class CoupledLinearization(FrameLinearization):
+    """FrameLinearization plus what `Step` needs (the factor, the constant response)."""
+
+    system: FrameSystem | None = None
+    v: np.ndarray | None = None  # the frame's starting velocity
+    timings: dict = dataclasses.field(default_factory=dict)
+    _sol0: np.ndarray | None = None
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """What one coupled frame step produced (for the space-time step and the replay)."""
+
+    glue_forces: np.ndarray  # (k, 3) N, on the skin (the skeleton feels the opposite)
+    patch_forces: np.ndarray  # (P, 3) N, ground on the skin
+    x: np.ndarray  # (3n,) skin positions after the step
+    glue_residual: float  # max |C(q, u)| before the glue vertices are snapped, m
+
+
+class CoupledFrameDynamics:
+    """Condensed coupled skin-skeleton dynamics for the QPCC (see the module docstring).
+
+    The skin's state (positions x, velocities w) lives here: `Step` records the skin state it
+    produces under the skeleton configuration it returns, and `Linearize(q, v)` continues from the
+    skin state recorded for that q (so repeated solves of one frame do not advance the skin).
+
+    Args:
+        model: the skeleton, built with `skin_load=SkinLoad()` (the FEM skin carries its own mass).
+        skin: the drakebots.fem.skin.Skin of the same robot.
+        dt: frame step, s.
+        config: CoupledFrameConfig.
+    """
+
+    def __init__(
+        self, model: SkeletonModel, skin, dt: float, config: CoupledFrameConfig | None = None
+    ):
+        if model.skin_load.total > 0.0:
+            raise ValueError(
+                "CoupledFrameDynamics: build the SkeletonModel with skin_load=SkinLoad() (the FEM "
+                "skin carries its own mass; a lumped skin load would count it twice)"
+            )
+        self.model = model
+        self.skin = skin
+        self.dt = float(dt)
+        self.config = config or CoupledFrameConfig()
+        cfg = self.config
+        self.stepper = CoupledSkinSkeleton(
+            model.plant,
+            model.instance,
+            skin,
+            CouplingConfig(
+                time_step=self.dt,
+                friction=cfg.friction,
+                mass_damping=cfg.mass_damping,
+                penalty_stiffness=CouplingConfig().penalty_stiffness if cfg.penalties else 0.0,
+            ),
+        )
+        st = self.stepper
+        self.n = st.n
+        # The skin hangs below the skeleton's soles: stand the robot on the skin.
+        self.lift = max(0.0, -float(skin.mesh.vertices[:, 2].min()))
+        x_home = st.fem.RestPositions()
+        x_home[2::3] += self.lift
+        self.q_stand = model.q_home.copy()
+        self.q_stand[2] += self.lift
+        self.patches = MakeSolePatches(model, skin, x_home, cfg.sole_band)
+        self.num_patches = self.patches.num_patches
+        self.patch_foot = self.patches.foot
+        glue = set(st.glue.vertices.tolist())
+        for idx in self.patches.vertices:
+            if glue.intersection(idx.tolist()):
+                raise ValueError("a sole patch vertex is also a glue vertex")
+        self.pinned = st.glue.dofs
+        free = np.ones(3 * self.n, dtype=bool)
+        free[self.pinned] = False
+        self.free = np.flatnonzero(free)
+        self._free_index = np.full(3 * self.n, -1, dtype=np.int64)
+        self._free_index[self.free] = np.arange(len(self.free))
+        self.nz = model.nu + 3 * self.num_patches
+        self._factor, self.solver_name = _MakeFactor(cfg.linear_solver)
+        # The exact stiffness (the linearisation of Eq. 2); PSD-projected only if it stops being
+        # positive definite (CHOLMOD reports it).
+        self._project = False
+        self._states = {}
+        self.records = {}
+        self.Reset(
+            CoupledState(self.q_stand.copy(), np.zeros(model.nv), x_home, np.zeros(3 * self.n))
+        )
+
+    # ---- state bookkeeping -------------------------------------------------------------------
+    @staticmethod
+    def _Key(q) -> bytes:
+        return np.round(np.asarray(q, float), 12).tobytes()
+
+    def Reset(self, state: CoupledState) -> None:
+        """Starts (or restarts) a pass from this coupled state (forgets the recorded steps)."""
+        self._states = {self._Key(state.q): (state.x.copy(), state.w.copy())}
+        self.records = {}
+        self.initial = state.copy()
+
+    def SkinState(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """(x, w) of the skin recorded for skeleton configuration q."""
+        hit = self._states.get(self._Key(q))
+        if hit is None:
+            raise KeyError(
+                "no skin state for this skeleton configuration: start the pass from "
+                "`initial.q` (or Reset) and continue from the q that Step returned"
+            )
+        return hit
+
+    # ---- one frame ---------------------------------------------------------------------------
+    def System(self, q: np.ndarray, v: np.ndarray) -> FrameSystem:
+        """The uncondensed Eq. (2) of the frame starting at (q, v) (linearised at the predictor)."""
+        m, st, h = self.model, self.stepper, self.dt
+        x, w = self.SkinState(q)
+        y0 = x + h * w
+        plant, ctx = m.plant, m.context
+        plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
+        M = plant.CalcMassMatrix(ctx)
+        bias = plant.CalcBiasTerm(ctx)
+        tau_g = plant.CalcGravityGeneralizedForces(ctx)
+        D = st.joint_damping
+        A_r = M + h * np.diag(D)
+        b_r0 = h * (tau_g - bias - D * v)
+        p_WG, J = st.GluePoints(q + h * v)
+        c = -st.glue.Residual(p_WG, y0)
+        _, grad, K = st.fem.EnergyGradientHessian(y0, project=self._project)
+        A_d = (K + sp.diags(st.mass / h**2) + st.damping / h).tocsr()
+        f_ext = st.gravity + (st.PenaltyForces(q, x) if self.config.penalties else 0.0)
+        b_d0 = -(grad + st.damping @ w - f_ext)
+        nu = m.nu
+        E_r = np.zeros((m.nv, self.nz))
+        E_r[:, :nu] = h * m.B
+        E_d = sp.hstack([sp.csc_matrix((3 * self.n, nu)), self.patches.W], format="csc")
+        return FrameSystem(A_r, A_d, h * J, self.pinned, b_r0, b_d0, c, E_r, E_d, x, y0)
+
+    def _Reduced(self, S: FrameSystem):
+        """K_red (SPD, (Δu_free, Δv) order) and the blocks needed for right-hand sides.
+
+        The skin's matrix keeps the FEM assembly's pattern from frame to frame, so K_red is
+        gathered through an index map built once (SciPy's fancy indexing of a 50k-row sparse
+        matrix costs more than the factorisation's symbolic analysis).
+        """
+        A = S.A_d
+        G = S.G
+        nv = G.shape[1]
+        pattern = (A.indptr.tobytes(), A.indices.tobytes())
+        if getattr(self, "_map_pattern", None) != pattern:
+            self._BuildReductionMap(A, nv)
+            self._map_pattern = pattern
+        r = self._reduction
+        A_fP = sp.csr_matrix(
+            (A.data[r["fP_src"]], r["fP_indices"], r["fP_indptr"]), shape=r["fP_shape"]
+        )
+        k = len(S.pinned)
+        A_PP = sp.csr_matrix((A.data[r["PP_src"]], (r["PP_rows"], r["PP_cols"])), shape=(k, k))
+        coupling = np.asarray(A_fP[r["touch"]] @ G)
+        corner = S.A_r + G.T @ (A_PP @ G)
+        corner = 0.5 * (corner + corner.T)
+        values = np.concatenate([A.data, coupling.ravel(), corner.ravel()])
+        K_red = sp.csc_matrix(
+            (values[r["codes"]], r["K_indices"], r["K_indptr"]), shape=r["K_shape"]
+        )
+        return K_red, A_fP, A_PP
+
+    def _BuildReductionMap(self, A: sp.csr_matrix, nv: int) -> None:
+        """Index maps from (A_d.data, A_fP G, corner) to the reduced blocks' data arrays."""
+        free, pinned = self.free, self.pinned
+        nnz = A.nnz
+        ids = sp.csr_matrix(
+            (np.arange(1, nnz + 1, dtype=float), A.indices, A.indptr), shape=A.shape
+        )
+        ff = ids[free][:, free].tocsc()
+        fP = ids[free][:, pinned].tocsr()
+        fP.sort_indices()
+        PP = ids[pinned][:, pinned].tocoo()
+        touch = np.flatnonzero(np.diff(fP.indptr))
+        nf = len(free)
+        off_codes = (nnz + np.arange(len(touch) * nv)).astype(float) + 1
+        off = sp.csc_matrix(
+            (off_codes, (np.repeat(touch, nv), np.tile(np.arange(nv), len(touch)))), shape=(nf, nv)
+        )
+        corner_codes = (nnz + len(touch) * nv + np.arange(nv * nv) + 1).astype(float)
+        corner = sp.csc_matrix(corner_codes.reshape(nv, nv))
+        K = sp.bmat([[ff, off], [off.T, corner]], format="csc")
+        K.sort_indices()
+        self._reduction = {
+            "fP_src": fP.data.astype(np.int64) - 1,
+            "fP_indices": fP.indices.copy(),
+            "fP_indptr": fP.indptr.copy(),
+            "fP_shape": fP.shape,
+            "PP_rows": PP.row,
+            "PP_cols": PP.col,
+            "PP_src": PP.data.astype(np.int64) - 1,
+            "touch": touch,
+            "codes": K.data.astype(np.int64) - 1,
+            "K_indices": K.indices.copy(),
+            "K_indptr": K.indptr.copy(),
+            "K_shape": K.shape,
+        }
+
+    def _Rhs(self, S: FrameSystem, A_fP, A_PP, b_r, b_d):
+        b_f = b_d[self.free]
+        b_P = b_d[S.pinned]
+        return np.concatenate([b_f + A_fP @ S.c, b_r + S.G.T @ (b_P + A_PP @ S.c)])
+
+    def Linearize(self, q: np.ndarray, v: np.ndarray) -> CoupledLinearization:
+        """The condensed step (Eq. 10-11): Δq and patch displacements affine in z."""
+        m, h = self.model, self.dt
+        t0 = time.perf_counter()
+        S = self.System(q, v)
+        t1 = time.perf_counter()
+        K_red, A_fP, A_PP = self._Reduced(S)
+        t2 = time.perf_counter()
+        try:
+            self._factor.Factor(K_red)
+        except Exception as e:  # CHOLMOD: not positive definite
+            if self._project or "positive definite" not in str(e).lower():
+                raise
+            # A compressed element made the exact stiffness indefinite: from now on project
+            # every element's Hessian to PSD (as the coupled simulator's Newton does).
+            self._project = True
+            return self.Linearize(q, v)
+        t3 = time.perf_counter()
+        nf, nv, nu = len(self.free), m.nv, m.nu
+        # Outputs co-located with the inputs: patch means (rows of W on the free dofs) and Δv.
+        W_f = self.patches.W[self.free]
+        O = sp.bmat([[W_f, None], [None, sp.identity(nv, format="csc")]], format="csc")
+        C = self._factor.Compliance(O)  # (3P + nv) square
+        sol0 = self._factor.Solve(self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0))
+        t4 = time.perf_counter()
+        P3 = 3 * self.num_patches
+        # Inputs in the output basis: z = [τ; f] -> [f; Δt B τ].
+        to_inputs = np.zeros((P3 + nv, self.nz))
+        to_inputs[:P3, nu:] = np.eye(P3)
+        to_inputs[P3:, :nu] = h * m.B
+        # Glue coupling of the inputs' right-hand side: the torques and patch forces touch no
+        # glue row (patch vertices are never glued), so the reduced right-hand side of an input
+        # is exactly O · (its input vector).
+        response = C @ to_inputs  # (P3 + nv, nz)
+        dv0 = sol0[nf:]
+        dv_dz = response[P3:]
+        dp0 = (W_f.T @ sol0[:nf]).reshape(-1, 3)
+        dp_dz = response[:P3].reshape(self.num_patches, 3, self.nz)
+        dq0 = h * (v + dv0)
+        dq_dz = h * dv_dz
+        lin = CoupledLinearization(
+            dq0=dq0,
+            dq_dz=dq_dz,
+            patches=self.patches.Positions(S.x),
+            dp0=dp0,
+            dp_dz=dp_dz,
+            patch_foot=self.patch_foot,
+            factor_time=t3 - t2,
+            system=S,
+            v=np.asarray(v, float).copy(),
+            timings={
+                "assemble": t1 - t0,
+                "reduce": t2 - t1,
+                "factor": t3 - t2,
+                "condense": t4 - t3,
+                "total": t4 - t0,
+            },
+            _sol0=sol0,
+        )
+        lin._reduced = (A_fP, A_PP)
+        return lin
+
+    def SolveSystem(self, lin: CoupledLinearization, z: np.ndarray):
+        """(Δv, Δu, λ) of the frame for inputs z, from the frame's factorisation."""
+        S = lin.system
+        A_fP, A_PP = lin._reduced
+        nf = len(self.free)
+        b_r = S.b_r0 + S.E_r @ z
+        b_d = S.b_d0 + S.E_d @ z
+        sol = self._factor.Solve(self._Rhs(S, A_fP, A_PP, b_r, b_d))
+        du_f, dv = sol[:nf], sol[nf:]
+        du = np.empty(3 * self.n)
+        du[self.free] = du_f
+        du_P = S.G @ dv - S.c
+        du[S.pinned] = du_P
+        lam = A_fP.T @ du_f + A_PP @ du_P - b_d[S.pinned]
+        return dv, du, lam
+
+    def Step(self, q, v, lin: CoupledLinearization, z):
+        """Applies the inputs: the skeleton's (q⁺, v⁺); records the skin state for q⁺."""
+        h = self.dt
+        z = np.asarray(z, float)
+        dv, du, lam = self.SolveSystem(lin, z)
+        v_next = v + dv
+        q_next = q + h * v_next
+        y = lin.system.y0 + du
+        p_WG, _ = self.stepper.GluePoints(q_next)
+        residual = float(np.max(np.abs(self.stepper.glue.Residual(p_WG, y)))) if len(p_WG) else 0.0
+        # The linearised glue rows hold to second order; snap the glue vertices onto their link
+        # points (as the coupled simulator does) so the skin stays exactly attached.
+        y[self.pinned] = p_WG.ravel()
+        w_next = (y - lin.system.x) / h
+        key = self._Key(q_next)
+        self._states[key] = (y, w_next)
+        nu = self.model.nu
+        self.records[key] = StepRecord(
+            glue_forces=lam.reshape(-1, 3),
+            patch_forces=z[nu:].reshape(-1, 3).copy(),
+            x=y,
+            glue_residual=residual,
+        )
+        if len(self._states) > 64:
+            # Keep the start and the most recent states only.
+            keys = list(self._states)
+            for old in keys[1:-32]:
+                self._states.pop(old, None)
+        return q_next, v_next
+
+    # ---- references ----------------------------------------------------------------------------
+    def UncondensedSolve(self, lin: CoupledLinearization, z):
+        """(Δv, Δu, λ) by a direct sparse LU of the full KKT matrix of Eq. (2) (a reference)."""
+        from drakebots.fem.coupling import AssembleKkt
+
+        S = lin.system
+        k = len(S.pinned)
+        G_u = sp.csr_matrix((-np.ones(k), (np.arange(k), S.pinned)), shape=(k, 3 * self.n))
+        KKT = AssembleKkt(S.A_r, S.A_d, S.G, G_u)
+        rhs = np.concatenate([S.b_r0 + S.E_r @ z, S.b_d0 + S.E_d @ z, S.c])
+        sol = spla.spsolve(KKT.tocsc(), rhs)
+        nv = S.A_r.shape[0]
+        return sol[:nv], sol[nv : nv + 3 * self.n], sol[nv + 3 * self.n :]
+
+    def CoupledState(self, q, v) -> CoupledState:
+        """The full coupled state (skeleton + skin) at (q, v) of this pass."""
+        x, w = self.SkinState(q)
+        return CoupledState(
+            np.asarray(q, float).copy(), np.asarray(v, float).copy(), x.copy(), w.copy()
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# The uncondensed QP of one labelled frame (the reference and the "without condensation" timing).
+
+
+def UncondensedQp(
+    qpcc,
+    dyn: CoupledFrameDynamics,
+    lin: CoupledLinearization,
+    labels,
+    q,
+    q_target,
+    dq_prev,
+    tau_prev,
+    *,
+    flat_feet=(),
+    support_feet=(),
+):
+    """Solves one labelled QP of Eq. (12) (static / breakage labels) without condensation.
+
+    Variables: τ, the static patches' forces, Δv, Δu and the glue multipliers λ; Eq. (2) enters as
+    sparse equality constraints, E_G is written on (τ, f, Δq = Δt (v + Δv)). The same QP as
+    `FrameQpcc._SolveLabelled` on the condensed step, so both must give the same τ and f.
+
+    Returns:
+        dict(z (nz,), dv, du, lam, energy, time_build, time_solve, num_vars, status).
+    """
+    from pydrake.solvers import MathematicalProgram, SolverOptions
+
+    t0 = time.perf_counter()
+    m, h = dyn.model, dyn.dt
+    S = lin.system
+    nu, nv, P = m.nu, m.nv, dyn.num_patches
+    n3 = 3 * dyn.n
+    if any(label not in (STATIC, "", "breakage") for label in labels):
+        raise ValueError("UncondensedQp handles static and breakage labels only")
+    static = [p for p in range(P) if labels[p] == STATIC]
+    # E_G on w = [τ; f (3P); Δv] through a linearisation whose "step" is Δq = Δt (v + Δv).
+    nw = nu + 3 * P + nv
+    fake = FrameLinearization(
+        dq0=h * lin.v,
+        dq_dz=np.hstack([np.zeros((m.nq, nu + 3 * P)), h * np.eye(nv)]),
+        patches=lin.patches,
+        dp0=np.zeros((P, 3)),
+        dp_dz=np.zeros((P, 3, nw)),
+        patch_foot=lin.patch_foot,
+    )
+    H, g, c = qpcc._Objective(q, fake, q_target, dq_prev, tau_prev, flat_feet, support_feet)
+    # _Objective regularises everything after τ as a force: take that off the Δv block.
+    reg = 2 * qpcc.config.force_regularization / (m.total_mass * m.gravity) ** 2
+    H[nu + 3 * P :, nu + 3 * P :] -= reg * np.eye(nv)
+    prog = MathematicalProgram()
+    tau = prog.NewContinuousVariables(nu, "tau")
+    # Forces only on the static patches (the others carry none).
+    fs = prog.NewContinuousVariables(3 * len(static), "f")
+    dv = prog.NewContinuousVariables(nv, "dv")
+    du = prog.NewContinuousVariables(n3, "du")
+    lam = prog.NewContinuousVariables(len(S.pinned), "lam")
+    cols = np.concatenate([np.arange(3 * p, 3 * p + 3) for p in static]).astype(int)
+    # w = [τ; f (all patches); Δv] = Sel [τ; f_static; Δv].
+    Sel = np.zeros((nw, nu + len(cols) + nv))
+    Sel[:nu, :nu] = np.eye(nu)
+    Sel[nu + cols, nu + np.arange(len(cols))] = 1.0
+    Sel[nu + 3 * P :, nu + len(cols) :] = np.eye(nv)
+    small = np.concatenate([tau, fs, dv])
+    Hs = Sel.T @ H @ Sel
+    prog.AddQuadraticCost(Hs + 1e-9 * np.eye(len(small)), Sel.T @ g, c, small, is_convex=True)
+    if qpcc.config.torque_limits:
+        b = prog.AddBoundingBoxConstraint(-qpcc.U, qpcc.U, tau)
+        b.evaluator().set_description("motor_limits")
+    k = len(S.pinned)
+    G_u = sp.csr_matrix((-np.ones(k), (np.arange(k), S.pinned)), shape=(k, n3))
+    W_s = dyn.patches.W[:, cols]
+    # Eq. (2) rows as equality constraints on [τ, f_static, Δv, Δu, λ] (Clarabel equilibrates).
+    ns = len(cols)
+    rows_r = sp.hstack(
+        [
+            sp.csr_matrix(-S.E_r[:, :nu]),
+            sp.csr_matrix((nv, ns)),
+            sp.csr_matrix(S.A_r),
+            sp.csr_matrix((nv, n3)),
+            sp.csr_matrix(S.G.T),
+        ]
+    )
+    rows_d = sp.hstack([sp.csr_matrix((n3, nu)), -W_s, sp.csr_matrix((n3, nv)), S.A_d, G_u.T])
+    rows_c = sp.hstack(
+        [sp.csr_matrix((k, nu + ns)), sp.csr_matrix(S.G), G_u, sp.csr_matrix((k, k))]
+    )
+    A_eq = sp.vstack([rows_r, rows_d, rows_c], format="csr")
+    b_eq = np.concatenate([S.b_r0, S.b_d0, S.c])
+    row_scale = np.ones(A_eq.shape[0])
+    A_eq = sp.diags(row_scale) @ A_eq
+    allv = np.concatenate([tau, fs, dv, du, lam])
+    b = prog.AddLinearEqualityConstraint(A_eq.tocsc(), b_eq * row_scale, allv)
+    b.evaluator().set_description("eq2")
+    # Static patches fixed (Eq. 18); the breaking ones stay above the ground.
+    Wt = dyn.patches.W.T.tocsr()
+    for p in range(P):
+        if not labels[p]:
+            continue
+        rows = Wt[3 * p : 3 * p + 3].toarray()
+        if labels[p] == STATIC:
+            b = prog.AddLinearEqualityConstraint(rows / rows.max(), np.zeros(3), du)
+            b.evaluator().set_description(f"fixed[{p}]")
+        else:
+            b = prog.AddLinearConstraint(
+                rows[2:3] / rows.max(), [-lin.patches[p, 2] / rows.max()], [np.inf], du
+            )
+            b.evaluator().set_description(f"no_penetration[{p}]")
+    # COP over the static patches (same rows as FrameQpcc).
+    if qpcc.config.cop_constraint and static:
+        polygon = qpcc._Polygon(lin, static)
+        if polygon is not None:
+            Ah, bh = polygon.HalfSpaces(margin=qpcc.config.cop_margin)
+            rows = np.zeros((len(bh), ns))
+            for i, p in enumerate(static):
+                rows[:, 3 * i + 2] = Ah @ lin.patches[p, :2] - bh
+            rows /= m.total_mass * m.gravity
+            b = prog.AddLinearConstraint(rows, np.full(len(bh), -np.inf), np.zeros(len(bh)), fs)
+            b.evaluator().set_description("cop")
+    t1 = time.perf_counter()
+    options = SolverOptions()
+    if qpcc.config.solver == "clarabel":
+        # The KKT rows span ~10 orders of magnitude (skin stiffness vs foot inertia); Clarabel's
+        # default static regularisation (1e-8) stops with a numerical error on them.
+        options.SetOption(qpcc.solver.solver_id(), "static_regularization_constant", 1e-6)
+    else:
+        options = qpcc.options
+    result = qpcc.solver.Solve(prog, None, options)
+    t2 = time.perf_counter()
+    f_all = np.zeros(3 * P)
+    f_all[cols] = result.GetSolution(fs)
+    z = np.concatenate([result.GetSolution(tau), f_all])
+    wv = np.concatenate([z, result.GetSolution(dv)])
+    return {
+        "z": z,
+        "dv": result.GetSolution(dv),
+        "du": result.GetSolution(du),
+        "lam": result.GetSolution(lam),
+        "energy": float(0.5 * wv @ H @ wv + g @ wv + c),
+        "time_build": t1 - t0,
+        "time_solve": t2 - t1,
+        "num_vars": prog.num_vars(),
+        "status": str(result.get_solution_result()),
+        "success": result.is_success(),
+    }

@@ -1,0 +1,292 @@
+"""The frame-by-frame QPCC on the coupled skin-skeleton dynamics (paper Eqs. 10-19).
+
+Independent references:
+- the condensed step (Eq. 10) against a direct sparse LU of the full, uncondensed KKT matrix of
+  Eq. (2) assembled by drakebots.fem.coupling.AssembleKkt;
+- the condensed QP against the same QP left uncondensed (Δv, Δu, λ as variables, Eq. 2 as sparse
+  equality constraints), solved by Clarabel;
+- one frame against issue 5's coupled simulator (CoupledSkinSkeleton.Step: Newton to
+  convergence, per-vertex contact) driven by the same torques;
+- the robot's weight (Σ f_z = (m_skeleton + m_skin) g), Coulomb's cone and the support polygon,
+  checked from the returned forces, not from the solver's labels.
+
+The skin is a small one (tests/optimization/_pad_skin.py: an 8 mm silicone pad around each foot,
+~4.5k vertices), so the tests do not need `drakebots skin` output.
+"""
+
+import numpy as np
+import pytest
+
+from drakebots.analysis.support import SupportPolygon
+from drakebots.optimization.qpcc import BREAKAGE, SLIDING, STATIC, FrameQpcc, QpccConfig
+from drakebots.optimization.qpcc_coupled import (
+    CholmodAvailable,
+    CoupledFrameConfig,
+    CoupledFrameDynamics,
+    UncondensedQp,
+)
+from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+
+from ._pad_skin import MakeFootPadSkin
+
+DT = 0.005
+MU = 0.8
+
+
+@pytest.fixture(scope="module")
+def beetle():
+    model = SkeletonModel("beetle", skin_load=SkinLoad())
+    skin = MakeFootPadSkin(model)
+    dyn = CoupledFrameDynamics(model, skin, DT)
+    return model, skin, dyn
+
+
+def _Qpcc(model, dyn, limit=1.96, **kwargs):
+    return FrameQpcc(model, dyn, model.JointEffortLimits(limit), MU, QpccConfig(**kwargs))
+
+
+def _Weight(model, dyn):
+    return (model.total_mass + dyn.stepper.fem.TotalMass()) * model.gravity
+
+
+def test_condensed_step_matches_the_uncondensed_kkt_solve(beetle):
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    lin = dyn.Linearize(q, v)
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.uniform(-0.05, 0.05, model.nu), rng.uniform(-1, 3, dyn.nz - model.nu)])
+    dv_ref, du_ref, lam_ref = dyn.UncondensedSolve(lin, z)
+    # Eq. (10)-(11): the affine maps of the inputs.
+    dq = lin.dq0 + lin.dq_dz @ z
+    dp = lin.dp0 + np.einsum("pik,k->pi", lin.dp_dz, z)
+    assert np.abs(dq - DT * (v + dv_ref)).max() <= 1e-9 * np.abs(dq).max() + 1e-14
+    assert np.abs(dp - dyn.patches.Displacements(du_ref)).max() <= 1e-9 * np.abs(dp).max() + 1e-15
+    # The step itself (the whole skin, the glue forces) from the frame's one factorisation.
+    dv, du, lam = dyn.SolveSystem(lin, z)
+    assert np.abs(du - du_ref).max() <= 1e-9 * np.abs(du_ref).max()
+    assert np.abs(lam - lam_ref).max() <= 1e-6 * np.abs(lam_ref).max()
+
+
+@pytest.mark.skipif(not CholmodAvailable(), reason="compares CHOLMOD with SuperLU")
+def test_cholmod_and_superlu_condense_alike(beetle):
+    model, skin, dyn = beetle
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    dyn.Reset(dyn.initial)
+    a = dyn.Linearize(q, v)
+    other = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(linear_solver="splu"))
+    b = other.Linearize(q, v)
+    scale = np.abs(a.dq_dz).max()
+    assert np.abs(a.dq_dz - b.dq_dz).max() <= 1e-8 * scale
+    assert np.abs(a.dp_dz - b.dp_dz).max() <= 1e-8 * np.abs(a.dp_dz).max()
+
+
+def _CheckContacts(result, lin, mu, weight):
+    """Complementarity of the final labels, checked from the forces and the motion."""
+    f = result.forces
+    tol = 1e-5 * weight
+    for p, label in enumerate(result.labels):
+        fn, ft = f[p, 2], np.linalg.norm(f[p, :2])
+        if label == STATIC:
+            assert fn >= -tol, (p, label, fn)
+            assert ft <= mu * fn + tol, (p, label, ft, fn)
+        elif label == SLIDING:
+            assert fn >= -tol
+            assert ft == pytest.approx(mu * fn, abs=tol)
+        else:  # breakage or not a candidate: no force
+            assert np.abs(f[p]).max() <= tol, (p, label, f[p])
+
+
+def test_standing_skinned_beetle_carries_its_weight_within_the_motor_limits(beetle):
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    qpcc = _Qpcc(model, dyn)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    # A plan that shifts the torso 1 cm sideways: the frames must move it with the feet planted.
+    target = q.copy()
+    target[1] += 0.01
+    tau = np.zeros(model.nu)
+    weight = _Weight(model, dyn)
+    for _ in range(4):
+        lin = dyn.Linearize(q, v)
+        r = qpcc.SolveFrame(
+            q, v, target, v * DT, tau, flat_feet=range(4), support_feet=range(4), lin=lin
+        )
+        assert not r.infeasible
+        assert np.abs(r.tau).max() <= 1.96 + 1e-6
+        # Static equilibrium to the (tiny) acceleration of a 5 ms frame: the ground carries the
+        # skeleton and the FEM skin.
+        assert r.forces[:, 2].sum() == pytest.approx(weight, rel=0.01)
+        if r.consistent:
+            _CheckContacts(r, lin, MU, weight)
+        else:  # the flag is honest: some static patch leaves the cone
+            assert _ConeViolations(r, MU, weight)
+        # COP of the returned forces inside the polygon of the contact patches.
+        loaded = r.forces[:, 2] > 1e-6 * weight
+        cop = (lin.patches[loaded, :2] * r.forces[loaded, 2:3]).sum(0) / r.forces[loaded, 2].sum()
+        assert SupportPolygon(lin.patches[loaded]).Margin(cop) > 0.05
+        # The glue holds: the linearised glue rows leave only a second-order residual.
+        record = dyn.records[dyn._Key(r.q_next)]
+        assert record.glue_residual < 1e-6
+        q, v, tau = r.q_next, r.v_next, r.tau
+    assert q[1] > dyn.q_stand[1]  # moving toward the plan
+
+
+@pytest.mark.slow
+def test_condensed_qp_equals_the_uncondensed_qp(beetle):
+    """~30-60 s: Clarabel on the uncondensed QP (14k variables) is the slow part."""
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    qpcc = _Qpcc(model, dyn)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    target = q.copy()
+    target[0] += 0.005
+    target[5] += 0.05
+    tau_prev = np.zeros(model.nu)
+    lin = dyn.Linearize(q, v)
+    H, g, c = qpcc._Objective(q, lin, target, v * DT, tau_prev, range(4), range(4))
+    labels = [STATIC] * 15 + [BREAKAGE] * 5  # the rear right foot may lift
+    condensed = qpcc._SolveLabelled(lin, H, g, c, labels, {})
+    reference = UncondensedQp(
+        qpcc,
+        dyn,
+        lin,
+        labels,
+        q,
+        target,
+        v * DT,
+        tau_prev,
+        flat_feet=range(4),
+        support_feet=range(4),
+    )
+    assert reference["success"], reference["status"]
+    z, z_ref = condensed["z"], reference["z"]
+    nu = model.nu
+    # To the interior-point solvers' tolerance (the forces of a planted foot are nearly free in
+    # the directions its stiff pad does not resist, so they are the least determined).
+    assert np.abs(z[:nu] - z_ref[:nu]).max() <= 1e-3 * 1.96
+    assert np.abs(z[nu:] - z_ref[nu:]).max() <= 1e-3 * _Weight(model, dyn)
+    assert condensed["energy"] == pytest.approx(reference["energy"], rel=1e-6)
+    # The uncondensed solution satisfies Eq. (2) itself: its Δv is the condensed step's.
+    assert np.abs(reference["dv"] * DT + DT * v - (lin.dq0 + lin.dq_dz @ z)).max() < 1e-7
+
+
+def _ConeViolations(result, mu, weight):
+    """Static patches whose force leaves the friction pyramid or pulls (checked independently)."""
+    f = result.forces
+    tol = 1e-5 * weight
+    return [
+        p
+        for p, label in enumerate(result.labels)
+        if label == STATIC and (f[p, 2] < -tol or abs(f[p, 0]) + abs(f[p, 1]) > mu * f[p, 2] + tol)
+    ]
+
+
+def test_labelling_ends_with_labels_that_match_the_forces_and_motion_when_a_foot_lifts(beetle):
+    """The front left foot lifts gradually (its knee flexes, as a plan's swing does): the
+    labelling loop's final labels are checked against the returned forces and patch motion, and
+    its `consistent` flag must be honest about the friction cone."""
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    qpcc = _Qpcc(model, dyn)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    weight = _Weight(model, dyn)
+    knee = model.position_names.index("front_left_knee")
+    tau = np.zeros(model.nu)
+    for i in range(3):
+        target = q.copy()
+        target[knee] = dyn.q_stand[knee] + 0.004 * (i + 1)  # + lifts the foot
+        lin = dyn.Linearize(q, v)
+        r = qpcc.SolveFrame(
+            q,
+            v,
+            target,
+            v * DT,
+            tau,
+            flat_feet=[1, 2, 3],
+            support_feet=[1, 2, 3],
+            swing_feet=[0],
+            lin=lin,
+        )
+        z = np.concatenate([r.tau, r.forces.ravel()])
+        dp = lin.dp0 + np.einsum("pik,k->pi", lin.dp_dz, z)
+        for p, label in enumerate(r.labels):
+            if label in (BREAKAGE, ""):
+                assert np.abs(r.forces[p]).max() <= 1e-6 * weight
+                assert lin.patches[p, 2] + dp[p, 2] >= -1e-7
+            if label == STATIC:
+                assert np.abs(dp[p]).max() < 1e-7
+        assert r.forces[:, 2].sum() == pytest.approx(weight, rel=0.02)
+        if r.consistent:
+            assert not _ConeViolations(r, MU, weight)
+        assert np.abs(r.tau).max() <= 1.96 + 1e-6
+        q, v, tau = r.q_next, r.v_next, r.tau
+    assert q[knee] > dyn.q_stand[knee]
+
+
+def test_motor_limits_hold_or_the_frame_says_which_constraint_broke(beetle):
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    limit = 0.01  # N·m: far below what a fast sideways lunge needs
+    qpcc = _Qpcc(model, dyn, limit=limit)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    target = q.copy()
+    target[model.position_names.index("front_left_knee")] += 0.3
+    r = qpcc.SolveFrame(
+        q,
+        v,
+        target,
+        v * DT,
+        np.zeros(model.nu),
+        flat_feet=[1, 2, 3],
+        support_feet=[1, 2, 3],
+        swing_feet=[0],
+    )
+    if r.infeasible:
+        assert any("motor_limits" in name or "cop" in name for name in r.infeasible)
+    else:
+        assert np.abs(r.tau).max() <= limit * (1 + 1e-6)
+
+
+def test_one_frame_agrees_with_the_coupled_simulator(beetle):
+    """Issue 5's simulator, stepping the QPCC's torques from the same coupled state, with its own
+    per-vertex contact: the same standing frame (base and skin to a fraction of a micrometre,
+    the same ground reaction); in the air, the first Newton iterate of the simulator is exactly
+    the condensed step."""
+    model, _, dyn = beetle
+    dyn.Reset(dyn.initial)
+    qpcc = _Qpcc(model, dyn)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    r = qpcc.SolveFrame(
+        q, v, q, v * DT, np.zeros(model.nu), flat_feet=range(4), support_feet=range(4)
+    )
+    stepper = dyn.stepper
+    stepper._last_mode, stepper._kkt = None, None
+    state = dyn.CoupledState(q, v)
+    new, info = stepper.Step(state, tau_ff=r.tau)
+    assert np.abs(new.q[:3] - r.q_next[:3]).max() < 1e-6
+    assert np.abs(new.x - dyn.SkinState(r.q_next)[0]).max() < 2e-6
+    assert info.contact_forces[:, 2].sum() == pytest.approx(r.forces[:, 2].sum(), rel=0.01)
+    # Airborne, from rest, with torques: the simulator's first Newton iterate is our step.
+    air = dyn.initial.copy()
+    air.q[2] += 0.05
+    air.x[2::3] += 0.05
+    dyn.Reset(air)
+    tau = np.linspace(-0.02, 0.02, model.nu)
+    z = np.concatenate([tau, np.zeros(dyn.nz - model.nu)])
+    lin = dyn.Linearize(air.q, air.v)
+    q1, v1 = dyn.Step(air.q, air.v, lin, z)
+    max_iterations, tolerance = stepper.config.max_iterations, stepper.config.glue_tolerance
+    try:
+        stepper.config.max_iterations, stepper.config.glue_tolerance = 1, 1.0
+        stepper._last_mode, stepper._kkt = None, None
+        first, _ = stepper.Step(air, tau_ff=tau)
+    finally:
+        stepper.config.max_iterations, stepper.config.glue_tolerance = max_iterations, tolerance
+    assert np.abs(first.v - v1).max() <= 1e-8 * np.abs(v1).max()
+    # Converged, it differs only by the step's nonlinearity (small from rest).
+    stepper._last_mode, stepper._kkt = None, None
+    converged, _ = stepper.Step(air, tau_ff=tau)
+    dq_sim = converged.q - air.q
+    assert np.abs((q1 - air.q) - dq_sim).max() <= 1e-3 * np.abs(dq_sim).max()
+    dyn.Reset(dyn.initial)
