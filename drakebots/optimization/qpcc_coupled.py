@@ -66,7 +66,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from drakebots.optimization.qpcc import STATIC, FrameLinearization
-from drakebots.optimization.skeleton_model import SkeletonModel
+from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
 
 PATCHES_PER_FOOT = 5
@@ -379,17 +379,50 @@ class CoupledFrameDynamics:
         """Starts (or restarts) a pass from this coupled state (forgets the recorded steps)."""
         self._states = {self._Key(state.q): (state.x.copy(), state.w.copy())}
         self.records = {}
+        self.pass_records = []
         self.initial = state.copy()
 
     def SkinState(self, q) -> tuple[np.ndarray, np.ndarray]:
         """(x, w) of the skin recorded for skeleton configuration q."""
         hit = self._states.get(self._Key(q))
         if hit is None:
-            raise KeyError(
-                "no skin state for this skeleton configuration: start the pass from "
-                "`initial.q` (or Reset) and continue from the q that Step returned"
+            # A new pass from a configuration this object has not stepped to (the alternating
+            # loop's next frame-by-frame pass starts at the new plan's first frame): the skin at
+            # rest posed by linear blend skinning, glue vertices on their links, at rest.
+            x = self.PosedSkin(q)
+            self.Reset(
+                CoupledState(
+                    np.asarray(q, float).copy(), np.zeros(self.model.nv), x, np.zeros_like(x)
+                )
             )
+            hit = self._states[self._Key(q)]
         return hit
+
+    def PosedSkin(self, q) -> np.ndarray:
+        """(3n,) skin positions at configuration q: the rest skin (standing at q_stand) moved
+        with its links by the skinning weights (section 5.4), glue vertices on their points."""
+        m, st = self.model, self.stepper
+        plant, ctx = m.plant, m.context
+        rest = self.initial.x.reshape(-1, 3) if hasattr(self, "initial") else None
+        X0 = st.fem.RestPositions().reshape(-1, 3) + [0.0, 0.0, self.lift]
+        if rest is not None and self._Key(self.initial.q) == self._Key(self.q_stand):
+            X0 = rest
+        out = np.zeros_like(X0)
+        for col, link in enumerate(self.skin.skin_links):
+            w = self.skin.weights[:, col]
+            if not np.any(w > 0):
+                continue
+            body = plant.GetBodyByName(link, m.instance)
+            plant.SetPositions(ctx, self.q_stand)
+            X_home = plant.EvalBodyPoseInWorld(ctx, body)
+            plant.SetPositions(ctx, q)
+            X_now = plant.EvalBodyPoseInWorld(ctx, body)
+            moved = (X_now.multiply(X_home.inverse().multiply(X0.T))).T
+            out += w[:, None] * moved
+        x = out.ravel()
+        p_WG, _ = st.GluePoints(q)
+        x[self.pinned] = p_WG.ravel()
+        return x
 
     # ---- one frame ---------------------------------------------------------------------------
     def System(self, q: np.ndarray, v: np.ndarray) -> FrameSystem:
@@ -582,18 +615,27 @@ class CoupledFrameDynamics:
         key = self._Key(q_next)
         self._states[key] = (y, w_next)
         nu = self.model.nu
+        start = self._Key(q)
+        if self.pass_records and self.pass_records[-1][0] == start:
+            self.pass_records.pop()  # the same frame solved again (RunFrameByFrame's frame 0)
         self.records[key] = StepRecord(
             glue_forces=lam.reshape(-1, 3),
             patch_forces=z[nu:].reshape(-1, 3).copy(),
             x=y,
             glue_residual=residual,
         )
+        self.pass_records.append((start, q_next.copy(), self.records[key]))
         if len(self._states) > 64:
             # Keep the start and the most recent states only.
             keys = list(self._states)
             for old in keys[1:-32]:
                 self._states.pop(old, None)
         return q_next, v_next
+
+    def CouplingLoads(self, times=None):
+        """The skin's coupling loads of the last pass (see `CouplingLoadsOfPass`), the
+        interface alternating.RunAlternating looks for."""
+        return CouplingLoadsOfPass(self, times)
 
     # ---- references ----------------------------------------------------------------------------
     def UncondensedSolve(self, lin: CoupledLinearization, z):
@@ -762,3 +804,81 @@ def UncondensedQp(
         "status": str(result.get_solution_result()),
         "success": result.is_success(),
     }
+
+
+def _SkinLoadToSubtract(model: SkeletonModel) -> SkinLoad:
+    """The lumped skin load a default SkeletonModel of this robot carries (section 5.4)."""
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.optimization.skeleton_model import StaticSkinLoadByLinkMass
+    from drakebots.robots.quadruped import AddSkinnedQuadruped
+
+    probe = MultibodyPlant(time_step=0.0)
+    instance = AddSkinnedQuadruped(probe, model.robot)
+    probe.Finalize()
+    return StaticSkinLoadByLinkMass(model.params, probe, instance)
+
+
+def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None):
+    """The skin's effect on the skeleton over the last frame-by-frame pass, per link and frame,
+    for the space-time step (section 5.1: "the coupling forces at glue vertices"; Fig. 13c).
+
+    The wrench on link L at frame i is what the skin exerts on it through its glue vertices
+    (-λ at each glue point r, Eq. 2) *minus* what the space-time model already carries: the
+    lumped skin weight on L (`skin_load`, default: the SkeletonModel's own, section 5.4) and, on
+    a foot, the ground forces on that foot's sole patches (the space-time step has its own foot
+    contact forces). What is left is the skin's elastic (and inertial) effect: it sums to nearly
+    zero over the links (the skin's own momentum balance), and it is what makes a joint work
+    against the skin (Fig. 17) or the skin hold the body up.
+
+    Args:
+        dyn: the dynamics after a pass (its `pass_records`).
+        times: optional (K,) times, s (e.g. the space-time knots): loads at the nearest frame.
+        skin_load: the lumped skin load the space-time model carries (None: the default model's;
+            SkinLoad() for a bare skeleton).
+
+    Returns:
+        ExternalLoads(bodies, wrenches (K or frames, L, 6) [torque; force] about each link's
+        origin in the link frame, N·m and N); None if no pass was recorded.
+    """
+    from drakebots.optimization.skeleton_model import ExternalLoads
+
+    records = dyn.pass_records
+    if not records:
+        return None
+    m = dyn.model
+    if skin_load is None:
+        skin_load = _SkinLoadToSubtract(m)
+    plant, ctx = m.plant, m.context
+    links = list(dict.fromkeys(list(dyn.skin.glue_links) + list(skin_load.masses)))
+    links += [b.name() for b in m.foot_bodies if b.name() not in links]
+    index = {name: i for i, name in enumerate(links)}
+    glue_link = np.array([index[name] for name in dyn.skin.glue_links])
+    g_W = np.array([0.0, 0.0, -m.gravity])
+    out = np.zeros((len(records), len(links), 6))
+    for i, (_, q_next, record) in enumerate(records):
+        plant.SetPositions(ctx, q_next)
+        poses = [plant.EvalBodyPoseInWorld(ctx, plant.GetBodyByName(n, m.instance)) for n in links]
+        R = np.array([X.rotation().matrix() for X in poses])
+        # Glue: force on the skeleton -λ at the glue point (link frame).
+        F_L = np.einsum("kji,kj->ki", R[glue_link], -record.glue_forces)
+        np.add.at(out[i, :, 3:], glue_link, F_L)
+        np.add.at(out[i, :, :3], glue_link, np.cross(dyn.skin.glue_points, F_L))
+        # Minus the lumped skin weight the space-time model has on each link.
+        for name, mass in skin_load.masses.items():
+            L = index[name]
+            F = R[L].T @ (mass * g_W)
+            out[i, L, 3:] -= F
+            out[i, L, :3] -= np.cross(np.asarray(skin_load.centers[name], float), F)
+        # Minus the ground forces under each foot (at the patch points, link frame).
+        patches = dyn.patches.Positions(record.x)
+        for p, leg in enumerate(dyn.patch_foot):
+            L = index[m.foot_bodies[leg].name()]
+            F = R[L].T @ record.patch_forces[p]
+            r = poses[L].inverse().multiply(patches[p])
+            out[i, L, 3:] -= F
+            out[i, L, :3] -= np.cross(r, F)
+    if times is not None:
+        frames = np.clip(np.round(np.asarray(times) / dyn.dt).astype(int), 0, len(records) - 1)
+        out = out[frames]
+    return ExternalLoads(bodies=links, wrenches=out)

@@ -23,6 +23,7 @@ from drakebots.optimization.qpcc_coupled import (
     CholmodAvailable,
     CoupledFrameConfig,
     CoupledFrameDynamics,
+    CouplingLoadsOfPass,
     UncondensedQp,
 )
 from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
@@ -130,6 +131,21 @@ def test_standing_skinned_beetle_carries_its_weight_within_the_motor_limits(beet
         assert record.glue_residual < 1e-6
         q, v, tau = r.q_next, r.v_next, r.tau
     assert q[1] > dyn.q_stand[1]  # moving toward the plan
+    # The skin's loads on the skeleton for the space-time step: glue forces minus the ground
+    # forces under the feet sum (in world) to minus the skin's weight (its momentum balance).
+    loads = CouplingLoadsOfPass(dyn, skin_load=SkinLoad())
+    plant, ctx = model.plant, model.context
+    for i, (_, q_i, _) in enumerate(dyn.pass_records):
+        plant.SetPositions(ctx, q_i)
+        total = sum(
+            plant.EvalBodyPoseInWorld(ctx, plant.GetBodyByName(name, model.instance))
+            .rotation()
+            .matrix()
+            @ loads.wrenches[i, L, 3:]
+            for L, name in enumerate(loads.bodies)
+        )
+        skin_weight = dyn.stepper.fem.TotalMass() * model.gravity
+        assert total == pytest.approx([0.0, 0.0, -skin_weight], abs=0.01 * skin_weight)
 
 
 @pytest.mark.slow
