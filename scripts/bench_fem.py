@@ -110,7 +110,7 @@ def _Solvers(mesh, material, h):
         try:
             solver = Factorize(A, method)
             if method == "cg":
-                solver._maxiter = 2000  # bounded: the table only needs to show it is not viable
+                solver._maxiter = 500  # bounded: the table only needs to show it is not viable
             factor = time.perf_counter() - start
             x = solver.solve(b)
             total = time.perf_counter() - start

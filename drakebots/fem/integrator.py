@@ -9,8 +9,10 @@ the stationarity condition of the incremental potential
     Phi(y) = 1/(2h^2) |y - x - h v|_M^2 + E(y) + 1/(2h) |y - x|_D^2 - f_ext . y,
 
 which is the skin block (A_d, b_d) of the paper's Eq. (2) (skinned-quad-robots.txt section 4.1,
-Appendix A: A_d = M/h^2 + D/h + K). Newton's method uses the PSD-projected stiffness, so every
-Newton direction descends Phi; a backtracking line search (Armijo) keeps Phi decreasing and
+Appendix A: A_d = M/h^2 + D/h + K). Newton's method uses the exact stiffness (with the mass term
+it is positive definite except under large compression) and switches to the PSD-projected one as
+soon as a direction fails to descend Phi; a modified Newton keeps the factorisation while the
+iteration contracts fast; a backtracking line search (Armijo) keeps Phi decreasing and
 rejects any trial point where an element inverts (det F <= `min_jacobian`: neo-Hookean energy is
 infinite there). If Newton fails (no descent, an inversion it cannot avoid, or too many
 iterations), the step is cut in halves and retried up to `max_cuts` times; if that still fails an
@@ -49,6 +51,14 @@ class NewtonOptions:
     max_cuts: int = 4
     # Trial points with any det F at or below this are rejected.
     min_jacobian: float = 1e-3
+    # ... or when it is below this fraction of the step's displacement (Drake's FEM solver uses a
+    # relative tolerance too); 0 disables.
+    relative_tolerance: float = 1e-6
+    # Project every element's dP/dF to PSD in every iteration (else only after a non-descent
+    # direction, the cheaper default).
+    always_project: bool = False
+    # Modified Newton: keep the factorisation while the iteration contracts by 4x or more.
+    reuse_factorization: bool = True
     # Linear solver (drakebots.fem.solvers.Factorize).
     linear_solver: str = DEFAULT_SOLVER
     # "backward_euler" (L-stable, dissipative: the default for simulation) or "midpoint"
@@ -125,9 +135,9 @@ class BackwardEuler:
             value += 0.5 / h * np.dot(e, self.damping @ e)
         return value
 
-    def _PotentialGradientHessian(self, y, x, v, h, f_ext):
+    def _PotentialGradientHessian(self, y, x, v, h, f_ext, project=True):
         a, c = self._a, self._c
-        energy, grad_e, K = self.model.EnergyGradientHessian(x + c * (y - x), project=True)
+        energy, grad_e, K = self.model.EnergyGradientHessian(x + c * (y - x), project=project)
         d = y - x - h * v
         phi = 0.5 * a / h**2 * np.dot(d * self.mass, d) + energy / c - np.dot(f_ext, y)
         grad = a * self.mass * d / h**2 + grad_e - f_ext
@@ -140,6 +150,20 @@ class BackwardEuler:
             grad += De / h
             A = A + self.damping / h
         return phi, grad, A.tocsr()
+
+    def _PotentialGradient(self, y, x, v, h, f_ext):
+        a, c = self._a, self._c
+        z = x + c * (y - x)
+        energy, grad_e = self.model.Energy(z), self.model.Gradient(z)
+        d = y - x - h * v
+        phi = 0.5 * a / h**2 * np.dot(d * self.mass, d) + energy / c - np.dot(f_ext, y)
+        grad = a * self.mass * d / h**2 + grad_e - f_ext
+        if self.has_damping:
+            e = y - x
+            De = self.damping @ e
+            phi += 0.5 / h * np.dot(e, De)
+            grad += De / h
+        return phi, grad
 
     def _Constrain(self, A: sp.csr_matrix) -> sp.csr_matrix:
         """Identity rows/columns for the prescribed dofs (A must have the stiffness pattern)."""
@@ -200,21 +224,34 @@ class BackwardEuler:
         bad = self.model.FirstInverted(y, opt.min_jacobian)
         if bad is not None:
             raise ElementInversion(bad, time, f"element {bad} is inverted at t = {time:.6g} s")
+        factor, last_step = None, np.inf
+        # The exact Hessian first (with the mass term it is positive definite for all but large
+        # compressive strains); the PSD-projected one whenever it fails to give descent.
+        project = opt.always_project
         for _ in range(opt.max_iterations):
-            phi, grad, A = self._PotentialGradientHessian(y, x, v, h, f_ext)
+            if factor is None:
+                phi, grad, A = self._PotentialGradientHessian(y, x, v, h, f_ext, project)
+            else:
+                # Modified Newton: the factor of the previous iteration, a fresh gradient.
+                phi, grad = self._PotentialGradient(y, x, v, h, f_ext)
             grad[~free] = 0.0
             residual = float(np.max(np.abs(grad))) if grad.size else 0.0
             self.stats.residual = residual
             if residual <= opt.force_tolerance:
                 break
-            A = self._Constrain(A)
-            if opt.linear_solver == "splu_nd" and self._ordering is None:
-                from drakebots.fem.coupling import _NestedDissection
+            if factor is None:
+                A = self._Constrain(A)
+                if opt.linear_solver == "splu_nd" and self._ordering is None:
+                    from drakebots.fem.coupling import _NestedDissection
 
-                self._ordering = _NestedDissection(A)
-            dy = -Factorize(A, opt.linear_solver, ordering=self._ordering).solve(grad)
+                    self._ordering = _NestedDissection(A)
+                factor = Factorize(A, opt.linear_solver, ordering=self._ordering)
+            dy = -factor.solve(grad)
             dy[~free] = 0.0
             slope = float(np.dot(grad, dy))
+            if not slope < 0.0 and not project:
+                project, factor = True, None
+                continue
             if not slope < 0.0:
                 raise NewtonFailure(f"no descent direction at t = {time:.6g} s (slope {slope})")
             alpha = 1.0
@@ -239,8 +276,15 @@ class BackwardEuler:
                 )
             y = trial
             self.stats.newton_iterations += 1
-            if alpha == 1.0 and np.max(np.abs(dy)) <= opt.position_tolerance:
+            step = float(np.max(np.abs(dy))) if dy.size else 0.0
+            if alpha == 1.0 and step <= max(
+                opt.position_tolerance, opt.relative_tolerance * float(np.max(np.abs(y - x)))
+            ):
                 break
+            # Keep the factor while it contracts fast; otherwise refresh the Hessian.
+            if not (opt.reuse_factorization and alpha == 1.0 and step <= 0.25 * last_step):
+                factor = None
+            last_step = step
         else:
             raise NewtonFailure(
                 f"Newton did not converge in {opt.max_iterations} iterations at t = {time:.6g} s "

@@ -224,19 +224,16 @@ def Evaluate(model: str, F: np.ndarray, mu: float, lam: float, *, hessian: bool 
 
 
 def ProjectToPsd(H: np.ndarray, floor: float = 0.0) -> np.ndarray:
-    """Clamps the eigenvalues of symmetric (m, n, n) matrices at `floor` (PSD projection)."""
+    """Clamps the eigenvalues of symmetric (m, n, n) matrices at `floor` (PSD projection).
+
+    Only matrices with an eigenvalue below floor - 1e-6 |lambda|_max are decomposed: at rest the
+    neo-Hookean dP/dF is exactly semi-definite (zero in the rotation directions), and round-off
+    negatives there need no projection (the mass term regularises Newton's matrix).
+    """
     H = 0.5 * (H + np.transpose(H, (0, 2, 1)))
-    if floor == 0.0:
-        # Fast path: a batched Cholesky succeeds when every matrix is positive definite (the
-        # common case near rest); only otherwise pay for the eigen-decompositions.
-        try:
-            np.linalg.cholesky(H)
-            return H
-        except np.linalg.LinAlgError:
-            pass
-    # Eigen-decompose only the matrices that need it (indefinite elements are few).
     w = np.linalg.eigvalsh(H)
-    bad = w.min(axis=1) < floor
+    scale = np.abs(w).max(axis=1)
+    bad = w.min(axis=1) < floor - 1e-6 * scale
     if not bad.any():
         return H
     wb, Q = np.linalg.eigh(H[bad])
