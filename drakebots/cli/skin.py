@@ -10,6 +10,7 @@ Examples:
   drakebots skin beetle --out runs/beetle_skin
   drakebots skin beetle --folding-regions ankles --out runs/beetle_skin_folded
   drakebots skin cow --thickness 0.005 --out runs/cow_skin
+  drakebots skin beetle --surface my_beetle.obj --out runs/my_beetle_skin   # your own shape
 """
 
 from drakebots.cli import AddOutputArguments, AddVerb
@@ -37,6 +38,12 @@ def register(subparsers):
         type=float,
         default=None,
         help="surface resolution, m (default 0.011: about the paper's vertex counts)",
+    )
+    parser.add_argument(
+        "--surface",
+        default=None,
+        help="your own closed outer body surface (.obj or .stl, metres, the skeleton's home-pose "
+        "frame) instead of the built-in animal shape",
     )
     parser.add_argument(
         "--poissons-ratio", type=float, default=0.46, help="Poisson's ratio (paper: 0.46)"
@@ -75,6 +82,13 @@ def MakeOptions(args):
         poissons_ratio=args.poissons_ratio,
         youngs_modulus=args.youngs_modulus,
     )
+    if args.surface:
+        from drakebots.fem.skin import LoadSurface, SkinInputError
+
+        try:
+            options.surface = LoadSurface(args.surface)
+        except SkinInputError as e:
+            raise InputError(f"--surface {e}") from None
     if args.voxel is not None:
         if not args.voxel > 0.0:
             raise InputError(f"--voxel must be > 0 m, got {args.voxel}")
@@ -111,7 +125,11 @@ def Run(args) -> int:
         results.SaveFigure("skin.png", PlotSkin(skin))
         summary = MakeSummary(
             "skin",
-            {"robot": robot.name, **{k: getattr(options, k) for k in vars(options)}},
+            {
+                "robot": robot.name,
+                "surface": args.surface,
+                **{k: getattr(options, k) for k in vars(options) if k != "surface"},
+            },
             robot=robot.name,
             success=True,
             reason=None,

@@ -82,6 +82,10 @@ class SkinOptions:
     # Only the shapes of these links (a skin piece, e.g. one limb as the paper fabricates it,
     # section 6.2); empty: the whole body.
     links: tuple = ()
+    # A user's own outer body surface (vertices (n, 3) m, triangles (k, 3)), closed and
+    # manifold, in the skeleton's home-pose frame; replaces the built-in animal shape (the
+    # paper's workflow starts from such a surface, section 6.1).
+    surface: tuple | None = None
     # Young's modulus (Pa) and Poisson's ratio of the skin (paper section 7).
     youngs_modulus: float = 0.09e9
     poissons_ratio: float = 0.46
@@ -451,7 +455,8 @@ def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
             foot = np.minimum(foot, value)
     # Flat soles: the skin ends at the foot skin's thickness below the skeleton's soles (z = 0),
     # whatever the blends above them do.
-    f = _SmoothMax(f, -(P[..., 2] + options.foot_thickness), 0.004)
+    if options.surface is None:
+        f = _SmoothMax(f, -(P[..., 2] + options.foot_thickness), 0.004)
     fold = np.zeros(P.shape[:-1])
     for _, point, axis in _FoldSites(params, tuple(options.folding_regions)):
         fold = np.maximum(fold, _Fold(P, point, axis, options))
@@ -459,6 +464,115 @@ def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
     w = np.clip((0.02 - foot) / 0.02, 0.0, 1.0)
     t = options.thickness + (options.foot_thickness - options.thickness) * w
     return f, t, fold
+
+
+def LoadSurface(path) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (n, 3), triangles (k, 3)) of an OBJ or STL file, checked closed and manifold.
+
+    Raises:
+        SkinInputError: unreadable file, or a surface that is not closed / not manifold (the
+            message names the offending edge).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SkinInputError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".obj":
+            vertices, faces = [], []
+            for line in path.read_text().splitlines():
+                parts = line.split()
+                if not parts:
+                    continue
+                if parts[0] == "v":
+                    vertices.append([float(x) for x in parts[1:4]])
+                elif parts[0] == "f":
+                    idx = [int(p.split("/")[0]) for p in parts[1:]]
+                    idx = [i - 1 if i > 0 else len(vertices) + i for i in idx]
+                    faces += [[idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1)]
+            vertices, faces = np.array(vertices, float), np.array(faces, np.int64)
+        elif suffix == ".stl":
+            data = path.read_bytes()
+            count = int(np.frombuffer(data[80:84], np.uint32)[0]) if len(data) >= 84 else 0
+            if len(data) == 84 + 50 * count:
+                record = np.frombuffer(
+                    data[84:],
+                    dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")],
+                )
+                corners = record["v"].reshape(-1, 3).astype(float)
+            else:
+                text = data.decode("ascii", errors="replace").split()
+                corners = np.array(
+                    [text[i + 1 : i + 4] for i, w in enumerate(text) if w == "vertex"], float
+                )
+            vertices, inverse = np.unique(corners.round(9), axis=0, return_inverse=True)
+            faces = inverse.ravel().reshape(-1, 3)
+        else:
+            raise SkinInputError(f"{path}: unknown surface format (use .obj or .stl)")
+    except (ValueError, IndexError) as e:
+        raise SkinInputError(f"{path}: cannot read the surface ({e})") from None
+    try:
+        CheckClosedManifold(vertices, faces, what=f"{path}")
+    except ValueError as e:
+        raise SkinInputError(str(e)) from None
+    return vertices, faces
+
+
+def GridSignedDistance(vertices, faces, axes) -> np.ndarray:
+    """Signed distance (negative inside, m) of a closed surface on the grid axes (x, y, z).
+
+    Inside/outside by the parity of crossings of a vertical ray with the triangles (each grid
+    column is tested only against the triangles over it); distance to samples of the surface
+    spaced a third of the grid spacing.
+    """
+    from scipy.spatial import cKDTree
+
+    V = np.asarray(vertices, float)
+    F = np.asarray(faces, np.int64)
+    ax, ay, az = (np.asarray(a, float) for a in axes)
+    h = float(ax[1] - ax[0])
+    tri = V[F]
+    # Jitter the columns off any vertex or edge (a measure-zero tie breaker).
+    cx, cy = ax + 1.2345e-7, ay + 2.3456e-7
+    i0 = np.searchsorted(cx, tri[:, :, 0].min(axis=1))
+    i1 = np.searchsorted(cx, tri[:, :, 0].max(axis=1), side="right")
+    j0 = np.searchsorted(cy, tri[:, :, 1].min(axis=1))
+    j1 = np.searchsorted(cy, tri[:, :, 1].max(axis=1), side="right")
+    ni, nj = np.maximum(i1 - i0, 0), np.maximum(j1 - j0, 0)
+    counts = ni * nj
+    t_index = np.repeat(np.arange(len(F)), counts)
+    local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    ii = i0[t_index] + local // np.maximum(nj[t_index], 1)
+    jj = j0[t_index] + local % np.maximum(nj[t_index], 1)
+    a, b, c = (tri[t_index, k] for k in range(3))
+    px, py = cx[ii], cy[jj]
+    det = (b[:, 1] - c[:, 1]) * (a[:, 0] - c[:, 0]) + (c[:, 0] - b[:, 0]) * (a[:, 1] - c[:, 1])
+    safe = np.where(np.abs(det) > 1e-18, det, 1.0)
+    l1 = ((b[:, 1] - c[:, 1]) * (px - c[:, 0]) + (c[:, 0] - b[:, 0]) * (py - c[:, 1])) / safe
+    l2 = ((c[:, 1] - a[:, 1]) * (px - c[:, 0]) + (a[:, 0] - c[:, 0]) * (py - c[:, 1])) / safe
+    l3 = 1.0 - l1 - l2
+    hit = (np.abs(det) > 1e-18) & (l1 >= 0) & (l2 >= 0) & (l3 >= 0)
+    z = l1 * a[:, 2] + l2 * b[:, 2] + l3 * c[:, 2]
+    k = np.searchsorted(az, z[hit])
+    crossings = np.zeros((len(ax), len(ay), len(az) + 1), dtype=np.int32)
+    np.add.at(crossings, (ii[hit], jj[hit], k), 1)
+    inside = (np.cumsum(crossings, axis=2)[:, :, :-1] % 2) == 1
+    # Unsigned distance to dense surface samples.
+    spacing = h / 3.0
+    samples = [V]
+    edge = np.max(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2), axis=1)
+    levels = np.maximum(1, np.ceil(edge / spacing).astype(int))
+    for n in np.unique(levels):
+        sel = tri[levels == n]
+        u, w = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+        keep = (u + w) <= n
+        bary = np.stack([u[keep], w[keep], n - u[keep] - w[keep]], axis=1) / n
+        samples.append(np.einsum("sk,tkd->tsd", bary, sel).reshape(-1, 3))
+    tree = cKDTree(np.vstack(samples))
+    X = np.stack(np.meshgrid(ax, ay, az, indexing="ij"), axis=-1).reshape(-1, 3)
+    d, _ = tree.query(X, workers=-1)
+    d = d.reshape(len(ax), len(ay), len(az))
+    return np.where(inside, -d, d)
 
 
 def _MarchingCubes(field, level, origin, h):
@@ -493,9 +607,15 @@ def MakeShellSurface(params: SkeletonParams, options: SkinOptions):
     lo = np.min(pts, axis=0) - 0.25
     hi = np.max(pts, axis=0) + 0.25
     lo[2] = -0.05
+    if options.surface is not None:
+        sv = np.asarray(options.surface[0], float)
+        lo = np.minimum(lo, sv.min(axis=0) - 3 * h)
+        hi = np.maximum(hi, sv.max(axis=0) + 3 * h)
     axes = [np.arange(lo[i], hi[i] + h, h) for i in range(3)]
     X = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
     f, t, fold = ShapeField(params, options, X)
+    if options.surface is not None:
+        f = GridSignedDistance(options.surface[0], options.surface[1], axes)
     f = f + fold
     # Normalise to a distance so that f = -t is the surface t metres inside.
     gx, gy, gz = np.gradient(f, h)

@@ -163,3 +163,26 @@ def test_simulate_with_a_skin_writes_every_file(drakebots, tmp_path):
     html = (out / "replay.html").read_text()
     blobs = [base64.b64decode(m) for m in re.findall(r"base64,([A-Za-z0-9+/=]+)", html)]
     assert any(b"skin/frame_0000" in blob for blob in blobs)
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        # A tetrahedron missing one face: open.
+        ("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\n", "not closed"),
+        # Two tetrahedra sharing an edge through a fin: an edge with four triangles.
+        (
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 0 -1 0\nv 0 0 -1\n"
+            "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\nf 1 5 2\nf 1 2 6\nf 1 6 5\nf 2 5 6\n",
+            "not manifold",
+        ),
+    ],
+)
+def test_skin_refuses_a_bad_user_surface(drakebots, tmp_path, obj, message):
+    surface = tmp_path / "body.obj"
+    surface.write_text(obj)
+    out = tmp_path / "skin"
+    result = drakebots("skin", "beetle", "--surface", str(surface), "--out", str(out))
+    assert result.returncode == 2
+    assert message in result.stderr and "body.obj" in result.stderr
+    assert not out.exists()

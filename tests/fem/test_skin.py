@@ -101,3 +101,32 @@ def test_every_robot_skin(robot, tmp_path):
     np.testing.assert_allclose(size, params.paper_size, rtol=0.2)
     WriteSkin(tmp_path, skin)
     assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
+
+
+@pytest.mark.slow
+def test_skin_from_a_user_surface(tmp_path):
+    """The paper's workflow: hollow the user's own closed surface (here an OBJ of a smooth blob
+    around the beetle, written by a different route: marching cubes of an analytic field)."""
+    from skimage.measure import marching_cubes
+
+    from drakebots.fem.skin import LoadSurface
+
+    params = LoadSkeletonParams("beetle")
+    h = 0.01
+    axes = [np.arange(-0.32, 0.32, h), np.arange(-0.25, 0.25, h), np.arange(-0.05, 0.45, h)]
+    X = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    radii = np.array([0.27, 0.18, 0.22])
+    field = np.linalg.norm((X - [0.0, 0.0, 0.2]) / radii, axis=-1) - 1.0
+    v, f, _, _ = marching_cubes(field, 0.0, spacing=(h, h, h))
+    v += [a[0] for a in axes]
+    lines = [f"v {x} {y} {z}" for x, y, z in v] + [f"f {a + 1} {c + 1} {b + 1}" for a, b, c in f]
+    (tmp_path / "blob.obj").write_text("\n".join(lines) + "\n")
+    surface = LoadSurface(tmp_path / "blob.obj")
+    skin = MakeSkin(params, SkinOptions(surface=surface))
+    mesh = skin.mesh
+    assert mesh.SignedVolumes().min() > 0.0
+    CheckClosedManifold(mesh.vertices, BoundaryFaces(mesh.tets))
+    size = mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)
+    np.testing.assert_allclose(size, 2 * radii, rtol=0.05)
+    WriteSkin(tmp_path, skin)
+    assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
