@@ -161,8 +161,7 @@ class GaitLawSource(LeafSystem):
 class PlanarPoseSensor(LeafSystem):
     """The measured pose (x, y, eps) of one body lying flat (the camera of Fig. 2B).
 
-    body_poses -> PlanarPoseSensor -> pose (3: m, m, rad, eps unwrapped continuously is not
-    attempted: in (-pi, pi])
+    body_poses -> PlanarPoseSensor -> pose (3: x [m], y [m], eps [rad] in (-pi, pi])
 
     Args:
         body_index: the plant body whose pose is measured (the torso's middle segment).
