@@ -10,7 +10,7 @@ navigate        the gait pattern generator (Eqs. 17-22, Algorithm 1) in closed l
 
 Both run the Drake model (--model drake: suction feet as run-time weld constraints, pneumatic
 chambers behind the cascaded controller of Fig. 11B, SAP contact) or the authors' geometric
-quasi-static model (--model geometric, about a thousand times faster).
+quasi-static model (--model geometric, over a hundred times faster).
 
 Examples:
   drakebots gecko velocity-space --out runs/gecko_vspace
