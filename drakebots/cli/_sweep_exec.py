@@ -18,12 +18,14 @@ sweep was interrupted). A case is complete when its folder holds summary.json an
 command line equals the case's current one. Re-running a sweep runs the missing and lost cases;
 `--retry-failed` also runs the failed and errored ones; `--force` runs all.
 
-Each case is one Dask task, `RunCase`. By default it runs `python -m drakebots ...` in a fresh
-subprocess of the worker (output to the case's log): a case that crashes, even inside Drake's C++,
-is then recorded as an error and the worker lives on, and `--case-timeout` can stop it. With
-`in_process` it runs the verb inside the worker process through `drakebots.cli.main`, with file
-descriptors 1 and 2 sent to the log: about 1 s (a Python and pydrake start-up) less per case, for
-sweeps of many small cases, but a crash in a case takes its worker down.
+Each case is one Dask task, `RunCase`. By default it runs in a fresh process of its own, output
+to the case's log: a case that crashes, even inside Drake's C++, is recorded as an error and the
+worker lives on, and `--case-timeout` can stop it. On Linux that process is forked from a warm
+fork server per worker thread (drakebots.cli._sweep_zygote: pydrake, numpy, matplotlib and the
+verbs already imported), so it starts in milliseconds instead of the ~1 s CPU of a new
+interpreter; elsewhere it is `python -m drakebots ...`. With `in_process` the verb runs inside
+the worker process through `drakebots.cli.main`, file descriptors 1 and 2 sent to the log (no
+isolation: a crash in a case takes its worker down).
 """
 
 from __future__ import annotations
@@ -151,15 +153,17 @@ runpy.run_module("drakebots", run_name="__main__", alter_sys=True)
 """
 
 
-# The case subprocesses running in this worker process: case folder -> Popen (for StopCases).
-_CHILDREN: dict[str, subprocess.Popen] = {}
+# The cases running in this worker process: case folder -> a function that kills it.
+_CHILDREN: dict[str, object] = {}
 _CHILDREN_LOCK = threading.Lock()
+# Each worker thread's fork server (drakebots.cli._sweep_zygote), started at its first case.
+_LOCAL = threading.local()
 
 
 def StopCases(case_dirs: list[str]) -> list[str]:
-    """Kills the case subprocesses of this worker that write into `case_dirs` (run on every
-    worker with `client.run` when a sweep is interrupted: Dask cannot stop a running task, and a
-    cancelled case should not go on computing, or write its folder while a re-run does).
+    """Kills the cases of this worker that write into `case_dirs` (run on every worker with
+    `client.run` when a sweep is interrupted: Dask cannot stop a running task, and a cancelled
+    case should not go on computing, or write its folder while a re-run does).
 
     Returns:
         The folders whose case was killed here.
@@ -167,22 +171,74 @@ def StopCases(case_dirs: list[str]) -> list[str]:
     killed = []
     with _CHILDREN_LOCK:
         for case_dir in case_dirs:
-            child = _CHILDREN.get(case_dir)
-            if child is not None and child.poll() is None:
-                child.kill()
-                killed.append(case_dir)
+            kill = _CHILDREN.get(case_dir)
+            if kill is not None:
+                try:
+                    kill()
+                    killed.append(case_dir)
+                except ProcessLookupError:
+                    pass
     return killed
 
 
+def _ForkServer():
+    """This thread's fork server, or None where it cannot be used (not Linux, did not start)."""
+    if not sys.platform.startswith("linux") or getattr(_LOCAL, "broken", False):
+        return None
+    server = getattr(_LOCAL, "server", None)
+    if server is None or not server.Alive():
+        from drakebots.cli._sweep_zygote import ForkServer
+
+        try:
+            server = ForkServer()
+        except (OSError, RuntimeError, ValueError):
+            _LOCAL.broken = True  # Plain subprocesses from now on.
+            return None
+        _LOCAL.server = server
+    return server
+
+
 def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
-    """Runs `python -m drakebots ARGV` with output to `log`.
+    """Runs `drakebots ARGV` in a fresh process with output to `log`: a child forked by this
+    thread's fork server (warm imports), else `python -m drakebots`.
 
     Returns:
         (exit code or None, the traceback the case printed or a timeout message, or None,
         the case's CPU time in s).
     """
-    env = dict(os.environ, MPLBACKEND="Agg")
     log.flush()
+    timed_out = False
+    server = _ForkServer()
+    try:
+        if server is not None:
+
+            def OnStart(pid):
+                with _CHILDREN_LOCK:
+                    _CHILDREN[str(case_dir)] = lambda: os.kill(pid, signal.SIGKILL)
+
+            try:
+                code, cpu, timed_out = server.Run(argv, str(log_path), timeout, OnStart)
+            except (OSError, RuntimeError, ValueError) as e:
+                _LOCAL.server = None
+                server.Close()
+                return None, f"RuntimeError: the case's fork server failed ({e})", 0.0
+        else:
+            code, cpu, timed_out = _RunPython(argv, case_dir, log, timeout)
+    finally:
+        with _CHILDREN_LOCK:
+            _CHILDREN.pop(str(case_dir), None)
+    if timed_out:
+        return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s", cpu
+    with open(log_path, errors="replace") as f:
+        f.seek(offset)
+        text = f.read()
+    start = text.rfind("Traceback (most recent call last):")
+    return code, (text[start:] if start >= 0 and code not in (0, 2) else None), cpu
+
+
+def _RunPython(argv, case_dir, log, timeout) -> tuple[int, float, bool]:
+    """`python -m drakebots ARGV` (exit code, CPU s, timed out)."""
+    env = dict(os.environ, MPLBACKEND="Agg")
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(os.getpid()), *argv],
         stdout=log,
@@ -191,7 +247,7 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
         env=env,
     )
     with _CHILDREN_LOCK:
-        _CHILDREN[str(case_dir)] = child
+        _CHILDREN[str(case_dir)] = child.kill
     timed_out = threading.Event()
 
     def Stop():
@@ -209,16 +265,7 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
     finally:
         if timer is not None:
             timer.cancel()
-        with _CHILDREN_LOCK:
-            _CHILDREN.pop(str(case_dir), None)
-    cpu = usage.ru_utime + usage.ru_stime
-    if timed_out.is_set():
-        return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s", cpu
-    with open(log_path, errors="replace") as f:
-        f.seek(offset)
-        text = f.read()
-    start = text.rfind("Traceback (most recent call last):")
-    return code, (text[start:] if start >= 0 and code not in (0, 2) else None), cpu
+    return code, usage.ru_utime + usage.ru_stime, timed_out.is_set()
 
 
 def _LastLines(path: Path, offset: int = 0, count: int = 3) -> str:

@@ -338,16 +338,19 @@ def test_case_timeout_stops_the_case(tmp_path, cluster, capsys):
 
 
 def _child_processes_writing(folder: Path) -> list[int]:
-    """Pids of processes whose command line names `folder` (a case still running)."""
+    """Pids of processes that name `folder` on their command line or hold a file in it open (a
+    case still running: a child of the fork server has its log open)."""
     pids = []
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if str(folder) in cmdline:
-                pids.append(int(proc.name))
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            files = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except OSError:
+            continue
+        if str(folder) in cmdline or any(f.startswith(str(folder)) for f in files):
+            pids.append(int(proc.name))
     return pids
 
 
@@ -389,6 +392,7 @@ def test_worker_killed_mid_case_loses_only_that_case(tmp_path, cluster, capsys):
     assert rows["a"]["status"] == "done"
     time.sleep(1.0)
     assert not _child_processes_writing(out / "cases" / "victim"), "the case outlived its worker"
+    assert not _child_processes_writing(out / "logs" / "victim.log"), "the case outlived its worker"
     assert not (out / "cases" / "victim").exists()
 
     # The re-run completes only what is missing: the lost case; a and b stay as they were.
