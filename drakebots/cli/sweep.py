@@ -21,8 +21,8 @@ Examples:
 
 A cluster: `dask scheduler` on one machine, `dask worker tcp://HOST:8786 --nthreads 1` on each
 worker machine (drakebots installed, DIR on a file system they share), then --scheduler.
-Each case runs in a fresh `python -m drakebots` process on its worker (--in-process: inside the
-worker, 1 s less per case). Case statuses: done (exit 0), failed (exit 1, reason in its
+Each case runs in a process of its own on its worker (Linux: forked from a warm fork server;
+--in-process: inside the worker). Case statuses: done (exit 0), failed (exit 1, reason in its
 summary.json), error (raised, exit 2, crashed, timed out), lost (its worker died), missing.
 A re-run runs missing and lost cases; --retry-failed also failed and errored ones; --force all.
 Exit codes of a run: 0 every case done; 1 some case not done (the report names each and why);
@@ -93,8 +93,8 @@ def register(subparsers):
     parser.add_argument(
         "--in-process",
         action="store_true",
-        help="run each case inside its worker process instead of a fresh Python process: about "
-        "1 s less per case (for many small cases), but a case that crashes takes its worker down",
+        help="run each case inside its worker process instead of a process of its own (a little "
+        "faster for tiny cases, but a case that crashes takes its worker down)",
     )
     parser.add_argument(
         "--case-timeout",
