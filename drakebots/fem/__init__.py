@@ -34,9 +34,11 @@ Elastic model (`drakebots.fem.model.FemModel(mesh, material)`)
 
 Time stepping (`drakebots.fem.integrator`)
     BackwardEuler(model, gravity, fixed_vertices, options).Step(x, v, h, ...) -> (x+, v+):
-    Newton on the incremental potential with PSD-projected Hessian, Armijo line search that
+    Newton on the incremental potential (exact Hessian, PSD-projected after a non-descent
+    direction; modified Newton reuses the factor while it contracts), Armijo line search that
     rejects inverted elements, step cutting; raises ElementInversion(element, time) or
-    NewtonFailure. StaticEquilibrium(model, ...) for static sag.
+    NewtonFailure. NewtonOptions(scheme="midpoint") gives implicit midpoint (exact momentum).
+    StaticEquilibrium(model, ...) for static sag.
 
 Linear solvers (`drakebots.fem.solvers`)
     Factorize(A, method) with method in {"splu" (default, chosen by measurement), "splu_colamd",
@@ -54,6 +56,14 @@ Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
                                                               b_r, b_d (for the QPCC)
 
 Skin generation (`drakebots.fem.skin`)
-    MakeSkin(params, options) -> Skin (mesh, glue vertices + link + link-frame points,
-    skinning weights, per-element thickness, foot/fold masks); WriteSkin/LoadSkin(directory).
+    MakeSkin(params, SkinOptions) -> Skin (mesh, glue vertices + link names + link-frame points,
+    skinning weights (n, L) over skin_links, per-vertex thickness, outer-sheet and fold masks,
+    mass_density); WriteSkin/LoadSkin(directory) (skin.vtk, skin.npz, skin.json).
+    SkinOptions(surface=LoadSurface("body.obj")) hollows a user's own closed surface;
+    SkinOptions(links=(...)) makes a skin piece; MakeShellMesh(field, lo, hi, thickness, voxel)
+    hollows any implicit shape; GridSignedDistance(vertices, faces, axes).
+
+The coupled simulator built on these (drakebots.systems.skin_coupling.CoupledSkinSkeleton) shows
+how the blocks of Eq. (2) are formed from a MultibodyPlant: A_r = M(q) + h D (+ servo terms),
+G_q = h J_WG(q+) (translational Jacobians of the glue points), A_d = M_s/h^2 + D_s/h + K(y).
 """
