@@ -113,6 +113,7 @@ def MakeContactImplicitProblem(
     input_upper: np.ndarray | None = None,
     sample_configuration: np.ndarray | None = None,
     prog: MathematicalProgram | None = None,
+    constrain_first_knot: bool = True,
 ) -> ContactImplicitProblem:
     """Builds the constraints of Eq. 15 (costs are added by the caller, see costs.py).
 
@@ -128,6 +129,8 @@ def MakeContactImplicitProblem(
         position_lower/upper, input_lower/upper: bounds (None: the plant's joint limits for
             positions, none for inputs).
         sample_configuration: a typical configuration (sparsity sampling).
+        constrain_first_knot: add c(q_0) = 0 and phi(q_0) >= 0 (False when q_0 is data, as in
+            time stepping, where it already satisfies them to the previous step's tolerance).
     """
     prog = prog if prog is not None else MathematicalProgram()
     constraints._REGISTRY.pop(id(prog), None)
@@ -141,11 +144,17 @@ def MakeContactImplicitProblem(
     )
     # With periodic positions, c(q_N-1) = c(q_0) already (loops do not see the body x).
     loop_knots = range(num_knots - 1) if periodic else range(num_knots)
+    if not constrain_first_knot:
+        loop_knots = [k for k in loop_knots if k > 0]
     b["loop"] = constraints.AddPositionConstraints(
         prog, vars, dynamics, knots=loop_knots, sample_configuration=sample_configuration
     )
     b["contact"] = constraints.AddNormalContactConstraints(
-        prog, vars, dynamics, sample_configuration=sample_configuration
+        prog,
+        vars,
+        dynamics,
+        sample_configuration=sample_configuration,
+        initial_clearance=constrain_first_knot,
     )
     b["friction"] = constraints.AddFrictionConstraints(
         prog, vars, dynamics, sample_configuration=sample_configuration
@@ -253,6 +262,7 @@ class SolveOutcome:
     num_constraints: int
     num_constraint_rows: int
     log: str = ""
+    cpu_time_s: float = 0.0
 
 
 def _ConstraintRows(prog: MathematicalProgram) -> int:
@@ -308,12 +318,14 @@ def SolveContactImplicit(
     except ImportError:  # pragma: no cover - declared dependency
         threadpool_limits = None
     start = time.perf_counter()
+    cpu_start = time.process_time()
     if threadpool_limits is not None:
         with threadpool_limits(1):
             result = solver.Solve(prog, prog.initial_guess(), options)
     else:
         result = solver.Solve(prog, prog.initial_guess(), options)
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     log = log_file.read_text(errors="replace") if log_file.exists() else ""
     log_file.unlink(missing_ok=True)
     status, iterations = _ParseSolverLog(config.solver, result, log)
@@ -328,6 +340,7 @@ def SolveContactImplicit(
         num_constraints=len(prog.GetAllConstraints()),
         num_constraint_rows=_ConstraintRows(prog),
         log=log,
+        cpu_time_s=cpu,
     )
 
 
@@ -345,7 +358,7 @@ def SolveWithSlackHomotopy(
         b for b in problem.bindings["bounds"] if b.evaluator().get_description() == "slack_bounds"
     )
     lower = slack_binding.evaluator().lower_bound()
-    total_time, total_iterations, outcome = 0.0, 0, None
+    total_time, total_cpu, total_iterations, outcome = 0.0, 0.0, 0, None
     for upper in upper_bounds:
         ub = np.full_like(lower, float(upper))
         slack_binding.evaluator().UpdateUpperBound(ub)
@@ -359,8 +372,10 @@ def SolveWithSlackHomotopy(
             problem.prog.SetInitialGuessForAllVariables(x)
         outcome = SolveContactImplicit(problem, config)
         total_time += outcome.solve_time_s
+        total_cpu += outcome.cpu_time_s
         total_iterations += outcome.iterations or 0
     outcome.solve_time_s = total_time
+    outcome.cpu_time_s = total_cpu
     outcome.iterations = total_iterations or outcome.iterations
     return outcome
 
@@ -564,4 +579,131 @@ def ReconstructTrajectory(
         eta=Get(vars.eta),
         lam=Get(vars.lam),
         slack=Get(vars.slack),
+    )
+
+
+# ---------------------------------------------------------------------------- time stepping
+@dataclasses.dataclass
+class ContactImplicitSimulation:
+    """A trajectory integrated step by step with the transcription's own discrete dynamics.
+
+    Attributes:
+        times, q: knots (num_steps + 1); u: inputs per step; gamma, beta, lam: forces (scaled);
+        max_complementarity: the largest unrelaxed complementarity product of any step;
+        max_violation: the largest constraint violation of any step's solve; failures: steps
+        whose solve did not report success.
+    """
+
+    times: np.ndarray
+    q: np.ndarray
+    u: np.ndarray
+    forces: dict
+    max_complementarity: float
+    max_violation: float
+    failures: list
+
+
+def SimulateContactImplicit(
+    dynamics: VariationalDynamics,
+    q0: np.ndarray,
+    qdot0: np.ndarray,
+    h: float,
+    inputs: np.ndarray,
+    *,
+    slack: float = 1e-6,
+    config: SolverConfig | None = None,
+    progress=None,
+) -> ContactImplicitSimulation:
+    """Integrates the midpoint variational dynamics with contact, one small NLP per step.
+
+    Each step solves the discrete Euler-Lagrange equation at the current knot (its incoming
+    momentum from the previous step, or the Legendre transform of qdot0 at the first), the loop
+    constraints at the next knot, non-penetration, and the complementarity conditions relaxed to
+    `slack` (the same constraint builders as the trajectory optimization, with N = 2 knots).
+    This is Stewart-Trinkle style time stepping with the variational integrator; the result is
+    consistent with the transcription (a warm start needs no repair but periodicity).
+
+    Args:
+        dynamics: the VariationalDynamics.
+        q0, qdot0: initial positions and position derivatives.
+        h: time step.
+        inputs: (num_steps, num_inputs) inputs held over each step.
+        slack: the complementarity relaxation of every step.
+        progress: optional callable(step, num_steps).
+    """
+    n = dynamics.num_positions
+    inputs = np.asarray(inputs, float)
+    num_steps = len(inputs)
+    p_in = np.asarray(dynamics.LegendreMomentum(np.asarray(q0, float), np.asarray(qdot0, float))[0])
+    momentum = np.array(p_in, dtype=float)  # updated in place between steps
+    # No position bounds: joint limits have no reaction force in the transcription, so a plan
+    # respects them as constraints but a simulation must not be made infeasible by them.
+    unbounded = np.full(n, np.inf)
+    problem = MakeContactImplicitProblem(
+        dynamics,
+        num_knots=2,
+        time_step=h,
+        initial=("momentum", momentum),
+        slack_bounds=(0.0, slack),
+        position_lower=-unbounded,
+        position_upper=unbounded,
+        constrain_first_knot=False,
+    )
+    prog, vars = problem.prog, problem.vars
+    fixed_q = constraints.AddFixedPositions(prog, vars, 0, q0)
+    fixed_u = None
+    if dynamics.num_inputs:
+        fixed_u = prog.AddBoundingBoxConstraint(inputs[0], inputs[0], vars.u[0])
+        fixed_u.evaluator().set_description("fixed_inputs")
+    from drakebots.optimization.contact_implicit_costs import AddComplementarityPenalty
+
+    AddComplementarityPenalty(prog, vars, weight=1.0)
+    config = config or SolverConfig(major_iterations=500)
+    q = np.zeros((num_steps + 1, n))
+    q[0] = q0
+    forces = {name: [] for name in ("gamma", "beta", "lam", "psi", "eta")}
+    worst_c, worst_v, failures = 0.0, 0.0, []
+    previous = None
+    guess_q1 = np.asarray(q0, float) + h * np.asarray(qdot0, float)
+    for k in range(num_steps):
+        fixed_q.evaluator().UpdateLowerBound(q[k])
+        fixed_q.evaluator().UpdateUpperBound(q[k])
+        if fixed_u is not None:
+            fixed_u.evaluator().UpdateLowerBound(inputs[k])
+            fixed_u.evaluator().UpdateUpperBound(inputs[k])
+        x0 = np.zeros(prog.num_vars()) if previous is None else previous.copy()
+        x0[prog.FindDecisionVariableIndices(vars.q[0])] = q[k]
+        x0[prog.FindDecisionVariableIndices(vars.q[1])] = guess_q1
+        if dynamics.num_inputs:
+            x0[prog.FindDecisionVariableIndices(vars.u[0])] = inputs[k]
+        prog.SetInitialGuessForAllVariables(x0)
+        outcome = SolveContactImplicit(problem, config)
+        if not outcome.success:
+            # Retry through a looser relaxation (a short homotopy) from the same guess.
+            prog.SetInitialGuessForAllVariables(x0)
+            outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=(1e-2, 1e-4, slack))
+        x = outcome.result.get_x_val()
+        check = CheckContactImplicitSolution(problem, x)
+        worst_c = max(worst_c, check.max_complementarity_violation)
+        worst_v = max(worst_v, check.max_violation)
+        if not outcome.success:
+            failures.append((k, outcome.status))
+        traj = ReconstructTrajectory(problem, x)
+        q[k + 1] = traj.q[1]
+        for name in forces:
+            forces[name].append(getattr(traj, name)[0])
+        # The momentum arriving at the new knot feeds the next step's DEL.
+        momentum[:] = dynamics.Interval(q[k], q[k + 1], inputs[k], h).p_minus
+        guess_q1 = 2.0 * q[k + 1] - q[k]
+        previous = x
+        if progress is not None:
+            progress(k + 1, num_steps)
+    return ContactImplicitSimulation(
+        times=h * np.arange(num_steps + 1),
+        q=q,
+        u=inputs,
+        forces={name: np.array(value) for name, value in forces.items()},
+        max_complementarity=worst_c,
+        max_violation=worst_v,
+        failures=failures,
     )

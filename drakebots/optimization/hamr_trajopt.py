@@ -238,11 +238,38 @@ class WarmStart:
     source: str
     forces: dict = dataclasses.field(default_factory=dict)
     velocity_mm_per_cycle: float | None = None
+    apex_height_mm: float | None = None
+    simulation: object = None
 
     def Guess(self) -> dict:
         guess = {"q": self.q, "u": self.u}
         guess.update(self.forces)
         return guess
+
+
+def OpenLoopVoltages(
+    model: HamrTrajoptModel,
+    gait: str,
+    frequency: float,
+    times_ms: np.ndarray,
+    amplitude: float = 90.0,
+) -> np.ndarray:
+    """The open-loop drive of drakebots.systems.hamr_gaits (trot, pronk, jump) at given times,
+    (len(times), 8) V, with each actuator's sign from the leg transmission at the home pose."""
+    from drakebots.systems.hamr_gaits import GaitParams, GaitVoltageSource
+    from drakebots.systems.hamr_simulation import ActuatorSigns
+
+    plant = model.plant
+    signs = ActuatorSigns(plant, plant.CreateDefaultContext())
+    names = model.actuator_names
+    source = GaitVoltageSource(
+        GaitParams(
+            gait=gait, frequency=frequency, swing_amplitude=amplitude, lift_amplitude=amplitude
+        ),
+        [(name.split("_")[0], name.split("_")[1]) for name in names],
+        [signs[name] for name in names],
+    )
+    return np.array([source.Voltages(float(t)) for t in times_ms])
 
 
 def GaitWarmStart(
@@ -251,19 +278,50 @@ def GaitWarmStart(
     num_knots: int,
     *,
     cycles: int = 3,
-    progress: bool = False,
+    source: str = "variational",
+    progress=None,
 ) -> WarmStart:
-    """The last stride of an open-loop trot simulated in Drake (the authors' warm start).
+    """The last stride of a simulated open-loop trot (the authors' warm start).
 
     Args:
         frequency: stride frequency, Hz.
         num_knots: N.
-        cycles: strides simulated (the first ramps the amplitude up).
+        cycles: strides simulated from rest (the first ramps the amplitude up).
+        source: "variational" integrates the transcription's own dynamics step by step at the
+            knot time step (SimulateContactImplicit), so the guess is dynamically consistent
+            except for periodicity; "drake" resamples Drake's SAP simulation
+            (drakebots.systems.hamr_simulation), which differs from the transcription in its
+            contact and loop models.
+        progress: optional callable(step, num_steps).
     """
+    period = 1000.0 / frequency  # ms
+    h = period / (num_knots - 1)
+    x = model.index["base_x"]
+    if source == "variational":
+        from drakebots.optimization.contact_implicit import SimulateContactImplicit
+
+        steps = cycles * (num_knots - 1)
+        u = OpenLoopVoltages(model, "trot", frequency, (np.arange(steps) + 0.5) * h)
+        sim = SimulateContactImplicit(
+            model.dynamics, model.home, np.zeros(len(model.home)), h, u, progress=progress
+        )
+        first = (cycles - 1) * (num_knots - 1)
+        forces = {name: value[first:] for name, value in sim.forces.items()}
+        q = sim.q[first:]
+        warm = WarmStart(
+            q=q,
+            u=u[first:],
+            h=h,
+            source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz, "
+            f"integrated with the transcription's own variational contact dynamics",
+            forces=forces,
+            velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
+        )
+        warm.simulation = sim
+        return warm
     from drakebots.systems.hamr_gaits import GaitParams
     from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
 
-    period = 1000.0 / frequency  # ms
     config = HamrSimulationConfig(
         duration=cycles * period,
         time_step=min(0.1, period / 200.0),
@@ -271,54 +329,50 @@ def GaitWarmStart(
         surface=model.surface,
         gait=GaitParams(gait="trot", frequency=frequency),
     )
-    log = SimulateHamr(config, progress=progress)
+    log = SimulateHamr(config, progress=False)
     times = log.times
-    start = (cycles - 1) * period
-    keep = times >= start - 1e-9
+    keep = times >= (cycles - 1) * period - 1e-9
     t = times[keep] - times[keep][0]
-    q_sim = log.positions[keep]
-    u_sim = log.extra["voltage"][keep]
-    q = ResampleKnots(t, q_sim, num_knots)
-    u_knots = ResampleKnots(t, u_sim, num_knots)
+    q = ResampleKnots(t, log.positions[keep], num_knots)
+    u_knots = ResampleKnots(t, log.extra["voltage"][keep], num_knots)
     u = 0.5 * (u_knots[:-1] + u_knots[1:])  # held over each interval
-    h = (t[-1] - t[0]) / (num_knots - 1)
-    x = model.index["base_x"]
     return WarmStart(
         q=q,
         u=np.clip(u, *VOLTAGE_RANGE),
         h=h,
         source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz "
-        f"(drakebots.systems.hamr_simulation, SAP, {config.time_step:g} ms steps)",
+        f"(Drake SAP simulation, {config.time_step:g} ms steps)",
         velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
     )
 
 
-def JumpWarmStart(model: HamrTrajoptModel, duration: float, num_knots: int) -> WarmStart:
-    """A heuristic vertical jump: stand, crouch by retracting the lift actuators, then hold them
-    extended while the body follows a ballistic arc (the guess need not be dynamically
-    consistent; the optimizer makes it so)."""
-    N = num_knots
-    t = np.linspace(0.0, duration, N)
-    q = np.tile(model.home, (N, 1))
-    z = model.index["base_z"]
-    # Crouch over the first third, push over the next sixth, fly for the rest.
-    crouch_end, push_end = duration / 3.0, duration / 2.0
-    crouch = 0.8  # mm
-    height = np.where(
-        t < crouch_end,
-        -crouch * np.sin(0.5 * np.pi * t / crouch_end) ** 2,
-        np.where(
-            t < push_end, -crouch + (crouch + 1.0) * (t - crouch_end) / (push_end - crouch_end), 0.0
-        ),
+def JumpWarmStart(
+    model: HamrTrajoptModel, duration: float, num_knots: int, *, progress=None
+) -> WarmStart:
+    """An open-loop jump simulated with the transcription's dynamics: the legs retract over the
+    first half of the motion (loading the flexures and actuator springs), then extend at once
+    (drakebots.systems.hamr_gaits "jump" drive), from rest at the home pose."""
+    from drakebots.optimization.contact_implicit import SimulateContactImplicit
+
+    h = duration / (num_knots - 1)
+    steps = num_knots - 1
+    frequency = 1000.0 / duration  # the crouch lasts half a "period" = duration / 2
+    u = OpenLoopVoltages(model, "jump", frequency, (np.arange(steps) + 0.5) * h, amplitude=112.5)
+    u = np.clip(u, *VOLTAGE_RANGE)
+    sim = SimulateContactImplicit(
+        model.dynamics, model.home, np.zeros(len(model.home)), h, u, progress=progress
     )
-    flight = t >= push_end
-    v0 = (crouch + 1.0) / (push_end - crouch_end)
-    tf = t[flight] - push_end
-    height[flight] = 1.0 + v0 * tf - 0.5 * GRAVITY * tf**2
-    q[:, z] = model.home[z] + height
-    mid = 0.5 * sum(VOLTAGE_RANGE)
-    u = np.full((N - 1, len(model.actuator_names)), mid)
-    return WarmStart(q=q, u=u, h=duration / (N - 1), source="heuristic crouch-and-push jump")
+    z = model.index["base_z"]
+    warm = WarmStart(
+        q=sim.q,
+        u=u,
+        h=h,
+        source="open-loop crouch-and-push jump integrated with the transcription's dynamics",
+        forces=dict(sim.forces),
+    )
+    warm.apex_height_mm = float(sim.q[:, z].max() - model.home[z])
+    warm.simulation = sim
+    return warm
 
 
 # ---------------------------------------------------------------------------- problems
@@ -491,3 +545,99 @@ def MakeHamrJumpProblem(
 def HamrRobotPositions(model: HamrTrajoptModel) -> dict:
     """Indices of the base coordinates (x, y, z, yaw, pitch, roll)."""
     return {name: HamrPositionIndex(model.plant, name) for name in BASE_JOINTS}
+
+
+# ---------------------------------------------------------------------------- solve and read
+COMPLEMENTARITY_TARGET = 1e-4  # the true complementarity a plan must reach (N*mm, N*mm/ms)
+
+
+def SolveHamrProblem(problem: ContactImplicitProblem, config=None):
+    """Solves a HAMR problem as the authors did (slack in [1e-6, 1] with the exact penalty), then,
+    if the true complementarity is above COMPLEMENTARITY_TARGET, once more from that solution
+    with the slack fixed at its lower bound (the relaxation driven to 1e-6). Returns the
+    SolveOutcome of the last solve with the total time; `outcome.stages` lists each stage."""
+    from drakebots.optimization.contact_implicit import (
+        CheckContactImplicitSolution,
+        SolveContactImplicit,
+    )
+
+    outcome = SolveContactImplicit(problem, config)
+    stages = [(outcome.status, outcome.solve_time_s)]
+    check = CheckContactImplicitSolution(problem, outcome.result.get_x_val())
+    if check.max_complementarity_violation > COMPLEMENTARITY_TARGET:
+        slack = next(
+            b
+            for b in problem.bindings["bounds"]
+            if b.evaluator().get_description() == "slack_bounds"
+        )
+        lower = slack.evaluator().lower_bound()
+        slack.evaluator().UpdateUpperBound(np.maximum(lower, 1e-6))
+        x = outcome.result.get_x_val()
+        index = problem.prog.FindDecisionVariableIndices(problem.vars.slack)
+        x[index] = np.maximum(lower, 1e-6)
+        problem.prog.SetInitialGuessForAllVariables(x)
+        first = outcome
+        outcome = SolveContactImplicit(problem, config)
+        stages.append((outcome.status, outcome.solve_time_s))
+        outcome.solve_time_s += first.solve_time_s
+        outcome.cpu_time_s += first.cpu_time_s
+        if outcome.iterations is not None and first.iterations is not None:
+            outcome.iterations += first.iterations
+    outcome.stages = stages
+    return outcome
+
+
+@dataclasses.dataclass
+class HamrTrajectory:
+    """A HAMR trajectory at knots: base pose, feet (world and body frame), forces, inputs."""
+
+    times: np.ndarray  # (N,) ms
+    q: np.ndarray  # (N, 38)
+    u: np.ndarray  # (N-1, 8) V
+    base_position: np.ndarray  # (N, 3) mm
+    rpy: np.ndarray  # (N, 3) rad (roll, pitch, yaw)
+    R_WB: np.ndarray  # (N, 3, 3)
+    feet_world: np.ndarray  # (N, 4, 3) mm
+    feet_body: np.ndarray  # (N, 4, 3) mm
+    contact_forces: np.ndarray  # (N-1, 4, 3) N, acting at knots 1..N-1
+    h: float
+
+
+def HamrKnotTrajectory(
+    model: HamrTrajoptModel,
+    q: np.ndarray,
+    u: np.ndarray,
+    h: float,
+    contact_forces: np.ndarray | None = None,
+) -> HamrTrajectory:
+    """Base pose and feet of a knot trajectory (body frame = the chassis frame)."""
+    from pydrake.math import RollPitchYaw
+
+    dyn = model.dynamics
+    idx = model.index
+    N = len(q)
+    base = q[:, [idx["base_x"], idx["base_y"], idx["base_z"]]]
+    rpy = q[:, [idx["base_roll"], idx["base_pitch"], idx["base_yaw"]]]
+    R = np.array([RollPitchYaw(r).ToRotationMatrix().matrix() for r in rpy])
+    chassis = int(model.plant.GetBodyByName("chassis").index())
+    feet_world = np.zeros((N, dyn.num_contacts, 3))
+    feet_body = np.zeros_like(feet_world)
+    for k in range(N):
+        kin = dyn.Kinematics(q[k])
+        feet_world[k] = dyn.ContactPoints(kin)
+        R_WC, p_WC = kin.R_WB[chassis], kin.p_WB[chassis]
+        feet_body[k] = (feet_world[k] - p_WC) @ R_WC
+    if contact_forces is None:
+        contact_forces = np.zeros((N - 1, dyn.num_contacts, 3))
+    return HamrTrajectory(
+        times=h * np.arange(N),
+        q=q,
+        u=u,
+        base_position=base,
+        rpy=rpy,
+        R_WB=R,
+        feet_world=feet_world,
+        feet_body=feet_body,
+        contact_forces=contact_forces,
+        h=h,
+    )

@@ -61,9 +61,13 @@ def _Skew(a: np.ndarray) -> np.ndarray:
 
 def Cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b for broadcastable (..., 3) arrays (np.cross without its per-call overhead)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def CrossMotion(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -516,53 +520,115 @@ class RelativePositionConstraints:
             names.append(name)
         return cls(lagrangian, loops, names)
 
+    def _Arrays(self):
+        """Per-loop arrays, stacked (loops of equal row count are evaluated together)."""
+        if getattr(self, "_arrays", None) is None:
+            lag = self.lagrangian
+            b1 = np.array([loop[0] for loop in self.loops], dtype=int)
+            b2 = np.array([loop[2] for loop in self.loops], dtype=int)
+            p1 = np.array([loop[1] for loop in self.loops]).reshape(-1, 3)
+            p2 = np.array([loop[3] for loop in self.loops]).reshape(-1, 3)
+            Pis = [loop[4] for loop in self.loops]
+            uniform = len({P.shape[1] for P in Pis}) <= 1
+            Pi = np.array(Pis) if uniform and Pis else None
+            sigma = lag.body_path[b2].astype(float) - lag.body_path[b1].astype(float)
+            self._arrays = (b1, b2, p1, p2, Pi, sigma)
+        return self._arrays
+
+    def _Common(self, kin: Kinematics):
+        """p_W2 (L, 3), J2 (L, n, 3): P2's velocity per axis, u = sigma J2 and A = Pi^T R_W1^T."""
+        b1, b2, p1, p2, Pi, sigma = self._Arrays()
+        R1 = kin.R_WB[b1]
+        p_W2 = kin.p_WB[b2] + np.einsum("lij,lj->li", kin.R_WB[b2], p2)
+        S = kin.S
+        J2 = S[None, :, 3:] + Cross(S[None, :, :3], p_W2[:, None, :])
+        u = sigma[:, :, None] * J2
+        A = np.einsum("lim,lji->lmj", Pi, R1)  # (L, m, 3) = Pi^T R_W1^T
+        return R1, p_W2, J2, u, A
+
     def Evaluate(self, kin: Kinematics) -> np.ndarray:
         """c(q) (num_constraints,)."""
+        if not self.loops:
+            return np.zeros(0)
+        b1, b2, p1, p2, Pi, _ = self._Arrays()
+        if Pi is None:
+            return self._EvaluateEach(kin)
+        r = (kin.p_WB[b2] + np.einsum("lij,lj->li", kin.R_WB[b2], p2)) - (
+            kin.p_WB[b1] + np.einsum("lij,lj->li", kin.R_WB[b1], p1)
+        )
+        return np.einsum("lim,lji,lj->lm", Pi, kin.R_WB[b1], r).ravel()
+
+    def _EvaluateEach(self, kin: Kinematics) -> np.ndarray:
         out = []
         for b1, p1, b2, p2, Pi in self.loops:
             r = (kin.p_WB[b2] + kin.R_WB[b2] @ p2) - (kin.p_WB[b1] + kin.R_WB[b1] @ p1)
             out.append(Pi.T @ (kin.R_WB[b1].T @ r))
-        return np.concatenate(out) if out else np.zeros(0)
-
-    def _Pieces(self, kin: Kinematics, loop):
-        b1, p1, b2, p2, Pi = loop
-        lag = self.lagrangian
-        S = kin.S
-        p_W2 = kin.p_WB[b2] + kin.R_WB[b2] @ p2
-        sigma = lag.body_path[b2].astype(float) - lag.body_path[b1].astype(float)
-        J2 = S[:, 3:] + Cross(S[:, :3], p_W2)  # (n, 3) velocity of P2 per axis
-        u = sigma[:, None] * J2  # (n, 3): d r / dq_j - [j in P1] w_j x r
-        return b1, p_W2, sigma, J2, u, Pi
+        return np.concatenate(out)
 
     def Jacobian(self, kin: Kinematics) -> np.ndarray:
         """dc/dq (num_constraints, n)."""
-        rows = []
-        for loop in self.loops:
-            b1, _, _, _, u, Pi = self._Pieces(kin, loop)
-            rows.append(Pi.T @ kin.R_WB[b1].T @ u.T)
-        return np.vstack(rows) if rows else np.zeros((0, self.lagrangian.num_positions))
+        n = self.lagrangian.num_positions
+        if not self.loops:
+            return np.zeros((0, n))
+        if self._Arrays()[4] is None:
+            return np.vstack([self._Single(kin, i)[0] for i in range(len(self.loops))])
+        _, _, _, u, A = self._Common(kin)
+        return np.einsum("lmi,lni->lmn", A, u).reshape(-1, n)
 
     def JacobianTransposeTimesDerivative(self, kin: Kinematics, lam: np.ndarray) -> np.ndarray:
         """d/dq (C(q)^T lam) (n, n, symmetric) for fixed multipliers lam."""
         lag = self.lagrangian
         n = lag.num_positions
+        if not self.loops:
+            return np.zeros((n, n))
+        b1, b2, _, _, Pi, sigma = self._Arrays()
+        if Pi is None:
+            out = np.zeros((n, n))
+            start = 0
+            for i, m in enumerate(self.row_counts):
+                out += self._Single(kin, i, lam[start : start + m])[1]
+                start += m
+            return out
+        R1, p_W2, J2, u, A = self._Common(kin)
+        L = len(self.loops)
+        Lam = np.einsum("lmi,lm->li", A, np.asarray(lam, float).reshape(L, -1))  # world vectors
         S = kin.S
-        out = np.zeros((n, n))
-        start = 0
-        for loop, m in zip(self.loops, self.row_counts, strict=True):
-            b1, p_W2, sigma, J2, u, Pi = self._Pieces(kin, loop)
-            Lam = kin.R_WB[b1] @ (Pi @ lam[start : start + m])  # world vector
-            start += m
-            w, v = S[:, :3], S[:, 3:]
-            # term1[j, k] = sigma_j [k strict ancestor of j] Lam . ((s_k x s_j) at P2), with
-            # (s_k x s_j) at P = (w_k x w_j) x P + w_k x v_j + v_k x w_j; each triple product
-            # Lam . (a x b) is assembled as a dense (n, n) matrix product over k, j.
-            Lxw = Cross(Lam, w)  # rows Lam x w_k
-            sk = Cross(Cross(p_W2, Lam), w) @ w.T + Lxw @ v.T + Cross(Lam, v) @ w.T
-            term1 = sigma[:, None] * lag.strict_ancestors * sk.T
-            # term2[j, k] = sigma_j [k in P2] Lam . (w_j x J2_k) = ... J2_k . (Lam x w_j)
-            term2 = sigma[:, None] * (Lxw @ J2.T) * lag.body_path[loop[2]][None, :]
-            # term3[j, k] = -[k in P1] Lam . (w_k x u_j) = -[k in P1] u_j . (Lam x w_k)
-            term3 = -(u @ Lxw.T) * lag.body_path[b1][None, :]
-            out += term1 + term2 + term3
-        return out
+        w, v = S[:, :3], S[:, 3:]
+        # With Lam . (a x b) = a . (b x Lam), every term is a dense (n, n) product per loop:
+        #   term1[j, k] = sigma_j [k strict ancestor of j] Lam . ((s_k x s_j) at P2),
+        #     (s_k x s_j) at P = (w_k x w_j) x P + w_k x v_j + v_k x w_j;
+        #   term2[j, k] = sigma_j [k in P2] Lam . (w_j x J2_k);
+        #   term3[j, k] = -[k in P1] Lam . (w_k x u_j).
+        Lxw = Cross(Lam[:, None, :], w[None, :, :])  # (L, n, 3): Lam x w_k
+        PxL = Cross(p_W2, Lam)  # (L, 3)
+        sk = (
+            Cross(PxL[:, None, :], w[None, :, :]) @ w.T
+            + Lxw @ v.T
+            + Cross(Lam[:, None, :], v[None, :, :]) @ w.T
+        )  # (L, n_k, n_j)
+        sig = sigma[:, :, None]
+        term1 = sig * lag.strict_ancestors[None] * np.swapaxes(sk, 1, 2)
+        term2 = sig * (Lxw @ np.swapaxes(J2, 1, 2)) * lag.body_path[b2][:, None, :]
+        term3 = -(u @ np.swapaxes(Lxw, 1, 2)) * lag.body_path[b1][:, None, :]
+        return (term1 + term2 + term3).sum(axis=0)
+
+    def _Single(self, kin: Kinematics, i: int, lam=None):
+        """(Jacobian rows, Hessian contraction) of loop i alone (loops of mixed row counts)."""
+        b1, p1, b2, p2, Pi = self.loops[i]
+        lag = self.lagrangian
+        S = kin.S
+        w, v = S[:, :3], S[:, 3:]
+        p_W2 = kin.p_WB[b2] + kin.R_WB[b2] @ p2
+        sigma = lag.body_path[b2].astype(float) - lag.body_path[b1].astype(float)
+        J2 = S[:, 3:] + Cross(S[:, :3], p_W2)
+        u = sigma[:, None] * J2
+        A = Pi.T @ kin.R_WB[b1].T
+        if lam is None:
+            return A @ u.T, None
+        Lam = A.T @ lam
+        Lxw = Cross(Lam, w)
+        sk = Cross(Cross(p_W2, Lam), w) @ w.T + Lxw @ v.T + Cross(Lam, v) @ w.T
+        term1 = sigma[:, None] * lag.strict_ancestors * sk.T
+        term2 = sigma[:, None] * (Lxw @ J2.T) * lag.body_path[b2][None, :]
+        term3 = -(u @ Lxw.T) * lag.body_path[b1][None, :]
+        return A @ u.T, term1 + term2 + term3

@@ -164,6 +164,9 @@ class VariationalDynamics:
         self._interval_cache: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = cache_size
         self.evaluation_counts = collections.Counter()
+        # Optional callable(number of interval evaluations), called on every new evaluation (a
+        # progress display during long solves).
+        self.progress = None
 
     # ------------------------------------------------------------------ caches
     def Kinematics(self, q: np.ndarray) -> Kinematics:
@@ -196,6 +199,8 @@ class VariationalDynamics:
         if hit is not None:
             return hit
         self.evaluation_counts["interval"] += 1
+        if self.progress is not None:
+            self.progress(self.evaluation_counts["interval"])
         lag = self.lagrangian
         q_mid = 0.5 * (q0 + q1)
         v_mid = (q1 - q0) / h

@@ -1,0 +1,322 @@
+"""Optimize HAMR-VI motions by variational contact-implicit trajectory optimization.
+
+Subcommands (hamr-contact-implicit.txt, Sec. III):
+  hamr-gait   a periodic gait at a stride frequency on a surface: maximise the distance per
+              stride (Eq. 16), warm-started from the last stride of a simulated open-loop trot
+  hamr-jump   a vertical jump from rest to a goal apex height (Eq. 17), warm-started from a
+              simulated crouch-and-push
+
+The transcription (drakebots.optimization.contact_implicit) is the paper's Eq. 15: midpoint
+discrete Euler-Lagrange equations with the 24 loop constraints, point contacts with
+complementarity relaxed by one slack per interval and an exact penalty, friction by maximum
+dissipation on a 4-sided pyramid, drive voltages in [0, 225] V through the piezo model, flexures
+within +-pi/4, and a free stride time within +-10 %. SNOPT by default, IPOPT with --solver ipopt.
+
+The results folder holds summary.json (solver status, solve time, sizes, distance per cycle,
+slip (Eq. 23), complementarity and dynamics residuals, apex height), solution.npz (every decision
+variable and the trajectory), replay.html, and plots: feet.png (feet in the body frame), legs.png
+(leg heights and contact timing), inputs.png, forces.png, body.png.
+
+Examples:
+  drakebots optimize hamr-gait --frequency 10 --surface cardstock --out runs/gait10
+  drakebots optimize hamr-jump --height 12 --out runs/jump
+  drakebots optimize hamr-gait --frequency 2 --surface teflon --solver ipopt --out runs/gait2_ipopt
+  drakebots optimize hamr-gait --frequency 10 --knots 11 --iterations 20 --out runs/tiny
+
+Exit 1 when the solver fails or the solution misses the true complementarity or feasibility
+tolerances: the folder then holds the best iterate, the solver status and the most violated
+constraints by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from drakebots.cli import AddOutputArguments, AddVerb
+from drakebots.errors import InputError
+
+SURFACES = ("teflon", "cardstock", "sandpaper")
+COMPLEMENTARITY_TARGET = 1e-4  # N*mm, N*mm/ms: the true complementarity a solution must reach
+FEASIBILITY_TARGET = 1e-4  # largest constraint violation accepted (scaled units)
+
+
+def register(subparsers):
+    parser = AddVerb(subparsers, "optimize", __doc__)
+    problems = parser.add_subparsers(dest="problem", metavar="PROBLEM")
+    problems.required = True
+    gait = problems.add_parser(
+        "hamr-gait",
+        help="a periodic HAMR-VI gait (Eq. 16)",
+        description="Optimize a periodic HAMR-VI gait. Example: drakebots optimize hamr-gait "
+        "--frequency 10 --surface cardstock --out runs/gait10",
+    )
+    gait.add_argument("--frequency", type=float, required=True, help="stride frequency, Hz (> 0)")
+    gait.add_argument("--surface", default="cardstock", help=f"one of {', '.join(SURFACES)}")
+    gait.add_argument("--goal", type=float, default=10.0, help="goal distance per stride, mm")
+    gait.add_argument("--knots", type=int, default=51, help="knots N (the authors: 51)")
+    gait.add_argument(
+        "--warm-start",
+        default="variational",
+        help="variational (the transcription's own dynamics, default) or drake (SAP simulation)",
+    )
+    jump = problems.add_parser(
+        "hamr-jump",
+        help="a HAMR-VI vertical jump (Eq. 17)",
+        description="Optimize a HAMR-VI vertical jump. Example: drakebots optimize hamr-jump "
+        "--height 12 --out runs/jump",
+    )
+    jump.add_argument(
+        "--height", type=float, required=True, help="goal apex height above standing, mm"
+    )
+    jump.add_argument("--surface", default="cardstock", help=f"one of {', '.join(SURFACES)}")
+    jump.add_argument("--knots", type=int, default=31, help="knots N (the authors: 31)")
+    jump.add_argument("--duration", type=float, default=70.0, help="planned duration, ms")
+    for sub in (gait, jump):
+        sub.add_argument("--solver", default="snopt", help="snopt (default) or ipopt")
+        sub.add_argument(
+            "--iterations", type=int, default=0, help="major iteration limit (0: config)"
+        )
+        sub.add_argument(
+            "--config",
+            default=None,
+            help="YAML file with `solver:` (SolverConfig) and `settings:` (GaitSettings or "
+            "JumpSettings) keys",
+        )
+        sub.add_argument("--quiet", action="store_true", help="no progress lines")
+        AddOutputArguments(sub)
+        sub.set_defaults(func=Run)
+    parser.set_defaults(func=Run)
+    return parser
+
+
+def _LoadConfig(args):
+    """(SolverConfig, settings) from --config and the command line; InputError on mistakes."""
+    from drakebots.config import LoadTypedYaml
+    from drakebots.optimization.contact_implicit import SolverAvailable, SolverConfig
+    from drakebots.optimization.hamr_trajopt import GaitSettings, JumpSettings
+
+    settings = GaitSettings() if args.problem == "hamr-gait" else JumpSettings()
+    solver = SolverConfig()
+    if args.config:
+        import dataclasses
+
+        import yaml
+
+        path = Path(args.config)
+        if not path.is_file():
+            raise InputError(f"--config {args.config}: file not found")
+        data = yaml.safe_load(path.read_text()) or {}
+        unknown = set(data) - {"solver", "settings"}
+        if unknown:
+            raise InputError(
+                f"--config {args.config}: unknown keys {sorted(unknown)} (known: solver, settings)"
+            )
+        if "solver" in data:
+            solver = LoadTypedYaml(
+                SolverConfig, data=yaml.safe_dump(data["solver"]), defaults=solver
+            )
+        if "settings" in data:
+            settings = LoadTypedYaml(
+                type(settings), data=yaml.safe_dump(data["settings"]), defaults=settings
+            )
+        del dataclasses
+    solver.solver = args.solver
+    ok, reason = SolverAvailable(args.solver)
+    if not ok:
+        raise InputError(f"--solver {args.solver}: {reason}")
+    if args.iterations:
+        if args.iterations < 1:
+            raise InputError(f"--iterations {args.iterations}: must be >= 1")
+        solver.major_iterations = args.iterations
+    if args.knots < 3:
+        raise InputError(f"--knots {args.knots}: need at least 3")
+    settings.num_knots = args.knots
+    return solver, settings
+
+
+def Validate(args) -> None:
+    """Every input check, before anything is written (exit 2)."""
+    if args.surface not in SURFACES:
+        raise InputError(
+            f"--surface {args.surface}: unknown surface; valid surfaces: {', '.join(SURFACES)}"
+        )
+    if args.problem == "hamr-gait":
+        if not (np.isfinite(args.frequency) and args.frequency > 0):
+            raise InputError(f"--frequency {args.frequency}: must be > 0 Hz")
+        if args.warm_start not in ("variational", "drake"):
+            raise InputError(f"--warm-start {args.warm_start}: use variational or drake")
+        if not np.isfinite(args.goal) or args.goal <= 0:
+            raise InputError(f"--goal {args.goal}: must be > 0 mm")
+    else:
+        if not (np.isfinite(args.height) and args.height > 0):
+            raise InputError(f"--height {args.height}: must be > 0 mm")
+        if not (np.isfinite(args.duration) and args.duration > 0):
+            raise InputError(f"--duration {args.duration}: must be > 0 ms")
+
+
+class _Progress:
+    """Prints a line every few seconds while the solver runs (stderr)."""
+
+    def __init__(self, enabled: bool, label: str, period: float = 10.0):
+        self.enabled = enabled
+        self.label = label
+        self.period = period
+        self.start = time.perf_counter()
+        self.last = self.start
+
+    def __call__(self, evaluations: int):
+        now = time.perf_counter()
+        if self.enabled and now - self.last >= self.period:
+            self.last = now
+            print(
+                f"  {self.label}: {now - self.start:6.0f} s, {evaluations} dynamics evaluations",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def Run(args) -> int:
+    from drakebots.cli._optimize_hamr import Evaluate
+    from drakebots.cli._results import CheckOutputFolder, DefaultOutput
+
+    Validate(args)
+    solver_config, settings = _LoadConfig(args)
+    out = Path(args.out) if args.out else DefaultOutput("optimize", args.problem)
+    CheckOutputFolder(out, args.force)
+    from drakebots.optimization import hamr_trajopt as ht
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    model = ht.MakeHamrTrajoptModel(args.surface)
+    start = time.perf_counter()
+    if args.problem == "hamr-gait":
+        settings.goal_distance = args.goal
+        say(
+            f"warm start: simulating an open-loop trot at {args.frequency:g} Hz on {args.surface} "
+            f"({args.warm_start})"
+        )
+        warm = ht.GaitWarmStart(model, args.frequency, settings.num_knots, source=args.warm_start)
+        say(
+            f"  {warm.velocity_mm_per_cycle:.2f} mm in its last stride "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
+        problem = ht.MakeHamrGaitProblem(model, args.frequency, warm, settings)
+        label = f"hamr-gait {args.frequency:g} Hz {args.surface}"
+    else:
+        settings.height = args.height
+        settings.duration = args.duration
+        say(f"warm start: simulating an open-loop crouch-and-push jump ({args.duration:g} ms)")
+        warm = ht.JumpWarmStart(model, args.duration, settings.num_knots)
+        say(
+            f"  apex {warm.apex_height_mm:.2f} mm above standing "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
+        problem = ht.MakeHamrJumpProblem(model, warm, settings)
+        label = f"hamr-jump {args.height:g} mm"
+    warm_time = time.perf_counter() - start
+    say(
+        f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
+        f"{len(problem.prog.GetAllConstraints())} constraint bindings"
+    )
+    model.dynamics.progress = _Progress(not args.quiet, label)
+    outcome = ht.SolveHamrProblem(problem, solver_config)
+    report = Evaluate(
+        model,
+        problem,
+        outcome,
+        args.problem,
+        settings=settings,
+        frequency=getattr(args, "frequency", None),
+    )
+    say(f"  {outcome.status}; {outcome.solve_time_s:.1f} s")
+    return _WriteResults(
+        args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
+    )
+
+
+def _WriteResults(
+    args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
+) -> int:
+    import dataclasses
+
+    from drakebots.cli._optimize_hamr import SolutionArrays, SolutionFigures, SolutionReplay
+    from drakebots.cli._results import MakeSummary, ResultsFolder
+
+    inputs = {key: value for key, value in vars(args).items() if key not in ("func",)}
+    failure = report["failure"]
+    summary = MakeSummary(
+        "optimize",
+        inputs,
+        robot="hamr_vi",
+        problem=args.problem,
+        units={"length": "mm", "time": "ms", "mass": "g", "force": "N", "voltage": "V"},
+        success=failure is None,
+        reason=failure,
+        solver=outcome.solver,
+        solver_status=outcome.status,
+        solver_success=outcome.success,
+        solve_time_s=outcome.solve_time_s,
+        solve_cpu_time_s=getattr(outcome, "cpu_time_s", None),
+        warm_start_time_s=warm_time,
+        iterations=outcome.iterations,
+        dynamics_evaluations=report["dynamics_evaluations"],
+        num_variables=outcome.num_variables,
+        num_constraints=outcome.num_constraints,
+        num_constraint_rows=outcome.num_constraint_rows,
+        warm_start={
+            "source": warm.source,
+            "velocity_mm_per_cycle": warm.velocity_mm_per_cycle,
+            "apex_height_mm": warm.apex_height_mm,
+        },
+        solver_config=dataclasses.asdict(solver_config),
+        settings=dataclasses.asdict(settings),
+        **report["figures"],
+    )
+    traj = report["trajectory"]
+    with ResultsFolder(out, force=args.force) as results:
+        results.SaveNpz("solution.npz", SolutionArrays(model, problem, outcome, report))
+        for name, figure in SolutionFigures(model, report, args.problem).items():
+            results.SaveFigure(name, figure)
+        results.WriteText("replay.html", SolutionReplay(model, report, args.problem))
+        results.WriteJson("summary.json", summary)
+        results.Commit()
+    figures = report["figures"]
+    print(f"results: {results.final}")
+    print(
+        f"  {outcome.solver}: {outcome.status}; {outcome.solve_time_s:.1f} s; "
+        f"{outcome.num_variables} variables"
+    )
+    if args.problem == "hamr-gait":
+        print(
+            f"  distance per cycle {figures['velocity_mm_per_cycle']:.2f} mm "
+            f"(warm start {warm.velocity_mm_per_cycle:.2f} mm), slip {figures['slip']:.3f}, "
+            f"stride {traj.times[-1]:.1f} ms"
+        )
+    else:
+        print(
+            f"  apex {figures['apex_height_mm']:.2f} mm above standing "
+            f"(warm start {warm.apex_height_mm:.2f} mm)"
+        )
+    print(
+        f"  true complementarity {figures['max_complementarity_violation']:.2e}, dynamics "
+        f"residual {figures['max_dynamics_residual']:.2e} N, loops "
+        f"{figures['max_loop_residual_mm']:.2e} mm"
+    )
+    if failure:
+        print(f"  did not reach its goal: {failure}", file=sys.stderr)
+        for name, value in figures.get("most_violated_constraints", [])[:5]:
+            print(f"    {name}: {value:.3g}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None):  # pragma: no cover - convenience for `python -m drakebots.cli.optimize`
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)

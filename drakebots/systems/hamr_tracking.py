@@ -1,0 +1,737 @@
+"""Closed-loop tracking of a planned HAMR-VI trajectory (hamr-contact-implicit.txt, Sec. IV-C).
+
+The paper tracks the planned leg positions in the body frame with a joint-space PD controller
+(Eq. 22) around the planned feed-forward voltages, fed by a low-latency leg-position estimator
+(Eqs. 19-21): motion capture gives leg positions at 500 Hz but 11 ms late; the piezoelectric
+encoders give actuator velocities with no delay (the "mechanical" current of each bender, Eq. 18,
+scaled by X); the transmission Jacobian H(x, z) (Eq. 19), a 21 x 21 look-up table per leg, maps
+actuator velocities to leg velocities, which are integrated over the latency window (Eq. 20).
+
+Systems here (double only), all in HAMR's units (mm, ms, V):
+
+    plant state -> LegPositionSensor -> leg_positions -> MotionCapture -> mocap (11 ms late)
+    plant state -> MechanicalCurrentSensor -> current
+    mocap, current -> LegPositionEstimator -> estimate (x, z per leg; velocities)
+    estimate -> TrackingController (+ plan: feed-forward voltages, desired legs) -> voltage
+    voltage -> PiezoBenders -> force -> plant (SAP, closed loops: drakebots.systems.hamr_simulation)
+
+`MakeHamrTrackingDiagram` wires them around the SAP plant of the HAMR-VI model issue, which is a
+different integrator and contact model from the transcription that produced the plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from pydrake.multibody.tree import JacobianWrtVariable
+from pydrake.systems.framework import BasicVector, LeafSystem
+
+from drakebots.robots.hamr import (
+    LEGS,
+    HamrLoopConstraints,
+    HamrPositionIndex,
+    LegTransmissionJacobian,
+)
+from drakebots.robots.hamr_model import FLEXURES
+
+XPC_PERIOD_MS = 0.4  # the controller and estimator rate, 2.5 kHz (Sec. IV-A)
+MOCAP_PERIOD_MS = 2.0  # motion capture, 500 Hz
+MOCAP_LATENCY_MS = 11.0
+ENCODER_SCALE = {"swing": 140.0, "lift": 120.0}  # X^s, X^l of Eq. 21
+
+
+# ---------------------------------------------------------------------------- leg kinematics
+def LegPositions(plant, context) -> np.ndarray:
+    """(4, 3) foot points in the chassis frame, mm (legs in LEGS order)."""
+    chassis = plant.GetBodyByName("chassis").body_frame()
+    return np.array(
+        [
+            plant.GetFrameByName(f"{leg}_foot").CalcPose(context, chassis).translation()
+            for leg in LEGS
+        ]
+    )
+
+
+@dataclasses.dataclass
+class TransmissionTable:
+    """The look-up table H(x, z) of Eq. 19 for each leg: (legs, nx, nz, 3, 2) on regular grids.
+
+    Attributes:
+        x, z: (legs, nx) and (legs, nz) grid coordinates of the foot in the chassis frame, mm.
+        H: (legs, nx, nz, 3, 2) foot velocity per actuator velocity [swing, lift], mm/mm.
+    """
+
+    x: np.ndarray
+    z: np.ndarray
+    H: np.ndarray
+
+    def Lookup(self, leg: int, x: float, z: float) -> np.ndarray:
+        """Bilinear interpolation of H at (x, z), clamped to the table's range."""
+        xs, zs = self.x[leg], self.z[leg]
+        fx = np.clip((x - xs[0]) / (xs[-1] - xs[0]) * (len(xs) - 1), 0, len(xs) - 1 - 1e-9)
+        fz = np.clip((z - zs[0]) / (zs[-1] - zs[0]) * (len(zs) - 1), 0, len(zs) - 1 - 1e-9)
+        i, j = int(fx), int(fz)
+        a, b = fx - i, fz - j
+        H = self.H[leg]
+        return (
+            (1 - a) * (1 - b) * H[i, j]
+            + a * (1 - b) * H[i + 1, j]
+            + (1 - a) * b * H[i, j + 1]
+            + a * b * H[i + 1, j + 1]
+        )
+
+
+def _LegCoordinates(plant, leg):
+    actuators = [HamrPositionIndex(plant, f"{leg}_{kind}") for kind in ("swing", "lift")]
+    flexures = [HamrPositionIndex(plant, f"{leg}_{name}") for name in FLEXURES]
+    return actuators, flexures
+
+
+def BuildTransmissionTable(plant, *, samples: int = 21, margin: float = 0.1) -> TransmissionTable:
+    """H(x, z) on a samples x samples grid per leg, by inverse kinematics (Sec. IV-C).
+
+    The grid spans the leg positions reachable with the actuators within their joint limits
+    (shrunk by `margin` of the range); each grid point is solved by Newton's method for the leg's
+    8 coordinates (6 loop rows, foot x and z), and H there is `LegTransmissionJacobian`.
+
+    Args:
+        plant: a finalized float plant with HAMR-VI (any floating base; it stays at home).
+    """
+    context = plant.CreateDefaultContext()
+    q_home = plant.GetPositions(context).copy()
+    loops = HamrLoopConstraints(plant)
+    names = loops.constraint_names()
+    chassis = plant.GetBodyByName("chassis").body_frame()
+    lower = plant.GetPositionLowerLimits()
+    upper = plant.GetPositionUpperLimits()
+    X, Z, Hs = [], [], []
+    for index, leg in enumerate(LEGS):
+        actuators, flexures = _LegCoordinates(plant, leg)
+        unknowns = actuators + flexures
+        rows = [k for k, name in enumerate(names) if name.startswith(leg)]
+        foot = plant.GetFrameByName(f"{leg}_foot")
+
+        def Residual(q, target, rows=rows, foot=foot):
+            plant.SetPositions(context, q)
+            c = loops.Eval(plant, context)[rows]
+            p = foot.CalcPose(context, chassis).translation()
+            r = np.concatenate([c, p[[0, 2]] - target]) if target is not None else c
+            C = loops.Jacobian(plant, context)[rows]
+            J = plant.CalcJacobianTranslationalVelocity(
+                context, JacobianWrtVariable.kQDot, foot, np.zeros(3), chassis, chassis
+            )
+            return r, np.vstack([C, J[[0, 2]]]), p
+
+        def Solve(q, target, free, rows=rows, leg=leg, Residual=Residual):
+            for _ in range(50):
+                r, J, p = Residual(q, target)
+                if np.max(np.abs(r)) < 1e-10:
+                    return q, p
+                if target is None:
+                    J = J[: len(rows)]
+                q = q.copy()
+                q[free] -= np.linalg.lstsq(J[:, free], r, rcond=None)[0]
+            raise RuntimeError(f"leg {leg}: inverse kinematics did not converge")
+
+        # The reachable box: foot positions at the actuator range's corners.
+        corners = []
+        for s in (lower[actuators[0]], upper[actuators[0]]):
+            for l in (lower[actuators[1]], upper[actuators[1]]):
+                q = q_home.copy()
+                q[actuators] = [s, l]
+                _, p = Solve(q, None, flexures)
+                corners.append(p[[0, 2]])
+        corners = np.array(corners)
+        # The corners of the mapped actuator box form a quadrilateral; a rectangle inside it.
+        xs_sorted = np.sort(corners[:, 0])
+        zs_sorted = np.sort(corners[:, 1])
+        x0, x1 = xs_sorted[1], xs_sorted[2]
+        z0, z1 = zs_sorted[1], zs_sorted[2]
+        dx, dz = margin * (x1 - x0), margin * (z1 - z0)
+        xs = np.linspace(x0 + dx, x1 - dx, samples)
+        zs = np.linspace(z0 + dz, z1 - dz, samples)
+        H = np.zeros((samples, samples, 3, 2))
+        q_row = q_home.copy()
+        for i, x in enumerate(xs):
+            q = q_row.copy()
+            for j, z in enumerate(zs):
+                q, _ = Solve(q, np.array([x, z]), unknowns)
+                if j == 0:
+                    q_row = q.copy()
+                plant.SetPositions(context, q)
+                H[i, j] = LegTransmissionJacobian(plant, context, leg)
+        X.append(xs)
+        Z.append(zs)
+        Hs.append(H)
+        del index
+    return TransmissionTable(np.array(X), np.array(Z), np.array(Hs))
+
+
+# ---------------------------------------------------------------------------- sensors
+class LegPositionSensor(LeafSystem):
+    """Foot positions in the chassis frame from the plant state (the truth a mocap observes).
+
+    Double only. state -> LegPositionSensor -> leg_positions (x, z of each leg: 8, mm)
+    """
+
+    def __init__(self, plant):
+        super().__init__()
+        self._plant = plant
+        self._context = plant.CreateDefaultContext()
+        nq = plant.num_positions()
+        self._state_port = self.DeclareVectorInputPort("state", plant.num_multibody_states())
+        self._nq = nq
+        self.DeclareVectorOutputPort("leg_positions", 2 * len(LEGS), self._Calc)
+
+    def _Calc(self, context, output: BasicVector):
+        x = self._state_port.Eval(context)
+        self._plant.SetPositions(self._context, x[: self._nq])
+        p = LegPositions(self._plant, self._context)
+        output.SetFromVector(p[:, [0, 2]].ravel())
+
+
+class MotionCapture(LeafSystem):
+    """Samples leg positions at 500 Hz and delivers each frame `latency` ms late.
+
+    Double only. leg_positions -> MotionCapture -> mocap ([8 positions, frame time])
+
+    The output is the newest frame whose delivery time (frame time + latency) has passed, and
+    that frame's capture time (so the estimator knows how far to integrate).
+    """
+
+    def __init__(
+        self, size: int, *, period: float = MOCAP_PERIOD_MS, latency: float = MOCAP_LATENCY_MS
+    ):
+        super().__init__()
+        self._size = size
+        self._period = period
+        self._latency = latency
+        self._frames = int(np.ceil(latency / period)) + 2
+        self._input = self.DeclareVectorInputPort("leg_positions", size)
+        # Ring of frames: [time, positions] per slot, oldest first.
+        self._state = self.DeclareDiscreteState(np.full(self._frames * (size + 1), np.nan))
+        self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Capture)
+        # The delivered frame depends on the time as well as on the stored frames.
+        self.DeclareVectorOutputPort(
+            "mocap",
+            size + 1,
+            self._Deliver,
+            prerequisites_of_calc={
+                self.xd_ticket(),
+                self.time_ticket(),
+                self.all_input_ports_ticket(),
+            },
+        )
+
+    def _Capture(self, context, state):
+        frames = (
+            context.get_discrete_state(self._state).get_value().reshape(self._frames, -1).copy()
+        )
+        frames = np.roll(frames, -1, axis=0)
+        frames[-1, 0] = context.get_time()
+        frames[-1, 1:] = self._input.Eval(context)
+        state.get_mutable_vector(self._state).SetFromVector(frames.ravel())
+
+    def _Deliver(self, context, output: BasicVector):
+        frames = context.get_discrete_state(self._state).get_value().reshape(self._frames, -1)
+        t = context.get_time()
+        ready = np.flatnonzero(frames[:, 0] + self._latency <= t + 1e-9)
+        if len(ready) == 0:
+            # Before the first delivery: the oldest frame (the start pose) is all we have.
+            valid = np.flatnonzero(np.isfinite(frames[:, 0]))
+            row = (
+                frames[valid[0]] if len(valid) else np.concatenate([[t], self._input.Eval(context)])
+            )
+        else:
+            row = frames[ready[-1]]
+        output.SetFromVector(np.concatenate([row[1:], row[:1]]))  # [positions, capture time]
+
+
+class MechanicalCurrentSensor(LeafSystem):
+    """The piezoelectric encoders: each bender's mechanical current i_m = qdot_actuator / X
+    (Sec. IV-B; velocity mm/ms per unit current X: 140 swing, 120 lift), optional noise.
+
+    Double only. state -> MechanicalCurrentSensor -> current (8)
+    """
+
+    def __init__(self, plant, actuator_names, *, noise: float = 0.0, seed: int = 0):
+        super().__init__()
+        nq = plant.num_positions()
+        self._indices = np.array(
+            [nq + plant.GetJointByName(name).velocity_start() for name in actuator_names]
+        )
+        self._scale = np.array([ENCODER_SCALE[name.split("_")[1]] for name in actuator_names])
+        self._noise = noise
+        self._rng = np.random.default_rng(seed)
+        self._state_port = self.DeclareVectorInputPort("state", plant.num_multibody_states())
+        self.DeclareVectorOutputPort("current", len(actuator_names), self._Calc)
+
+    def _Calc(self, context, output: BasicVector):
+        x = self._state_port.Eval(context)
+        current = x[self._indices] / self._scale
+        if self._noise > 0:
+            current = current + self._noise * self._rng.standard_normal(len(current))
+        output.SetFromVector(current)
+
+
+# ---------------------------------------------------------------------------- estimator
+class LegPositionEstimator(LeafSystem):
+    """The low-latency leg-position estimator of Eqs. 20-21, at the xPC rate.
+
+    Double only. mocap, current -> LegPositionEstimator -> estimate ([x, z] x 4, then d/dt)
+
+    At each tick k: qdot_hat[k] = H(x_hat[k-1], z_hat[k-1]) diag(X^s, X^l) i_m[k] per leg (the
+    x and z rows of H), and q_hat[k] = q_mocap (captured at k - eps) + the trapezoidal integral
+    of qdot_hat from the capture time to now (Eq. 20 is written with a minus between the two
+    samples; its text says trapezoidal integration, which this is).
+
+    Args:
+        table: the TransmissionTable.
+        actuator_names: the order of the `current` input ("FL_swing", "FL_lift", ...).
+        period: tick, ms; history: how many ticks of velocity to keep (covers the latency).
+        initial: initial leg positions (8).
+    """
+
+    def __init__(
+        self,
+        table: TransmissionTable,
+        actuator_names,
+        *,
+        period: float = XPC_PERIOD_MS,
+        latency: float = MOCAP_LATENCY_MS,
+        initial=None,
+    ):
+        super().__init__()
+        self._table = table
+        self._period = period
+        self._history = int(np.ceil((latency + 2 * MOCAP_PERIOD_MS) / period)) + 2
+        legs = list(LEGS)
+        self._swing = np.array([actuator_names.index(f"{leg}_swing") for leg in legs])
+        self._lift = np.array([actuator_names.index(f"{leg}_lift") for leg in legs])
+        self._scale = np.array([ENCODER_SCALE[name.split("_")[1]] for name in actuator_names])
+        self._mocap = self.DeclareVectorInputPort("mocap", 2 * len(legs) + 1)
+        self._current = self.DeclareVectorInputPort("current", len(actuator_names))
+        initial = np.zeros(2 * len(legs)) if initial is None else np.asarray(initial, float)
+        # State: [estimate (8), velocity history (history x 8, oldest first), history times].
+        size = 8 + self._history * 8 + self._history
+        x0 = np.concatenate([initial, np.zeros(self._history * 8), np.full(self._history, np.nan)])
+        assert len(x0) == size
+        self._state = self.DeclareDiscreteState(x0)
+        self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Update)
+        self.DeclareVectorOutputPort(
+            "estimate", 16, self._Output, prerequisites_of_calc={self.xd_ticket()}
+        )
+
+    def _Split(self, x):
+        estimate = x[:8]
+        velocities = x[8 : 8 + self._history * 8].reshape(self._history, 8)
+        times = x[8 + self._history * 8 :]
+        return estimate, velocities, times
+
+    def _Update(self, context, state):
+        x = context.get_discrete_state(self._state).get_value()
+        estimate, velocities, times = self._Split(x)
+        current = self._current.Eval(context)
+        actuator_velocity = current * self._scale  # Eq. 21's diag(X) i_m
+        velocity = np.zeros(8)
+        for leg in range(4):
+            H = self._table.Lookup(leg, estimate[2 * leg], estimate[2 * leg + 1])
+            qdot = H @ actuator_velocity[[self._swing[leg], self._lift[leg]]]
+            velocity[2 * leg : 2 * leg + 2] = qdot[[0, 2]]
+        t = context.get_time()
+        velocities = np.vstack([velocities[1:], velocity])
+        times = np.concatenate([times[1:], [t]])
+        mocap = self._mocap.Eval(context)
+        t_capture = mocap[-1]
+        # Trapezoidal integral of the velocity history from the capture time to now.
+        valid = np.isfinite(times) & (times >= t_capture - 1e-9)
+        integral = np.zeros(8)
+        idx = np.flatnonzero(valid)
+        for a, b in zip(idx[:-1], idx[1:], strict=True):
+            integral += 0.5 * (velocities[a] + velocities[b]) * (times[b] - times[a])
+        if len(idx):
+            # From the capture instant to the first sample after it.
+            integral += velocities[idx[0]] * max(0.0, times[idx[0]] - t_capture)
+        estimate = mocap[:-1] + integral
+        state.get_mutable_vector(self._state).SetFromVector(
+            np.concatenate([estimate, velocities.ravel(), times])
+        )
+
+    def _Output(self, context, output: BasicVector):
+        x = context.get_discrete_state(self._state).get_value()
+        estimate, velocities, _ = self._Split(x)
+        output.SetFromVector(np.concatenate([estimate, velocities[-1]]))
+
+
+# ---------------------------------------------------------------------------- controller
+@dataclasses.dataclass
+class TrackingGains:
+    """Eq. 22's gains (V/mm, V*ms/mm) and the feed-forward factor K_f."""
+
+    # Proportional gain on the leg x (swing) and z (lift) errors, V per mm.
+    kp_swing: float = 40.0
+    kp_lift: float = 40.0
+    # Derivative gains, V*ms/mm.
+    kd_swing: float = 0.5
+    kd_lift: float = 0.5
+    # Feed-forward gains K_f (the paper: 0.9 to 1.1), applied about the mid voltage.
+    kf_swing: float = 1.0
+    kf_lift: float = 1.0
+
+
+class PlanReference(LeafSystem):
+    """The plan, repeated periodically: feed-forward voltages and desired leg positions.
+
+    Double only. PlanReference -> feedforward (8 V), desired (8 legs x, z; 8 velocities)
+
+    Args:
+        times: (N,) knot times of one stride, ms (times[-1] is the period).
+        voltages: (N-1, 8) held over each interval.
+        legs: (N, 8) desired x, z per leg at the knots (chassis frame, mm).
+        ramp: duration of the initial amplitude ramp, ms (about the mid voltage, and from the
+            home leg positions); 0 for none.
+        mid_voltage, home_legs: the ramp's starting point.
+    """
+
+    def __init__(
+        self,
+        times,
+        voltages,
+        legs,
+        *,
+        ramp: float = 0.0,
+        mid_voltage: float = 112.5,
+        home_legs=None,
+        periodic: bool = True,
+    ):
+        super().__init__()
+        self._times = np.asarray(times, float)
+        self._voltages = np.asarray(voltages, float)
+        self._legs = np.asarray(legs, float)
+        self._period = float(self._times[-1] - self._times[0])
+        self._ramp = ramp
+        self._mid = mid_voltage
+        self._home = self._legs[0] if home_legs is None else np.asarray(home_legs, float)
+        self._periodic = periodic
+        self.DeclareVectorOutputPort("feedforward", self._voltages.shape[1], self._CalcVoltage)
+        self.DeclareVectorOutputPort("desired", 2 * self._legs.shape[1], self._CalcDesired)
+
+    def _Phase(self, t):
+        if self._periodic:
+            return self._times[0] + np.mod(t, self._period)
+        return min(t, self._times[-1])
+
+    def _Scale(self, t):
+        return 1.0 if self._ramp <= 0 else min(1.0, t / self._ramp)
+
+    def Voltages(self, t):
+        s = self._Phase(t)
+        k = min(int(np.searchsorted(self._times, s, side="right")) - 1, len(self._voltages) - 1)
+        return self._mid + self._Scale(t) * (self._voltages[max(k, 0)] - self._mid)
+
+    def Desired(self, t):
+        s = self._Phase(t)
+        legs = np.array(
+            [np.interp(s, self._times, self._legs[:, i]) for i in range(self._legs.shape[1])]
+        )
+        dt = 1e-3 * self._period
+        ahead = np.array(
+            [
+                np.interp(self._Phase(t + dt), self._times, self._legs[:, i])
+                for i in range(self._legs.shape[1])
+            ]
+        )
+        velocity = (ahead - legs) / dt if self._Phase(t + dt) > s else np.zeros_like(legs)
+        scale = self._Scale(t)
+        return np.concatenate([self._home + scale * (legs - self._home), scale * velocity])
+
+    def _CalcVoltage(self, context, output: BasicVector):
+        output.SetFromVector(self.Voltages(context.get_time()))
+
+    def _CalcDesired(self, context, output: BasicVector):
+        output.SetFromVector(self.Desired(context.get_time()))
+
+
+class TrackingController(LeafSystem):
+    """The joint-space PD law of Eq. 22 around the feed-forward voltages, at the xPC rate.
+
+    Double only. feedforward, desired, estimate -> TrackingController -> voltage (8)
+
+    u = V_mid + K_f (u0 - V_mid) + sign (K_p e + K_d de/dt), per actuator, with e the leg error
+    (desired - estimated) in x for the swing actuator and in z for the lift actuator, and `sign`
+    the sign of d(foot coordinate)/dV of that actuator (drakebots.systems.hamr_simulation.
+    ActuatorSigns), so that a positive error drives the foot towards the desired position.
+    Output held between ticks (zero-order hold); clamped to [0, 225] V.
+    """
+
+    def __init__(
+        self,
+        actuator_names,
+        signs: dict,
+        gains: TrackingGains,
+        *,
+        period: float = XPC_PERIOD_MS,
+        mid_voltage: float = 112.5,
+        limits=(0.0, 225.0),
+    ):
+        super().__init__()
+        m = len(actuator_names)
+        legs = list(LEGS)
+        self._row = np.zeros(m, dtype=int)  # index into the 8-vector of leg coordinates
+        self._kp = np.zeros(m)
+        self._kd = np.zeros(m)
+        self._kf = np.zeros(m)
+        self._sign = np.zeros(m)
+        for i, name in enumerate(actuator_names):
+            leg, kind = name.split("_")
+            self._row[i] = 2 * legs.index(leg) + (0 if kind == "swing" else 1)
+            self._kp[i] = gains.kp_swing if kind == "swing" else gains.kp_lift
+            self._kd[i] = gains.kd_swing if kind == "swing" else gains.kd_lift
+            self._kf[i] = gains.kf_swing if kind == "swing" else gains.kf_lift
+            self._sign[i] = signs[name]
+        self._mid = mid_voltage
+        self._limits = limits
+        self._ff = self.DeclareVectorInputPort("feedforward", m)
+        self._desired = self.DeclareVectorInputPort("desired", 16)
+        self._estimate = self.DeclareVectorInputPort("estimate", 16)
+        self._state = self.DeclareDiscreteState(np.full(m, mid_voltage))
+        self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Update)
+        self.DeclareStateOutputPort("voltage", self._state)
+
+    def Law(self, feedforward, desired, estimate):
+        e = desired[:8] - estimate[:8]
+        de = desired[8:] - estimate[8:]
+        u = (
+            self._mid
+            + self._kf * (feedforward - self._mid)
+            + self._sign * (self._kp * e[self._row] + self._kd * de[self._row])
+        )
+        return np.clip(u, *self._limits)
+
+    def _Update(self, context, state):
+        u = self.Law(
+            self._ff.Eval(context), self._desired.Eval(context), self._estimate.Eval(context)
+        )
+        state.get_mutable_vector(self._state).SetFromVector(u)
+
+
+# ---------------------------------------------------------------------------- the diagram
+@dataclasses.dataclass
+class TrackingConfig:
+    """A closed-loop run (ms, mm, V)."""
+
+    # Number of strides to run.
+    cycles: int = 10
+    # Plant time step (SAP), ms.
+    time_step: float = 0.1
+    # Log period, ms.
+    log_period: float = 0.5
+    # Initial ramp of the feed-forward amplitude and desired legs, strides.
+    ramp_cycles: float = 1.0
+    # Transmission table samples per direction (the paper: 21).
+    table_samples: int = 21
+    # Noise on the mechanical current, in current units (0: none).
+    current_noise: float = 0.0
+    # Use the estimator (True) or the true leg positions (False: an ideal sensor).
+    use_estimator: bool = True
+    gains: TrackingGains = dataclasses.field(default_factory=TrackingGains)
+
+
+@dataclasses.dataclass
+class TrackingRun:
+    """Logs of a closed-loop run (times ms)."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    voltages: np.ndarray
+    legs_true: np.ndarray  # (T, 8) x, z per leg in the chassis frame
+    legs_estimated: np.ndarray  # (T, 8)
+    legs_desired: np.ndarray  # (T, 8)
+    feet_world: np.ndarray  # (T, 4, 3)
+    contact: np.ndarray  # (T, 3) ContactMonitor summary
+    loop_residual: np.ndarray  # (T,)
+    wall_time: float
+
+
+def SimulateTracking(
+    times,
+    voltages,
+    desired_legs,
+    surface: str,
+    config: TrackingConfig,
+    *,
+    table: TransmissionTable | None = None,
+    progress: bool = False,
+) -> TrackingRun:
+    """Tracks a planned stride (repeated) on the SAP plant with the estimator and Eq. 22.
+
+    Args:
+        times: (N,) knot times of one stride, ms; voltages: (N-1, 8) feed-forward, V.
+        desired_legs: (N, 8) planned x, z of each leg in the chassis frame, mm.
+        surface: "teflon", "cardstock" or "sandpaper".
+        table: a TransmissionTable (built from the plant if None).
+    """
+    import time as _time
+
+    from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
+    from pydrake.systems.analysis import Simulator
+    from pydrake.systems.framework import DiagramBuilder
+    from pydrake.systems.primitives import VectorLogSink
+
+    from drakebots.robots.hamr import ACTUATOR_ORIENTATION, AddHamr
+    from drakebots.systems.hamr_simulation import (
+        STICTION_TOLERANCE,
+        ActuatorSigns,
+        AddSurface,
+        LoopResiduals,
+    )
+    from drakebots.systems.piezo import PiezoBenders
+    from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor
+
+    builder = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(
+        MultibodyPlantConfig(
+            time_step=config.time_step,
+            discrete_contact_approximation="similar",
+            contact_model="point",
+            penetration_allowance=1e-3,
+            stiction_tolerance=STICTION_TOLERANCE,
+        ),
+        builder,
+    )
+    instance = AddHamr(plant, loop_closure="ball", surface=surface)
+    AddSurface(plant, surface)
+    plant.Finalize()
+    names = [plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices(instance)]
+    home = plant.CreateDefaultContext()
+    signs = ActuatorSigns(plant, home)
+    if table is None:
+        scratch = plant.CreateDefaultContext()
+        del scratch
+        table = BuildTransmissionTable(_KinematicPlant(), samples=config.table_samples)
+    home_legs = LegPositions(plant, home)[:, [0, 2]].ravel()
+    period = float(times[-1] - times[0])
+    plan = builder.AddSystem(
+        PlanReference(
+            times, voltages, desired_legs, ramp=config.ramp_cycles * period, home_legs=home_legs
+        )
+    )
+    sensor = builder.AddSystem(LegPositionSensor(plant))
+    builder.Connect(plant.get_state_output_port(), sensor.get_input_port())
+    controller = builder.AddSystem(TrackingController(names, signs, config.gains))
+    builder.Connect(plan.GetOutputPort("feedforward"), controller.GetInputPort("feedforward"))
+    builder.Connect(plan.GetOutputPort("desired"), controller.GetInputPort("desired"))
+    if config.use_estimator:
+        mocap = builder.AddSystem(MotionCapture(8))
+        builder.Connect(sensor.get_output_port(), mocap.get_input_port())
+        current = builder.AddSystem(
+            MechanicalCurrentSensor(plant, names, noise=config.current_noise)
+        )
+        builder.Connect(plant.get_state_output_port(), current.get_input_port())
+        estimator = builder.AddSystem(LegPositionEstimator(table, names, initial=home_legs))
+        builder.Connect(mocap.get_output_port(), estimator.GetInputPort("mocap"))
+        builder.Connect(current.get_output_port(), estimator.GetInputPort("current"))
+        estimate_port = estimator.get_output_port()
+    else:
+        ideal = builder.AddSystem(_IdealEstimate(plant))
+        builder.Connect(plant.get_state_output_port(), ideal.get_input_port())
+        estimate_port = ideal.get_output_port()
+    builder.Connect(estimate_port, controller.GetInputPort("estimate"))
+    piezo = builder.AddSystem(
+        PiezoBenders(
+            [
+                plant.get_joint_actuator(i).joint().position_start()
+                for i in plant.GetJointActuatorIndices(instance)
+            ],
+            plant.num_multibody_states(),
+            [ACTUATOR_ORIENTATION[name] for name in names],
+            names=names,
+        )
+    )
+    builder.Connect(controller.get_output_port(), piezo.get_voltage_input_port())
+    builder.Connect(plant.get_state_output_port(), piezo.get_state_input_port())
+    builder.Connect(piezo.get_force_output_port(), plant.get_actuation_input_port(instance))
+    logs = {}
+    for name, port, size in [
+        ("state", plant.get_state_output_port(), plant.num_multibody_states()),
+        ("voltage", piezo.get_applied_voltage_output_port(), len(names)),
+        ("legs", sensor.get_output_port(), 8),
+        ("estimate", estimate_port, 16),
+        ("desired", plan.GetOutputPort("desired"), 16),
+    ]:
+        logs[name] = builder.AddSystem(VectorLogSink(size, config.log_period))
+        builder.Connect(port, logs[name].get_input_port())
+    monitor = builder.AddSystem(ContactMonitor())
+    builder.Connect(plant.get_contact_results_output_port(), monitor.get_input_port())
+    logs["contact"] = builder.AddSystem(VectorLogSink(3, config.log_period))
+    builder.Connect(monitor.get_output_port(), logs["contact"].get_input_port())
+    diagram = builder.Build()
+    simulator = Simulator(diagram)
+    simulator.Initialize()
+    start = _time.perf_counter()
+    AdvanceWithProgress(simulator, config.cycles * period, progress=progress, label="track")
+    wall = _time.perf_counter() - start
+    context = simulator.get_context()
+    data = {name: log.FindLog(context) for name, log in logs.items()}
+    count = min(len(d.sample_times()) for d in data.values())
+    nq = plant.num_positions()
+    x = data["state"].data().T[:count]
+    positions = x[:, :nq]
+    scratch = plant.CreateDefaultContext()
+    feet = np.zeros((count, 4, 3))
+    for k in range(count):
+        plant.SetPositions(scratch, positions[k])
+        for j, leg in enumerate(LEGS):
+            feet[k, j] = plant.GetFrameByName(f"{leg}_foot").CalcPoseInWorld(scratch).translation()
+    return TrackingRun(
+        times=data["state"].sample_times()[:count],
+        positions=positions,
+        velocities=x[:, nq:],
+        voltages=data["voltage"].data().T[:count],
+        legs_true=data["legs"].data().T[:count],
+        legs_estimated=data["estimate"].data().T[:count, :8],
+        legs_desired=data["desired"].data().T[:count, :8],
+        feet_world=feet,
+        contact=data["contact"].data().T[:count],
+        loop_residual=LoopResiduals(plant, positions),
+        wall_time=wall,
+    )
+
+
+def _KinematicPlant():
+    """A continuous plant for kinematics (the transmission table)."""
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.robots.hamr import AddHamr
+
+    plant = MultibodyPlant(0.0)
+    AddHamr(plant, loop_closure="none")
+    plant.Finalize()
+    return plant
+
+
+class _IdealEstimate(LeafSystem):
+    """True leg positions and velocities (an ideal sensor; for comparison runs). Double only."""
+
+    def __init__(self, plant):
+        super().__init__()
+        self._plant = plant
+        self._context = plant.CreateDefaultContext()
+        self._nq = plant.num_positions()
+        self._state = self.DeclareVectorInputPort("state", plant.num_multibody_states())
+        self.DeclareVectorOutputPort("estimate", 16, self._Calc)
+
+    def _Calc(self, context, output: BasicVector):
+        x = self._state.Eval(context)
+        plant, ctx = self._plant, self._context
+        plant.SetPositions(ctx, x[: self._nq])
+        plant.SetVelocities(ctx, x[self._nq :])
+        chassis = plant.GetBodyByName("chassis").body_frame()
+        p, v = [], []
+        for leg in LEGS:
+            foot = plant.GetFrameByName(f"{leg}_foot")
+            p.append(foot.CalcPose(ctx, chassis).translation()[[0, 2]])
+            v.append(foot.CalcSpatialVelocity(ctx, chassis, chassis).translational()[[0, 2]])
+        output.SetFromVector(np.concatenate([np.ravel(p), np.ravel(v)]))

@@ -1,0 +1,132 @@
+"""`drakebots optimize` and `drakebots track`: help, bad input (exit 2, nothing written), and
+(slow) a tiny end-to-end run: optimize a coarse gait, then track it in Drake."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from drakebots.cli import main
+
+
+def drakebots(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "drakebots", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_optimize_help_lists_both_problems():
+    result = drakebots("optimize", "--help")
+    assert result.returncode == 0
+    assert "hamr-gait" in result.stdout and "hamr-jump" in result.stdout
+    for problem in ("hamr-gait", "hamr-jump"):
+        result = drakebots("optimize", problem, "--help")
+        assert result.returncode == 0, result.stderr
+        assert "--solver" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["optimize", "hamr-gait", "--frequency", "10", "--surface", "ice"], "--surface ice"),
+        (["optimize", "hamr-gait", "--frequency", "0"], "--frequency"),
+        (["optimize", "hamr-gait", "--frequency", "-2"], "--frequency"),
+        (["optimize", "hamr-jump", "--height", "0"], "--height"),
+        (["optimize", "hamr-jump", "--height", "-3"], "--height"),
+        (["optimize", "hamr-gait", "--frequency", "10", "--solver", "gurobi"], "--solver gurobi"),
+        (["optimize", "hamr-gait", "--frequency", "10", "--knots", "2"], "--knots"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "run"
+    assert main(args + ["--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_unavailable_solver_exits_2(tmp_path, capsys, monkeypatch):
+    from drakebots.optimization import contact_implicit
+
+    monkeypatch.setattr(
+        contact_implicit,
+        "SolverAvailable",
+        lambda name: (False, f"solver '{name}' is not available in this Drake build"),
+    )
+    out = tmp_path / "run"
+    assert (
+        main(["optimize", "hamr-gait", "--frequency", "10", "--solver", "snopt", "--out", str(out)])
+        == 2
+    )
+    assert "not available" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_track_rejects_a_folder_that_is_not_a_gait_plan(tmp_path, capsys):
+    assert main(["track", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "no such results folder" in capsys.readouterr().err
+    folder = tmp_path / "jump"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({"problem": "hamr-jump"}))
+    (folder / "solution.npz").write_bytes(b"")
+    assert main(["track", str(folder), "--out", str(tmp_path / "o")]) == 2
+    assert "periodic gaits" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_tiny_gait_then_track_end_to_end(tmp_path):
+    plan = tmp_path / "plan"
+    result = drakebots(
+        "optimize",
+        "hamr-gait",
+        "--frequency",
+        "30",
+        "--knots",
+        "11",
+        "--iterations",
+        "15",
+        "--quiet",
+        "--out",
+        str(plan),
+        timeout=3000,
+    )
+    # A 15-iteration solve need not converge: exit 0 or 1, but the folder is complete.
+    assert result.returncode in (0, 1), result.stderr
+    summary = json.loads((plan / "summary.json").read_text())
+    for key in (
+        "success",
+        "solver",
+        "solver_status",
+        "solve_time_s",
+        "num_variables",
+        "num_constraints",
+        "velocity_mm_per_cycle",
+        "max_complementarity_violation",
+        "max_dynamics_residual",
+        "max_loop_residual_mm",
+        "slip",
+    ):
+        assert key in summary, key
+    for name in ("replay.html", "feet.png", "legs.png", "inputs.png", "forces.png", "solution.npz"):
+        assert (plan / name).is_file(), name
+    tracked = tmp_path / "tracked"
+    result = drakebots(
+        "track",
+        str(plan),
+        "--cycles",
+        "2",
+        "--table-samples",
+        "7",
+        "--quiet",
+        "--out",
+        str(tracked),
+        timeout=3000,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    summary = json.loads((tracked / "summary.json").read_text())
+    assert "velocity_mm_per_cycle" in summary and "ratio_to_plan" in summary
+    assert (tracked / "replay.html").is_file()

@@ -1,0 +1,150 @@
+"""HAMR-VI in the variational contact-implicit transcription.
+
+Default (fast): a tiny gait problem (5 knots) builds, every constraint is named and evaluates,
+the warm start from the transcription's own time stepping satisfies the dynamics except where
+periodicity is imposed, and the hand-written Jacobians of the HAMR bindings agree with central
+differences. Slow: the full 10 Hz gait and the jump solve and reach the paper's targets.
+"""
+
+import numpy as np
+import pytest
+
+from drakebots.optimization import hamr_trajopt as ht
+from drakebots.optimization.contact_implicit import (
+    CheckContactImplicitSolution,
+    ReconstructTrajectory,
+    SolverConfig,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return ht.MakeHamrTrajoptModel("cardstock")
+
+
+@pytest.fixture(scope="module")
+def tiny(model):
+    # 30 Hz with 9 knots: 4.2 ms steps, 16 steps of time stepping for the warm start.
+    warm = ht.GaitWarmStart(model, 30.0, 9, cycles=2)
+    problem = ht.MakeHamrGaitProblem(model, 30.0, warm, ht.GaitSettings(num_knots=9))
+    return warm, problem
+
+
+def test_model_matches_the_paper(model):
+    assert model.plant.num_positions() == 38
+    assert model.dynamics.num_position_constraints == 24
+    assert model.dynamics.num_contacts == 4
+    assert model.dynamics.num_inputs == 8
+    assert model.friction == pytest.approx(0.51)
+    assert model.weight == pytest.approx(1.475 * 9.81e-3, rel=1e-3)
+    lower, upper = model.PositionBounds()
+    flex = model.FlexureIndices()
+    assert len(flex) == 24
+    np.testing.assert_allclose(upper[flex], np.pi / 4)
+    # The home pose closes every loop and stands on the four feet.
+    c = model.dynamics.PositionConstraintResidual(model.home, jacobian=False)[0]
+    assert np.max(np.abs(c)) < 1e-9
+    np.testing.assert_allclose(model.dynamics.SignedDistances(model.home), 0.0, atol=1e-9)
+
+
+def test_piezo_actuation_through_the_bender_model(model):
+    """Eq. 3's force source on the 8 actuator joints: zero at the mid voltage and zero
+    deflection, a restoring stiffness about it (0.385 N/mm, piezo.py), +-0.324 N blocked."""
+    act = model.actuator_joints
+    q = model.home.copy()
+    q[act] = 0.0
+    tau, _, _ = model.dynamics.actuation.Evaluate(q, np.full(8, 112.5))
+    np.testing.assert_allclose(tau, 0.0, atol=1e-12)
+    blocked, _, _ = model.dynamics.actuation.Evaluate(q, np.zeros(8))
+    np.testing.assert_allclose(np.abs(blocked[act]), 0.324, rtol=0.02)
+    tau, tau_q, _ = model.dynamics.actuation.Evaluate(model.home, np.full(8, 112.5))
+    np.testing.assert_allclose(tau[act], -0.385 * model.home[act], rtol=0.02, atol=1e-12)
+    np.testing.assert_allclose(np.diag(tau_q)[act], -0.385, rtol=0.02)
+
+
+def test_tiny_gait_problem_builds_and_evaluates(tiny, model):
+    warm, problem = tiny
+    prog = problem.prog
+    names = [b.evaluator().get_description() for b in prog.GetAllConstraints()]
+    assert all(names), "every binding is named"
+    for kind in (
+        "dynamics[0]",
+        "dynamics[7]",
+        "loop[0]",
+        "contact[0]",
+        "sliding[7]",
+        "friction_cone[0]",
+        "friction_complementarity[0]",
+        "pyramid_complementarity[0]",
+        "periodic_positions",
+        "position_bounds",
+        "input_bounds",
+        "slack_bounds",
+    ):
+        assert kind in names, kind
+    x = prog.initial_guess()
+    assert not np.any(np.isnan(x))
+    check = CheckContactImplicitSolution(problem, x, tolerance=1e-4)
+    # The warm start integrates the transcription's own dynamics: only knot 0 (whose momentum
+    # comes from the last interval, by periodicity), the periodicity itself and the plan's joint
+    # bounds (a simulation does not know them) may be violated.
+    offending = set(check.violations)
+    assert offending <= {"dynamics[0]", "periodic_positions", "position_bounds"}, (
+        check.MostViolated()
+    )
+    assert check.max_loop_residual < 1e-4
+
+
+def test_hamr_binding_jacobians_match_central_differences(tiny):
+    _, problem = tiny
+    prog = problem.prog
+    x_all = prog.initial_guess()
+    rng = np.random.default_rng(0)
+    for name in ("dynamics[0]", "dynamics[5]", "sliding[1]", "contact[1]", "loop[2]"):
+        binding = next(
+            b for b in prog.GetAllConstraints() if b.evaluator().get_description() == name
+        )
+        fn = problem.functions[name]
+        x = x_all[prog.FindDecisionVariableIndices(binding.variables())]
+        x = x + 1e-4 * rng.standard_normal(len(x))
+        r, blocks = fn.function(fn.Values(x), True)
+        J = fn.Jacobian(blocks, len(r))
+
+        def value(xx, fn=fn):
+            return fn.function(fn.Values(xx), False)[0]
+
+        eps = 1e-6
+        J_fd = np.column_stack(
+            [(value(x + eps * e) - value(x - eps * e)) / (2 * eps) for e in np.eye(len(x))]
+        )
+        np.testing.assert_allclose(J, J_fd, atol=1e-5 * max(1.0, np.abs(J_fd).max()), err_msg=name)
+
+
+@pytest.mark.slow
+def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
+    warm = ht.GaitWarmStart(model, 10.0, 51)
+    problem = ht.MakeHamrGaitProblem(model, 10.0, warm)
+    outcome = ht.SolveHamrProblem(problem, SolverConfig())
+    x = outcome.result.get_x_val()
+    check = CheckContactImplicitSolution(problem, x)
+    assert outcome.success, outcome.status
+    assert check.max_violation <= 1e-4, check.MostViolated()
+    assert check.max_complementarity_violation <= 1e-4
+    traj = ReconstructTrajectory(problem, x)
+    ix = model.index["base_x"]
+    assert traj.q[-1, ix] - traj.q[0, ix] >= 8.0
+
+
+@pytest.mark.slow
+def test_jump_reaches_ten_mm(model):
+    warm = ht.JumpWarmStart(model, 70.0, 31)
+    problem = ht.MakeHamrJumpProblem(model, warm)
+    outcome = ht.SolveHamrProblem(problem, SolverConfig())
+    x = outcome.result.get_x_val()
+    check = CheckContactImplicitSolution(problem, x)
+    assert outcome.success, outcome.status
+    assert check.max_violation <= 1e-4, check.MostViolated()
+    assert check.max_complementarity_violation <= 1e-4
+    traj = ReconstructTrajectory(problem, x)
+    iz = model.index["base_z"]
+    assert np.max(traj.q[:, iz]) - model.home[iz] >= 10.0

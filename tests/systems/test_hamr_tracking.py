@@ -1,0 +1,166 @@
+"""The tracking pieces of Sec. IV-C on their own: the transmission table H(x, z) (Eq. 19)
+against finite differences of the closed-loop leg kinematics, the latency-compensating
+estimator (Eqs. 20-21) against the true leg motion it observes late, the PD law (Eq. 22), and
+the periodic plan reference."""
+
+import numpy as np
+import pytest
+from pydrake.multibody.plant import MultibodyPlant
+from pydrake.systems.analysis import Simulator
+from pydrake.systems.framework import BasicVector, DiagramBuilder, LeafSystem
+from pydrake.systems.primitives import VectorLogSink
+
+from drakebots.robots.hamr import LEGS, AddHamr, HamrLoopConstraints, HamrPositionIndex
+from drakebots.robots.hamr_model import FLEXURES
+from drakebots.systems.hamr_tracking import (
+    ENCODER_SCALE,
+    BuildTransmissionTable,
+    LegPositionEstimator,
+    LegPositions,
+    MotionCapture,
+    PlanReference,
+    TrackingController,
+    TrackingGains,
+    TransmissionTable,
+)
+
+
+@pytest.fixture(scope="module")
+def plant():
+    plant = MultibodyPlant(0.0)
+    AddHamr(plant, loop_closure="none")
+    plant.Finalize()
+    return plant
+
+
+def _CloseLoops(plant, q, leg):
+    """Solves the leg's flexure angles for fixed actuators (Newton on its 6 loop rows)."""
+    loops = HamrLoopConstraints(plant)
+    rows = [k for k, name in enumerate(loops.constraint_names()) if name.startswith(leg)]
+    flex = [HamrPositionIndex(plant, f"{leg}_{n}") for n in FLEXURES]
+    context = plant.CreateDefaultContext()
+    q = q.copy()
+    for _ in range(30):
+        plant.SetPositions(context, q)
+        c = loops.Eval(plant, context)[rows]
+        if np.max(np.abs(c)) < 1e-13:
+            break
+        q[flex] -= np.linalg.solve(loops.Jacobian(plant, context)[rows][:, flex], c)
+    plant.SetPositions(context, q)
+    return LegPositions(plant, context)
+
+
+def test_transmission_table_matches_differences_of_closed_loop_kinematics(plant):
+    table = BuildTransmissionTable(plant, samples=7)
+    q0 = plant.GetDefaultPositions()
+    context = plant.CreateDefaultContext()
+    home = LegPositions(plant, context)
+    eps = 1e-5
+    for i, leg in enumerate(LEGS):
+        H = table.Lookup(i, home[i, 0], home[i, 2])
+        for j, kind in enumerate(("swing", "lift")):
+            k = HamrPositionIndex(plant, f"{leg}_{kind}")
+            plus, minus = q0.copy(), q0.copy()
+            plus[k] += eps
+            minus[k] -= eps
+            column = (_CloseLoops(plant, plus, leg)[i] - _CloseLoops(plant, minus, leg)[i]) / (
+                2 * eps
+            )
+            # Bilinear interpolation on a 7 x 7 grid: within a percent of the exact map.
+            np.testing.assert_allclose(H[:, j], column, atol=0.01 * np.abs(column).max())
+
+
+class _Truth(LeafSystem):
+    """Synthetic legs: x, z of each leg move sinusoidally; the actuators move at the same rate
+    (the synthetic table below maps actuator velocity to leg velocity one to one)."""
+
+    def __init__(self, amplitude=1.0, omega=2 * np.pi / 50.0):
+        super().__init__()
+        self.a, self.w = amplitude, omega
+        self.phase = np.linspace(0, np.pi, 8)
+        self.DeclareVectorOutputPort("legs", 8, self._Legs)
+        self.DeclareVectorOutputPort("current", 8, self._Current)
+
+    def Legs(self, t):
+        return 10.0 + self.a * np.sin(self.w * t + self.phase)
+
+    def _Legs(self, context, output: BasicVector):
+        output.SetFromVector(self.Legs(context.get_time()))
+
+    def _Current(self, context, output: BasicVector):
+        v = self.a * self.w * np.cos(self.w * context.get_time() + self.phase)
+        # Actuator order FL_swing, FL_lift, ...: leg 2i is x (swing), 2i+1 is z (lift).
+        scale = np.tile([ENCODER_SCALE["swing"], ENCODER_SCALE["lift"]], 4)
+        output.SetFromVector(v / scale)
+
+
+def test_estimator_removes_the_motion_capture_latency():
+    H = np.zeros((4, 2, 2, 3, 2))
+    H[..., 0, 0] = 1.0  # swing velocity -> x
+    H[..., 2, 1] = 1.0  # lift velocity -> z
+    table = TransmissionTable(np.tile([0.0, 20.0], (4, 1)), np.tile([0.0, 20.0], (4, 1)), H)
+    names = [f"{leg}_{kind}" for leg in LEGS for kind in ("swing", "lift")]
+    builder = DiagramBuilder()
+    truth = builder.AddSystem(_Truth())
+    mocap = builder.AddSystem(MotionCapture(8))
+    builder.Connect(truth.GetOutputPort("legs"), mocap.get_input_port())
+    estimator = builder.AddSystem(LegPositionEstimator(table, names, initial=truth.Legs(0.0)))
+    builder.Connect(mocap.get_output_port(), estimator.GetInputPort("mocap"))
+    builder.Connect(truth.GetOutputPort("current"), estimator.GetInputPort("current"))
+    logs = {}
+    for name, port, size in [
+        ("estimate", estimator.get_output_port(), 16),
+        ("mocap", mocap.get_output_port(), 9),
+    ]:
+        logs[name] = builder.AddSystem(VectorLogSink(size, 0.4))
+        builder.Connect(port, logs[name].get_input_port())
+    diagram = builder.Build()
+    simulator = Simulator(diagram)
+    simulator.AdvanceTo(150.0)  # ms
+    context = simulator.get_context()
+    est = logs["estimate"].FindLog(context)
+    raw = logs["mocap"].FindLog(context)
+    t = est.sample_times()
+    late = t > 20.0
+    true = np.array([truth.Legs(s) for s in t])
+    estimate_error = np.abs(est.data().T[:, :8] - true)[late].max()
+    mocap_error = np.abs(raw.data().T[:, :8] - true)[late].max()
+    # 11-13 ms late on a 50 ms period: the raw mocap is off by most of the amplitude; the
+    # estimate only by the integration and discretization error of a 0.4 ms tick.
+    assert mocap_error > 0.8
+    assert estimate_error < 0.05 * mocap_error
+    # The delivered frames are 11 to 13 ms old.
+    age = t - raw.data().T[:, 8]
+    assert age[late].min() >= 11.0 - 1e-9 and age[late].max() <= 13.0 + 1e-6
+
+
+def test_pd_law_signs_and_feedforward():
+    names = [f"{leg}_{kind}" for leg in LEGS for kind in ("swing", "lift")]
+    signs = {name: (-1.0 if name.startswith("F") else 1.0) for name in names}
+    gains = TrackingGains(
+        kp_swing=10.0, kp_lift=20.0, kd_swing=1.0, kd_lift=2.0, kf_swing=1.1, kf_lift=0.9
+    )
+    controller = TrackingController(names, signs, gains)
+    ff = np.full(8, 150.0)
+    desired = np.zeros(16)
+    estimate = np.zeros(16)
+    desired[0] = 0.5  # FL x error +0.5 mm
+    estimate[9] = -0.1  # FL z velocity error +0.1 mm/ms
+    u = controller.Law(ff, desired, estimate)
+    assert u[0] == pytest.approx(112.5 + 1.1 * 37.5 - 10.0 * 0.5)  # FL swing: sign -1
+    assert u[1] == pytest.approx(112.5 + 0.9 * 37.5 - 2.0 * 0.1)  # FL lift: de/dt
+    assert u[2] == pytest.approx(112.5 + 1.1 * 37.5)
+    # Clamped to the drive range.
+    assert controller.Law(np.full(8, 400.0), desired, estimate).max() == 225.0
+
+
+def test_plan_reference_repeats_and_ramps():
+    times = np.linspace(0.0, 100.0, 11)
+    voltages = np.tile(np.linspace(50, 150, 10)[:, None], (1, 8))
+    legs = np.tile(np.sin(2 * np.pi * times / 100.0)[:, None], (1, 8))
+    reference = PlanReference(times, voltages, legs, ramp=100.0, home_legs=np.zeros(8))
+    # After the ramp, the second stride equals the first.
+    np.testing.assert_allclose(reference.Voltages(125.0), reference.Voltages(225.0))
+    np.testing.assert_allclose(reference.Desired(130.0), reference.Desired(230.0), atol=1e-9)
+    # Half way through the ramp the voltage is half way from the mid voltage.
+    assert reference.Voltages(50.0)[0] == pytest.approx(112.5 + 0.5 * (voltages[5, 0] - 112.5))
