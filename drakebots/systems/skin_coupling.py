@@ -73,6 +73,8 @@ class CouplingConfig:
     max_iterations: int = 25
     # Contact labels may change during the first this-many iterations of a step, then freeze.
     freeze_after: int = 8
+    # A failed step is halved and retried this many times before the run stops.
+    max_cuts: int = 3
     # Skin-skeleton and self-collision penalty stiffness, N/m per vertex (section 4.2).
     penalty_stiffness: float = 2000.0
     # Self-collision: skin vertices closer than this that are far apart on the rest skin, m.
@@ -100,6 +102,7 @@ class StepInfo:
 
     newton_iterations: int = 0
     factorizations: int = 0
+    step_cuts: int = 0
     glue_residual: float = 0.0
     max_penetration: float = 0.0
     contacts: int = 0
@@ -299,6 +302,10 @@ class CoupledSkinSkeleton:
     def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
         """Advances the coupled state by one step; returns (new state, StepInfo).
 
+        A step whose Newton iteration fails (glue not converged, or an element that would
+        invert) is cut in two halves and retried, up to `max_cuts` times; then the failure is
+        raised naming the time (and the element).
+
         Args:
             state: the current CoupledState.
             tau_ff: (nu,) feed-forward motor torques, N*m (default 0).
@@ -308,8 +315,29 @@ class CoupledSkinSkeleton:
         Raises:
             CoupledStepFailure, ElementInversion.
         """
+        return self._StepWithCuts(state, tau_ff, desired, time_s, self.config.time_step, 0)
+
+    def _StepWithCuts(self, state, tau_ff, desired, time_s, h, depth):
+        try:
+            return self._Step(state, tau_ff, desired, time_s, h)
+        except (CoupledStepFailure, ElementInversion):
+            if depth >= self.config.max_cuts:
+                raise
+            self._kkt = None  # the factor belongs to the other step size
+            mid, first = self._StepWithCuts(state, tau_ff, desired, time_s, 0.5 * h, depth + 1)
+            end, info = self._StepWithCuts(
+                mid, tau_ff, desired, time_s + 0.5 * h, 0.5 * h, depth + 1
+            )
+            info.newton_iterations += first.newton_iterations
+            info.factorizations += first.factorizations
+            info.step_cuts = first.step_cuts + info.step_cuts + 1
+            info.glue_residual = max(info.glue_residual, first.glue_residual)
+            info.max_penetration = max(info.max_penetration, first.max_penetration)
+            self._kkt = None
+            return end, info
+
+    def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
-        h = cfg.time_step
         wall = time.perf_counter()
         plant, ctx = self.plant, self.context
         q, v, x, w = state.q, state.v, state.x, state.w
