@@ -37,9 +37,9 @@ STEPS = [
     ),
     (
         "beetle_skinned",
-        "Beetle in its neo-Hookean FEM skin (15k vertices, 156 glue vertices), skeleton and skin "
-        "coupled by Lagrange multipliers (Xu et al. Eq. 2), standing on its skin",
-        ["simulate", "beetle", "--skin", "generate", "--duration", "0.25"],
+        "Beetle in its neo-Hookean FEM skin (13k vertices, 156 glue vertices), skeleton and skin "
+        "coupled by Lagrange multipliers (Xu et al. Eq. 2), landing on its skin",
+        ["simulate", "beetle", "--skin", "generate", "--duration", "0.05"],
     ),
     (
         "gecko_course",
