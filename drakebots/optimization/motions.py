@@ -78,7 +78,7 @@ def _Lift(model, lifted: list[int], *, height: float, duration: float, name: str
     # Target COM: over the centroid of the feet that stay, pulled toward the centre (a margin
     # against the COP leaving the polygon), at the home height.
     centroid = feet[stay, :2].mean(axis=0)
-    shift = 0.75 * (centroid - com[:2])
+    shift = 0.15 * (centroid - com[:2])
     target = com.copy()
     target[:2] += shift
     t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75

@@ -8,25 +8,31 @@ complementarity conditions. The dynamics come from a `FrameDynamics` object that
 inputs z = [τ; f_1; ...; f_P] (f_p the 3-D force on contact patch p, world frame). Everything
 else (the skeleton's kinematics for E_O and E_C, the COP) comes from the `SkeletonModel`.
 
-`RigidFrameDynamics` is the skeleton-only version (rigid feet; a semi-implicit Euler step of
-M v̇ = B τ + Σ J_p^T f_p - C v + τ_g). The skin's coupled version implements the same interface
-with the condensation of Eq. (2) (issue 5's FEM and glue constraints): the optimizer does not
-change.
+`RigidFrameDynamics` is the skeleton-only version (rigid links; a semi-implicit Euler step of
+M v̇ = B τ + Σ J_p^T f_p - C v + τ_g) with a compliant sole under each foot (the paper applies the
+ground forces to the foot links "using the soft contact method [55]", section 5.2). The skin's
+coupled version (qpcc_coupled.py) implements the same interface with the condensation of Eq. (2)
+(issue 5's FEM and glue constraints): the optimizer does not change.
 
-The complementarity is solved as the paper does (section 5.3, after Tan et al. [7]): all contact
-patches fixed first (Eq. 18, their multipliers γ_c free 3-D forces), then each patch labelled from
-its multiplier (Eq. 19): breakage (γ_⊥ <= 0: the force is removed, the patch may only move up),
-static (μ γ_⊥ > ||γ_∥||: the patch stays put, Eq. 17) or sliding (on the friction cone's boundary,
-moving against its friction force, Eqs. 15-16), and the QP re-solved, up to 10 iterations. The
-foot's sole is grouped into five patches (four corners and the centre: "grouping vertices on the
-planar surface of the foot mesh into five patches").
+The complementarity is solved as the paper does (section 5.3, after Tan et al. [7]): the patches
+touching the ground fixed first (Eq. 18, their multipliers γ_c free 3-D forces), then each patch
+labelled from its multiplier (Eq. 19): breakage (γ_⊥ <= 0: no force, the patch may only move
+up), static (μ γ_⊥ > 1ᵀ|γ_∥| on the four-direction pyramid: the patch stays put, its force inside
+the pyramid, Eq. 17) or sliding (Eqs. 15-16: the force on the pyramid's boundary along one
+direction d_k and the patch slipping inside the quarter-plane opposite d_k, with Eq. 16's
+auxiliary λ), and the QP re-solved, up to 10 iterations, until the labels reproduce themselves.
+The foot's sole is grouped into five patches (four corners and the centre: "grouping vertices
+on the planar surface of the foot mesh into five patches").
 
-Choices not in the paper: the sliding patch's friction direction is fixed at the tangential
-multiplier's direction from the previous iteration (maximum dissipation along one direction instead
-of the 4-direction pyramid's complementarity); a breaking patch whose no-penetration constraint is
-active with a positive multiplier is re-labelled static; a frame whose QP is infeasible is re-solved
-with penalised slacks on the motor and COP constraints so the run can report by name which
-constraint is violated, at which frame, and by how much.
+Choices not in the paper: the feet the contact plan lifts at the next frame start as breakage (the
+user's footfall pattern says when a foot leaves; with fixed patches the multipliers alone rarely
+ask for it); a patch above the ground starts as breakage and is put back (static) when its
+no-penetration row pushes; a sliding patch's pyramid direction is the one closest to the force
+that would have held it; the support polygon is that of the feet with a loaded patch. The loop
+returns the first labelling that reproduces itself (`FrameResult.consistent`); if none does in 10
+iterations (or it cycles) the lowest-energy one, flagged inconsistent. A frame whose QP is
+infeasible is re-solved with penalised slacks on the motor and COP constraints so the run can
+report by name which constraint is violated, at which frame, and by how much.
 
 Units: SI; E_G's terms are measured like the space-time step's (translations in units of
 `length_scale`, angles in units of `angle_scale`, torques as fractions of U_m).
@@ -45,6 +51,8 @@ from drakebots.analysis.support import SupportPolygon
 from drakebots.optimization.skeleton_model import NUM_BASE, SkeletonModel
 
 STATIC, SLIDING, BREAKAGE = "static", "sliding", "breakage"
+# The friction pyramid's four tangent directions (the columns of D in Eq. 12).
+PYRAMID = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
 
 
 @dataclasses.dataclass
@@ -76,8 +84,9 @@ class QpccConfig:
     force_regularization: float = 1e-3
     # Labelling iterations per frame (the paper stops after 10).
     max_label_iterations: int = 10
-    # A patch closer to the ground than this is a contact candidate, m.
-    contact_distance: float = 0.002
+    # A patch at most this high starts a frame as touching (static unless its foot swings), m;
+    # higher ones start as breakage and are put down by the loop when they reach the ground.
+    contact_distance: float = 2e-4
     # Patches within this height get a no-penetration constraint, m.
     approach_distance: float = 0.03
     # COP kept this far inside the support polygon, m.
@@ -113,6 +122,10 @@ class FrameLinearization:
     dp_dz: np.ndarray
     patch_foot: np.ndarray
     factor_time: float = 0.0
+    # True when each foot's patches move as one rigid sole tangentially (RigidFrameDynamics):
+    # its static patches then hold the foot's horizontal position and heading (3 rows), not
+    # 2 rows per patch (dependent, and ill-conditioned once the sole tilts a little).
+    rigid_soles: bool = False
 
 
 class FrameDynamics(Protocol):
@@ -129,17 +142,42 @@ class FrameDynamics(Protocol):
 
 
 class RigidFrameDynamics:
-    """Skeleton-only frame dynamics with rigid feet: five patches per sole.
+    """Skeleton-only frame dynamics: rigid links, five compliant contact patches per sole.
 
     Semi-implicit Euler: M (v⁺ - v) = Δt (B τ + Σ_p J_p^T f_p - C v + τ_g), Δq = Δt v⁺
-    (q̇ = v in the Euler-angle coordinates); patch displacements Δp = J_p Δq.
+    (q̇ = v in the Euler-angle coordinates).
+
+    The sole (section 5.2: "the contact forces are applied to the foot link using the soft contact
+    method [55]") is a thin layer under each foot, compliant in the normal direction and lumped
+    into the five patches (four corners and the centre): patch p's contact point sits at the foot
+    point plus the layer's compression, c_p = p_p(q) + n̂ f_⊥,p / k, with f_⊥,p the ground's
+    normal force on it at the end of the frame (implicit, so a stiff sole stays stable). Its
+    displacement over a frame is Δc_p = J_p Δq + n̂ (f_⊥,p - f_⊥,p^prev) / k: affine in
+    z = [τ; f] like the skin's condensed map (Eq. 10-11). Tangentially the sole is rigid (the foot
+    slides as one body). Why not rigid patches: with a flat rigid sole a stance foot has no motion
+    left, and a 3-joint leg whose foot cannot move locks the torso (three planted feet give 18
+    constraints on 6 + 9 coordinates), so no force multiplier can ever ask for a corner to lift
+    (the labelling loop of section 5.3 sees only forces). A compliant sole lets the foot roll a
+    little onto the patches that stay loaded; the patches it rolls off go into tension, are
+    relabelled breakage, and the foot pivots on its edge or corner as a real flat foot does.
 
     Args:
         model: the skeleton (with the skin's weight on its links).
         dt: frame step, s.
+        sole_stiffness: k per patch (normal), N/m; None: the robot's weight,
+            shared by all 20 patches, compresses the sole by `sole_compression`; np.inf: rigid
+            patches (f/k = 0).
+        sole_compression: the static compression that sets the default stiffness, m.
     """
 
-    def __init__(self, model: SkeletonModel, dt: float):
+    def __init__(
+        self,
+        model: SkeletonModel,
+        dt: float,
+        *,
+        sole_stiffness: float | None = None,
+        sole_compression: float = 1e-4,
+    ):
         self.model = model
         self.dt = float(dt)
         corners = model.sole_corners  # (4, 4, 3)
@@ -148,9 +186,23 @@ class RigidFrameDynamics:
         )  # (4, 5, 3) foot frame
         self.num_patches = 20
         self.patch_foot = np.repeat(np.arange(4), 5)
+        if sole_stiffness is None:
+            weight = model.total_mass * model.gravity
+            sole_stiffness = weight / (self.num_patches * sole_compression)
+        if not sole_stiffness > 0.0:
+            raise ValueError(f"sole_stiffness must be > 0 N/m, got {sole_stiffness}")
+        self.sole_stiffness = float(sole_stiffness)
+        self.compliance = 0.0 if np.isinf(sole_stiffness) else 1.0 / self.sole_stiffness
+        # The sole's deformation f/k per patch, keyed by the q that Step returned (so repeated
+        # solves of one frame do not change it); a q never stepped to starts undeformed.
+        self._deformation = {}
+
+    @staticmethod
+    def _Key(q) -> bytes:
+        return np.round(np.asarray(q, float), 12).tobytes()
 
     def PatchJacobians(self, q):
-        """Patch positions (P, 3) and Jacobians (P, 3, nv)."""
+        """Foot points under the patches (P, 3) and their Jacobians (P, 3, nv)."""
         m = self.model
         pos, jac = [], []
         for j in range(4):
@@ -158,6 +210,11 @@ class RigidFrameDynamics:
             pos.append(p)
             jac.append(J)
         return np.concatenate(pos), np.concatenate(jac)
+
+    def Deformation(self, q) -> np.ndarray:
+        """(P, 3) the sole's deformation n̂ f_⊥/k at configuration q of this pass, m."""
+        hit = self._deformation.get(self._Key(q))
+        return np.zeros((self.num_patches, 3)) if hit is None else hit
 
     def Linearize(self, q, v):
         m, dt = self.model, self.dt
@@ -172,13 +229,27 @@ class RigidFrameDynamics:
         Minv_h = np.linalg.solve(L.T, np.linalg.solve(L, h))
         dq0 = dt * (v - dt * Minv_h)
         dq_dz = dt * dt * Minv_G
-        dp0 = np.einsum("pij,j->pi", Jp, dq0)
+        s = self.Deformation(q)
+        dp0 = np.einsum("pij,j->pi", Jp, dq0) - s
         dp_dz = np.einsum("pij,jk->pik", Jp, dq_dz)
-        return FrameLinearization(dq0, dq_dz, P, dp0, dp_dz, self.patch_foot, factor)
+        if self.compliance:
+            for p in range(self.num_patches):
+                dp_dz[p, 2, m.nu + 3 * p + 2] += self.compliance
+        return FrameLinearization(
+            dq0, dq_dz, P + s, dp0, dp_dz, self.patch_foot, factor, rigid_soles=True
+        )
 
     def Step(self, q, v, lin, z):
         dq = lin.dq0 + lin.dq_dz @ z
-        return q + dq, dq / self.dt
+        q_next = q + dq
+        forces = np.asarray(z[self.model.nu :], float).reshape(-1, 3)
+        deformation = np.zeros_like(forces)
+        deformation[:, 2] = self.compliance * forces[:, 2]
+        self._deformation[self._Key(q_next)] = deformation
+        if len(self._deformation) > 64:
+            for old in list(self._deformation)[:-32]:
+                self._deformation.pop(old, None)
+        return q_next, dq / self.dt
 
     def UncondensedStep(self, q, v):
         """The frame's matrices before condensation (for the condensed-vs-uncondensed benchmark):
@@ -206,6 +277,9 @@ class FrameResult:
     solve_time: float
     factor_time: float
     num_qp_variables: int
+    # (P, 3) patch displacements of the step, m; sliding patches' pyramid direction index.
+    displacements: np.ndarray | None = None
+    directions: dict = dataclasses.field(default_factory=dict)
 
 
 def _Scales(model: SkeletonModel, config: QpccConfig) -> np.ndarray:
@@ -307,8 +381,8 @@ class FrameQpcc:
 
         Args:
             swing_feet: feet the contact plan lifts at the next frame: their patches start as
-                breakage (with fixed patches' forces free, a lift-off never shows in their
-                multipliers: the plan says when a foot should try to leave).
+                breakage (the contact plan says when a foot leaves the ground, as the paper's
+                user-given footfall pattern does; the loop may still put a patch back down).
         """
         start = time.perf_counter()
         cfg = self.config
@@ -317,47 +391,65 @@ class FrameQpcc:
         H, g, c = self._Objective(q, lin, q_target, dq_prev, tau_prev, flat_feet, support_feet)
         heights = lin.patches[:, 2]
         P = len(heights)
-        candidates = np.flatnonzero(heights < cfg.approach_distance)
         labels = [""] * P
         directions = {}
-        for p in candidates:
-            touching = heights[p] < cfg.contact_distance
+        for p in np.flatnonzero(heights < cfg.approach_distance):
+            touching = heights[p] <= cfg.contact_distance
             lifting = int(lin.patch_foot[p]) in swing_feet
             labels[p] = STATIC if touching and not lifting else BREAKAGE
-        energies = []
-        history = []
-        best = None
-        result = None
+        energies, solved, history = [], [], set()
+        failure, best = None, None
         for iteration in range(cfg.max_label_iterations):
+            history.add(_LabellingKey(labels, directions))
+            # Static patches keep their force inside the friction pyramid (Eq. 17) from the first
+            # solve: a rigid foot's tangential forces are statically indeterminate, so Eq. (18)'s
+            # free multipliers would only show the regulariser's even split, not whether the
+            # foot can stick. Eq. (18) (free) is the fallback when friction cannot hold them all.
+            cone = True
             try:
-                # Eq. (18) first (fixed patches, free multipliers), then Eq. (17): static patches
-                # keep their force inside the friction pyramid.
-                result = self._SolveLabelled(
-                    lin, H, g, c, labels, directions, static_cone=iteration > 0
-                )
-            except RuntimeError:
-                # A relabelling whose contact constraints cannot hold at all (even with slack on
-                # the motor and COP rows): keep the best labelling found so far.
-                if best is None and result is None:
-                    raise
-                break
+                result = self._SolveLabelled(lin, H, g, c, labels, directions, static_cone=True)
+            except RuntimeError as e:
+                failure = str(e)
+                if iteration > 0:
+                    break
+                try:
+                    cone = False
+                    result = self._SolveLabelled(lin, H, g, c, labels, directions)
+                except RuntimeError as e2:
+                    failure = str(e2)
+                    break
+            new_labels, new_dirs, violated = self._Relabel(
+                lin, labels, directions, result, static_cone=cone
+            )
+            result["labels"], result["directions"] = list(labels), dict(directions)
+            # Consistent: the solution satisfies the complementarity of its labels (no loaded
+            # patch pulls, no static force outside the pyramid). The loop then only tries
+            # changes that may lower E_G (a binding pyramid -> sliding, a breaking patch held
+            # up by the ground -> static) and stops when one does not.
+            result["consistent"] = not violated
             energies.append(result["energy"])
-            new_labels, new_dirs, consistent = self._Relabel(lin, labels, directions, result)
-            result["consistent"] = consistent
-            result["labels"] = list(labels)
-            history.append(tuple(labels))
-            if consistent and not result["slack"]:
-                if best is None or result["energy"] < best["energy"]:
+            solved.append(result)
+            if result["consistent"]:
+                improved = best is None or result["energy"] < best["energy"] - 1e-9 * (
+                    1.0 + abs(best["energy"])
+                )
+                if improved:
                     best = result
+                else:
+                    break
+            if (new_labels, new_dirs) == (labels, directions):
                 break
-            if best is None or (not result["slack"] and result["energy"] < best["energy"]):
-                best = result if not result["slack"] else best
-            if tuple(new_labels) in history:
-                # A labelling already tried: the loop would cycle; keep the best so far.
-                labels, directions = new_labels, new_dirs
-                break
+            if _LabellingKey(new_labels, new_dirs) in history:
+                break  # the loop would cycle
             labels, directions = new_labels, new_dirs
-        chosen = best if best is not None else result
+        if not solved:
+            raise RuntimeError(failure or "no labelling solved")
+        # A consistent labelling (complementarity holds) first; among the others the lowest
+        # energy without slack, then the lowest energy.
+        chosen = min(
+            solved,
+            key=lambda r: (not r["consistent"], bool(r["slack"]), r["energy"]),
+        )
         z = chosen["z"]
         q_next, v_next = self.dyn.Step(q, v, lin, z)
         nu = self.model.nu
@@ -378,13 +470,15 @@ class FrameQpcc:
             v_next=v_next,
             energies=energies,
             iterations=len(energies),
-            consistent=bool(chosen.get("consistent", False)),
+            consistent=bool(chosen["consistent"]),
             infeasible=chosen["slack"],
             cop=cop,
             cop_margin=margin,
             solve_time=time.perf_counter() - start,
             factor_time=lin.factor_time,
             num_qp_variables=chosen["num_vars"],
+            displacements=lin.dp0 + np.einsum("pik,k->pi", lin.dp_dz, z),
+            directions=chosen["directions"],
         )
 
     def _Polygon(self, lin, in_contact):
@@ -400,44 +494,43 @@ class FrameQpcc:
             return None
 
     def _SolveLabelled(self, lin, H, g, c, labels, directions, elastic=False, static_cone=False):
-        """One QP for a fixed labelling (Eqs. 15-18); `static_cone`: Eq. (17)'s friction
-        constraint μ F_⊥ - 1ᵀF_∥ >= 0 on static patches (4-direction pyramid)."""
+        """One QP for a fixed labelling (Eqs. 15-18).
+
+        Patch-wise friction (a soft sole: the skin's patches move on their own): a static patch
+        has a 3-D force (free in Eq. 18; inside the friction pyramid μ F_⊥ - 1ᵀF_∥ >= 0 of
+        Eq. 17 when `static_cone`) and stays put; a sliding patch has F = F_⊥ (n̂ + μ d_k) on the
+        pyramid's boundary along its active direction d_k (Eq. 16 with 1ᵀF_∥ = μ F_⊥) and
+        Eq. (16)'s auxiliary λ >= 0: d_kᵀ Δc_∥ + λ = 0 and d_iᵀ Δc_∥ + λ >= 0 for the other
+        directions, so it slips inside the quarter-plane opposite d_k (maximum dissipation on
+        the pyramid) or not at all (λ = 0). Breaking patches carry no force and stay above the
+        ground.
+
+        Foot-wise friction (`lin.rigid_soles`: a rigid sole moves as one body, so its patches'
+        tangential forces are statically indeterminate): each loaded patch carries a normal force
+        (Eq. 15) and each foot one tangential force (F_x, F_y) at its sole centre with the same
+        pyramid complementarity: sticking, the sole centre does not slip; sliding, F_∥ = μ ΣF_⊥ d_k
+        and the centre slips opposite d_k. Torsional friction is left out (the sole may turn
+        about its normal): a 3-joint leg (hip yaw + two parallel pitch joints) turns its planted
+        foot whenever the torso translates; the skin's soles do that by deforming (patch-wise
+        friction), a rigid sole only by slipping, and labelling twist-slip per foot made the loop
+        wander (12% of a lift's frames consistent, measured).
+        """
         m, cfg = self.model, self.config
         nu = m.nu
         P = len(labels)
+        weight = m.total_mass * m.gravity
+        rigid = bool(getattr(lin, "rigid_soles", False))
+        layout = (
+            self._RigidSoleLayout(lin, labels, directions)
+            if rigid
+            else self._PatchLayout(lin, labels, directions)
+        )
+        T, ny = layout["T"], layout["ny"]
+        lam_unit = 1e-3  # λ in mm
         prog = MathematicalProgram()
-        tau = prog.NewContinuousVariables(nu, "tau")
-        # Force parameters per patch: static 3 (γ_c, free), sliding 1 (F_⊥), otherwise none.
-        params = []
-        Fmap_rows = []  # f = Fmap @ [tau; params]
-        columns = [tau]
-        for p in range(P):
-            if labels[p] == STATIC:
-                params.append(prog.NewContinuousVariables(3, f"gamma{p}"))
-            elif labels[p] == SLIDING:
-                params.append(prog.NewContinuousVariables(1, f"fn{p}"))
-            else:
-                params.append(None)
-        y = np.concatenate([tau] + [x for x in params if x is not None])
-        ny = len(y)
-        # z = T y (z = [τ; f_1..f_P]).
-        T = np.zeros((nu + 3 * P, ny))
-        T[:nu, :nu] = np.eye(nu)
-        col = nu
-        for p in range(P):
-            if labels[p] == STATIC:
-                T[nu + 3 * p : nu + 3 * p + 3, col : col + 3] = np.eye(3)
-                col += 3
-            elif labels[p] == SLIDING:
-                t_hat = directions[p]
-                T[nu + 3 * p : nu + 3 * p + 3, col] = np.array(
-                    [self.mu * t_hat[0], self.mu * t_hat[1], 1.0]
-                )
-                col += 1
-        del Fmap_rows, columns
+        y = prog.NewContinuousVariables(ny, "y")
         Hy = T.T @ H @ T + 1e-9 * np.eye(ny)
-        gy = T.T @ g
-        prog.AddQuadraticCost(Hy, gy, c, y, is_convex=True).evaluator().set_description("E_G")
+        prog.AddQuadraticCost(Hy, T.T @ g, c, y, is_convex=True).evaluator().set_description("E_G")
         slacks = []
 
         def add_inequality(A, lb, ub, name):
@@ -446,12 +539,13 @@ class FrameQpcc:
                 s = prog.NewContinuousVariables(len(lb), f"slack_{name}")
                 prog.AddBoundingBoxConstraint(0.0, np.inf, s)
                 prog.AddLinearCost(np.full(len(lb), cfg.slack_penalty), 0.0, s)
-                AA = np.hstack([A, np.eye(len(lb))])
+                ys = np.concatenate([y, s])
                 b1 = prog.AddLinearConstraint(
-                    AA, lb, np.full(len(lb), np.inf), np.concatenate([y, s])
+                    np.hstack([A, np.eye(len(lb))]), lb, np.full(len(lb), np.inf), ys
                 )
-                AA2 = np.hstack([A, -np.eye(len(lb))])
-                prog.AddLinearConstraint(AA2, np.full(len(lb), -np.inf), ub, np.concatenate([y, s]))
+                prog.AddLinearConstraint(
+                    np.hstack([A, -np.eye(len(lb))]), np.full(len(lb), -np.inf), ub, ys
+                )
                 slacks.append((name, s))
                 b1.evaluator().set_description(name)
                 return b1
@@ -461,58 +555,78 @@ class FrameQpcc:
 
         if cfg.torque_limits:
             add_inequality(np.eye(nu, ny), -self.U, self.U, "motor_limits")
-        # Contact constraints on patch displacements Δp = dp0 + dp_dz T y.
-        no_pen = {}
+        no_pen, cone = {}, {}
         eq_rows = []
+
+        def sector(U_rows, u0, k, lam_col, dirs, name):
+            """Eq. (16) for the active direction k: d_kᵀu + λ = 0, d_iᵀu + λ >= 0, λ >= 0."""
+            Du = dirs @ U_rows
+            Du[:, lam_col] += lam_unit
+            eq_rows.append((Du[k : k + 1], np.array([-dirs[k] @ u0])))
+            others = [i for i in range(len(dirs)) if i != k]
+            b = prog.AddLinearConstraint(
+                Du[others], -dirs[others] @ u0, np.full(len(others), np.inf), y
+            )
+            b.evaluator().set_description(name)
+            prog.AddBoundingBoxConstraint(0.0, np.inf, y[lam_col])
+
+        pyramid = np.array([[sx, sy, -self.mu] for sx in (1.0, -1.0) for sy in (1.0, -1.0)])
         for p in range(P):
             if not labels[p]:
                 continue
-            A = lin.dp_dz[p] @ T
+            A = lin.dp_dz[p] @ T  # patch displacement Δc = d0 + A y
             d0 = lin.dp0[p]
-            z_now = lin.patches[p, 2]
-            if labels[p] == STATIC:
-                # Fixed (Eq. 18): [φ_Δu]_c = 0, the patch does not move.
-                eq_rows.append((A, -d0))
-                if static_cone:
-                    F = T[nu + 3 * p : nu + 3 * p + 3]
-                    pyramid = np.array(
-                        [[sx, sy, -self.mu] for sx in (1.0, -1.0) for sy in (1.0, -1.0)]
-                    )
-                    b = prog.AddLinearConstraint(
-                        (pyramid @ F) / (m.total_mass * m.gravity),
-                        np.full(4, -np.inf),
-                        np.zeros(4),
-                        y,
-                    )
-                    b.evaluator().set_description(f"static_friction[{p}]")
-            elif labels[p] == SLIDING:
-                t_hat = directions[p]
-                eq_rows.append((A[2:3], np.array([-d0[2]])))
-                perp = np.array([-t_hat[1], t_hat[0]])
-                eq_rows.append(((perp @ A[:2])[None], np.array([-perp @ d0[:2]])))
-                # Moves against its friction force (F_∥ along t̂, motion along -t̂).
-                b = prog.AddLinearConstraint(
-                    (t_hat @ A[:2])[None], np.array([-np.inf]), np.array([-t_hat @ d0[:2]]), y
-                )
-                b.evaluator().set_description(f"slide_direction[{p}]")
-                col = nu + sum(
-                    3 if labels[r] == STATIC else 1 if labels[r] == SLIDING else 0 for r in range(p)
-                )
-                prog.AddBoundingBoxConstraint(0.0, np.inf, y[col])
-            else:  # BREAKAGE: no force; may only stay above the ground.
+            height = lin.patches[p, 2]
+            if labels[p] == BREAKAGE:  # no force; may only stay above the ground
                 no_pen[p] = prog.AddLinearConstraint(
-                    A[2:3], np.array([-z_now - d0[2]]), np.array([np.inf]), y
+                    A[2:3], np.array([-height - d0[2]]), np.array([np.inf]), y
                 )
                 no_pen[p].evaluator().set_description(f"no_penetration[{p}]")
+                continue
+            # Eq. (15): a loaded patch stays on the ground.
+            eq_rows.append((A[2:3], np.array([-height - d0[2]])))
+            if rigid:
+                continue
+            if labels[p] == STATIC:
+                eq_rows.append((A[:2], -d0[:2]))  # and does not slip (Eq. 17)
+                if static_cone:
+                    F = T[nu + 3 * p : nu + 3 * p + 3]
+                    cone[p] = prog.AddLinearConstraint(
+                        (pyramid @ F) / weight, np.full(4, -np.inf), np.zeros(4), y
+                    )
+                    cone[p].evaluator().set_description(f"static_friction[{p}]")
+            else:
+                col, lc = layout["fcol"][p], layout["lcol"][p]
+                prog.AddBoundingBoxConstraint(0.0, np.inf, y[col])
+                sector(A[:2], d0[:2], directions[p], lc, PYRAMID, f"sliding[{p}]")
+        if rigid:
+            for j, foot in layout["feet"].items():
+                U_rows, u0 = foot["U"], foot["u0"]
+                if j in directions:
+                    sector(U_rows, u0, directions[j], foot["lcol"], PYRAMID, f"slide[{j}]")
+                    continue
+                eq_rows.append((U_rows, -u0))  # the foot sticks (Eq. 17)
+                if static_cone:
+                    rows = np.zeros((4, ny))
+                    for r, (sx, sy, _) in enumerate(pyramid):
+                        rows[r, foot["wcol"] : foot["wcol"] + 2] = (sx, sy)
+                        rows[r] -= self.mu * foot["fz"]
+                    cone[j] = prog.AddLinearConstraint(
+                        rows / weight, np.full(4, -np.inf), np.zeros(4), y
+                    )
+                    cone[j].evaluator().set_description(f"static_friction[foot {j}]")
         if eq_rows:
-            # The patches of a rigid foot (or a stiff sole) give dependent rows: keep an
-            # orthonormal basis of them (the system is consistent), which interior-point QP
-            # solvers need.
+            # Dependent rows (a stiff sole): keep an orthonormal basis of their span (interior-
+            # point QP solvers need independent rows), after checking that the right-hand side
+            # lies in it (otherwise the contacts cannot all hold).
             A_eq = np.vstack([a for a, _ in eq_rows])
             b_eq = np.concatenate([r for _, r in eq_rows])
             U, S, _ = np.linalg.svd(A_eq, full_matrices=False)
             keep = S > 1e-9 * max(S.max(), 1e-300)
-            b = prog.AddLinearEqualityConstraint(U[:, keep].T @ A_eq, U[:, keep].T @ b_eq, y)
+            Uk = U[:, keep]
+            if np.abs(b_eq - Uk @ (Uk.T @ b_eq)).max() > 1e-9 + 1e-6 * np.abs(b_eq).max():
+                raise RuntimeError("contacts_fixed: the static patches' rows are inconsistent")
+            b = prog.AddLinearEqualityConstraint(Uk.T @ A_eq, Uk.T @ b_eq, y)
             b.evaluator().set_description("contacts_fixed")
         # COP (Eq. 12): Σ_p (a·p_p - b) F_z,p <= 0 over the patches in contact.
         in_contact = [p for p in range(P) if labels[p] in (STATIC, SLIDING)]
@@ -522,11 +636,8 @@ class FrameQpcc:
                 Ah, bh = polygon.HalfSpaces(margin=cfg.cop_margin)
                 rows = np.zeros((len(bh), ny))
                 for p in in_contact:
-                    Fz_row = T[nu + 3 * p + 2]
-                    rows += np.outer(Ah @ lin.patches[p, :2] - bh, Fz_row)
-                # In units of the robot's weight for conditioning.
-                rows /= m.total_mass * m.gravity
-                add_inequality(rows, np.full(len(bh), -np.inf), np.zeros(len(bh)), "cop")
+                    rows += np.outer(Ah @ lin.patches[p, :2] - bh, T[nu + 3 * p + 2])
+                add_inequality(rows / weight, np.full(len(bh), -np.inf), np.zeros(len(bh)), "cop")
         result = self.solver.Solve(prog, None, self.options)
         if not result.is_success():
             if not elastic:
@@ -541,49 +652,164 @@ class FrameQpcc:
             amount = float(np.max(result.GetSolution(s)))
             if amount > 1e-6:
                 violated.append(f"{name} (by {amount:.3g})")
-        duals = {p: float(np.abs(result.GetDualSolution(b)).max()) for p, b in no_pen.items()}
-        energy = float(0.5 * z @ H @ z + g @ z + c)
+        wrenches = {}
+        if rigid:
+            for j, foot in layout["feet"].items():
+                fz = float(foot["fz"] @ yv)
+                if j in directions:
+                    w = self.mu * fz * PYRAMID[directions[j]]
+                else:
+                    w = yv[foot["wcol"] : foot["wcol"] + 2].copy()
+                wrenches[j] = (w, fz, foot["U"] @ yv + foot["u0"])
         return {
             "z": z,
-            "energy": energy,
+            "energy": float(0.5 * z @ H @ z + g @ z + c),
             "slack": violated,
-            "duals": duals,
+            "no_penetration_duals": {
+                p: float(np.abs(result.GetDualSolution(b)).max()) for p, b in no_pen.items()
+            },
+            "cone_duals": {
+                key: float(np.abs(result.GetDualSolution(b)).max()) for key, b in cone.items()
+            },
+            "wrenches": wrenches,
             "num_vars": prog.num_vars(),
         }
 
-    def _Relabel(self, lin, labels, directions, result):
-        """Eq. (19): re-label each patch from its force (multiplier) and motion."""
+    def _PatchLayout(self, lin, labels, directions):
+        """z = T y for patch-wise friction: y = [τ; static (f_x, f_y, f_z); sliding (F_⊥, λ)]."""
+        nu, P, mu = self.model.nu, len(labels), self.mu
+        fcol, lcol = {}, {}
+        ny = nu
+        for p in range(P):
+            if labels[p] == STATIC:
+                fcol[p] = ny
+                ny += 3
+            elif labels[p] == SLIDING:
+                fcol[p], lcol[p] = ny, ny + 1
+                ny += 2
+        T = np.zeros((nu + 3 * P, ny))
+        T[:nu, :nu] = np.eye(nu)
+        for p, col in fcol.items():
+            rows = slice(nu + 3 * p, nu + 3 * p + 3)
+            if labels[p] == STATIC:
+                T[rows, col : col + 3] = np.eye(3)
+            else:
+                d = PYRAMID[directions[p]]
+                T[rows, col] = [mu * d[0], mu * d[1], 1.0]
+        return {"T": T, "ny": ny, "fcol": fcol, "lcol": lcol}
+
+    def _RigidSoleLayout(self, lin, labels, directions):
+        """z = T y for foot-wise friction: y = [τ; F_⊥ per loaded patch; per foot in contact the
+        tangential force (F_x, F_y) at its sole centre when it sticks, λ when it slides]."""
+        nu, P, mu = self.model.nu, len(labels), self.mu
+        loaded = [p for p in range(P) if labels[p] in (STATIC, SLIDING)]
+        ny = nu
+        fzcol = {}
+        for p in loaded:
+            fzcol[p] = ny
+            ny += 1
+        feet = {}
+        for j in sorted({int(lin.patch_foot[p]) for p in loaded}):
+            feet[j] = {"lcol": ny} if j in directions else {"wcol": ny}
+            ny += 1 if j in directions else 2
+        T = np.zeros((nu + 3 * P, ny))
+        T[:nu, :nu] = np.eye(nu)
+        for p, col in fzcol.items():
+            T[nu + 3 * p + 2, col] = 1.0
+        for j, foot in feet.items():
+            mine = np.flatnonzero(lin.patch_foot == j)
+            centre = mine[-1]  # RigidFrameDynamics: four corners, then the centre
+            fz = np.zeros(ny)
+            for p in mine:
+                if p in fzcol:
+                    fz[fzcol[p]] = 1.0
+            rows = slice(nu + 3 * centre, nu + 3 * centre + 2)
+            if j in directions:
+                T[rows] += np.outer(mu * PYRAMID[directions[j]], fz)
+            else:
+                T[rows, foot["wcol"] : foot["wcol"] + 2] = np.eye(2)
+            foot["fz"] = fz
+            foot["centre"] = centre
+        for foot in feet.values():
+            c = foot["centre"]
+            foot["U"] = lin.dp_dz[c, :2] @ T
+            foot["u0"] = lin.dp0[c, :2].copy()
+        return {"T": T, "ny": ny, "feet": feet}
+
+    def _Relabel(self, lin, labels, directions, result, static_cone=False):
+        """Eq. (19): re-label each patch (and, for rigid soles, each foot) from its forces
+        (multipliers) and motion. Returns (labels, directions, violated).
+
+        Violations of the labels' complementarity (fixed first, all at once): a loaded patch
+        whose normal force pulls (F_⊥ <= 0) -> breakage; a static force outside the pyramid
+        (Eq. 18's free multipliers) -> sliding along the pyramid direction closest to it.
+        Without violations, the changes that may lower E_G: a breaking patch at the ground
+        whose no-penetration row pushes (dual > 0) -> static, else the static patch (or foot)
+        whose pyramid binds hardest (Eq. 17 active: friction is what stops it) -> sliding. A
+        sliding patch that does not slip (λ = 0) has its force on the cone and no motion, which
+        both labels allow: it stays sliding while it carries load.
+        """
         nu = self.model.nu
         z = result["z"]
         f = z[nu:].reshape(-1, 3)
         dp = lin.dp0 + np.einsum("pik,k->pi", lin.dp_dz, z)
-        tol_f = 1e-6 * self.model.total_mass * self.model.gravity
+        weight = self.model.total_mass * self.model.gravity
+        tol_f = 1e-6 * weight
+        tol_dual = 1e-6
+        rigid = bool(getattr(lin, "rigid_soles", False))
         new = list(labels)
-        dirs = dict(directions)
-        consistent = True
         for p, label in enumerate(labels):
-            if not label:
-                continue
-            g_n = f[p, 2]
-            g_t = f[p, :2]
-            if label == STATIC:
-                if g_n <= tol_f:
-                    new[p] = BREAKAGE
-                elif self.mu * g_n < np.linalg.norm(g_t):
-                    new[p] = SLIDING
-                    dirs[p] = g_t / np.linalg.norm(g_t)
-            elif label == SLIDING:
-                if g_n <= tol_f:
-                    new[p] = BREAKAGE
-                elif np.linalg.norm(dp[p, :2]) < 1e-9:
-                    new[p] = STATIC
-            else:  # BREAKAGE
-                gap = lin.patches[p, 2] + dp[p, 2]
-                if gap < 1e-7 and result["duals"].get(p, 0.0) > 1e-6:
-                    new[p] = STATIC
-            if new[p] != label:
-                consistent = False
-        return new, dirs, consistent
+            if label in (STATIC, SLIDING) and f[p, 2] <= tol_f:
+                new[p] = BREAKAGE
+        if rigid:
+            dirs = dict(directions)
+            for j, (w, fz, _) in result["wrenches"].items():
+                if j not in directions and np.abs(w).sum() > self.mu * fz + tol_f:
+                    dirs[j] = int(np.argmax(PYRAMID @ w))
+        else:
+            dirs = {p: d for p, d in directions.items() if new[p] == SLIDING}
+            for p, label in enumerate(labels):
+                g_t = f[p, :2]
+                if label == STATIC and new[p] == STATIC:
+                    if np.abs(g_t).sum() > self.mu * f[p, 2] + tol_f:
+                        new[p] = SLIDING
+                        dirs[p] = int(np.argmax(PYRAMID @ g_t))
+        violated = new != list(labels) or dirs != directions
+        if not violated:
+            # Changes that may lower the energy: one kind at a time.
+            for p, label in enumerate(labels):
+                if label == BREAKAGE:
+                    gap = lin.patches[p, 2] + dp[p, 2]
+                    if gap < 1e-7 and result["no_penetration_duals"].get(p, 0.0) > tol_dual:
+                        new[p] = STATIC
+            if new == list(labels) and static_cone:
+                keys = result["wrenches"] if rigid else [p for p in range(len(labels))]
+                binding = {
+                    key: result["cone_duals"].get(key, 0.0)
+                    for key in keys
+                    if key not in directions
+                    and (rigid or labels[key] == STATIC)
+                    and result["cone_duals"].get(key, 0.0) > tol_dual
+                }
+                if binding:
+                    key = max(binding, key=binding.get)
+                    force = result["wrenches"][key][0] if rigid else f[key, :2]
+                    dirs[key] = int(np.argmax(PYRAMID @ force))
+                    if not rigid:
+                        new[key] = SLIDING
+        if rigid:
+            loaded_feet = {
+                int(lin.patch_foot[p]) for p in range(len(new)) if new[p] in (STATIC, SLIDING)
+            }
+            dirs = {j: k for j, k in dirs.items() if j in loaded_feet}
+            for p in range(len(new)):
+                if new[p] in (STATIC, SLIDING):
+                    new[p] = SLIDING if int(lin.patch_foot[p]) in dirs else STATIC
+        return new, dirs, violated
+
+
+def _LabellingKey(labels, directions):
+    return tuple(labels), tuple(sorted(directions.items()))
 
 
 @dataclasses.dataclass
