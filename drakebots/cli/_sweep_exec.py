@@ -116,8 +116,11 @@ def _RunInProcess(argv: list[str], log) -> tuple[int | None, str | None]:
     gc.disable()
     try:
         return int(main(argv) or 0), None
-    except SystemExit as e:
-        return (e.code if isinstance(e.code, int) else 2), None
+    except SystemExit as e:  # As Python does: a message (pydrake's failed DRAKE_DEMAND) exits 1.
+        if isinstance(e.code, int) or e.code is None:
+            return e.code or 0, None
+        print(e.code, file=sys.stderr)
+        return 1, None
     except BaseException:  # noqa: BLE001 - a case that raises is recorded, the sweep goes on.
         text = traceback.format_exc()
         print(text, file=sys.stderr)

@@ -45,8 +45,10 @@ def _Child(request: dict, protocol_fd: int) -> None:
         from drakebots.cli import main
 
         code = int(main(request["argv"]) or 0)
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    except SystemExit as e:  # As Python does: a message (pydrake's failed DRAKE_DEMAND) exits 1.
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int) and e.code is not None:
+            print(e.code, file=sys.stderr)
     except BaseException:  # noqa: BLE001 - as `python` would: the traceback, then exit 1.
         import traceback
 
