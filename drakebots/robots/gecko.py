@@ -9,6 +9,13 @@ chain bends equally and the limb has one degree of freedom, its bending angle al
 approximation error against the exact arc is closed form (`ChainEndError`) and tabulated in
 models/gecko/README.md.
 
+Soft limbs also stretch: a prismatic joint along each leg's middle segment (which points along
+the arc's chord, so the foot moves as a change of the arc's length would move it) and two coupled
+ones in the torso, with the axial stiffness the authors' weight f_l gives length changes. Without
+them the closed chain of two fixed feet over inextensible arcs drifts from cycle to cycle in a
+turning gait and snaps through after four cycles, exactly as the authors' geometric model does
+when its lengths are held fixed.
+
 Pneumatic bending: each limb's master joint carries one actuator (the limb's bending moment, see
 drakebots.systems.gecko_pneumatics) and the elastomer's bending stiffness as a RevoluteSpring; the
 torso's two chambers act on one actuator with opposite signs.
@@ -99,7 +106,7 @@ class GeckoParams:
     leg_width: float = 0.015
     torso_width: float = 0.020
     thickness: float = 0.010
-    # Masses, kg. Not from the paper (silicone limbs with chambers, about 65 g in all).
+    # Masses, kg. Not from the paper (silicone limbs with chambers, about 70 g in all).
     leg_mass: float = 0.008
     torso_mass: float = 0.012
     node_mass: float = 0.003  # the connectors at the torso's ends (shoulder, hip)
@@ -118,6 +125,19 @@ class GeckoParams:
     limb_stiffness: float = 0.05
     # Bending damping of each limb, N·m·s/rad of limb angle. Not from the paper.
     limb_damping: float = 0.004
+    # Axial stiffness and damping of a leg's stretch joint, N/m and N·s/m: the limb stiffness
+    # times the authors' weight ratio f_l / f_a (89 / 5.9) over the leg length squared, so a
+    # length change costs what it costs in their objective (lengths measured in leg lengths).
+    leg_axial_stiffness: float = 0.05 * (89.0 / 5.9) / 0.091**2
+    leg_axial_damping: float = 0.004 * (89.0 / 5.9) / 0.091**2
+    # Largest stretch or shortening of a leg, as a fraction of its length (the authors' 0.9-1.1).
+    leg_stretch_limit: float = 0.1
+    # The torso stretches at two coupled joints (one per half); each carries twice the leg's
+    # axial stiffness so the torso's length change (the sum) costs what it costs a leg.
+    torso_axial_stiffness: float = 2.0 * 0.05 * (89.0 / 5.9) / 0.091**2
+    torso_axial_damping: float = 2.0 * 0.004 * (89.0 / 5.9) / 0.091**2
+    # Mass of the slider that carries the stretch, kg (part of the leg's middle segment).
+    slider_mass: float = 0.0005
     # Torsional stiffness of a fixed suction cup, N·m/rad: limb_stiffness * f_o / f_a, the
     # authors' weights (10 / 5.9), so the quasi-static equilibrium minimises their objective.
     foot_twist_stiffness: float = 0.05 * 10.0 / 5.9
@@ -139,7 +159,13 @@ class GeckoParams:
         return self.torso_segments if limb == "torso" else self.leg_segments
 
     def total_mass(self) -> float:
-        return 4 * self.leg_mass + self.torso_mass + 2 * self.node_mass + 4 * self.foot_mass
+        return (
+            4 * self.leg_mass
+            + self.torso_mass
+            + 2 * self.node_mass
+            + 4 * self.foot_mass
+            + 6 * self.slider_mass  # four legs, two torso halves
+        )
 
 
 # Colours of the paper's figures: FL red, FR dark red, torso orange, HL blue, HR dark blue.
@@ -205,6 +231,16 @@ def FootBodyName(foot: str) -> str:
     return f"{foot}_foot"
 
 
+def StretchJointName(limb: str) -> str:
+    """The prismatic joint that lengthens a leg (along its middle segment, i.e. its chord), or
+    half the torso ("torso_front", "torso_hind")."""
+    return f"{limb}_stretch"
+
+
+def StretchSliderName(leg: str) -> str:
+    return f"{leg}_slider"
+
+
 def ActuatorName(limb: str, params: GeckoParams | None = None) -> str:
     """Drake's SDF parser names a joint's actuator after the joint: the limb's master joint."""
     return MasterJoint(params or GeckoParams(), limb)[0]
@@ -237,6 +273,7 @@ def _Link(
     color,
     params: GeckoParams,
     cylinder: float | None = None,
+    collision: bool = True,
 ) -> str:
     x, y, yaw = pose
     r = params.contact_radius
@@ -263,16 +300,17 @@ def _Link(
             f"<size>{box[0]:.9g} {box[1]:.9g} {box[2]:.9g}</size></box></geometry>"
             f"<material><diffuse>{rgba}</diffuse></material></visual>"
         )
-    parts.append(
-        f'<collision name="{name}_contact"><pose>{center_x:.9g} 0 0 0 0 0</pose>'
-        f"<geometry><sphere><radius>{r:.9g}</radius></sphere></geometry>"
-        "<drake:proximity_properties>"
-        f"<drake:point_contact_stiffness>{params.contact_stiffness:.9g}"
-        "</drake:point_contact_stiffness>"
-        f"<drake:mu_dynamic>{params.friction:.9g}</drake:mu_dynamic>"
-        f"<drake:mu_static>{params.friction:.9g}</drake:mu_static>"
-        "</drake:proximity_properties></collision>"
-    )
+    if collision:
+        parts.append(
+            f'<collision name="{name}_contact"><pose>{center_x:.9g} 0 0 0 0 0</pose>'
+            f"<geometry><sphere><radius>{r:.9g}</radius></sphere></geometry>"
+            "<drake:proximity_properties>"
+            f"<drake:point_contact_stiffness>{params.contact_stiffness:.9g}"
+            "</drake:point_contact_stiffness>"
+            f"<drake:mu_dynamic>{params.friction:.9g}</drake:mu_dynamic>"
+            f"<drake:mu_static>{params.friction:.9g}</drake:mu_static>"
+            "</drake:proximity_properties></collision>"
+        )
     parts.append("</link>")
     return "".join(parts)
 
@@ -286,6 +324,8 @@ def _Joint(
     stiffness: float = 0.0,
     damping: float = 0.0,
     effort: float = 0.0,
+    kind: str = "revolute",
+    limits: tuple[float, float] = (-3.2, 3.2),
 ) -> str:
     extra = ""
     if mimic is not None:
@@ -297,11 +337,12 @@ def _Joint(
             f"<spring_stiffness>{stiffness:.9g}</spring_stiffness>"
             "<spring_reference>0</spring_reference></dynamics>"
         )
+    axis = "0 0 1" if kind == "revolute" else "1 0 0"
     return (
-        f'<joint name="{name}" type="revolute">{extra}<parent>{parent}</parent>'
-        f"<child>{child}</child><axis><xyz>0 0 1</xyz>{dynamics}"
-        f"<limit><lower>-3.2</lower><upper>3.2</upper><effort>{effort:.9g}</effort></limit>"
-        "</axis></joint>"
+        f'<joint name="{name}" type="{kind}">{extra}<parent>{parent}</parent>'
+        f"<child>{child}</child><axis><xyz>{axis}</xyz>{dynamics}"
+        f"<limit><lower>{limits[0]:.9g}</lower><upper>{limits[1]:.9g}</upper>"
+        f"<effort>{effort:.9g}</effort></limit></axis></joint>"
     )
 
 
@@ -371,6 +412,36 @@ def MakeGeckoSdf(params: GeckoParams | None = None) -> str:
                 )
             )
             parent = name
+            if i == (h + 1) // 2:
+                # The torso's stretch joints, one per half (the hind one coupled to the front
+                # one): each slides along a segment of its half, close to that half's chord.
+                slider = StretchSliderName(f"torso_{direction}")
+                links.append(
+                    _Link(
+                        slider,
+                        (x + sign * st, 0.0, yaw),
+                        mass=params.slider_mass,
+                        box=(0.2 * st, params.torso_width, th),
+                        center_x=-0.1 * st,
+                        color=torso_color,
+                        params=params,
+                        collision=False,
+                    )
+                )
+                limit = 0.5 * params.leg_stretch_limit * dims.torso_length
+                joints.append(
+                    _Joint(
+                        StretchJointName(f"torso_{direction}"),
+                        parent,
+                        slider,
+                        mimic=None if direction == "front" else ("torso_front_stretch", 1.0),
+                        stiffness=params.torso_axial_stiffness,
+                        damping=params.torso_axial_damping,
+                        kind="prismatic",
+                        limits=(-limit, limit),
+                    )
+                )
+                parent = slider
         node = "shoulder" if direction == "front" else "hip"
         links.append(
             _Link(
@@ -445,6 +516,37 @@ def MakeGeckoSdf(params: GeckoParams | None = None) -> str:
                 )
             )
             parent = child
+            if k == nl // 2:
+                # The stretch joint: the middle segment points along the arc's chord (midpoint
+                # rule, N odd), so sliding along it moves the foot along the chord without turning
+                # it, as a change of the arc's length does (soft limbs stretch; without it the
+                # fixed chain drifts and snaps through in turning gaits, see the README).
+                slider = StretchSliderName(leg)
+                links.append(
+                    _Link(
+                        slider,
+                        (x0, side * (k + 1) * sl, yaw),
+                        mass=params.slider_mass,
+                        box=(0.2 * sl, params.leg_width, th),
+                        center_x=-0.1 * sl,
+                        color=LIMB_COLORS[leg],
+                        params=params,
+                        collision=False,
+                    )
+                )
+                limit = params.leg_stretch_limit * dims.leg_length
+                joints.append(
+                    _Joint(
+                        StretchJointName(leg),
+                        parent,
+                        slider,
+                        stiffness=params.leg_axial_stiffness,
+                        damping=params.leg_axial_damping,
+                        kind="prismatic",
+                        limits=(-limit, limit),
+                    )
+                )
+                parent = slider
     members = "".join(
         f"<drake:member>{name}</drake:member>"
         for name in _AllLinkNames(params)  # robot self-contact is not modelled
@@ -569,6 +671,8 @@ def SetGeckoPose(
             plant.GetJointByName(name, instance).set_angle(
                 context, multiplier * float(alpha[LIMBS.index(limb)])
             )
+    for limb in (*LEGS, "torso_front", "torso_hind"):
+        plant.GetJointByName(StretchJointName(limb), instance).set_translation(context, 0.0)
     x, y, eps = pose
     plant.SetFreeBodyPose(
         context,
@@ -735,7 +839,8 @@ class Gecko(Robot):
                 "leg": float(ChainEndError(dims.leg_length, max_leg, p.leg_segments)),
                 "torso": float(ChainEndError(dims.torso_length, max_torso, p.torso_segments)),
             },
-            "coupler_constraints": sum(len(j) - 1 for j in LimbJoints(p).values()),
+            "coupler_constraints": sum(len(j) - 1 for j in LimbJoints(p).values()) + 1,
+            "stretch_joints": [StretchJointName(n) for n in (*LEGS, "torso_front", "torso_hind")],
             "suction": "weld constraints to anchors, toggled at run time (AddSuctionAnchors)",
             "feet": list(FEET),
             "foot_limbs": {foot: LIMBS[FOOT_LIMB[foot]] for foot in FEET},

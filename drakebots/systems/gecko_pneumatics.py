@@ -101,8 +101,9 @@ class CascadedLimbController(LeafSystem):
         -> CascadedLimbController -> valve_commands (6, [-1, 1]), pressure_references (6, bar)
 
     Outer loop per limb: p_ff = p(alpha_ref) from the calibration, plus a saturated PI correction on
-    alpha_ref - alpha (anti-windup: the integrator is clamped to the saturation and integrates only
-    within `angle_integration_window` of the reference). The torso's signed
+    alpha_ref - alpha (anti-windup: the integrator is clamped to the saturation, integrates only
+    within `angle_integration_window` of the reference, and restarts from zero when the reference
+    changes). The torso's signed
     command sign(alpha_ref) p(|alpha_ref|) + correction goes to its left chamber when positive and
     to its right chamber when negative. Inner loop per chamber: PID on p_ref - p, the valve opening
     clipped to [-1, 1] (conditional integration as anti-windup). Discrete, sampled every
@@ -126,8 +127,8 @@ class CascadedLimbController(LeafSystem):
         self.max_pressure = calibration.chamber.max_pressure
         p0 = np.zeros(6) if initial_pressures is None else np.asarray(initial_pressures, float)
         # State: angle integrators (5), pressure integrators (6), previous pressure errors (6),
-        # valve commands (6), pressure references (6).
-        x0 = np.concatenate([np.zeros(5), np.zeros(6), np.zeros(6), np.zeros(6), p0])
+        # valve commands (6), pressure references (6), previous angle references (5).
+        x0 = np.concatenate([np.zeros(5), np.zeros(6), np.zeros(6), np.zeros(6), p0, np.zeros(5)])
         self._state = self.DeclareDiscreteState(x0)
         self._reference_port = self.DeclareVectorInputPort("reference_angles", 5)
         self._angle_port = self.DeclareVectorInputPort("measured_angles", 5)
@@ -163,8 +164,11 @@ class CascadedLimbController(LeafSystem):
         g = self.gains
         h = g.period
         x = np.array(context.get_discrete_state_vector().value())
-        i_angle, i_pressure, e_prev = x[0:5], x[5:11], x[11:17]
+        i_angle, i_pressure, e_prev, previous_ref = x[0:5], x[5:11], x[11:17], x[29:34]
         alpha_ref = self._reference_port.Eval(context)
+        # A new reference (the next half cycle's pose) starts its integrator from zero: what the
+        # integrator learnt about the previous pose's load does not apply to the new one.
+        i_angle = np.where(np.abs(alpha_ref - previous_ref) > 1e-9, 0.0, i_angle)
         alpha = self._angle_port.Eval(context)
         pressure = self._pressure_port.Eval(context)
         # Outer loop: saturated PI on the angle error (Fig. 11B), integrator clamped to the
@@ -184,7 +188,7 @@ class CascadedLimbController(LeafSystem):
         i_pressure = np.where(saturated & grows, i_pressure, i_pressure + g.pressure_ki * e * h)
         u = np.clip(g.pressure_kp * e + i_pressure + g.pressure_kd * derivative, -1.0, 1.0)
         discrete_state.get_mutable_vector().SetFromVector(
-            np.concatenate([i_angle, i_pressure, e, u, p_ref])
+            np.concatenate([i_angle, i_pressure, e, u, p_ref, alpha_ref])
         )
 
     def _CalcValve(self, context, output: BasicVector):
