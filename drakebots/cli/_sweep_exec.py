@@ -157,31 +157,41 @@ runpy.run_module("drakebots", run_name="__main__", alter_sys=True)
 
 
 # The cases running in this worker process: case folder -> a function that kills it.
-_CHILDREN: dict[str, object] = {}
+_CHILDREN: dict[tuple[str, str], object] = {}
 _CHILDREN_LOCK = threading.Lock()
+# Sweep runs that were interrupted (their cases still queued here must not start).
+_STOPPED_RUNS: set[str] = set()
 # Each worker thread's fork server (drakebots.cli._sweep_zygote), started at its first case.
 _LOCAL = threading.local()
 
 
-def StopCases(case_dirs: list[str]) -> list[str]:
-    """Kills the cases of this worker that write into `case_dirs` (run on every worker with
-    `client.run` when a sweep is interrupted: Dask cannot stop a running task, and a cancelled
-    case should not go on computing, or write its folder while a re-run does).
+def StopCases(run: str) -> list[str]:
+    """Kills this worker's cases of the sweep run `run`, and any that start later (run on every
+    worker with `client.run` when a sweep is interrupted: Dask cannot stop a running task, and a
+    cancelled case should not go on computing, or write its folder while a re-run does).
 
     Returns:
         The folders whose case was killed here.
     """
     killed = []
     with _CHILDREN_LOCK:
-        for case_dir in case_dirs:
-            kill = _CHILDREN.get(case_dir)
-            if kill is not None:
+        _STOPPED_RUNS.add(run)
+        for (case_run, case_dir), kill in list(_CHILDREN.items()):
+            if case_run == run:
                 try:
                     kill()
                     killed.append(case_dir)
                 except ProcessLookupError:
                     pass
     return killed
+
+
+def _Register(run: str, case_dir, kill) -> None:
+    """Lets StopCases find a running case (killed at once if its run was stopped already)."""
+    with _CHILDREN_LOCK:
+        _CHILDREN[(run, str(case_dir))] = kill
+        if run in _STOPPED_RUNS:
+            kill()
 
 
 def _ForkServer():
@@ -201,7 +211,7 @@ def _ForkServer():
     return server
 
 
-def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
+def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout, run=""):
     """Runs `drakebots ARGV` in a fresh process with output to `log`: a child forked by this
     thread's fork server (warm imports), else `python -m drakebots`.
 
@@ -216,8 +226,7 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
         if server is not None:
 
             def OnStart(pid):
-                with _CHILDREN_LOCK:
-                    _CHILDREN[str(case_dir)] = lambda: os.kill(pid, signal.SIGKILL)
+                _Register(run, case_dir, lambda: os.kill(pid, signal.SIGKILL))
 
             try:
                 code, cpu, timed_out = server.Run(argv, str(log_path), timeout, OnStart)
@@ -226,10 +235,10 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
                 server.Close()
                 return None, f"RuntimeError: the case's fork server failed ({e})", 0.0
         else:
-            code, cpu, timed_out = _RunPython(argv, case_dir, log, timeout)
+            code, cpu, timed_out = _RunPython(argv, case_dir, log, timeout, run)
     finally:
         with _CHILDREN_LOCK:
-            _CHILDREN.pop(str(case_dir), None)
+            _CHILDREN.pop((run, str(case_dir)), None)
     if timed_out:
         return None, f"TimeoutError: the case ran longer than --case-timeout {timeout:g} s", cpu
     with open(log_path, errors="replace") as f:
@@ -239,7 +248,7 @@ def _RunSubprocess(argv, case_dir, log, log_path, offset, timeout):
     return code, (text[start:] if start >= 0 and code not in (0, 2) else None), cpu
 
 
-def _RunPython(argv, case_dir, log, timeout) -> tuple[int, float, bool]:
+def _RunPython(argv, case_dir, log, timeout, run) -> tuple[int, float, bool]:
     """`python -m drakebots ARGV` (exit code, CPU s, timed out)."""
     env = dict(os.environ, MPLBACKEND="Agg")
     child = subprocess.Popen(
@@ -249,8 +258,7 @@ def _RunPython(argv, case_dir, log, timeout) -> tuple[int, float, bool]:
         stdin=subprocess.DEVNULL,
         env=env,
     )
-    with _CHILDREN_LOCK:
-        _CHILDREN[str(case_dir)] = child.kill
+    _Register(run, case_dir, child.kill)
     timed_out = threading.Event()
 
     def Stop():
@@ -318,6 +326,8 @@ def RunCase(task: dict) -> dict:
 
 
 def _RunCaseLocked(task: dict) -> dict:
+    if task.get("run", "") in _STOPPED_RUNS:  # Its sweep was interrupted before it started.
+        return {"case": task["name"], "status": "error", "reason": "the sweep was interrupted"}
     case_dir = Path(task["case_dir"])
     log_path = Path(task["log"])
     case_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -343,7 +353,7 @@ def _RunCaseLocked(task: dict) -> dict:
             cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         else:
             code, trace, cpu = _RunSubprocess(
-                argv, case_dir, log, log_path, offset, task.get("timeout")
+                argv, case_dir, log, log_path, offset, task.get("timeout"), task.get("run", "")
             )
     seconds = time.time() - started
     summary_path = case_dir / "summary.json"
@@ -832,6 +842,7 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
 
     from distributed import as_completed
 
+    run = os.urandom(8).hex()  # This run's id: StopCases stops its cases and no others.
     waiting = deque(to_run)
     pending: dict = {}
     running = as_completed()
@@ -846,6 +857,7 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
             "log": str(folder.LogPath(case["name"])),
             "in_process": options.in_process,
             "timeout": options.case_timeout,
+            "run": run,
         }
         key = f"drakebots-case-{case['name']}-{os.urandom(4).hex()}"
         future = client.submit(RunCase, task, key=key, pure=False)
@@ -904,12 +916,15 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
         bar.close()
     if interrupted:
         in_flight = sorted(set(_InFlight(client, pending)) | set(cancelled))
+        stopped = []
         try:  # Stop the cases still running on the workers (the futures alone cannot).
-            client.run(StopCases, [str(folder.CaseDir(c["name"])) for c in pending.values()])
+            for dirs in client.run(StopCases, run).values():
+                stopped += [Path(d).name for d in dirs]
         except Exception:  # noqa: BLE001 - no scheduler: the workers end them when they close.
             pass
         folder.AppendJournal(
             {
+                "stopped": sorted(stopped),
                 "event": "interrupted",
                 "time": _Now(),
                 "reason": interrupted,
