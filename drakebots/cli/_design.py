@@ -179,10 +179,23 @@ def RunDesign(args) -> int:
                 figures["kinematic_only"]["root_roll_variation_deg"],
                 figures["root_roll_variation_deg"],
             )
-        success = bool(outcome.converged) and figures["within_motor_limits"]
+        success = (
+            bool(outcome.converged)
+            and figures["within_motor_limits"]
+            and figures["cop_inside_support_polygon"]
+            and figures["frames_without_ground_contact"] == 0
+        )
         reason = None if success else outcome.reason
-        if outcome.converged and not figures["within_motor_limits"]:
-            reason = "a motor exceeds its limit U_m"
+        if outcome.converged and not success:
+            if not figures["within_motor_limits"]:
+                reason = "a motor exceeds its limit U_m"
+            elif not figures["cop_inside_support_polygon"]:
+                reason = "the COP leaves the support polygon"
+            else:
+                reason = (
+                    f"{figures['frames_without_ground_contact']} frames without ground contact "
+                    "while the plan has a foot down (the robot hops)"
+                )
         summary = MakeSummary(
             "design",
             {
@@ -276,6 +289,19 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
         "max_torque_ratio": float(ratio.max()),
         "within_motor_limits": bool(ratio.max() <= 1.0 + 1e-6),
         "min_cop_margin_m": (float(np.nanmin(margins)) if np.isfinite(margins).any() else None),
+        # Frames where the plan has a foot on the ground but no patch carries load (a hop): the
+        # COP is undefined there, so they count against "COP inside at every frame".
+        "frames_without_ground_contact": int(
+            np.sum(
+                (np.asarray(fr.forces)[:, :, 2].sum(axis=1) <= 1e-6)
+                & motion.contact[:, 1 : len(fr.forces) + 1].any(axis=0)
+            )
+        )
+        if len(fr.forces)
+        else 0,
+        "max_torque_change_per_frame_nm": float(np.abs(np.diff(tau, axis=0)).max())
+        if len(tau) > 1
+        else 0.0,
         "cop_inside_support_polygon": bool(
             np.isfinite(margins).any() and np.nanmin(margins) >= -1e-6
         ),

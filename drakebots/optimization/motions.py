@@ -72,13 +72,15 @@ def _Track(events, duration):
     return FootTrack(times=times, positions=positions, stance=merged)
 
 
-def _Lift(model, lifted: list[int], *, height: float, duration: float, name: str) -> MotionSpec:
+def _Lift(
+    model, lifted: list[int], *, height: float, duration: float, name: str, com_shift: float
+) -> MotionSpec:
     feet, com = _Home(model)
     stay = [j for j in range(4) if j not in lifted]
     # Target COM: over the centroid of the feet that stay, pulled toward the centre (a margin
     # against the COP leaving the polygon), at the home height.
     centroid = feet[stay, :2].mean(axis=0)
-    shift = 0.15 * (centroid - com[:2])
+    shift = com_shift * (centroid - com[:2])
     target = com.copy()
     target[:2] += shift
     t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75
@@ -117,14 +119,28 @@ def _Lift(model, lifted: list[int], *, height: float, duration: float, name: str
     )
 
 
-def SingleFootLift(model, *, leg: str = "front_left", height: float = 0.04, duration=2.0):
-    """Fig. 10(a): shift the COM over the other three feet, lift one foot, put it back."""
+def SingleFootLift(
+    model, *, leg: str = "front_left", height: float = 0.04, duration=2.0, com_shift: float = 0.4
+):
+    """Fig. 10(a): shift the COM over the other three feet, lift one foot, put it back.
+
+    Args:
+        com_shift: how far the COM moves toward the centroid of the feet that stay (fraction).
+            The beetle's home COM is already 3.4 cm inside their support polygon; a 3-joint leg
+            can move the torso only by tilting and turning its planted feet, so 40 % rather
+            than all the way (75 % gave plans that turned stance feet by 50-120°).
+    """
     return _Lift(
-        model, [LEG_NAMES.index(leg)], height=height, duration=duration, name="single-foot-lift"
+        model,
+        [LEG_NAMES.index(leg)],
+        height=height,
+        duration=duration,
+        name="single-foot-lift",
+        com_shift=com_shift,
     )
 
 
-def DoubleFootLift(model, *, height: float = 0.03, duration=2.0):
+def DoubleFootLift(model, *, height: float = 0.03, duration=2.0, com_shift: float = 0.4):
     """Fig. 10(b): lift the diagonal pair front-left + rear-right on the other diagonal."""
     return _Lift(
         model,
@@ -132,6 +148,7 @@ def DoubleFootLift(model, *, height: float = 0.03, duration=2.0):
         height=height,
         duration=duration,
         name="double-foot-lift",
+        com_shift=com_shift,
     )
 
 

@@ -80,6 +80,8 @@ class QpccConfig:
     length_scale: float = 0.01
     # Angles in E_G are measured in units of this angle, rad.
     angle_scale: float = 0.05
+    # Torque changes in E_τ are measured in units of this fraction of U_m.
+    torque_scale: float = 1.0
     # Weight of the contact-force regulariser (forces in units of the robot's weight).
     force_regularization: float = 1e-3
     # Labelling iterations per frame (the paper stops after 10).
@@ -168,6 +170,9 @@ class RigidFrameDynamics:
             shared by all 20 patches, compresses the sole by `sole_compression`; np.inf: rigid
             patches (f/k = 0).
         sole_compression: the static compression that sets the default stiffness, m.
+        sole_damping_ratio: the sole's viscous damping as a fraction of critical for the robot's
+            mass per patch (f_⊥ = k s + c ṡ, implicit): a stiff undamped sole lets the torso
+            bounce on its feet from frame to frame.
     """
 
     def __init__(
@@ -177,6 +182,7 @@ class RigidFrameDynamics:
         *,
         sole_stiffness: float | None = None,
         sole_compression: float = 1e-4,
+        sole_damping_ratio: float = 1.0,
     ):
         self.model = model
         self.dt = float(dt)
@@ -193,6 +199,14 @@ class RigidFrameDynamics:
             raise ValueError(f"sole_stiffness must be > 0 N/m, got {sole_stiffness}")
         self.sole_stiffness = float(sole_stiffness)
         self.compliance = 0.0 if np.isinf(sole_stiffness) else 1.0 / self.sole_stiffness
+        # Viscous damping of the sole, c = 2 ζ sqrt(k m) with m the robot's mass per patch:
+        # f_⊥ = k s + c ṡ, implicit: s⁺ = (f_⊥ + (c/Δt) s) / (k + c/Δt).
+        if self.compliance:
+            mass = model.total_mass / self.num_patches
+            self.sole_damping = 2.0 * sole_damping_ratio * np.sqrt(self.sole_stiffness * mass)
+            self._gain = 1.0 / (self.sole_stiffness + self.sole_damping / self.dt)
+        else:
+            self.sole_damping, self._gain = 0.0, 0.0
         # The sole's deformation f/k per patch, keyed by the q that Step returned (so repeated
         # solves of one frame do not change it); a q never stepped to starts undeformed.
         self._deformation = {}
@@ -230,11 +244,12 @@ class RigidFrameDynamics:
         dq0 = dt * (v - dt * Minv_h)
         dq_dz = dt * dt * Minv_G
         s = self.Deformation(q)
-        dp0 = np.einsum("pij,j->pi", Jp, dq0) - s
+        # Δs = s⁺ - s = (f_⊥ - k s) / (k + c/Δt).
+        dp0 = np.einsum("pij,j->pi", Jp, dq0) - self._gain * self.sole_stiffness * s
         dp_dz = np.einsum("pij,jk->pik", Jp, dq_dz)
         if self.compliance:
             for p in range(self.num_patches):
-                dp_dz[p, 2, m.nu + 3 * p + 2] += self.compliance
+                dp_dz[p, 2, m.nu + 3 * p + 2] += self._gain
         return FrameLinearization(
             dq0, dq_dz, P + s, dp0, dp_dz, self.patch_foot, factor, rigid_soles=True
         )
@@ -244,7 +259,9 @@ class RigidFrameDynamics:
         q_next = q + dq
         forces = np.asarray(z[self.model.nu :], float).reshape(-1, 3)
         deformation = np.zeros_like(forces)
-        deformation[:, 2] = self.compliance * forces[:, 2]
+        if self.compliance:
+            s = self.Deformation(q)[:, 2]
+            deformation[:, 2] = self._gain * (forces[:, 2] + self.sole_damping / self.dt * s)
         self._deformation[self._Key(q_next)] = deformation
         if len(self._deformation) > 64:
             for old in list(self._deformation)[:-32]:
@@ -342,8 +359,9 @@ class FrameQpcc:
                 )
             )
         sel = np.zeros((m.nu, nz))
-        sel[:, : m.nu] = np.diag(1.0 / self.U)
-        blocks.append((W.torque, sel, -tau_prev / self.U))  # E_τ
+        unit = self.config.torque_scale * self.U
+        sel[:, : m.nu] = np.diag(1.0 / unit)
+        blocks.append((W.torque, sel, -tau_prev / unit))  # E_τ
         for j in support_feet:  # E_C: supporting feet do not move
             _, Jp = m.FootPoints(q, j, m.sole_centers[j])
             Jp = Jp[0] / self.config.length_scale
@@ -419,7 +437,7 @@ class FrameQpcc:
                     failure = str(e2)
                     break
             new_labels, new_dirs, violated = self._Relabel(
-                lin, labels, directions, result, static_cone=cone
+                lin, labels, directions, result, static_cone=cone, swing_feet=swing_feet
             )
             result["labels"], result["directions"] = list(labels), dict(directions)
             # Consistent: the solution satisfies the complementarity of its labels (no loaded
@@ -507,13 +525,13 @@ class FrameQpcc:
 
         Foot-wise friction (`lin.rigid_soles`: a rigid sole moves as one body, so its patches'
         tangential forces are statically indeterminate): each loaded patch carries a normal force
-        (Eq. 15) and each foot one tangential force (F_x, F_y) at its sole centre with the same
-        pyramid complementarity: sticking, the sole centre does not slip; sliding, F_∥ = μ ΣF_⊥ d_k
-        and the centre slips opposite d_k. Torsional friction is left out (the sole may turn
-        about its normal): a 3-joint leg (hip yaw + two parallel pitch joints) turns its planted
-        foot whenever the torso translates; the skin's soles do that by deforming (patch-wise
-        friction), a rigid sole only by slipping, and labelling twist-slip per foot made the loop
-        wander (12% of a lift's frames consistent, measured).
+        (Eq. 15) and each foot one tangential force (F_x, F_y), shared by its loaded patches,
+        with the same pyramid complementarity: sticking, the loaded patches do not slip (their
+        mean); sliding, F_∥ = μ ΣF_⊥ d_k and they slip opposite d_k. Torsional friction is
+        left out (the sole may turn about its normal): a 3-joint leg (hip yaw + two parallel
+        pitch joints) turns its planted foot whenever the torso translates; the skin's soles do
+        that by deforming (patch-wise friction), a rigid sole only by slipping, and labelling
+        twist-slip per foot made the loop wander (12% of a lift's frames consistent, measured).
         """
         m, cfg = self.model, self.config
         nu = m.nu
@@ -700,7 +718,8 @@ class FrameQpcc:
 
     def _RigidSoleLayout(self, lin, labels, directions):
         """z = T y for foot-wise friction: y = [τ; F_⊥ per loaded patch; per foot in contact the
-        tangential force (F_x, F_y) at its sole centre when it sticks, λ when it slides]."""
+        tangential force (F_x, F_y), shared evenly by its loaded patches, when it sticks, λ when
+        it slides]."""
         nu, P, mu = self.model.nu, len(labels), self.mu
         loaded = [p for p in range(P) if labels[p] in (STATIC, SLIDING)]
         ny = nu
@@ -717,26 +736,27 @@ class FrameQpcc:
         for p, col in fzcol.items():
             T[nu + 3 * p + 2, col] = 1.0
         for j, foot in feet.items():
-            mine = np.flatnonzero(lin.patch_foot == j)
-            centre = mine[-1]  # RigidFrameDynamics: four corners, then the centre
+            mine = [p for p in np.flatnonzero(lin.patch_foot == j) if p in fzcol]
             fz = np.zeros(ny)
+            fz[[fzcol[p] for p in mine]] = 1.0
+            # (F_x, F_y) shared evenly by the foot's loaded patches.
+            G = np.zeros((3 * P, 2))
             for p in mine:
-                if p in fzcol:
-                    fz[fzcol[p]] = 1.0
-            rows = slice(nu + 3 * centre, nu + 3 * centre + 2)
+                G[3 * p : 3 * p + 2] = np.eye(2) / len(mine)
             if j in directions:
-                T[rows] += np.outer(mu * PYRAMID[directions[j]], fz)
+                T[nu:] += np.outer(G @ (mu * PYRAMID[directions[j]]), fz)
             else:
-                T[rows, foot["wcol"] : foot["wcol"] + 2] = np.eye(2)
+                T[nu:, foot["wcol"] : foot["wcol"] + 2] = G
             foot["fz"] = fz
-            foot["centre"] = centre
+            foot["loaded"] = mine
         for foot in feet.values():
-            c = foot["centre"]
-            foot["U"] = lin.dp_dz[c, :2] @ T
-            foot["u0"] = lin.dp0[c, :2].copy()
+            # The slip: the loaded patches' mean tangential displacement (work-conjugate).
+            mine = foot["loaded"]
+            foot["U"] = np.mean([lin.dp_dz[p, :2] @ T for p in mine], axis=0)
+            foot["u0"] = np.mean([lin.dp0[p, :2] for p in mine], axis=0)
         return {"T": T, "ny": ny, "feet": feet}
 
-    def _Relabel(self, lin, labels, directions, result, static_cone=False):
+    def _Relabel(self, lin, labels, directions, result, static_cone=False, swing_feet=()):
         """Eq. (19): re-label each patch (and, for rigid soles, each foot) from its forces
         (multipliers) and motion. Returns (labels, directions, violated).
 
@@ -744,7 +764,10 @@ class FrameQpcc:
         whose normal force pulls (F_⊥ <= 0) -> breakage; a static force outside the pyramid
         (Eq. 18's free multipliers) -> sliding along the pyramid direction closest to it.
         Without violations, the changes that may lower E_G: a breaking patch at the ground
-        whose no-penetration row pushes (dual > 0) -> static, else the static patch (or foot)
+        whose no-penetration row pushes (dual > 0) -> static (not on a foot the plan swings:
+        touching the ground with no force is consistent, and leaning on a swinging foot to
+        follow the plan's joint angles made the robot trip at lift-off), else the static patch
+        (or foot)
         whose pyramid binds hardest (Eq. 17 active: friction is what stops it) -> sliding. A
         sliding patch that does not slip (λ = 0) has its force on the cone and no motion, which
         both labels allow: it stays sliding while it carries load.
@@ -778,7 +801,7 @@ class FrameQpcc:
         if not violated:
             # Changes that may lower the energy: one kind at a time.
             for p, label in enumerate(labels):
-                if label == BREAKAGE:
+                if label == BREAKAGE and int(lin.patch_foot[p]) not in swing_feet:
                     gap = lin.patches[p, 2] + dp[p, 2]
                     if gap < 1e-7 and result["no_penetration_duals"].get(p, 0.0) > tol_dual:
                         new[p] = STATIC

@@ -46,6 +46,8 @@ from drakebots.robots.skeleton import (
 
 BASE_JOINTS = ("x", "y", "z", "yaw", "pitch", "roll")
 NUM_BASE = 6
+# Softness of the sole's smooth-minimum corner height (SkeletonModel.SoleLowest), m.
+SOLE_SOFTNESS = 1e-4
 
 
 @dataclasses.dataclass
@@ -326,6 +328,21 @@ class SkeletonModel:
         # d n / dt = ω × n = -[n]x ω.
         skew = np.array([[0, -n[2], n[1]], [n[2], 0, -n[0]], [-n[1], n[0], 0]])
         return n, -skew @ Jw
+
+    def SoleLowest(self, q: np.ndarray, leg: int, softness: float = SOLE_SOFTNESS):
+        """Height of a sole's lowest corner as a smooth minimum, m, and its gradient (nq,).
+
+        h = -s log(Σ_k exp(-z_k / s) / 4) over the four corner heights z_k (s = `softness`):
+        exactly z for a flat sole, within s log 4 of the lowest corner when it tilts. A planted
+        flat sole tilted by its leg stands on its lowest edge or corner, not on its centre.
+        """
+        corners, J = self.FootPoints(q, leg, self.sole_corners[leg])
+        z = corners[:, 2]
+        shifted = -(z - z.min()) / softness
+        w = np.exp(shifted)
+        total = w.sum()
+        value = z.min() - softness * (np.log(total) - np.log(len(z)))
+        return value, (w / total) @ J[:, 2]
 
     def AllFeet(self, q: np.ndarray):
         """Sole centres (4, 3), their Jacobians (4, 3, nq), normals (4, 3), normal Jacobians."""

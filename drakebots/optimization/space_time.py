@@ -408,7 +408,12 @@ def AddBaseAttitudeCost(prog, model, V, targets, *, weight, frames_per_knot):
 
 
 def AddContactConstraints(prog, model, V, targets):
-    """Eq. (4): a foot on the ground has its sole centre at z = 0 and does not move."""
+    """Eq. (4): a foot on the ground touches it and does not move (its sole centre stays put).
+
+    "Touches" is the sole's lowest corner at z = 0 (a smooth minimum of the corner heights,
+    `SkeletonModel.SoleLowest`), not its centre: a 3-joint leg cannot keep a planted foot flat
+    while the torso moves, and a tilted sole whose centre is on the ground would have a corner
+    below it, which the frame-by-frame step's rigid sole cannot follow."""
     bindings = []
     K = len(V.knot_times)
     for k in range(K):
@@ -417,8 +422,8 @@ def AddContactConstraints(prog, model, V, targets):
                 continue
 
             def height(q, j=j):
-                p, J = model.FootPoints(q, j, model.sole_centers[j])
-                return p[0, 2:3], J[0, 2:3]
+                h, dh = model.SoleLowest(q, j)
+                return np.array([h]), dh[None]
 
             b = prog.AddConstraint(
                 _Evaluator(height), [0.0], [0.0], V.q[k], description=f"contact_height[{k},{j}]"

@@ -209,10 +209,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
         model, K = self.model, self.K
         mu = np.zeros((K, 4, 3))
         nu = np.zeros((K, 3))
+        heights = np.zeros((K, 4))
         for kind, k, j, first, end in self._rows_eq:
             lam = lam_eq[first:end]
             if kind == "height":
-                mu[k, j, 2] += lam[0]
+                heights[k, j] += lam[0]
             else:  # still: p_kj,xy - p_k-1,j,xy
                 mu[k, j, :2] += lam
                 mu[k - 1, j, :2] -= lam
@@ -234,7 +235,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
         frames = [body.body_frame() for body in model.foot_bodies]
         centers = [c.reshape(3, 1) for c in model.sole_centers]
         for k in range(K):
-            if not (np.any(mu[k]) or np.any(nu[k])):
+            if not (np.any(mu[k]) or np.any(nu[k]) or np.any(heights[k])):
                 continue
             q = x[self.iq[k]]
 
@@ -254,6 +255,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
                         context, kV, world, world
                     )
                     g += Jc.T @ nu[k]
+                for j in np.flatnonzero(heights[k]):
+                    g += heights[k, j] * model.SoleLowest(qq, j)[1]
                 return g
 
             g0 = gradient(q)
@@ -374,7 +377,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
             for j in range(4):
                 if not T.contact[j, k]:
                     continue
-                equality(f"contact_height[{k},{j}]", p[j, 2:3], Jp[j, 2:3], self.iq[k])
+                h, dh = model.SoleLowest(Q[k], j)
+                equality(f"contact_height[{k},{j}]", np.array([h]), dh[None], self.iq[k])
                 if k > 0 and T.contact[j, k - 1]:
                     p0, J0 = kin[k - 1][2][j], kin[k - 1][3][j]
                     equality(
