@@ -108,3 +108,61 @@ def test_leaf_system_ports(ball):
     context = system.CreateDefaultContext()
     updated = system.EvalUniquePeriodicDiscreteUpdate(context)
     assert np.all(np.isfinite(updated.get_vector(0).get_value()))
+
+
+def test_skin_skeleton_penalty_pushes_out_along_the_box_normal():
+    """Section 4.2's explicit penalty: an inner skin vertex pushed into the beetle's torso
+    structure feels k * depth along the nearest face's outward normal (and none at rest)."""
+    from drakebots.robots import GetRobot
+    from drakebots.robots.skeleton import _Build
+
+    robot = GetRobot("beetle")
+    plant = MultibodyPlant(0.0)
+    instance = robot.AddTo(plant)
+    plant.Finalize()
+    torso = _Build(robot.params).links["torso"]
+    box = next(b for b in torso.boxes if b.name.endswith("_shell"))
+    top = box.center + [0.0, 0.0, 0.5 * box.size[2]]
+    # A small shell just above the torso box's top face (clear of it at rest).
+    mesh = MakeShellMesh(
+        lambda P: np.linalg.norm(P - (top + [0, 0, 0.03]), axis=-1) - 0.02,
+        top - 0.03,
+        top + 0.06,
+        0.004,
+        0.006,
+    )
+    r = np.linalg.norm(mesh.vertices - (top + [0, 0, 0.03]), axis=1)
+    boundary = np.unique(BoundaryFaces(mesh.tets))
+    outer = np.zeros(mesh.num_vertices, dtype=bool)
+    outer[boundary[r[boundary] > 0.018]] = True
+    inner = boundary[r[boundary] < 0.018]
+    glue = inner[:3]
+    skin = Skin(
+        robot="beetle",
+        mesh=mesh,
+        glue_vertices=glue,
+        glue_links=["torso"] * 3,
+        glue_points=mesh.vertices[glue] - torso.origin,
+        skin_links=["torso"],
+        weights=np.ones((mesh.num_vertices, 1)),
+        thickness=np.full(mesh.num_vertices, 0.004),
+        outer=outer,
+        fold=np.zeros(mesh.num_tets, dtype=bool),
+        mass_density=1000.0,
+        youngs_modulus=1e6,
+        poissons_ratio=0.45,
+        info={},
+    )
+    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    q = plant.GetPositions(plant.CreateDefaultContext())
+    x = stepper.fem.RestPositions()
+    assert np.abs(stepper.PenaltyForces(q, x)).max() == 0.0
+    # Push the lowest free inner vertex 3 mm into the box through its top face.
+    free_inner = np.setdiff1d(inner, glue)
+    k = free_inner[np.argmin(mesh.vertices[free_inner, 2])]
+    X = x.reshape(-1, 3)
+    X[k] = [top[0], top[1], top[2] - 0.003]
+    F = stepper.PenaltyForces(q, X.ravel()).reshape(-1, 3)
+    np.testing.assert_allclose(F[k], [0.0, 0.0, 2000.0 * 0.003], atol=1e-9)
+    assert np.abs(np.delete(F, k, axis=0)).max() == 0.0
