@@ -28,7 +28,8 @@ from drakebots.cli import AddOutputArguments, AddVerb
 from drakebots.errors import InputError
 
 ROBOTS = ("tripod",)
-GAITS = ("tripod",)
+GAITS = ("tripod", "tripod_reverse")
+STROKE_TRAVEL_MM = 10.0  # the model's actuator travel (drakebots.frame.tripod_model)
 # Actuation axis -> (lattice, node) of the 2x2 formation of Fig. 1 with its actuator along it.
 FORMATIONS = {"x": ("2x2x1", "0:0:0/4"), "y": ("2x2x1", "0:0:0/3"), "z": ("2x1x2", "0:0:0/3")}
 
@@ -72,9 +73,23 @@ def register(subparsers):
     )
     parser.add_argument("--timoshenko", action="store_true", help="include strut shear")
     parser.add_argument("--robot", default="tripod", help="pom/compare: robot (tripod)")
-    parser.add_argument("--gait", default="tripod", help="pom/compare: gait (tripod)")
     parser.add_argument(
-        "--lift", type=float, default=3.0, help="pom/compare: gait lift amplitude, mm"
+        "--gait",
+        default="tripod",
+        help="pom/compare: gait, tripod or tripod_reverse (its foot positions run in reverse)",
+    )
+    parser.add_argument(
+        "--lift",
+        type=float,
+        default=4.0,
+        help="pom/compare: swing-foot clearance above the stance foot, mm (the keyframes' strokes "
+        "reach twice this)",
+    )
+    parser.add_argument(
+        "--narrow",
+        type=float,
+        default=8.0,
+        help="pom/compare: rear stance narrowing while a front foot swings, mm",
     )
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
@@ -215,8 +230,16 @@ def Run(args) -> int:
         raise InputError(f"--robot {args.robot}: known robots: {', '.join(ROBOTS)}")
     if args.gait not in GAITS:
         raise InputError(f"--gait {args.gait}: known gaits: {', '.join(GAITS)}")
-    if not 0 < args.lift <= 10:
-        raise InputError(f"--lift {args.lift}: must be in (0, 10] mm")
+    if not 0 < 2 * args.lift <= STROKE_TRAVEL_MM:
+        raise InputError(
+            f"--lift {args.lift}: must be in (0, {STROKE_TRAVEL_MM / 2:g}] mm (the strokes reach "
+            f"twice the clearance; the actuators travel +-{STROKE_TRAVEL_MM:g} mm)"
+        )
+    if not 0 <= args.narrow <= STROKE_TRAVEL_MM:
+        raise InputError(
+            f"--narrow {args.narrow}: must be in [0, {STROKE_TRAVEL_MM:g}] mm (the rear "
+            f"actuator's stroke; it travels +-{STROKE_TRAVEL_MM:g} mm)"
+        )
     return _RunPom(args, out, compare=args.action == "compare")
 
 
@@ -458,9 +481,11 @@ def _RunPom(args, out, *, compare: bool) -> int:
     from drakebots.frame.tripod import (
         ACTUATORS,
         FEET,
+        GAIT_KEYFRAMES,
         MARKERS,
         CompareWithFem,
         GaitStrokes,
+        ReverseGait,
         TripodGaitTargets,
         TripodLattice,
         TripodPom,
@@ -469,7 +494,9 @@ def _RunPom(args, out, *, compare: bool) -> int:
 
     A, derivation = DeriveActuationMatrices()
     pom = TripodPom(actuation_matrices=A)
-    targets = TripodGaitTargets(lift=args.lift * 1e-3)
+    targets = TripodGaitTargets(clearance=args.lift * 1e-3, narrow=args.narrow * 1e-3)
+    if args.gait == "tripod_reverse":
+        targets = ReverseGait(targets)
     strokes, residual = GaitStrokes(pom, targets)
     # Forward then inverse: the IK strokes reproduce the targets.
     ik_residual = max(float(np.nanmax(np.abs(r))) for r in residual.values())
@@ -483,6 +510,7 @@ def _RunPom(args, out, *, compare: bool) -> int:
         "strokes_m": strokes,
         "max_stroke_m": float(np.abs(strokes).max()),
         "ik_max_residual_m": ik_residual,
+        "foot_path_targets_m": targets,
         "front_model": pom.front_model,
     }
     lattice = TripodLattice()
@@ -563,7 +591,7 @@ def _RunPom(args, out, *, compare: bool) -> int:
     verb = "voxel compare" if compare else "voxel pom"
     summary = MakeSummary(
         verb,
-        {"robot": args.robot, "gait": args.gait, "lift_mm": args.lift},
+        {"robot": args.robot, "gait": args.gait, "lift_mm": args.lift, "narrow_mm": args.narrow},
         success=success,
         reason=reason,
         figures=fields,
@@ -578,9 +606,18 @@ def _RunPom(args, out, *, compare: bool) -> int:
         results.WriteText("replay.html", html)
         results.WriteJson("summary.json", summary)
     print(f"results: {results.final}")
-    print("  strokes per keyframe (mm): right left rear front")
-    for row in strokes:
-        print("   " + " ".join(f"{1e3 * v:6.2f}" for v in row))
+    labels = list(GAIT_KEYFRAMES)
+    if args.gait == "tripod_reverse":
+        labels = list(ReverseGait(np.array(labels)))
+    print("  foot paths (mm): clearance crouch rear_width -> strokes (mm): right left rear front")
+    for k, row in enumerate(strokes):
+        path = [1e3 * targets[q][k] for q in ("clearance", "crouch", "rear_width")]
+        print(
+            f"  {k} {labels[k]:<15}"
+            + "".join(f"{v:7.2f}" for v in path)
+            + "  -> "
+            + "".join(f"{1e3 * v:7.2f}" for v in row)
+        )
     if compare:
         print(
             f"  core nodes: max |POM - FEM| {1e3 * fields['core_max_error_m']:.4f} mm "

@@ -16,10 +16,43 @@ Layout (x forward, y left, z up; lattice coordinates in units of p/2, voxel (i, 
   voxels ("sticky" pads). The rear feet lie on the same planes as markers 1 and 4 and move like
   them (sec. 3.1).
 
-The gait (sec. 3.1; the POM scripts' 8-step loop): the right and left planes swing in antiphase,
-so the front feet lift in turn (up and forward) and push down and back while the rear foot on
-the same side shifts the other way (heel to toe); the rear plane narrows the rear stance while a
-front foot is up. Inverse kinematics turns the feet's desired displacements into actuator strokes.
+The gait (sec. 3.1; the POM scripts' 8-step loop) is specified as foot paths and turned into
+actuator strokes by the POM inverse kinematics. Four scalar quantities of the feet and markers
+(GAIT_QUANTITIES; linear in the node displacements) are prescribed per keyframe:
+
+- clearance: height of the front right foot above the front left one (> 0: the right one swings);
+- crouch: mean height of the front feet relative to the body (the body front sinks onto them);
+- rear_width: change of the rear stance width (rear feet, lateral);
+- front_width: change of the spacing of the front markers 2 and 3 (held at zero: the front plane
+  stays still).
+
+Why these, and not a fore-aft path of the front feet: a front foot hangs from one node of its
+front voxel (sec. 3.1, "independent geometric extensions"), and with vertical actuators in the
+core's four planes of motion its fore-aft motion is tied to the lifts: per mm of the right
+actuator's stroke both front feet move forward (POM 0.25 mm each; frame FEM 0.35 mm right, 0.24 mm
+left) while the right one rises 0.5 mm more than the left (FEM 0.61 mm), and symmetrically for the
+left actuator; the front actuator moves both feet alike. So when the swing foot comes down level
+with the stance foot, it is also level with it fore and aft: a step of the front feet alone has
+length zero, whatever the strokes. What the lattice can do is turn about the sticky stance
+foot: with one front foot up, the robot stands on a tripod (the stance front foot and both rear
+feet, the diagonal rear foot carrying most of the rear load), and relative motion of that
+diagonal rear foot yaws the body about the stance foot, which swings the lifted foot forward.
+The eight keyframes (one half cycle per front foot):
+
+    0 stand          both front feet down, rear stance wide
+    1 lift right     clearance +c, crouch c: the right front foot rises (its rear foot
+                     shifts back, "heel"), the body yaws about the left front foot
+    2 pivot          rear stance narrows by n: the body yaws further about the left front foot,
+                     the lifted right front foot swings forward
+    3 plant right    clearance 0, crouch 2c: the body sinks onto the right front foot (the
+                     stance foot rises to meet it, so the yaw is kept)
+    (3 -> 4)         both sticky front feet down: the body pushes up (crouch 0) and the rear
+                     stance widens (the rear feet slide; the front feet hold the yaw)
+    4-7              the same with left and right exchanged
+
+Running the foot positions in reverse (ReverseGait: keyframes 0, 7, 6, ..., 1) reverses every
+yaw about the same stance foot, so the robot walks backward (sec. 3.1: "Backward steps can be
+achieved by running the foot positions in reverse").
 """
 
 import dataclasses
@@ -52,8 +85,26 @@ FEET = {
 }
 FOOT_PAD_HEIGHT = 0.008  # m, pads under the four feet (so the core's front bottom nodes clear).
 GAIT_STEPS = 8
-GAIT_LIFT = 0.003  # m, front-foot lift at the attachment node (IK target amplitude)
-GAIT_NARROW = 0.0015  # m, rear stance narrowing while a front foot is up
+GAIT_CLEARANCE = 0.004  # m, swing-foot clearance above the stance foot (POM; the keyframe "c")
+GAIT_NARROW = 0.008  # m, rear stance narrowing while a front foot swings (the keyframe "n")
+GAIT_KEYFRAMES = (
+    "stand",
+    "lift right",
+    "pivot on left",
+    "plant right",
+    "stand",
+    "lift left",
+    "pivot on right",
+    "plant left",
+)
+# Gait quantities: name -> ((point, axis, weight), ...), a weighted sum of displacement components
+# of feet and markers (axis 0 x, 1 y, 2 z), m.
+GAIT_QUANTITIES = {
+    "clearance": (("front_right", 2, 1.0), ("front_left", 2, -1.0)),
+    "crouch": (("front_right", 2, 0.5), ("front_left", 2, 0.5)),
+    "rear_width": (("rear_left", 1, 1.0), ("rear_right", 1, -1.0)),
+    "front_width": (("marker3", 1, 1.0), ("marker2", 1, -1.0)),
+}
 
 
 def TripodOccupancy() -> np.ndarray:
@@ -207,52 +258,124 @@ class TripodPom:
         return strokes, residual
 
 
-def TripodGaitTargets(
-    *, lift: float = GAIT_LIFT, narrow: float = GAIT_NARROW, steps: int = GAIT_STEPS
-) -> dict:
-    """Desired displacements (m) of the feet over one gait cycle of `steps` keyframes.
+def TripodGaitTargets(*, clearance: float = GAIT_CLEARANCE, narrow: float = GAIT_NARROW) -> dict:
+    """The gait's foot paths: quantity name (GAIT_QUANTITIES) -> (8,) values per keyframe, m.
 
-    The front feet's attachment nodes rise in turn (antiphase sinusoids: one lifts while the other
-    pushes down and back); the rear stance narrows by `narrow` while either front foot is up; the
-    front plane holds the top front markers still. Unspecified components are NaN.
+    Args:
+        clearance: swing-foot clearance c above the stance foot, m (> 0).
+        narrow: rear stance narrowing n while a front foot swings, m (>= 0).
     """
-    phase = 2.0 * np.pi * np.arange(steps) / steps
-    nan = np.full(steps, np.nan)
-    right = lift * np.sin(phase)
-    left = -right
-    spread = narrow * np.abs(np.sin(phase))
+    c, n = float(clearance), float(narrow)
     return {
-        # The attachment nodes' vertical displacement is the IK target of the front feet.
-        "front_right_attach": np.column_stack([nan, nan, right]),
-        "front_left_attach": np.column_stack([nan, nan, left]),
-        # Rear stance: the right rear foot moves left (+y) and the left one right by `spread`.
-        "rear_right": np.column_stack([nan, spread, nan]),
-        "marker2": np.column_stack([nan, np.zeros(steps), nan]),
+        "clearance": np.array([0.0, c, c, 0.0, 0.0, -c, -c, 0.0]),
+        "crouch": np.array([0.0, c, c, 2 * c, 0.0, c, c, 2 * c]),
+        "rear_width": np.array([0.0, 0.0, -n, -n, 0.0, 0.0, -n, -n]),
+        "front_width": np.zeros(GAIT_STEPS),
     }
 
 
-def GaitStrokes(pom: TripodPom, targets: dict) -> tuple[np.ndarray, dict]:
-    """Inverse kinematics of the gait: strokes (steps, 4), m, and residuals (m) per target."""
+def ReverseGait(keyframes):
+    """The keyframes run in reverse from the same start: 0, K-1, K-2, ..., 1 (along axis 0).
+
+    Works on a (K, ...) array or on a dict of them (foot paths or strokes)."""
+    if isinstance(keyframes, dict):
+        return {name: ReverseGait(value) for name, value in keyframes.items()}
+    keyframes = np.asarray(keyframes)
+    return np.concatenate([keyframes[:1], keyframes[:0:-1]], axis=0)
+
+
+def GaitQuantityMatrix(pom: TripodPom) -> tuple[list, np.ndarray]:
+    """(quantity names, M (num_quantities, num_controls)): quantity = M @ control displacements."""
     blocks = pom.FeetJacobian() | pom.MarkersJacobian()
-    J = pom.model.jacobian
-    for name, (_, attach) in FEET.items():
-        if attach is not None:
-            node = pom.core.NodeAt(attach)
-            blocks[f"{name}_attach"] = J[3 * node : 3 * node + 3]
-    names = list(targets)
-    steps = len(next(iter(targets.values())))
-    M = np.vstack([blocks[n] for n in names])
-    strokes = np.zeros((steps, len(pom.controls)))
-    residual = {}
-    for t in range(steps):
-        row = np.concatenate([targets[n][t] for n in names])
-        given = np.isfinite(row)
-        c = np.linalg.lstsq(M[given], row[given], rcond=None)[0]
-        strokes[t] = 2.0 * c
-        full = M @ c - row
-        for k, n in enumerate(names):
-            residual.setdefault(n, np.full((steps, 3), np.nan))[t] = full[3 * k : 3 * k + 3]
-    return strokes, residual
+    names = list(GAIT_QUANTITIES)
+    M = np.zeros((len(names), len(pom.controls)))
+    for row, name in enumerate(names):
+        for point, axis, weight in GAIT_QUANTITIES[name]:
+            M[row] += weight * blocks[point][axis]
+    return names, M
+
+
+def GaitQuantities(pom: TripodPom, strokes: np.ndarray) -> dict:
+    """Forward kinematics of the gait quantities: name -> (...,) values for strokes (..., 4), m."""
+    names, M = GaitQuantityMatrix(pom)
+    values = pom.ControlsFromStrokes(strokes) @ M.T
+    return {name: values[..., k] for k, name in enumerate(names)}
+
+
+def GaitStrokes(pom: TripodPom, targets: dict) -> tuple[np.ndarray, dict]:
+    """Inverse kinematics of the gait (sec. 2.2, Eq. 1 solved for the controls).
+
+    Args:
+        pom: the robot's POM model.
+        targets: quantity name (GAIT_QUANTITIES) -> (K,) values per keyframe, m (a subset may be
+            given; the others are free).
+
+    Returns:
+        (strokes (K, 4), m, in ACTUATORS order; residual: name -> (K,) IK residual, m).
+
+    Raises:
+        ValueError: a target names an unknown quantity.
+    """
+    names, M = GaitQuantityMatrix(pom)
+    unknown = sorted(set(targets) - set(names))
+    if unknown:
+        raise ValueError(f"unknown gait quantities {unknown}; known: {names}")
+    given = [names.index(n) for n in targets]
+    Y = np.column_stack([np.asarray(targets[n], dtype=float) for n in targets])  # (K, q)
+    controls = np.linalg.lstsq(M[given], Y.T, rcond=None)[0].T  # (K, num_controls)
+    achieved = controls @ M[given].T
+    residual = {n: achieved[:, k] - Y[:, k] for k, n in enumerate(targets)}
+    return 2.0 * controls, residual
+
+
+def FemFeetMatrix(*, timoshenko: bool = False) -> dict:
+    """Frame-FEM displacement of every foot and marker per unit stroke of each actuator.
+
+    Prismatic mounts (the actuators float; node (3, 1, 0) clamped), then the least-squares rigid
+    motion of the core nodes removed: the same body frame as `PomFeetMatrix`.
+
+    Returns:
+        name -> (3, 4): displacement (m) per m of stroke, columns in ACTUATORS order.
+    """
+    lattice = TripodLattice(timoshenko=timoshenko)
+    frame = lattice.MakeFrame()
+    core = CoreLattice()
+    core_nodes = np.array([lattice.NodeAt(c) for c in core.node_coords])
+    points = {n: lattice.NodeAt(FEET[n][0]) for n in FEET} | {
+        n: lattice.NodeAt(c) for n, c in MARKERS.items()
+    }
+    out = {name: np.zeros((3, len(ACTUATORS))) for name in points}
+    for k, actuator in enumerate(ACTUATORS):
+        actuators = TripodActuators(lattice, {actuator: 1e-3}, mount="prismatic")
+        u = frame.Solve(actuators=actuators, clamp_node=lattice.NodeAt((3, 1, 0))).translations
+        _, t, w = RemoveRigidBodyMotion(lattice.nodes[core_nodes], u[core_nodes])
+        for name, node in points.items():
+            out[name][:, k] = (u[node] - t - np.cross(w, lattice.nodes[node])) / 1e-3
+    return out
+
+
+def PomFeetMatrix(pom: TripodPom | None = None) -> dict:
+    """POM displacement of every foot and marker per unit stroke, with the least-squares rigid
+    motion of the core nodes removed (the body frame of `FemFeetMatrix` and of the simulation).
+
+    Returns:
+        name -> (3, 4): displacement (m) per m of stroke, columns in ACTUATORS order.
+    """
+    pom = pom or TripodPom()
+    lattice = TripodLattice(pitch=pom.pitch)
+    points = {n: lattice.nodes[lattice.NodeAt(FEET[n][0])] for n in FEET} | {
+        n: lattice.nodes[lattice.NodeAt(c)] for n, c in MARKERS.items()
+    }
+    unit = pom.ForwardFeetAndMarkers(np.eye(len(pom.controls)))  # name -> (4, 3)
+    core = pom.model.Forward(pom.ControlsFromStrokes(np.eye(len(pom.controls))))  # (4, N, 3)
+    out = {}
+    for name, p in points.items():
+        columns = []
+        for k in range(len(pom.controls)):
+            _, t, w = RemoveRigidBodyMotion(pom.core.nodes, core[k])
+            columns.append(unit[name][k] - t - np.cross(w, p))
+        out[name] = np.array(columns).T
+    return out
 
 
 @dataclasses.dataclass

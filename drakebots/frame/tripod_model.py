@@ -19,7 +19,8 @@ The model (issue "Voxel-lattice robots", build item 6):
   along z with a JointActuator carrying PD gains: a position-controlled linear actuator whose
   mount holds relative rotation, like the FEM's "prismatic" mount;
 - the feet carry spherical pads FOOT_PAD_HEIGHT deep: smooth printed pads at the rear, "sticky"
-  (high-friction) pads at the front (sec. 3.2).
+  (high-friction) pads at the front (sec. 3.2); their coefficients are set so that Drake's pair
+  rule gives the intended effective values against the simulation ground (PadFriction).
 
 ROTARY_INERTIA_SCALE: the bushings are explicit forces in Drake's discrete solver, so the
 highest node-rotation frequency limits the time step. Rotational inertia does not enter the
@@ -58,9 +59,27 @@ ACTUATOR_EFFORT_LIMIT = 40.0  # N, a small linear servo (not from the paper)
 ACTUATOR_STROKE_LIMIT = 0.01  # m, +- travel of the prismatic joint (not from the paper)
 ACTUATOR_KP = 2.0e4  # N/m, position gain of the actuator servo
 ACTUATOR_KD = 40.0  # N s/m
+# Friction (sec. 3.2: "3D printed back feet and 'sticky' front feet" on a smooth surface). These are
+# the effective coefficients of each pad against the ground. Drake gives each geometry its own
+# coefficient and combines the two of a contact pair as mu = 2 mu_A mu_B / (mu_A + mu_B)
+# (CalcContactFrictionFromSurfaceProperties), so the pads carry PadFriction(effective) against
+# the simulation ground's GROUND_FRICTION.
 REAR_FRICTION = 0.3  # printed pads on a smooth surface (not tuned)
 FRONT_FRICTION = 1.5  # "sticky" front pads (not tuned)
+GROUND_FRICTION = 1.0  # the ground the simulation adds (drakebots.systems.voxel_simulation)
 PAD_RADIUS = 0.004  # m
+
+
+def PadFriction(effective: float, ground: float = GROUND_FRICTION) -> float:
+    """The pad coefficient that Drake's pair rule 2 mu_pad mu_ground / (mu_pad + mu_ground) turns
+    into `effective` against a ground of coefficient `ground`.
+
+    Raises:
+        ValueError: effective is not in (0, 2 ground) (the rule cannot exceed twice the ground's).
+    """
+    if not 0.0 < effective < 2.0 * ground:
+        raise ValueError(f"effective friction {effective} must be in (0, {2.0 * ground})")
+    return effective * ground / (2.0 * ground - effective)
 
 
 def NodeName(coords) -> str:
@@ -205,7 +224,7 @@ def TripodModelFiles() -> dict[str, str]:
             ]
         if node in feet:
             front = feet[node].startswith("front")
-            mu = FRONT_FRICTION if front else REAR_FRICTION
+            mu = PadFriction(FRONT_FRICTION if front else REAR_FRICTION)
             colour = "0.85 0.35 0.1 1" if front else "0.2 0.45 0.8 1"
             centre = (0.0, 0.0, -(FOOT_PAD_HEIGHT - PAD_RADIUS))
             lines += [
@@ -218,8 +237,8 @@ def TripodModelFiles() -> dict[str, str]:
                 f"        <pose>{_Pose(centre)}</pose>",
                 f"        <geometry><sphere><radius>{PAD_RADIUS}</radius></sphere></geometry>",
                 "        <drake:proximity_properties>",
-                f"          <drake:mu_static>{mu}</drake:mu_static>",
-                f"          <drake:mu_dynamic>{mu}</drake:mu_dynamic>",
+                f"          <drake:mu_static>{mu:.9g}</drake:mu_static>",
+                f"          <drake:mu_dynamic>{mu:.9g}</drake:mu_dynamic>",
                 "          <drake:point_contact_stiffness>2000</drake:point_contact_stiffness>",
                 "          <drake:hunt_crossley_dissipation>5</drake:hunt_crossley_dissipation>",
                 "        </drake:proximity_properties>",
@@ -276,6 +295,8 @@ def TripodModelFiles() -> dict[str, str]:
         f"strut_axial_stiffness: {axial_stiffness:.9g}  # N/m, EA/L",
         f"strut_axial_damping: {axial_damping:.9g}  # N s/m",
         f"strut_length: {L:.9g}",
+        "# Effective pad-ground friction coefficients and the ground coefficient they assume.",
+        f"friction: {{front: {FRONT_FRICTION}, rear: {REAR_FRICTION}, ground: {GROUND_FRICTION}}}",
         "actuators:",
     ]
     for name, (lower, upper) in ACTUATORS.items():
