@@ -69,7 +69,13 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         figures["realized_frequency_hz"] = 1000.0 / float(raw.times[-1])
     else:
         height = raw.q[:, iz] - model.home[iz]
-        figures["apex_height_mm"] = float(np.max(height))
+        # The apex: the highest knot, or, if the body still rises at the last knot, where its
+        # ballistic flight from there peaks (z + v^2 / 2g).
+        v_end = float(raw.qdot[-1, iz])
+        ballistic = float(height[-1] + max(v_end, 0.0) ** 2 / (2 * ht_gravity()))
+        figures["max_knot_height_mm"] = float(np.max(height))
+        figures["final_vertical_velocity_mm_per_ms"] = v_end
+        figures["apex_height_mm"] = max(float(np.max(height)), ballistic)
         figures["apex_time_ms"] = float(raw.times[int(np.argmax(height))])
         figures["final_height_mm"] = float(height[-1])
         figures["goal_height_mm"] = settings.height
@@ -96,6 +102,13 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         "check": check,
         "dynamics_evaluations": int(model.dynamics.evaluation_counts["interval"]),
     }
+
+
+def ht_gravity() -> float:
+    """Gravity in HAMR-VI's units, mm/ms^2."""
+    from drakebots.robots.hamr import GRAVITY
+
+    return GRAVITY
 
 
 def SolutionArrays(model, problem, outcome, report) -> dict:

@@ -52,6 +52,24 @@ STEPS = [
         "HAMR-VI microrobot: open-loop 10 Hz piezo trot on cardstock, 24 loops closed in SAP",
         ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "10", "--duration", "0.3"],
     ),
+    (
+        "hamr_jump_plan",
+        "HAMR-VI: a vertical jump planned by variational contact-implicit optimization "
+        "(coarse 11-knot transcription, IPOPT): crouch, push, fly",
+        [
+            "optimize",
+            "hamr-jump",
+            "--height",
+            "12",
+            "--knots",
+            "11",
+            "--solver",
+            "ipopt",
+            "--iterations",
+            "300",
+            "--quiet",
+        ],
+    ),
 ]
 
 

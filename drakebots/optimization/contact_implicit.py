@@ -300,7 +300,15 @@ def SolveContactImplicit(
         options.SetOption(sid, "max_iter", int(config.major_iterations))
         options.SetOption(sid, "tol", float(config.optimality_tolerance))
         options.SetOption(sid, "constr_viol_tol", float(config.feasibility_tolerance))
-        options.SetOption(sid, "acceptable_tol", float(10 * config.optimality_tolerance))
+        # IPOPT's limited-memory Hessian leaves the dual infeasibility of these complementarity
+        # problems high long after the iterate is feasible and stalls in objective: accept a
+        # point that is feasible, complementary and no longer improving for 10 iterations.
+        options.SetOption(sid, "acceptable_tol", 1e10)
+        options.SetOption(sid, "acceptable_iter", 10)
+        options.SetOption(sid, "acceptable_constr_viol_tol", float(config.feasibility_tolerance))
+        options.SetOption(sid, "acceptable_dual_inf_tol", 1e10)
+        options.SetOption(sid, "acceptable_compl_inf_tol", 1e-3)
+        options.SetOption(sid, "acceptable_obj_change_tol", 1e-4)
         options.SetOption(sid, "mu_strategy", "adaptive")
         options.SetOption(sid, "output_file", str(log_file))
         options.SetOption(sid, "print_level", 0)
