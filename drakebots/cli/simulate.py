@@ -47,8 +47,8 @@ class SimulateScenario:
     # (paper Eqs. 1-2) at 5 ms steps by default.
     skin: str = ""
     # Gait of a robot that walks open loop (each family validates its own; HAMR-VI: stand, trot,
-    # pronk, jump; voxel robots: tripod, stand; empty: the family's default, HAMR-VI stands, the
-    # voxel tripod walks its tripod gait).
+    # pronk, jump; voxel robots: tripod, tripod_reverse, stand; empty: the family's default,
+    # HAMR-VI stands, the voxel tripod walks its tripod gait).
     gait: str = ""
     # HAMR-VI: stride frequency of the open-loop gait, Hz (> 0).
     frequency: float = 10.0

@@ -66,8 +66,15 @@ def test_pom_and_compare_on_the_tripod(tmp_path, capsys):
     assert Run("pom", "--robot", "tripod", "--gait", "tripod", "--out", out) == 0
     summary = json.loads((out / "summary.json").read_text())
     strokes = np.array(summary["figures"]["strokes_m"])
-    assert strokes.shape == (8, 4) and 1e-3 < np.abs(strokes).max() < 1e-2  # a few mm
+    assert strokes.shape == (8, 4) and 1e-3 < np.abs(strokes).max() < 1.1e-2  # a few mm
     assert summary["figures"]["ik_max_residual_m"] < 1e-12
+    # The reversed gait: the same keyframes in reverse order from the same standing start.
+    out_reverse = tmp_path / "pom_reverse"
+    assert Run("pom", "--gait", "tripod_reverse", "--out", out_reverse) == 0
+    reverse = np.array(
+        json.loads((out_reverse / "summary.json").read_text())["figures"]["strokes_m"]
+    )
+    assert np.allclose(reverse, np.vstack([strokes[:1], strokes[:0:-1]]), rtol=0, atol=1e-15)
     out = tmp_path / "compare"
     assert Run("compare", "--robot", "tripod", "--gait", "tripod", "--out", out) == 0
     figures = json.loads((out / "summary.json").read_text())["figures"]
@@ -148,4 +155,8 @@ def test_pom_bad_robot_and_lift(tmp_path, capsys):
     assert "known robots: tripod" in capsys.readouterr().err
     assert Run("compare", "--lift", "25", "--out", tmp_path / "b") == 2
     assert "--lift 25" in capsys.readouterr().err
+    assert Run("pom", "--narrow", "12", "--out", tmp_path / "c") == 2
+    assert "--narrow 12" in capsys.readouterr().err
+    assert Run("pom", "--gait", "gallop", "--out", tmp_path / "d") == 2
+    assert "tripod_reverse" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -2,6 +2,7 @@
 reproduce the frame element's stiffness."""
 
 import numpy as np
+import pytest
 
 from drakebots.frame.tripod_model import TripodModelFiles
 from drakebots.models import ModelsDirectory
@@ -73,3 +74,40 @@ def test_drake_model_statics_match_the_frame_fem():
     peak = np.abs(u_fem).max()
     assert peak > 1e-4  # strokes of a millimetre move the lattice visibly
     assert np.abs(u_drake - u_fem).max() <= 1e-6 * peak
+
+
+def test_pads_give_the_intended_effective_friction():
+    """Drake combines the two coefficients of a contact pair (2 mu_A mu_B / (mu_A + mu_B)); the
+    pads' own coefficients must give the documented effective values (sticky front 1.5, printed
+    rear 0.3) against the ground the simulation adds. Checked with Drake's own rule."""
+    from pydrake.multibody.plant import (
+        AddMultibodyPlantSceneGraph,
+        CalcContactFrictionFromSurfaceProperties,
+        CoulombFriction,
+    )
+    from pydrake.systems.framework import DiagramBuilder
+
+    from drakebots.robots import GetRobot
+    from drakebots.robots.voxel import TripodMetadata
+
+    meta = TripodMetadata()["friction"]
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=1e-3)
+    GetRobot("voxel_tripod").AddTo(plant)
+    plant.Finalize()
+    inspector = scene_graph.model_inspector()
+    ground = CoulombFriction(meta["ground"], meta["ground"])
+    seen = set()
+    for body_index in plant.GetBodyIndices(plant.GetModelInstanceByName("voxel_tripod")):
+        for geometry in plant.GetCollisionGeometriesForBody(plant.get_body(body_index)):
+            name = inspector.GetName(geometry).split("::")[-1]
+            pad = inspector.GetProximityProperties(geometry).GetProperty(
+                "material", "coulomb_friction"
+            )
+            combined = CalcContactFrictionFromSurfaceProperties(pad, ground)
+            intended = meta["front"] if name.startswith("front") else meta["rear"]
+            assert combined.static_friction() == pytest.approx(intended, rel=1e-8), name
+            assert combined.dynamic_friction() == pytest.approx(intended, rel=1e-8), name
+            seen.add(name)
+    assert seen == {"front_right", "front_left", "rear_right", "rear_left"}
+    assert (meta["front"], meta["rear"]) == (1.5, 0.3)
