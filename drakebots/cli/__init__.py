@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"drakebots {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as e:
+        # pydrake turns a failed DRAKE_DEMAND into SystemExit(message): report it as a failure.
+        if isinstance(e.code, str):
+            print(f"drakebots {args.verb}: internal error: {e.code}", file=sys.stderr)
+            return 1
+        raise
 
 
 def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

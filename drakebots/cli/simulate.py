@@ -17,6 +17,7 @@ Durations are seconds for every robot (HAMR-VI's model runs in milliseconds inte
 
 import dataclasses
 import importlib
+import math
 import sys
 from pathlib import Path
 
@@ -186,6 +187,10 @@ def MakeScenario(args) -> SimulateScenario:
         if field.name != "robot" and value is not None:
             given[field.name] = value
     scenario = dataclasses.replace(scenario, **given)
+    for field in dataclasses.fields(SimulateScenario):
+        value = getattr(scenario, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"{_OptionName(field.name)} must be a finite number, got {value}")
     if not scenario.duration > 0.0:
         raise InputError(f"--duration must be > 0 s, got {scenario.duration}")
     if scenario.time_step < 0.0:

@@ -10,6 +10,7 @@ animate transforms and properties such as visibility, not vertices).
 """
 
 import dataclasses
+import gc
 import logging
 from collections.abc import Callable
 
@@ -204,8 +205,9 @@ def ReplayHtml(
     """A self-contained replay page (Meshcat StaticHtml) of a logged trajectory."""
     logging.getLogger("drake").setLevel(logging.WARNING)  # no "Meshcat listening" line
     meshcat = Meshcat()
+    scene = None
     try:
-        RecordReplay(
+        scene, _ = RecordReplay(
             meshcat,
             robot,
             times,
@@ -216,4 +218,7 @@ def ReplayHtml(
         )
         return meshcat.StaticHtml()
     finally:
-        del meshcat
+        # The diagram holds the Meshcat through reference cycles; collect it here, on this
+        # thread: Drake aborts if a Meshcat is destroyed on another thread by a later gc.
+        del scene, meshcat
+        gc.collect()

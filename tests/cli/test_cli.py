@@ -151,3 +151,20 @@ def test_view_serves_a_results_folder(tmp_path):
     assert "http://" in result.stdout
     bad = drakebots("view", str(tmp_path / "missing"))
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("option", ["--drop-height", "--ground-friction", "--time-step"])
+def test_non_finite_numbers_are_rejected(tmp_path, option):
+    result = drakebots("simulate", "beetle", option, "nan", "--out", str(tmp_path / "x"))
+    _assert_exit_2_nothing_written(result, tmp_path, expect_in_message=option)
+
+
+def test_a_dropped_robot_that_lands_on_its_feet_succeeds(tmp_path):
+    """The ±10 % height band is judged after landing, not during the fall."""
+    out = tmp_path / "drop"
+    result = drakebots(
+        "simulate", "beetle", "--duration", "0.8", "--drop-height", "0.04", "--out", str(out)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["figures"]["base_height_start"] > 1.1 * summary["figures"]["nominal_base_height"]

@@ -291,33 +291,57 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
 # --- faults on an existing cluster -------------------------------------------------------------
 
 
+def _InjectSimulatorFault():
+    """Runs on every worker process: simulate raises for ground friction 0.123 (a stand-in for a
+    crash deep inside a verb; every user input that could cause one is rejected with exit 2)."""
+    import drakebots.cli._simulate_quadruped as quadruped
+
+    original = getattr(quadruped, "_original_simulate", quadruped.Simulate)
+    quadruped._original_simulate = original
+
+    def Simulate(scenario, robot, **kwargs):
+        if scenario.ground_friction == 0.123:
+            raise RuntimeError("injected fault: the simulator crashed")
+        return original(scenario, robot, **kwargs)
+
+    quadruped.Simulate = Simulate
+
+
 def test_case_that_raises_is_recorded_with_its_traceback(tmp_path, cluster, capsys):
-    local, _ = cluster
+    local, client = cluster
+    client.run(_InjectSimulatorFault)
     sweep = tmp_path / "raises.yaml"
-    # A NaN drop height passes the option parser and makes SceneGraph raise mid-simulation.
     sweep.write_text(
-        "command: simulate beetle\nfixed: {duration: 0.05}\ngrid: {drop-height: [0.0, .nan]}\n"
+        "command: simulate beetle\nfixed: {duration: 0.05}\ngrid: {ground-friction: [0.8, 0.123]}\n"
     )
     out = tmp_path / "sweep"
-    args = ["sweep", str(sweep), "--out", str(out), "--scheduler", local.scheduler_address]
+    args = [
+        "sweep",
+        str(sweep),
+        "--out",
+        str(out),
+        "--scheduler",
+        local.scheduler_address,
+        "--in-process",
+    ]
     assert main(args + ["--no-progress"]) == 1
     report = capsys.readouterr().out
     rows = rows_by_case(out)
-    assert rows["drop-height=0"]["status"] == "done"
-    bad = rows["drop-height=nan"]
+    assert rows["ground-friction=0.8"]["status"] == "done"
+    bad = rows["ground-friction=0.123"]
     assert bad["status"] == "error"
     assert bad["traceback"].startswith("Traceback (most recent call last):")
-    assert "RuntimeError" in bad["traceback"] and "non-finite" in bad["reason"]
-    assert "error  drop-height=nan" in report and "--retry-failed" in report
+    assert "RuntimeError" in bad["traceback"] and "injected fault" in bad["reason"]
+    assert "error  ground-friction=0.123" in report and "--retry-failed" in report
     assert "Traceback" in Path(bad["log"]).read_text()
-    assert not (out / "cases" / "drop-height=nan").exists()
+    assert not (out / "cases" / "ground-friction=0.123").exists()
 
     # A plain re-run keeps the error (it would raise again); --retry-failed runs only that case.
     assert main(args + ["--no-progress"]) == 1
     assert "0 to run" in capsys.readouterr().out
     assert main(args + ["--no-progress", "--retry-failed"]) == 1
     assert journal(out)[-3]["event"] == "start" and journal(out)[-3]["to_run"] == [
-        "drop-height=nan"
+        "ground-friction=0.123"
     ]
     assert main(["sweep", "status", str(out)]) == 1
     status = capsys.readouterr().out
