@@ -49,7 +49,11 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         raise InputError(f"--cycles must be >= 0, got {scenario.cycles}")
     config = VoxelGaitConfig(gait=gait)
     cycle = config.cycle_duration
-    config.duration = scenario.cycles * cycle if scenario.cycles else scenario.duration
+    # --cycles N: the settling plus N cycles; --duration: the whole simulated time.
+    if scenario.cycles:
+        config.duration = scenario.cycles * cycle
+    else:
+        config.duration = max(scenario.duration - config.settle, 0.0)
     config.time_step = scenario.time_step or config.time_step
     config.log_period = scenario.log_period or config.log_period
     log = SimulateVoxelGait(robot, config, meshcat=meshcat, progress=progress)
