@@ -27,7 +27,7 @@ STEPS = [
     ("monster_stand", "Monster skeleton standing", ["simulate", "monster", "--duration", "2"]),
     (
         "voxel_walk",
-        "Voxel tripod robot: POM-designed tripod gait in Drake (sticky front feet)",
+        "Voxel tripod robot walking its POM-designed tripod gait in Drake (~3 mm per cycle)",
         ["simulate", "voxel_tripod", "--gait", "tripod", "--cycles", "2"],
     ),
     (
