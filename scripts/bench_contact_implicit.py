@@ -27,6 +27,7 @@ shared: CPU seconds are the fair figure; wall seconds are what a user waits.
     python scripts/bench_contact_implicit.py                 # kernels + 10 Hz gait + jump
     python scripts/bench_contact_implicit.py --solves none   # kernels only
     python scripts/bench_contact_implicit.py --solves all --solver ipopt
+    python scripts/bench_contact_implicit.py --solves from:runs/reproduce_hamr   # reuse runs
 """
 
 from __future__ import annotations
@@ -331,6 +332,51 @@ def Solves(which: list[str], solver: str, iterations: int):
     return rows
 
 
+def SolvesFromRuns(folder: Path) -> list[dict]:
+    """Solve figures read from the summary.json of `drakebots optimize` results folders."""
+    rows = []
+    for summary_path in sorted(Path(folder).glob("*/summary.json")):
+        s = json.loads(summary_path.read_text())
+        if s.get("verb") != "optimize":
+            continue
+        inputs = s.get("inputs", {})
+        if s.get("problem") == "hamr-gait":
+            case = f"gait:{inputs.get('frequency'):g}@{inputs.get('surface')}"
+            figure = s.get("velocity_mm_per_cycle")
+        else:
+            case = "jump"
+            figure = s.get("apex_height_mm")
+        wall, cpu = s.get("solve_time_s"), s.get("solve_cpu_time_s")
+        rows.append(
+            {
+                "case": case,
+                "folder": str(summary_path.parent),
+                "solver": s.get("solver"),
+                "status": s.get("solver_status"),
+                "success": s.get("success"),
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "iterations": s.get("iterations"),
+                "dynamics_evaluation_rounds": (s.get("dynamics_evaluations") or 0)
+                // max(1, (s.get("settings") or {}).get("num_knots", 51) - 1),
+                "num_variables": s.get("num_variables"),
+                "num_constraint_bindings": s.get("num_constraints"),
+                "num_constraint_rows": s.get("num_constraint_rows"),
+                "max_violation": s.get("max_constraint_violation"),
+                "true_complementarity": s.get("max_complementarity_violation"),
+                "mm_per_cycle_or_apex_mm": figure,
+                "ratio_to_paper_several_minutes": wall / PAPER_SECONDS if wall else None,
+                "cpu_ratio_to_paper": cpu / PAPER_SECONDS if cpu else None,
+                "ratio_to_dircon_126s": wall / DIRCON_SECONDS if wall else None,
+            }
+        )
+        print(
+            f"  {case:18s} {str(s.get('solver_status'))[:40]:40s} wall {wall or 0:7.1f} s  cpu "
+            f"{cpu or 0:7.1f} s  {figure if figure is not None else float('nan'):6.2f}"
+        )
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -342,7 +388,12 @@ def main(argv=None):
         help="default (gait:10@cardstock, jump), all (nine gaits + jump), none, or "
         "a comma list like gait:2@teflon,jump",
     )
-    parser.add_argument("--solver", default="snopt")
+    parser.add_argument(
+        "--solver",
+        default="ipopt",
+        help="snopt or ipopt (default: ipopt, as "
+        "`drakebots optimize --solver auto` picks for these sizes)",
+    )
     parser.add_argument("--iterations", type=int, default=3000)
     args = parser.parse_args(argv)
     try:
@@ -388,7 +439,8 @@ def main(argv=None):
             f"{k['analytic_jacobian_error_vs_fd']:13.1e} "
             f"{k['autodiff_fd_jacobian_error_vs_fd']:10.1e}"
         )
-    if args.solves == "none":
+    from_runs = args.solves.startswith("from:")
+    if args.solves == "none" or from_runs:
         cases = []
     elif args.solves == "default":
         cases = ["gait:10@cardstock", "jump"]
@@ -398,6 +450,12 @@ def main(argv=None):
     else:
         cases = args.solves.split(",")
     solves = []
+    if from_runs:
+        print(
+            f"\nsolves read from {args.solves[5:]} (the paper: several minutes ~ "
+            f"{PAPER_SECONDS:.0f} s; DIRCON Cassie squat {DIRCON_SECONDS:.0f} s):"
+        )
+        solves = SolvesFromRuns(Path(args.solves[5:]))
     if cases:
         print(
             f"\nsolves ({args.solver}; the paper: several minutes ~ {PAPER_SECONDS:.0f} s; DIRCON "

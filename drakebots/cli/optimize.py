@@ -243,6 +243,7 @@ def Run(args) -> int:
         problem = ht.MakeHamrJumpProblem(model, warm, settings)
         label = f"hamr-jump {args.height:g} mm"
     warm_time = time.perf_counter() - start
+    solver_config.solver = ChooseSolver(args.solver, problem.prog.num_vars())
     say(
         f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
         f"{len(problem.prog.GetAllConstraints())} constraint bindings"

@@ -130,3 +130,11 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
     summary = json.loads((tracked / "summary.json").read_text())
     assert "velocity_mm_per_cycle" in summary and "ratio_to_plan" in summary
     assert (tracked / "replay.html").is_file()
+
+
+def test_auto_solver_picks_snopt_for_small_and_ipopt_for_large_programs():
+    from drakebots.cli.optimize import ChooseSolver
+
+    assert ChooseSolver("auto", 1149) == "snopt"
+    assert ChooseSolver("auto", 5589) == "ipopt"
+    assert ChooseSolver("snopt", 5589) == "snopt"
