@@ -14,12 +14,14 @@ Examples:
   drakebots voxel fem --lattice 2x2x2 --actuate "node=0:0:0/3,axis=z,stroke=2mm" --joints pinned
   drakebots voxel pom --robot tripod --gait tripod --out runs/vox_pom
   drakebots voxel compare --robot tripod --gait tripod --out runs/vox_cmp
+  drakebots voxel pom --gait tripod_reverse --lift 3 --narrow 6 --out runs/vox_pom_back
 
 fem writes the displacement pattern (Figs. 1-3 of the paper), the displacement dissipation against
 distance in the actuated plane (Fig. 2: dissipation.png + dissipation.json) and the motion of the
 parallel layers (Fig. 3); pom writes the actuator sequence that the POM inverse kinematics gives
-for the gait and the feet's predicted motion; compare checks the POM prediction against the FEM of
-the whole robot, node by node.
+for the gait's foot paths (--lift: swing-foot clearance, --narrow: rear stance narrowing; see
+drakebots.frame.tripod) and the feet's predicted motion; compare checks the POM prediction
+against the FEM of the whole robot, node by node.
 """
 
 import re

@@ -34,9 +34,10 @@ left) while the right one rises 0.5 mm more than the left (FEM 0.61 mm), and sym
 left actuator; the front actuator moves both feet alike. So when the swing foot comes down level
 with the stance foot, it is also level with it fore and aft: a step of the front feet alone has
 length zero, whatever the strokes. What the lattice can do is turn about the sticky stance
-foot: with one front foot up, the robot stands on a tripod (the stance front foot and both rear
-feet, the diagonal rear foot carrying most of the rear load), and relative motion of that
-diagonal rear foot yaws the body about the stance foot, which swings the lifted foot forward.
+foot: with one front foot up, the robot stands on a tripod (in the simulation the stance front
+foot carries 0.42 of the weight, the diagonal rear foot 0.49, the other rear foot 0.09), and
+relative motion of that diagonal rear foot yaws the body about the stance foot, which swings the
+lifted foot forward (a step of about the front feet's spacing times the yaw).
 The eight keyframes (one half cycle per front foot):
 
     0 stand          both front feet down, rear stance wide
@@ -45,7 +46,8 @@ The eight keyframes (one half cycle per front foot):
     2 pivot          rear stance narrows by n: the body yaws further about the left front foot,
                      the lifted right front foot swings forward
     3 plant right    clearance 0, crouch 2c: the body sinks onto the right front foot (the
-                     stance foot rises to meet it, so the yaw is kept)
+                     left actuator extends; the rear foot it moves stands right behind the
+                     pivot, so the body does not turn back)
     (3 -> 4)         both sticky front feet down: the body pushes up (crouch 0) and the rear
                      stance widens (the rear feet slide; the front feet hold the yaw)
     4-7              the same with left and right exchanged
