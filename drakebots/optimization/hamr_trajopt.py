@@ -580,7 +580,16 @@ def SolveHamrProblem(problem: ContactImplicitProblem, config=None):
         x[index] = np.maximum(lower, 1e-6)
         problem.prog.SetInitialGuessForAllVariables(x)
         first = outcome
-        outcome = SolveContactImplicit(problem, config)
+        polish = dataclasses.replace(config) if config is not None else None
+        if polish is not None and polish.solver == "ipopt":
+            # Start the interior point method at the first solution, not pushed off its bounds.
+            polish.ipopt_options = {
+                "mu_init": 1e-6,
+                "bound_push": 1e-8,
+                "bound_frac": 1e-8,
+                **config.ipopt_options,
+            }
+        outcome = SolveContactImplicit(problem, polish)
         stages.append((outcome.status, outcome.solve_time_s))
         outcome.solve_time_s += first.solve_time_s
         outcome.cpu_time_s += first.cpu_time_s

@@ -1,8 +1,8 @@
 """Generators of the paper's motions as `MotionSpec` inputs (skinned-quad-robots.txt, section 7).
 
-- `SingleFootLift`, `DoubleFootLift`: the beetle's foot lifting motions of Fig. 10: the COM moves
-  over the support polygon of the feet that stay down, the foot (or the diagonal pair) rises and
-  comes back.
+- `SingleFootLift`, `DoubleFootLift`: the beetle's foot lifting motions of Fig. 10: the foot (or
+  the diagonal pair) rises along its leg's own lifting path and comes back, the COM over the
+  support polygon of the feet that stay down.
 - `Walk`: a statically stable crawl (one foot at a time, lateral sequence rear-left, front-left,
   rear-right, front-right), as the slow walks of Figs. 1, 12, 14 and 15; the COM shifts into the
   triangle of the three stance feet before each swing. `stride` and `step_height` give the
@@ -72,40 +72,99 @@ def _Track(events, duration):
     return FootTrack(times=times, positions=positions, stance=merged)
 
 
+def LegLiftPath(model, leg: int, heights) -> tuple[np.ndarray, np.ndarray]:
+    """A foot lifted by its own leg, torso at home: sole centres (n, 3) and poses q (n, nq).
+
+    For each height h (m, increasing from 0) the leg's joints solve min ||Δp_xy||² / (5 cm)² +
+    100 ||n̂ - ẑ||² subject to the sole centre at height h (Gauss-Newton on the leg's joints,
+    continued from the previous height): the foot rises as the leg can lift it while staying flat
+    and as close as possible above where it stood. A sprawled 3-joint leg (hip yaw + two parallel
+    pitch joints, the beetle and lizard) cannot lift a flat foot straight up: it swings it out
+    on the knee's arc (the beetle: 10 cm outward for a 3 cm lift). Asking for "straight up"
+    anyway made the space-time step pitch the foot 70-80° and recruit the torso (20° of yaw, 5°
+    of stance-foot tilt), which the three planted feet cannot follow.
+    """
+    cols = [i for i in model.JointIndices() if model.position_names[i].startswith(LEG_NAMES[leg])]
+    q = model.q_home.copy()
+    home, _ = model.FootPoints(q, leg, model.sole_centers[leg])
+    home = home[0]
+    up = np.array([0.0, 0.0, 1.0])
+    out, poses = [], []
+    for h in heights:
+        for _ in range(50):
+            p, Jp = model.FootPoints(q, leg, model.sole_centers[leg])
+            n, Jn = model.FootNormal(q, leg)
+            r = np.concatenate([(p[0, :2] - home[:2]) / 0.05, 10.0 * (n - up)])
+            J = np.vstack([Jp[0, :2] / 0.05, 10.0 * Jn])[:, cols]
+            # Height as an equality: the minimum-norm correction, then the cost in its null space.
+            a = Jp[0, 2, cols]
+            c = p[0, 2] - h
+            N = np.eye(len(cols)) - np.outer(a, a) / (a @ a)
+            step = -a * c / (a @ a)
+            JN = J @ N
+            step += N @ np.linalg.lstsq(JN, -(r + J @ step), rcond=None)[0]
+            q[cols] = np.clip(q[cols] + step, model.q_lower[cols], model.q_upper[cols])
+            if np.abs(step).max() < 1e-10:
+                break
+        p, _ = model.FootPoints(q, leg, model.sole_centers[leg])
+        out.append(p[0].copy())
+        poses.append(q.copy())
+    path = np.array(out)
+    path[0, 2] = max(path[0, 2], 0.0)
+    return path, np.array(poses)
+
+
 def _Lift(
     model, lifted: list[int], *, height: float, duration: float, name: str, com_shift: float
 ) -> MotionSpec:
     feet, com = _Home(model)
     stay = [j for j in range(4) if j not in lifted]
-    # Target COM: over the centroid of the feet that stay, pulled toward the centre (a margin
-    # against the COP leaving the polygon), at the home height.
-    centroid = feet[stay, :2].mean(axis=0)
-    shift = com_shift * (centroid - com[:2])
-    target = com.copy()
-    target[:2] += shift
-    t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75
     T = duration
-    com_times = [0.0, 0.08 * T, t_shift * T, t_back * T, 0.92 * T, T]
-    com_positions = [list(com), list(com), list(target), list(target), list(com), list(com)]
+    t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75
+    t_top, t_leave = t_up + 0.3 * (t_down - t_up), t_down - 0.3 * (t_down - t_up)
+    # The lifted legs' paths (`LegLiftPath`), the height a smoothstep of the path parameter.
+    s = np.linspace(0.0, 1.0, 13)
+    heights = height * s * s * (3 - 2 * s)
+    paths, poses = {}, {}
+    for j in lifted:
+        paths[j], poses[j] = LegLiftPath(model, j, heights)
+    # The COM plan: home, `com_shift` of the way toward the centroid of the feet that stay,
+    # then the lifted legs' own COM shift along their paths (the torso stays where it is).
+    centroid = feet[stay, :2].mean(axis=0)
+    offset = np.zeros(3)
+    offset[:2] = com_shift * (centroid - com[:2])
+    lift_com = []
+    for i in range(len(s)):
+        q = model.q_home.copy()
+        for j in lifted:
+            moved = np.any(poses[j] != model.q_home, axis=0)
+            q[moved] = poses[j][i][moved]
+        lift_com.append(model.Com(q)[0] + offset)
+    up_times = list(t_up * T + s * (t_top - t_up) * T)
+    down_times = list(t_leave * T + s * (t_down - t_leave) * T)
+    com_times = [0.0, 0.08 * T, t_shift * T] + up_times + down_times + [t_back * T, 0.92 * T, T]
+    com_positions = [com, com, com + offset] + lift_com + lift_com[::-1]
+    com_positions += [com + offset, com, com]
+    com_positions = [list(c) for c in com_positions]
     tracks = {}
     for j, leg in enumerate(LEG_NAMES):
         p = feet[j]
         if j in lifted:
-            up = p + np.array([0.0, 0.0, height])
-            events = [
-                ("stand", 0.0, t_up * T, p),
-                ("swing", t_up * T, 0.5 * (t_up + t_down) * T, p, up, 0.0),
-                ("swing", 0.5 * (t_up + t_down) * T, t_down * T, up, p, 0.0),
-                ("stand", t_down * T, T, p),
-            ]
-            track = _Track(events, T)
-            # The swing events above do not lift by themselves: set the heights explicitly.
-            ts = np.asarray(track.times)
-            mid = 0.5 * (t_up + t_down) * T
-            for k, t in enumerate(ts):
-                if t_up * T < t < t_down * T:
-                    s = 1.0 - abs(t - mid) / (mid - t_up * T)
-                    track.positions[k][2] = height * min(1.0, 1.6 * s)
+            # Up and back down along the leg's own lifting path, holding at the top.
+            path = paths[j]
+            times = [0.0, t_up * T]
+            positions = [list(p), list(p)]
+            for t, x in zip(t_up * T + s[1:] * (t_top - t_up) * T, path[1:]):
+                times.append(float(t))
+                positions.append(list(x))
+            for t, x in zip(t_leave * T + s[:-1] * (t_down - t_leave) * T, path[::-1][:-1]):
+                times.append(float(t))
+                positions.append(list(x))
+            times += [t_down * T, T]
+            positions += [list(p), list(p)]
+            track = FootTrack(
+                times=times, positions=positions, stance=[[0.0, t_up * T], [t_down * T, T]]
+            )
         else:
             track = _Track([("stand", 0.0, T, p)], T)
         tracks[leg] = track
@@ -120,15 +179,19 @@ def _Lift(
 
 
 def SingleFootLift(
-    model, *, leg: str = "front_left", height: float = 0.04, duration=2.0, com_shift: float = 0.4
+    model, *, leg: str = "front_left", height: float = 0.04, duration=2.0, com_shift: float = 0.0
 ):
-    """Fig. 10(a): shift the COM over the other three feet, lift one foot, put it back.
+    """Fig. 10(a): lift one foot along its leg's own lifting path (`LegLiftPath`), put it back.
 
     Args:
-        com_shift: how far the COM moves toward the centroid of the feet that stay (fraction).
-            The beetle's home COM is already 3.4 cm inside their support polygon; a 3-joint leg
-            can move the torso only by tilting and turning its planted feet, so 40 % rather
-            than all the way (75 % gave plans that turned stance feet by 50-120°).
+        height: lift height of the sole centre, m.
+        com_shift: how far the COM first moves toward the centroid of the feet that stay
+            (fraction). Default 0: the home COM of all four robots is already 3.4-6.4 cm inside
+            the three-foot support polygon, and a torso cannot translate over planted flat feet
+            on 3-joint legs (three feet x (3 position + 2 flatness) = 15 constraints on the 15
+            coordinates of torso and stance legs): a shift makes the plan tilt and turn the stance
+            feet onto their edges (40 % shift: 1-4° tilts, 25° of torso yaw), which the sole
+            contact of the frame-by-frame step cannot follow.
     """
     return _Lift(
         model,
@@ -140,8 +203,11 @@ def SingleFootLift(
     )
 
 
-def DoubleFootLift(model, *, height: float = 0.03, duration=2.0, com_shift: float = 0.4):
-    """Fig. 10(b): lift the diagonal pair front-left + rear-right on the other diagonal."""
+def DoubleFootLift(model, *, height: float = 0.03, duration=2.0, com_shift: float = 0.0):
+    """Fig. 10(b): lift the diagonal pair front-left + rear-right on the other diagonal.
+
+    The home COM lies on the other diagonal (the skeletons are symmetric), so the COM need not
+    move (see `SingleFootLift`)."""
     return _Lift(
         model,
         [LEG_NAMES.index("front_left"), LEG_NAMES.index("rear_right")],

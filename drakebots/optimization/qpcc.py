@@ -69,6 +69,9 @@ class QpccWeights:
     torque: float = 0.5
     # α_C: supporting feet do not slide.
     contact: float = 10.0
+    # Ours: each foot's normal ground force follows the space-time plan's (in units of the
+    # robot's weight; see FrameQpcc._Objective). 0 switches it off (the paper's E_G).
+    plan_forces: float = 10.0
 
 
 @dataclasses.dataclass
@@ -82,6 +85,9 @@ class QpccConfig:
     angle_scale: float = 0.05
     # Torque changes in E_τ are measured in units of this fraction of U_m.
     torque_scale: float = 1.0
+    # Ours: E_F also compares the motion continued at the new velocity for this many frames
+    # with the plan there (see FrameQpcc._Objective); 0: the paper's one-frame E_F.
+    lookahead_frames: int = 0
     # Weight of the contact-force regulariser (forces in units of the robot's weight).
     force_regularization: float = 1e-3
     # Labelling iterations per frame (the paper stops after 10).
@@ -338,8 +344,28 @@ class FrameQpcc:
 
     # ------------------------------------------------------------------------------------------
 
-    def _Objective(self, q, lin, q_target, dq_prev, tau_prev, flat_feet, support_feet):
-        """E_G (Eq. 13-14) as a quadratic in z: returns (H, g, c) with E = ½ zᵀHz + gᵀz + c."""
+    def _Objective(
+        self,
+        q,
+        lin,
+        q_target,
+        dq_prev,
+        tau_prev,
+        flat_feet,
+        support_feet,
+        foot_forces=None,
+        q_ahead=None,
+    ):
+        """E_G (Eq. 13-14) as a quadratic in z: returns (H, g, c) with E = ½ zᵀHz + gᵀz + c.
+
+        `foot_forces` (4,) N: the plan's normal ground force per foot at this frame (NaN: none).
+        Ours, not in Eq. (13): α_Λ Σ_j ((Σ_{p in foot j} F_⊥,p - F̄_j) / m g)². With stiff soles
+        the split of the weight over the stance feet is statically indeterminate: it follows
+        from sub-millimetre differences in sole compression that E_F (1 cm, 0.05 rad units) does
+        not see. Without this term the tracker let the beetle's third stance foot go unloaded
+        after a lift-off and balanced on the other diagonal's sole edges (torques bang-bang at
+        ±U_m for 0.5 s), where the plan keeps a margin by loading that foot.
+        """
         m, W = self.model, self.config.weights
         S = self.scale
         nz = lin.dq_dz.shape[1]
@@ -348,6 +374,12 @@ class FrameQpcc:
         d0 = lin.dq0 * S
         blocks.append((W.smoothness, D, d0 - dq_prev * S))  # E_S
         blocks.append((W.follow, D, (q + lin.dq0 - q_target) * S))  # E_F
+        L = self.config.lookahead_frames
+        if L > 0 and q_ahead is not None:
+            # The state continued L frames at the new velocity, q + (1 + L) Δq, against the
+            # plan there: E_F then sees velocity errors too (a one-frame E_F is a dead-beat on
+            # position that lets a tipping torso gather speed unnoticed).
+            blocks.append((W.follow, (1 + L) * D, (q + (1 + L) * lin.dq0 - q_ahead) * S))
         up = np.array([0.0, 0.0, 1.0])
         for j in flat_feet:  # E_O (linearised ψ)
             n, Jn = m.FootNormal(q, j)
@@ -366,6 +398,15 @@ class FrameQpcc:
             _, Jp = m.FootPoints(q, j, m.sole_centers[j])
             Jp = Jp[0] / self.config.length_scale
             blocks.append((W.contact, Jp[:2] @ lin.dq_dz, Jp[:2] @ lin.dq0))
+        if foot_forces is not None and W.plan_forces > 0.0:
+            weight = m.total_mass * m.gravity
+            for j in range(4):
+                if not np.isfinite(foot_forces[j]):
+                    continue
+                row = np.zeros((1, nz))
+                for p in np.flatnonzero(lin.patch_foot == j):
+                    row[0, m.nu + 3 * p + 2] = 1.0 / weight
+                blocks.append((W.plan_forces, row, np.array([-foot_forces[j] / weight])))
         # Ours: a small penalty on contact forces (in units of the robot's weight). The contact
         # forces of fixed patches are otherwise free in the null space of the step (a rigid sole
         # has more patch forces than the foot has wrench components), and an interior-point QP
@@ -393,6 +434,8 @@ class FrameQpcc:
         flat_feet=(),
         support_feet=(),
         swing_feet=(),
+        foot_forces=None,
+        q_ahead=None,
         lin: FrameLinearization | None = None,
     ) -> FrameResult:
         """Solves one frame's QPCC from state (q, v) toward q̄^{i+1} = q_target.
@@ -401,12 +444,16 @@ class FrameQpcc:
             swing_feet: feet the contact plan lifts at the next frame: their patches start as
                 breakage (the contact plan says when a foot leaves the ground, as the paper's
                 user-given footfall pattern does; the loop may still put a patch back down).
+            foot_forces: (4,) the plan's normal force per foot, N (see `_Objective`), or None.
+            q_ahead: the plan `config.lookahead_frames` frames after q_target (or None).
         """
         start = time.perf_counter()
         cfg = self.config
         if lin is None:
             lin = self.dyn.Linearize(q, v)
-        H, g, c = self._Objective(q, lin, q_target, dq_prev, tau_prev, flat_feet, support_feet)
+        H, g, c = self._Objective(
+            q, lin, q_target, dq_prev, tau_prev, flat_feet, support_feet, foot_forces, q_ahead
+        )
         heights = lin.patches[:, 2]
         P = len(heights)
         labels = [""] * P
@@ -865,12 +912,15 @@ def RunFrameByFrame(
     *,
     v0: np.ndarray | None = None,
     flat_active: np.ndarray | None = None,
+    force_plan: np.ndarray | None = None,
     progress=None,
 ) -> FrameByFrameResult:
     """Runs the QPCC frame after frame along the plan q̄ (N, nq) from q̄^0.
 
     Args:
         contact_plan: (4, N) planned stance (for E_C: feet that support the body).
+        force_plan: (N, 4) the space-time plan's normal force per foot at each frame, N
+            (`QpccWeights.plan_forces`; None: not followed).
         flat_active: (4, N) where E_O applies (default: the contact plan).
         progress: optional callable(frame_index, total).
     """
@@ -904,6 +954,10 @@ def RunFrameByFrame(
         support = [j for j in range(4) if contact_plan[j, i] and contact_plan[j, nxt]]
         swing = [j for j in range(4) if not contact_plan[j, nxt]]
         kwargs = dict(flat_feet=flat, support_feet=support, swing_feet=swing)
+        if force_plan is not None:
+            kwargs["foot_forces"] = force_plan[nxt]
+        if qpcc.config.lookahead_frames > 0:
+            kwargs["q_ahead"] = q_plan[min(i + 1 + qpcc.config.lookahead_frames, N - 1)]
         try:
             r = qpcc.SolveFrame(q, v, q_plan[i + 1], dq_prev, tau_prev, **kwargs)
         except RuntimeError as e:

@@ -83,6 +83,17 @@ class SpaceTimeConfig:
     dynamics: bool = True
     # Enforce the COP constraint (Eq. 5); off only to reproduce the paper's failed trot (Fig. 13c).
     cop_constraint: bool = True
+    # How a stance foot pushes on the ground (see `AddSoleContactConstraints`): "soft_sole"
+    # (ours: the frame-by-frame step's compliant sole, normal forces at the sole's four corners
+    # and centre set by how far each is pressed into the ground) or "sole_center" (the paper's
+    # Eq. 8: one free force and torque at the sole centre, the torque bounded by the force times
+    # the sole's circumradius, i.e. the foot's own COP anywhere in that disk).
+    contact_model: str = "soft_sole"
+    # The soft sole's static compression under the robot's weight shared by all 20 patches, m
+    # (sets the stiffness per patch; the same default as qpcc.RigidFrameDynamics).
+    sole_compression: float = 1e-4
+    # Smoothing of the sole's contact law (softplus width) as a fraction of sole_compression.
+    sole_smoothing: float = 0.2
     # "gauss_newton" (the paper's), "snopt" or "ipopt".
     solver: str = "gauss_newton"
     # Iteration limit of the NLP solver (Gauss-Newton or SNOPT major iterations).
@@ -108,6 +119,8 @@ class SpaceTimeVariables:
     contact: np.ndarray  # (4, K) bool
     force_scale: float  # N per unit of `force`
     torque_scale: float  # N·m per unit of `torque`
+    # (K, 4, 5) normal forces at the sole patches (4 corners, centre) / (m g) ("soft_sole").
+    patch: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -140,6 +153,8 @@ class SpaceTimeResult:
     solve_time: float
     costs: dict
     history: list = dataclasses.field(default_factory=list)
+    # (K, 4, 5) normal forces at the sole patches (4 corners, centre), N ("soft_sole").
+    patch_forces: np.ndarray | None = None
 
 
 def _Knots(motion: SampledMotion, knot_frames: int):
@@ -407,13 +422,15 @@ def AddBaseAttitudeCost(prog, model, V, targets, *, weight, frames_per_knot):
     return bindings
 
 
-def AddContactConstraints(prog, model, V, targets):
+def AddContactConstraints(prog, model, V, targets, *, pressed=False):
     """Eq. (4): a foot on the ground touches it and does not move (its sole centre stays put).
 
     "Touches" is the sole's lowest corner at z = 0 (a smooth minimum of the corner heights,
     `SkeletonModel.SoleLowest`), not its centre: a 3-joint leg cannot keep a planted foot flat
     while the torso moves, and a tilted sole whose centre is on the ground would have a corner
-    below it, which the frame-by-frame step's rigid sole cannot follow."""
+    below it, which the frame-by-frame step's rigid sole cannot follow. With `pressed` (the soft
+    sole, `AddSoleContactConstraints`) the lowest corner is at or below z = 0: the sole is pressed
+    in as deep as its load needs."""
     bindings = []
     K = len(V.knot_times)
     for k in range(K):
@@ -426,7 +443,11 @@ def AddContactConstraints(prog, model, V, targets):
                 return np.array([h]), dh[None]
 
             b = prog.AddConstraint(
-                _Evaluator(height), [0.0], [0.0], V.q[k], description=f"contact_height[{k},{j}]"
+                _Evaluator(height),
+                [-np.inf if pressed else 0.0],
+                [0.0],
+                V.q[k],
+                description=f"contact_height[{k},{j}]",
             )
             bindings.append(b)
             if k > 0 and targets.contact[j, k - 1]:
@@ -445,6 +466,157 @@ def AddContactConstraints(prog, model, V, targets):
                     description=f"contact_still[{k},{j}]",
                 )
                 bindings.append(b)
+    return bindings
+
+
+def AddClearanceConstraints(prog, model, V, targets):
+    """Ours (not in Eqs. 4-8): a foot in the air keeps its four sole corners above the ground.
+
+    Eq. (4) only pins the feet on the ground; E_EE tracks a swing foot's sole *centre*. A 3-joint
+    leg (hip yaw + two parallel pitch joints) cannot lift its foot straight up without pitching
+    it, and without this row the plan pitched the lifted beetle foot by 70-80° and put its heel
+    3-10 mm into the ground; the frame-by-frame step, which cannot penetrate, then had to throw
+    the whole body up to keep that foot out of the ground (the "hop"). c = -z_corner <= 0.
+    """
+    bindings = []
+    for k in range(len(V.knot_times)):
+        for j in range(4):
+            if targets.contact[j, k]:
+                continue
+
+            def corners(q, j=j):
+                p, J = model.FootPoints(q, j, model.sole_corners[j])
+                return p[:, 2], J[:, 2]
+
+            bindings.append(
+                prog.AddConstraint(
+                    _Evaluator(corners),
+                    np.zeros(4),
+                    np.full(4, np.inf),
+                    V.q[k],
+                    description=f"clearance[{k},{j}]",
+                )
+            )
+    return bindings
+
+
+def SolePatchPoints(model, j) -> np.ndarray:
+    """Foot j's five sole patches (four corners, then the centre) in its link frame, (5, 3) m:
+    the points of the frame-by-frame step's `RigidFrameDynamics`."""
+    return np.vstack([model.sole_corners[j], model.sole_centers[j][None]])
+
+
+def SoleStiffness(model, compression: float) -> float:
+    """Normal stiffness per sole patch, N/m: the robot's weight over 20 patches compresses the
+    sole by `compression` (as `RigidFrameDynamics`'s default)."""
+    return model.total_mass * model.gravity / (20.0 * compression)
+
+
+def SoleLaw(z, stiffness: float, width: float, unit: float):
+    """The soft sole's normal force at a patch of height z (m, < 0: pressed in), in units of
+    `unit` (N), and its first two derivatives in z: f = k w softplus(-z / w) / unit, i.e. k (-z)
+    once pressed in by more than a few widths w, zero well above the ground, smooth between."""
+    z = np.asarray(z, float)
+    u = -z / width
+    value = stiffness * width * np.logaddexp(0.0, u) / unit
+    sigma = 0.5 * (1.0 + np.tanh(0.5 * u))
+    d1 = -stiffness * sigma / unit
+    d2 = stiffness * sigma * (1.0 - sigma) / (width * unit)
+    return value, d1, d2
+
+
+def PatchOffsets(model, q, j):
+    """Foot j's sole patches relative to its sole centre, world frame (5, 3), and d/dq."""
+    pc, Jc = model.FootPoints(q, j, SolePatchPoints(model, j))
+    p0, J0 = model.FootPoints(q, j, model.sole_centers[j])
+    return pc - p0, Jc - J0
+
+
+def AddSoleContactConstraints(prog, model, V, targets, *, compression, smoothing):
+    """Ours (contact_model "soft_sole"): a stance foot stands on the soft sole of the
+    frame-by-frame step, so the plan's foot forces follow from its feet's placement the same way.
+
+    The paper lumps a foot's ground wrench at its sole centre (F_c, τ_c free within Eq. 8's
+    ||τ_c|| <= ν ||F_c||: the foot's COP anywhere in the sole's circumcircle) and applies the
+    frame-by-frame step's foot forces "using the soft contact method [55] ... kept the same in
+    the space-time optimization". With 3-joint legs a planted flat foot leaves the torso no
+    motion (three or four feet x 5 constraints >= the 15-18 coordinates of torso and legs), so any
+    COM shift tilts the stance feet onto their edges; and how four planted feet share the weight
+    is statically indeterminate for rigid feet, decided by fractions of a millimetre of sole
+    compression. Measured on the beetle's lift: a free-wrench plan put a foot's COP on the high
+    side of a sole tilted 1°, 20-60 mm from its centre, and asked for 1 N on a foot that its own
+    geometry pressed in as deep as the others (the frame-by-frame step then carried 10 N there).
+    Here each of the five patches p of a stance foot j (`SolePatchPoints`) pushes with
+
+        n_p = k w softplus(-z_p(q) / w)               ("sole_law[k,j]", n in units of m g)
+        F_z = Σ_p n_p                                 ("sole_force[k,j]", linear)
+        τ_x, τ_y = Σ_p (r_p × n_p ẑ)_x,y, τ_z = 0    ("sole_moment[k,j]", r_p = patch - centre)
+
+    with k = `SoleStiffness(model, compression)` (the frame-by-frame sole) and w = smoothing x
+    compression: the plan's foot forces and COPs are what the frame-by-frame step's sole gives at
+    the plan's configuration. The tangential force (F_x, F_y) stays one vector per foot in Eq. 8's
+    cone; no torsion, as in the frame-by-frame rigid sole. Eq. (4)'s contact becomes "the lowest
+    corner is at or below the ground" (`AddContactConstraints`).
+    """
+    bindings = []
+    fs, ts = V.force_scale, V.torque_scale
+    k_sole = SoleStiffness(model, compression)
+    width = smoothing * compression
+    for k in range(len(V.knot_times)):
+        for j in range(4):
+            n = V.patch[k, j]
+            if not targets.contact[j, k]:
+                continue
+            b = prog.AddLinearEqualityConstraint(
+                np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]]),
+                np.zeros(1),
+                np.concatenate([[V.force[k, j, 2]], n]),
+            )
+            b.evaluator().set_description(f"sole_force[{k},{j}]")
+            bindings.append(b)
+
+            def moment(x, j=j):
+                nq = model.nq
+                q, nc, t = x[:nq], x[nq : nq + 5], x[nq + 5 :]
+                r, Jr = PatchOffsets(model, q, j)
+                # τ - Σ r_p × (n_p fs ẑ): x row t_x ts - fs Σ n r_y, y row t_y ts + fs Σ n r_x.
+                value = np.array(
+                    [t[0] * ts - fs * nc @ r[:, 1], t[1] * ts + fs * nc @ r[:, 0], t[2] * ts]
+                )
+                J = np.zeros((3, len(x)))
+                J[0, :nq] = -fs * nc @ Jr[:, 1]
+                J[1, :nq] = fs * nc @ Jr[:, 0]
+                J[0, nq : nq + 5] = -fs * r[:, 1]
+                J[1, nq : nq + 5] = fs * r[:, 0]
+                J[0, nq + 5] = J[1, nq + 6] = J[2, nq + 7] = ts
+                return value / fs, J / fs
+
+            b = prog.AddConstraint(
+                _Evaluator(moment),
+                np.zeros(3),
+                np.zeros(3),
+                np.concatenate([V.q[k], n, V.torque[k, j]]),
+                description=f"sole_moment[{k},{j}]",
+            )
+            bindings.append(b)
+
+            def law(x, j=j):
+                nq = model.nq
+                p, J = model.FootPoints(x[:nq], j, SolePatchPoints(model, j))
+                value, d1, _ = SoleLaw(p[:, 2], k_sole, width, fs)
+                jac = np.zeros((5, len(x)))
+                jac[:, :nq] = -d1[:, None] * J[:, 2]
+                jac[:, nq:] = np.eye(5)
+                return x[nq:] - value, jac
+
+            b = prog.AddConstraint(
+                _Evaluator(law),
+                np.zeros(5),
+                np.zeros(5),
+                np.concatenate([V.q[k], n]),
+                description=f"sole_law[{k},{j}]",
+            )
+            bindings.append(b)
     return bindings
 
 
@@ -673,6 +845,12 @@ def MakeSpaceTimeProgram(
     q = prog.NewContinuousVariables(K, model.nq, "q")
     force = np.array([prog.NewContinuousVariables(4, 3, f"F{k}") for k in range(K)])
     torque = np.array([prog.NewContinuousVariables(4, 3, f"T{k}") for k in range(K)])
+    if config.contact_model not in ("soft_sole", "sole_center"):
+        raise ValueError(f"unknown contact_model '{config.contact_model}' (soft_sole, sole_center)")
+    soft = config.dynamics and config.contact_model == "soft_sole"
+    patch = (
+        np.array([prog.NewContinuousVariables(4, 5, f"N{k}") for k in range(K)]) if soft else None
+    )
     weight = model.total_mass * model.gravity
     V = SpaceTimeVariables(
         q=q,
@@ -682,6 +860,7 @@ def MakeSpaceTimeProgram(
         contact=targets.contact,
         force_scale=weight,
         torque_scale=weight * model.sole_radius,
+        patch=patch,
     )
     W = config.weights
     ls = config.length_scale
@@ -723,7 +902,8 @@ def MakeSpaceTimeProgram(
             length_scale=ls,
             frames_per_knot=frames_per_knot,
         )
-    B["contact"] = AddContactConstraints(prog, model, V, targets)
+    B["contact"] = AddContactConstraints(prog, model, V, targets, pressed=soft)
+    B["clearance"] = AddClearanceConstraints(prog, model, V, targets)
     periodic = motion.spec.periodic
     if periodic:
         B["periodic"] = AddPeriodicConstraint(prog, model, V, targets.displacement)
@@ -737,6 +917,19 @@ def MakeSpaceTimeProgram(
         B["friction"] = AddFrictionConstraints(
             prog, model, V, targets, friction=motion.spec.friction
         )
+        if soft:
+            B["sole"] = AddSoleContactConstraints(
+                prog,
+                model,
+                V,
+                targets,
+                compression=config.sole_compression,
+                smoothing=config.sole_smoothing,
+            )
+            swing = patch[~targets.contact.T]
+            if swing.size:
+                b = prog.AddBoundingBoxConstraint(0.0, 0.0, swing.ravel())
+                b.evaluator().set_description("no_sole_force_in_air")
         B["momentum"] = AddMomentumConstraints(prog, model, V, cache, interior=interior)
         B["torque"] = AddTorqueCost(
             prog,
@@ -788,11 +981,30 @@ def InitialGuess(model: SkeletonModel, problem: SpaceTimeProblem, q_init=None) -
             qk = model.q_home.copy()
             qk[:2] = targets.com[k, :2] - home_com[:2]
             qk[3] = targets.base_yaw[k]
-        prog.SetDecisionVariableValueInVector(V.q[k], qk, x0)
         stance = targets.contact[:, k]
+        if V.patch is not None and stance.any():
+            # Soft sole: press the stance soles in by the static compression (a kinematic start
+            # has them just touching, where the sole carries nothing), and start the forces from
+            # the sole's law there.
+            qk = np.array(qk, float)
+            lowest = np.mean([model.SoleLowest(qk, j)[0] for j in np.flatnonzero(stance)])
+            qk[2] += -problem.config.sole_compression - lowest
+        prog.SetDecisionVariableValueInVector(V.q[k], qk, x0)
         if stance.any():
             f = np.zeros((4, 3))
             f[stance, 2] = 1.0 / stance.sum()
+            if V.patch is not None:
+                k_sole = SoleStiffness(model, problem.config.sole_compression)
+                width = problem.config.sole_smoothing * problem.config.sole_compression
+                t = np.zeros((4, 3))
+                for j in np.flatnonzero(stance):
+                    p, _ = model.FootPoints(qk, j, SolePatchPoints(model, j))
+                    n, _, _ = SoleLaw(p[:, 2], k_sole, width, V.force_scale)
+                    r, _ = PatchOffsets(model, qk, j)
+                    f[j, 2] = n.sum()
+                    t[j, :2] = V.force_scale * np.array([n @ r[:, 1], -(n @ r[:, 0])])
+                    prog.SetDecisionVariableValueInVector(V.patch[k, j], n, x0)
+                prog.SetDecisionVariableValueInVector(V.torque[k], t / V.torque_scale, x0)
             prog.SetDecisionVariableValueInVector(V.force[k], f, x0)
     return x0
 
@@ -874,6 +1086,7 @@ def SummarizeSpaceTime(
     prog = problem.prog
     nlp = nlp or SpaceTimeNlp(problem)
     q, forces, torques = nlp.Unpack(x)
+    patch_forces = nlp.UnpackPatches(x)
     K = len(problem.vars.knot_times)
     infeasible = [
         b.evaluator().get_description()
@@ -918,6 +1131,7 @@ def SummarizeSpaceTime(
         solve_time=solve_time,
         costs=costs,
         history=history,
+        patch_forces=patch_forces,
     )
 
 

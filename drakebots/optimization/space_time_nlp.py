@@ -26,6 +26,7 @@ from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
 from drakebots.optimization.skeleton_model import NUM_BASE
+from drakebots.optimization.space_time import SoleLaw
 
 
 class _Coo:
@@ -92,6 +93,17 @@ class SpaceTimeNlp(LeastSquaresNlp):
         self.iT = np.array([find(V.torque[k].ravel()) for k in range(K)], dtype=int).reshape(
             K, 4, 3
         )
+        self.iN = (
+            None
+            if V.patch is None
+            else np.array([find(V.patch[k].ravel()) for k in range(K)], dtype=int).reshape(K, 4, 5)
+        )
+        from drakebots.optimization.space_time import SolePatchPoints, SoleStiffness
+
+        self.patch_points = [SolePatchPoints(model, j) for j in range(4)]
+        if self.iN is not None:
+            self.sole_k = SoleStiffness(model, P.config.sole_compression)
+            self.sole_width = P.config.sole_smoothing * P.config.sole_compression
         cfg = P.config
         W = cfg.weights
         ls = cfg.length_scale
@@ -116,9 +128,12 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 if not cfg.dynamics or not T.contact[j, k]:
                     lower[wrench] = 0.0
                     upper[wrench] = 0.0
+                    if self.iN is not None:
+                        lower[self.iN[k, j]] = upper[self.iN[k, j]] = 0.0
                 else:
                     lower[self.iF[k, j, 2]] = 0.0
                     cone_rows.append(self.iF[k, j])
+
         self.lower, self.upper = lower, upper
         mu = P.friction
         if cone_rows:
@@ -186,15 +201,29 @@ class SpaceTimeNlp(LeastSquaresNlp):
         self._names = True
         self.Evaluate(x, False)
         self._names = False
-        self._rows_eq, self._rows_cop = [], []
+        self._rows_eq, self._rows_cop, self._rows_height_in = [], [], []
+        self._rows_clear, self._rows_moment, self._rows_law = [], [], []
+
+        def indices(name):
+            return tuple(int(t) for t in name[name.index("[") + 1 : -1].split(","))
+
         for name, first, end in self.eq_names:
             if name.startswith("contact_"):
-                k, j = (int(t) for t in name[name.index("[") + 1 : -1].split(","))
+                k, j = indices(name)
                 kind = "height" if name.startswith("contact_height") else "still"
                 self._rows_eq.append((kind, k, j, first, end))
+            elif name.startswith("sole_moment["):
+                self._rows_moment.append((*indices(name), first, end))
+            elif name.startswith("sole_law["):
+                self._rows_law.append((*indices(name), first, end))
         for name, first, end in self.in_names:
-            if name.startswith("cop["):
+            if name.startswith("contact_height["):
+                self._rows_height_in.append((*indices(name), first, end))
+            elif name.startswith("cop["):
                 self._rows_cop.append((int(name[4:-1]), first, end))
+            elif name.startswith("clearance["):
+                k, j = (int(t) for t in name[name.index("[") + 1 : -1].split(","))
+                self._rows_clear.append((k, j, first, end))
 
     def Curvature(self, x, lam_eq, lam_in):
         """Σ λ_i ∇²c_i over the kinematic constraints (contact, COP), the part of the
@@ -217,6 +246,25 @@ class SpaceTimeNlp(LeastSquaresNlp):
             else:  # still: p_kj,xy - p_k-1,j,xy
                 mu[k, j, :2] += lam
                 mu[k - 1, j, :2] -= lam
+        for k, j, first, _end in self._rows_height_in:  # soft sole: lowest corner <= 0
+            heights[k, j] += lam_in[first]
+        # Σ λ c over rows that are linear in the world positions of the sole patches (four
+        # corners, then the centre; with the other variables held): a weight vector per patch.
+        patch_w = np.zeros((K, 4, 5, 3))
+        for k, j, first, end in self._rows_clear:  # c = -z_corner
+            patch_w[k, j, :4, 2] -= lam_in[first:end]
+        if self._rows_moment:
+            N = x[self.iN] * self.fs
+            for k, j, first, end in self._rows_moment:
+                lam = lam_eq[first:end] / self.fs
+                # c_x = ... - Σ n r_y, c_y = ... + Σ n r_x, r = patch - centre.
+                w = np.outer(N[k, j], [lam[1], -lam[0], 0.0])
+                patch_w[k, j] += w
+                patch_w[k, j, 4] -= w.sum(axis=0)
+        # The sole law rows c = n - f(z(q)): -λ f'(z(q)) ∇z(q) in the gradient (exact in q).
+        law = np.zeros((K, 4, 5))
+        for k, j, first, end in self._rows_law:
+            law[k, j] = lam_eq[first:end]
         for k, first, end in self._rows_cop:
             lam = lam_in[first:end]
             A, _ = self.halfspaces[k]
@@ -235,7 +283,13 @@ class SpaceTimeNlp(LeastSquaresNlp):
         frames = [body.body_frame() for body in model.foot_bodies]
         centers = [c.reshape(3, 1) for c in model.sole_centers]
         for k in range(K):
-            if not (np.any(mu[k]) or np.any(nu[k]) or np.any(heights[k])):
+            if not (
+                np.any(mu[k])
+                or np.any(nu[k])
+                or np.any(heights[k])
+                or np.any(patch_w[k])
+                or np.any(law[k])
+            ):
                 continue
             q = x[self.iq[k]]
 
@@ -257,6 +311,16 @@ class SpaceTimeNlp(LeastSquaresNlp):
                     g += Jc.T @ nu[k]
                 for j in np.flatnonzero(heights[k]):
                     g += heights[k, j] * model.SoleLowest(qq, j)[1]
+                for j in np.flatnonzero(np.any(patch_w[k], axis=(1, 2)) | np.any(law[k], axis=1)):
+                    points = self.patch_points[j]
+                    Jp = plant.CalcJacobianTranslationalVelocity(
+                        context, kV, frames[j], points.T, world, world
+                    )
+                    w = patch_w[k, j].copy()
+                    if np.any(law[k, j]):
+                        z = plant.CalcPointsPositions(context, frames[j], points.T, world)[2]
+                        w[:, 2] -= law[k, j] * SoleLaw(z, self.sole_k, self.sole_width, self.fs)[1]
+                    g += Jp.T @ w.ravel()
                 return g
 
             g0 = gradient(q)
@@ -282,6 +346,10 @@ class SpaceTimeNlp(LeastSquaresNlp):
     def Unpack(self, x):
         """(q (K, nq), forces (K, 4, 3) N, contact torques (K, 4, 3) N·m)."""
         return x[self.iq], x[self.iF] * self.fs, x[self.iT] * self.ts
+
+    def UnpackPatches(self, x):
+        """(K, 4, 5) normal forces at the sole patches, N (None without the soft sole)."""
+        return None if self.iN is None else x[self.iN] * self.fs
 
     def KnotDynamics(self, x, k, jacobians):
         """Inverse dynamics at knot k (central differences): τ and d τ / d x (dense over the
@@ -315,6 +383,38 @@ class SpaceTimeNlp(LeastSquaresNlp):
         J[:, 3 * n : 3 * n + 12] = Gw[:, :, 3:].reshape(n, 12) * self.fs
         J[:, 3 * n + 12 :] = Gw[:, :, :3].reshape(n, 12) * self.ts
         return tau, J, cols
+
+    def _SoleRows(self, x, k, j, q, equality, jacobians):
+        """The soft sole's rows of stance foot j at knot k (AddSoleContactConstraints)."""
+        from drakebots.optimization.space_time import PatchOffsets
+
+        model, fs, ts = self.model, self.fs, self.ts
+        iN, iF, iT, iq = self.iN[k, j], self.iF[k, j], self.iT[k, j], self.iq[k]
+        n = x[iN]
+        equality(
+            f"sole_force[{k},{j}]",
+            np.array([x[iF[2]] - n.sum()]),
+            np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]]),
+            np.concatenate([[iF[2]], iN]),
+        )
+        r, Jr = PatchOffsets(model, q, j)
+        t = x[iT]
+        value = np.array([t[0] * ts - fs * n @ r[:, 1], t[1] * ts + fs * n @ r[:, 0], t[2] * ts])
+        J = np.zeros((3, model.nq + 8))
+        J[0, : model.nq] = -fs * n @ Jr[:, 1]
+        J[1, : model.nq] = fs * n @ Jr[:, 0]
+        J[0, model.nq : model.nq + 5] = -fs * r[:, 1]
+        J[1, model.nq : model.nq + 5] = fs * r[:, 0]
+        J[0, model.nq + 5] = J[1, model.nq + 6] = J[2, model.nq + 7] = ts
+        equality(f"sole_moment[{k},{j}]", value / fs, J / fs, np.concatenate([iq, iN, iT]))
+        p, Jp = model.FootPoints(q, j, self.patch_points[j])
+        f, d1, _ = SoleLaw(p[:, 2], self.sole_k, self.sole_width, fs)
+        equality(
+            f"sole_law[{k},{j}]",
+            n - f,
+            np.hstack([-d1[:, None] * Jp[:, 2], np.eye(5)]),
+            np.concatenate([iq, iN]),
+        )
 
     def Evaluate(self, x, jacobians):
         P, model, T = self.problem, self.model, self.targets
@@ -378,7 +478,10 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 if not T.contact[j, k]:
                     continue
                 h, dh = model.SoleLowest(Q[k], j)
-                equality(f"contact_height[{k},{j}]", np.array([h]), dh[None], self.iq[k])
+                if self.iN is not None:  # soft sole: at or below the ground
+                    inequality(f"contact_height[{k},{j}]", np.array([h]), dh[None], self.iq[k])
+                else:
+                    equality(f"contact_height[{k},{j}]", np.array([h]), dh[None], self.iq[k])
                 if k > 0 and T.contact[j, k - 1]:
                     p0, J0 = kin[k - 1][2][j], kin[k - 1][3][j]
                     equality(
@@ -387,6 +490,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
                         np.hstack([-J0[:2], Jp[j, :2]]),
                         np.concatenate([self.iq[k - 1], self.iq[k]]),
                     )
+        # Swing feet: every sole corner above the ground (ours; space_time.AddClearanceConstraints).
+        for k in range(K):
+            for j in np.flatnonzero(~T.contact[:, k]):
+                c, Jcorner = model.FootPoints(Q[k], j, model.sole_corners[j])
+                inequality(f"clearance[{k},{j}]", -c[:, 2], -Jcorner[:, 2], self.iq[k])
         # Dynamics: momentum (Eq. 7) and E_τ.
         if self.dynamics:
             sel = model.actuated_indices
@@ -405,6 +513,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
                     None if J is None else self.c_t * J[sel] / U[:, None],
                     cols,
                 )
+            # The corner contact model (space_time.AddCornerContactConstraints).
+            if self.iN is not None:
+                for k in range(K):
+                    for j in np.flatnonzero(T.contact[:, k]):
+                        self._SoleRows(x, k, j, Q[k], equality, jacobians)
             # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
             for k in range(K):
                 for j in range(4):

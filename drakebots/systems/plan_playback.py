@@ -1,0 +1,211 @@
+"""Playing a motion plan back in Drake's own simulator: the independent check of a design.
+
+A skinned quad-robot's skeleton in a discrete MultibodyPlant (SAP, point contact at the four sole
+corners of each foot, Coulomb friction, the skeleton's own contact stiffness: the same plant
+`drakebots simulate` uses), its motors driven by the plan's torques as feed-forward plus the
+servos' own joint PD toward the planned joint angles (the plant's PD-controlled actuators: the
+SAP solver applies u = -K_p (q - q_d) - K_d (v - v_d) + u_ff implicitly and clamps it at the motor's
+effort limit, as a hobby servo saturates):
+
+    plan (q_d, v_d, u_ff) -> MultibodyPlant (SAP, 1 ms) <-> SceneGraph -> state, contact results
+
+Nothing of the optimizer's contact model is used, so the playback answers "is the plan
+physically executable?" independently: does the torso follow, do the feet stay where they were put,
+where do the ground forces act (COP), and how much of the torque do the PD corrections add.
+Units: SI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
+from pydrake.multibody.tree import RotationalInertia, SpatialInertia
+from pydrake.systems.analysis import Simulator
+from pydrake.systems.framework import DiagramBuilder
+from pydrake.systems.primitives import ConstantVectorSource
+
+from drakebots.robots.base import Robot
+from drakebots.systems.ground import AddGround
+
+FOOT_NAMES = ("front_left_foot", "front_right_foot", "rear_left_foot", "rear_right_foot")
+
+
+@dataclasses.dataclass
+class PlaybackConfig:
+    """Options of a plan playback (SI units)."""
+
+    # Discrete plant time step, s.
+    time_step: float = 1e-3
+    # Ground friction (static = dynamic), the plan's μ.
+    friction: float = 0.8
+    # Multiplies the servos' PD gains from the model (0: torques only, open loop).
+    pd_scale: float = 1.0
+
+
+@dataclasses.dataclass
+class PlaybackResult:
+    """What the simulator did with the plan, sampled at the plan's frames.
+
+    Attributes:
+        times: (N,) s.
+        positions, velocities: (N, nq), (N, nv) the plant's state (quaternion floating torso).
+        torso_xyz: (N, 3) torso origin, m; torso_rpy: (N, 3) roll, pitch, yaw, rad.
+        foot_forces: (N, 4, 3) ground force on each foot (sum over its contact points), N.
+        cop: (N, 2) centre of pressure of all ground forces (NaN when airborne), m.
+        actuation: (N, nu) net motor torque the plant applied (feed-forward + PD, clamped), N·m.
+        actuator_names: names in the order of `actuation`.
+        wall_time: s.
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    torso_xyz: np.ndarray
+    torso_rpy: np.ndarray
+    foot_forces: np.ndarray
+    cop: np.ndarray
+    actuation: np.ndarray
+    actuator_names: list
+    wall_time: float
+
+
+def SimulatePlan(
+    robot: Robot,
+    *,
+    times: np.ndarray,
+    q0: np.ndarray,
+    v0: np.ndarray,
+    joint_positions: np.ndarray,
+    joint_velocities: np.ndarray,
+    torques: np.ndarray,
+    actuator_names: list,
+    extra_masses: dict | None = None,
+    config: PlaybackConfig | None = None,
+) -> PlaybackResult:
+    """Simulates a skinned quad-robot's skeleton driven by a plan.
+
+    Args:
+        robot: the skeleton (drakebots.robots.GetRobot), with PD gains on its actuators.
+        times: (N,) frame times of the plan, s (uniform).
+        q0, v0: the plant's initial state (quaternion floating torso, `robot.AddTo` order).
+        joint_positions, joint_velocities: (N, nu) the planned angle (rad) and rate (rad/s) of each
+            motor's joint, ordered as `actuator_names`.
+        torques: (N - 1, nu) feed-forward motor torques held over each frame, N·m.
+        actuator_names: the motors' joint names (the plan's order).
+        extra_masses: link name -> (mass kg, centre (3,) in the link frame m) welded to the links
+            (the skin's weight the plan was made for).
+        config: time step, friction, PD scale.
+    """
+    config = config or PlaybackConfig()
+    times = np.asarray(times, float)
+    builder = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(
+        MultibodyPlantConfig(
+            time_step=config.time_step,
+            discrete_contact_approximation="sap",
+            contact_model="point",
+        ),
+        builder,
+    )
+    instance = robot.AddTo(plant)
+    for link, (mass, center) in (extra_masses or {}).items():
+        if mass <= 0.0:
+            continue
+        body = plant.AddRigidBody(
+            f"{link}_extra",
+            instance,
+            SpatialInertia.MakeFromCentralInertia(
+                mass, np.asarray(center, float), RotationalInertia(*(3 * [1e-6 * mass]))
+            ),
+        )
+        plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
+    AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
+    if config.pd_scale != 1.0:
+        for index in plant.GetJointActuatorIndices(instance):
+            actuator = plant.get_joint_actuator(index)
+            gains = actuator.get_controller_gains()
+            gains.p *= config.pd_scale
+            gains.d *= config.pd_scale
+            actuator.set_controller_gains(gains)
+    plant.Finalize()
+    order = [plant.get_joint_actuator(i).joint().name() for i in plant.GetJointActuatorIndices()]
+    perm = [list(actuator_names).index(name) for name in order]
+    nu = len(order)
+    desired = builder.AddSystem(ConstantVectorSource(np.zeros(2 * nu)))
+    builder.Connect(desired.get_output_port(), plant.get_desired_state_input_port(instance))
+    feedforward = builder.AddSystem(ConstantVectorSource(np.zeros(nu)))
+    builder.Connect(feedforward.get_output_port(), plant.get_actuation_input_port(instance))
+    diagram = builder.Build()
+    simulator = Simulator(diagram)
+    context = simulator.get_mutable_context()
+    plant_context = plant.GetMyMutableContextFromRoot(context)
+    plant.SetPositions(plant_context, q0)
+    plant.SetVelocities(plant_context, v0)
+    desired_context = desired.GetMyMutableContextFromRoot(context)
+    ff_context = feedforward.GetMyMutableContextFromRoot(context)
+    feet = [plant.GetBodyByName(name, instance).index() for name in FOOT_NAMES]
+    torso = plant.GetBodyByName(robot.base_body, instance)
+    N = len(times)
+    out = {
+        "q": np.zeros((N, plant.num_positions())),
+        "v": np.zeros((N, plant.num_velocities())),
+        "xyz": np.zeros((N, 3)),
+        "rpy": np.zeros((N, 3)),
+        "forces": np.zeros((N, 4, 3)),
+        "cop": np.full((N, 2), np.nan),
+        "u": np.zeros((N, nu)),
+    }
+    from pydrake.math import RollPitchYaw
+
+    def record(i):
+        out["q"][i] = plant.GetPositions(plant_context)
+        out["v"][i] = plant.GetVelocities(plant_context)
+        X = plant.EvalBodyPoseInWorld(plant_context, torso)
+        out["xyz"][i] = X.translation()
+        out["rpy"][i] = RollPitchYaw(X.rotation()).vector()
+        contact = plant.get_contact_results_output_port().Eval(plant_context)
+        moment, total = np.zeros(2), 0.0
+        for k in range(contact.num_point_pair_contacts()):
+            info = contact.point_pair_contact_info(k)
+            f = np.asarray(info.contact_force())  # on body B, world frame
+            p = np.asarray(info.contact_point())
+            a, b = info.bodyA_index(), info.bodyB_index()
+            for j, foot in enumerate(feet):
+                if b == foot:
+                    out["forces"][i, j] += f
+                    moment += p[:2] * f[2]
+                    total += f[2]
+                elif a == foot:
+                    out["forces"][i, j] -= f
+                    moment -= p[:2] * f[2]
+                    total -= f[2]
+        if total > 1e-6:
+            out["cop"][i] = moment / total
+        out["u"][i] = plant.get_net_actuation_output_port().Eval(plant_context)[np.argsort(perm)]
+
+    start = time.perf_counter()
+    simulator.Initialize()
+    for i in range(N - 1):
+        desired_context.get_mutable_numeric_parameter(0).set_value(
+            np.concatenate([joint_positions[i + 1, perm], joint_velocities[i + 1, perm]])
+        )
+        ff_context.get_mutable_numeric_parameter(0).set_value(torques[i, perm])
+        if i == 0:
+            record(0)
+        simulator.AdvanceTo(times[i + 1] - times[0])
+        record(i + 1)
+    return PlaybackResult(
+        times=times,
+        positions=out["q"],
+        velocities=out["v"],
+        torso_xyz=out["xyz"],
+        torso_rpy=out["rpy"],
+        foot_forces=out["forces"],
+        cop=out["cop"],
+        actuation=out["u"],
+        actuator_names=list(actuator_names),
+        wall_time=time.perf_counter() - start,
+    )
