@@ -17,12 +17,12 @@ from pydrake.geometry import Meshcat
 from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
 from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
-from pydrake.systems.primitives import ConstantVectorSource, VectorLogSink
+from pydrake.systems.primitives import ConstantVectorSource
 from pydrake.visualization import AddDefaultVisualization
 
 from drakebots.robots.base import Robot
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor, SimulationLog
+from drakebots.systems.simulation import AddPlantLogs, AdvanceWithProgress, PlantLogs, SimulationLog
 
 
 @dataclasses.dataclass
@@ -49,9 +49,7 @@ class StandingDiagram:
     plant: object
     scene_graph: object
     instance: object
-    state_log: object
-    actuation_log: object
-    contact_log: object
+    logs: PlantLogs
 
 
 def MakeStandingDiagram(
@@ -94,23 +92,17 @@ def MakeStandingDiagram(
     )
     desired.set_name("home_pose")
     builder.Connect(desired.get_output_port(), plant.get_desired_state_input_port(instance))
-    state_log = builder.AddSystem(VectorLogSink(plant.num_multibody_states(), config.log_period))
-    state_log.set_name("state_log")
-    builder.Connect(plant.get_state_output_port(), state_log.get_input_port())
-    actuation_log = builder.AddSystem(VectorLogSink(plant.num_actuators(), config.log_period))
-    actuation_log.set_name("actuation_log")
-    builder.Connect(plant.get_net_actuation_output_port(), actuation_log.get_input_port())
-    monitor = builder.AddSystem(ContactMonitor())
-    builder.Connect(plant.get_contact_results_output_port(), monitor.get_input_port())
-    contact_log = builder.AddSystem(VectorLogSink(3, config.log_period))
-    contact_log.set_name("contact_log")
-    builder.Connect(monitor.get_output_port(), contact_log.get_input_port())
+    logs = AddPlantLogs(
+        builder,
+        plant.get_state_output_port(),
+        plant.get_net_actuation_output_port(),
+        plant.get_contact_results_output_port(),
+        config.log_period,
+    )
     if meshcat is not None:
         AddDefaultVisualization(builder, meshcat=meshcat)
     diagram = builder.Build()
-    return StandingDiagram(
-        diagram, plant, scene_graph, instance, state_log, actuation_log, contact_log
-    )
+    return StandingDiagram(diagram, plant, scene_graph, instance, logs)
 
 
 def _InstancePositionStart(plant, instance) -> int:
@@ -145,35 +137,28 @@ def SimulateStanding(
     wall = AdvanceWithProgress(
         simulator, config.duration, progress=progress, label=f"simulate {robot.name}"
     )
-    context = simulator.get_context()
-    states = handles.state_log.FindLog(context)
-    actuation = handles.actuation_log.FindLog(context)
-    contact = handles.contact_log.FindLog(context)
+    times, x, actuation, contact = handles.logs.Read(simulator.get_context())
     plant = handles.plant
     nq = plant.num_positions()
-    x = states.data().T
     base = plant.GetBodyByName(robot.base_body, handles.instance)
     # The base height is the floating body's z translation (positions 4..6 of its quaternion
     # joint).
     base_joint_start = base.floating_positions_start()
-    count = min(
-        len(states.sample_times()), len(actuation.sample_times()), len(contact.sample_times())
-    )
     effort_limits = np.array(
         [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
     )
     return SimulationLog(
         robot=robot.name,
-        times=states.sample_times()[:count],
-        positions=x[:count, :nq],
-        velocities=x[:count, nq:],
-        actuation=actuation.data().T[:count],
+        times=times,
+        positions=x[:, :nq],
+        velocities=x[:, nq:],
+        actuation=actuation,
         effort_limits=effort_limits,
         position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
         actuator_names=[
             plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices()
         ],
-        contact=contact.data().T[:count],
-        base_height=x[:count, base_joint_start + 6],
+        contact=contact,
+        base_height=x[:, base_joint_start + 6],
         wall_time=wall,
     )

@@ -12,7 +12,8 @@ import numpy as np
 from pydrake.common.value import Value
 from pydrake.multibody.plant import ContactResults
 from pydrake.systems.analysis import Simulator
-from pydrake.systems.framework import BasicVector, LeafSystem
+from pydrake.systems.framework import BasicVector, DiagramBuilder, LeafSystem, OutputPort
+from pydrake.systems.primitives import VectorLogSink
 
 
 class ContactMonitor(LeafSystem):
@@ -79,6 +80,70 @@ def AdvanceWithProgress(
     if bar is not None:
         bar.close()
     return wall
+
+
+@dataclasses.dataclass
+class PlantLogs:
+    """The three loggers every simulation run keeps: state, applied actuation, contact summary.
+
+    plant.state -> VectorLogSink "state_log"
+    actuation source -> VectorLogSink "actuation_log"
+    contact results -> ContactMonitor -> VectorLogSink "contact_log"
+    """
+
+    state: VectorLogSink
+    actuation: VectorLogSink
+    contact: VectorLogSink
+
+    def Read(self, root_context):
+        """Returns (times, states, actuation, contact) as arrays with one row per sample.
+
+        The three loggers may hold one sample more or less than each other (their publish events
+        are separate), so every array is cut to the shortest.
+        """
+        logs = [sink.FindLog(root_context) for sink in (self.state, self.actuation, self.contact)]
+        count = min(len(log.sample_times()) for log in logs)
+        times = logs[0].sample_times()[:count]
+        return (times, *(log.data().T[:count] for log in logs))
+
+
+def AddPlantLogs(
+    builder: DiagramBuilder,
+    state_port: OutputPort,
+    actuation_port: OutputPort,
+    contact_results_port: OutputPort | None,
+    log_period: float,
+    *,
+    contact_summary_port: OutputPort | None = None,
+) -> PlantLogs:
+    """Adds and connects the state, actuation and contact-summary loggers of a run.
+
+    Args:
+        builder: the diagram under construction.
+        state_port: the state to log (a MultibodyPlant's state output port, or a coupled system's
+            skeleton state).
+        actuation_port: the applied joint actuation (e.g. the plant's net actuation).
+        contact_results_port: the plant's contact results; a ContactMonitor summarises them.
+            None when `contact_summary_port` already gives the 3-vector summary.
+        log_period: logging period, in the plant's time unit.
+        contact_summary_port: a ready [depth, count, normal force] port (instead of the monitor).
+    """
+
+    def Sink(port, name):
+        sink = builder.AddSystem(VectorLogSink(port.size(), log_period))
+        sink.set_name(name)
+        builder.Connect(port, sink.get_input_port())
+        return sink
+
+    if contact_summary_port is None:
+        monitor = builder.AddSystem(ContactMonitor())
+        builder.Connect(contact_results_port, monitor.get_input_port())
+        contact_summary_port = monitor.get_output_port()
+    return PlantLogs(
+        state=Sink(state_port, "state_log"),
+        actuation=Sink(actuation_port, "actuation_log"),
+        contact=Sink(contact_summary_port, "contact_log"),
+    )
 
 
 @dataclasses.dataclass

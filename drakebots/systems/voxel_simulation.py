@@ -28,7 +28,7 @@ from pydrake.multibody.plant import (
 )
 from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
-from pydrake.systems.primitives import TrajectorySource, VectorLogSink
+from pydrake.systems.primitives import TrajectorySource
 from pydrake.trajectories import PiecewisePolynomial
 from pydrake.visualization import AddDefaultVisualization
 
@@ -46,7 +46,7 @@ from drakebots.frame.tripod import (
 from drakebots.robots.base import Robot
 from drakebots.robots.voxel import TripodMetadata
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor, SimulationLog
+from drakebots.systems.simulation import AddPlantLogs, AdvanceWithProgress, SimulationLog
 
 # Gait name -> expected direction of travel along x (+1 forward, -1 backward, 0 none).
 GAITS = {"tripod": 1, "tripod_reverse": -1, "stand": 0}
@@ -214,14 +214,13 @@ def SimulateVoxelGait(
     )
     desired.set_name("gait")
     builder.Connect(desired.get_output_port(), plant.get_desired_state_input_port(instance))
-    state_log = builder.AddSystem(VectorLogSink(plant.num_multibody_states(), config.log_period))
-    builder.Connect(plant.get_state_output_port(), state_log.get_input_port())
-    actuation_log = builder.AddSystem(VectorLogSink(plant.num_actuators(), config.log_period))
-    builder.Connect(plant.get_net_actuation_output_port(), actuation_log.get_input_port())
-    monitor = builder.AddSystem(ContactMonitor())
-    builder.Connect(plant.get_contact_results_output_port(), monitor.get_input_port())
-    contact_log = builder.AddSystem(VectorLogSink(3, config.log_period))
-    builder.Connect(monitor.get_output_port(), contact_log.get_input_port())
+    logs = AddPlantLogs(
+        builder,
+        plant.get_state_output_port(),
+        plant.get_net_actuation_output_port(),
+        plant.get_contact_results_output_port(),
+        config.log_period,
+    )
     if meshcat is not None:
         AddDefaultVisualization(builder, meshcat=meshcat)
     diagram = builder.Build()
@@ -230,17 +229,9 @@ def SimulateVoxelGait(
     wall = AdvanceWithProgress(
         simulator, total, progress=progress, label=f"simulate {robot.name}", chunks=50
     )
-    context = simulator.get_context()
-    states = state_log.FindLog(context)
-    actuation = actuation_log.FindLog(context)
-    contact = contact_log.FindLog(context)
-    count = min(
-        len(states.sample_times()), len(actuation.sample_times()), len(contact.sample_times())
-    )
+    sample_times, x, actuation, contact = logs.Read(simulator.get_context())
+    count = len(sample_times)
     nq = plant.num_positions()
-    x = states.data().T[:count]
-    sample_times = states.sample_times()[:count]
-
     # Every node body's position at every sample (one pose evaluation per sample).
     plant_context = plant.CreateDefaultContext()
     bodies = [plant.get_body(i) for i in plant.GetBodyIndices(instance)]
@@ -287,13 +278,13 @@ def SimulateVoxelGait(
         times=sample_times,
         positions=x[:, :nq],
         velocities=x[:, nq:],
-        actuation=actuation.data().T[:count],
+        actuation=actuation,
         effort_limits=np.array(
             [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
         ),
         position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
         actuator_names=order,
-        contact=contact.data().T[:count],
+        contact=contact,
         base_height=x[:, start + 6],
         wall_time=wall,
         extra=extra,
