@@ -195,7 +195,7 @@ def BuiltinSkeletonNames() -> list[str]:
 
 
 @dataclass
-class _Box:
+class SkeletonBox:
     """A box of `size` (along its own x, y, z) centred at `center`, rotated by `R` (model frame)."""
 
     size: np.ndarray
@@ -225,11 +225,11 @@ def _FrameAlong(direction, side) -> np.ndarray:
     return np.column_stack([x, y, np.cross(x, y)])
 
 
-def _Segment(p0, p1, width, thickness, side, mass, color, name) -> _Box:
+def _Segment(p0, p1, width, thickness, side, mass, color, name) -> SkeletonBox:
     """A box link structure from point p0 to p1."""
     p0, p1 = np.asarray(p0, float), np.asarray(p1, float)
     length = float(np.linalg.norm(p1 - p0))
-    return _Box(
+    return SkeletonBox(
         size=np.array([length, width, thickness]),
         center=0.5 * (p0 + p1),
         R=_FrameAlong(p1 - p0, side),
@@ -252,16 +252,20 @@ def _RollPitchYaw(R: np.ndarray) -> tuple[float, float, float]:
 
 
 @dataclass
-class _Link:
+class SkeletonLink:
+    """One rigid link of a generated skeleton at its home pose (model frame, axes aligned)."""
+
     name: str
     origin: np.ndarray  # link frame origin in the model frame (home pose); axes aligned
-    boxes: list[_Box] = field(default_factory=list)  # structure + motors (mass carriers)
-    visual_only: list[_Box] = field(default_factory=list)
+    boxes: list[SkeletonBox] = field(default_factory=list)  # structure + motors (mass carriers)
+    visual_only: list[SkeletonBox] = field(default_factory=list)
     contact_points: list[np.ndarray] = field(default_factory=list)  # sphere centres, model frame
 
 
 @dataclass
-class _Joint:
+class SkeletonJoint:
+    """One revolute joint of a generated skeleton; `kind` names its role in the template."""
+
     name: str
     parent: str
     child: str
@@ -277,29 +281,33 @@ MOTOR_COLOR = (0.15, 0.15, 0.18, 1.0)
 FOOT_COLOR = (0.35, 0.55, 0.75, 1.0)
 
 
-class _Builder:
-    """Accumulates links and joints of the home pose; frames are model-frame aligned."""
+class SkeletonGeometry:
+    """A skeleton's links (with their boxes and contact points) and joints at the home pose.
+
+    Frames are model-frame aligned. Built by `BuildSkeletonGeometry`; the SDF, the skins
+    (drakebots.fem.skin) and the folding-region bench read the same geometry.
+    """
 
     def __init__(self, params: SkeletonParams):
         self.p = params
-        self.links: dict[str, _Link] = {}
-        self.joints: list[_Joint] = []
+        self.links: dict[str, SkeletonLink] = {}
+        self.joints: list[SkeletonJoint] = []
 
-    def AddLink(self, name: str, origin) -> _Link:
-        link = _Link(name=name, origin=np.asarray(origin, dtype=float))
+    def AddLink(self, name: str, origin) -> SkeletonLink:
+        link = SkeletonLink(name=name, origin=np.asarray(origin, dtype=float))
         self.links[name] = link
         return link
 
     def AddJoint(self, name, parent, child, axis, limit, kind, with_motor=True):
         self.joints.append(
-            _Joint(name, parent, child, _Unit(axis), -float(limit), float(limit), kind)
+            SkeletonJoint(name, parent, child, _Unit(axis), -float(limit), float(limit), kind)
         )
         if with_motor:
             # The motor housing sits on the parent link at the joint; its horn drives the child.
             m = self.p.motor
             at = self.links[child].origin
             self.links[parent].boxes.append(
-                _Box(
+                SkeletonBox(
                     size=np.asarray(m.size, float),
                     center=at.copy(),
                     mass=m.mass,
@@ -378,9 +386,18 @@ def _LegPoints(legs: LegParams, sx: float, sy: float):
     )
 
 
-def _Build(params: SkeletonParams) -> _Builder:
+def BuildSkeletonGeometry(params: SkeletonParams) -> SkeletonGeometry:
+    """Generates a skeleton's links and joints from its template parameters (paper section 6.1).
+
+    Args:
+        params: the semantic parameters (LoadSkeletonParams).
+
+    Returns:
+        The home-pose geometry: the torso stands so that the front-left sole touches z = 0; box
+        masses are set so the skeleton's total matches `params` (SI units).
+    """
     legs = params.legs
-    b = _Builder(params)
+    b = SkeletonGeometry(params)
     # Height of the torso centre: the front-left foot's sole touches z = 0.
     fl = _LegPoints(legs, 1.0, 1.0)
     hip_fl = np.asarray(legs.hip, float)
@@ -406,7 +423,7 @@ def _Build(params: SkeletonParams) -> _Builder:
             origin = torso_center + np.array([x0, 0.0, 0.0])
         link = b.AddLink(name, origin)
         link.boxes.append(
-            _Box(
+            SkeletonBox(
                 np.array([seg_len * 0.98, W, H]),
                 center,
                 mass=0.0,
@@ -441,7 +458,7 @@ def _Build(params: SkeletonParams) -> _Builder:
             link = b.AddLink(name, origin)
             center = origin + np.array([sign * 0.5 * chain.segment_length, 0.0, 0.0])
             link.boxes.append(
-                _Box(
+                SkeletonBox(
                     np.array(
                         [chain.segment_length * 0.95, chain.width * taper, chain.height * taper]
                     ),
@@ -473,7 +490,7 @@ def _Build(params: SkeletonParams) -> _Builder:
         if len(pts["hip_joints"]) == 2:
             mount = b.AddLink(f"{leg}_hip", hip)
             mount.boxes.append(
-                _Box(
+                SkeletonBox(
                     np.array([0.03, 0.03, 0.03]),
                     hip.copy(),
                     mass=0.02,
@@ -528,7 +545,7 @@ def _Build(params: SkeletonParams) -> _Builder:
         plate_center = sole + np.array([0.0, 0.0, 0.5 * legs.foot_thickness])
         R_foot = _FrameAlong(pts["foot_dir"], np.cross([0.0, 0.0, 1.0], pts["foot_dir"]))
         foot.boxes.append(
-            _Box(
+            SkeletonBox(
                 np.array([legs.foot_length, legs.foot_width, legs.foot_thickness]),
                 plate_center,
                 R=R_foot,
@@ -577,7 +594,7 @@ def _Build(params: SkeletonParams) -> _Builder:
     return b
 
 
-def _MassProperties(link: _Link) -> tuple[float, np.ndarray, np.ndarray]:
+def LinkMassProperties(link: SkeletonLink) -> tuple[float, np.ndarray, np.ndarray]:
     """Mass, COM (link frame) and inertia about the COM (link frame axes) of a link's boxes."""
     mass = sum(box.mass for box in link.boxes)
     if mass <= 0.0:
@@ -606,7 +623,7 @@ def MakeSkeletonSdf(params: SkeletonParams) -> str:
     The output is deterministic (fixed formatting, sorted nothing, no time stamps), so the
     committed models/<name>/<name>.sdf can be checked against it.
     """
-    b = _Build(params)
+    b = BuildSkeletonGeometry(params)
     motor, contact = params.motor, params.contact
     lines = [
         '<?xml version="1.0"?>',
@@ -618,7 +635,7 @@ def MakeSkeletonSdf(params: SkeletonParams) -> str:
         f'  <model name="{params.name}">',
     ]
     for link in b.links.values():
-        mass, com, inertia = _MassProperties(link)
+        mass, com, inertia = LinkMassProperties(link)
         lines.append(f'    <link name="{link.name}">')
         lines.append(f"      {_PoseXml(link.origin)}")
         lines.append("      <inertial>")
@@ -679,12 +696,12 @@ def MakeSkeletonSdf(params: SkeletonParams) -> str:
 
 def JointKinds(params: SkeletonParams) -> dict[str, str]:
     """Joint name -> kind ("hip", "knee", "ankle", "spine", "neck", "tail")."""
-    return {joint.name: joint.kind for joint in _Build(params).joints}
+    return {joint.name: joint.kind for joint in BuildSkeletonGeometry(params).joints}
 
 
 def FootContactPoints(params: SkeletonParams) -> dict[str, np.ndarray]:
     """Foot link name -> (4, 3) sole contact points in the foot's link frame, m."""
-    b = _Build(params)
+    b = BuildSkeletonGeometry(params)
     return {
         name: np.array([p - link.origin for p in link.contact_points])
         for name, link in b.links.items()
@@ -694,7 +711,7 @@ def FootContactPoints(params: SkeletonParams) -> dict[str, np.ndarray]:
 
 def HomeBaseHeight(params: SkeletonParams) -> float:
     """Height of the torso (root body) frame above the ground in the home pose, m."""
-    return float(_Build(params).links["torso"].origin[2])
+    return float(BuildSkeletonGeometry(params).links["torso"].origin[2])
 
 
 def MakeSceneYaml(params: SkeletonParams) -> str:
@@ -726,7 +743,7 @@ def GeneratedSkeletonFiles(name: str) -> dict[str, str]:
 
 def MakeSkeletonReadme(params: SkeletonParams) -> str:
     """The model folder's README: provenance, units, the generator command, the numbers."""
-    b = _Build(params)
+    b = BuildSkeletonGeometry(params)
     kinds = JointKinds(params)
     size_cm = " × ".join(f"{x * 100:.2f}" for x in params.paper_size)
     lines = [
@@ -793,3 +810,8 @@ def MakeSkeletonReadme(params: SkeletonParams) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+# Older private names, still imported by a few modules; new code uses the public names above.
+_Build = BuildSkeletonGeometry
+_MassProperties = LinkMassProperties
