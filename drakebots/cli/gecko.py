@@ -104,7 +104,10 @@ def register(subparsers):
         "--warmup", type=int, default=1, help="cycles before the measured one (default 1)"
     )
     space.add_argument(
-        "--workers", type=int, default=2, help="processes for the Drake model (default 2)"
+        "--workers",
+        type=int,
+        default=2,
+        help="Dask worker processes for the Drake model (default 2)",
     )
     space.add_argument(
         "--time-step", type=PositiveFloat, default=None, help="Drake plant time step, s (2e-3)"

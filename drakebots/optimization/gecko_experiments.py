@@ -8,10 +8,8 @@ model; drakebots.optimization.gecko_geometric).
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import math
-import multiprocessing
 import time
 
 import numpy as np
@@ -195,7 +193,7 @@ def MeasureVelocitySpace(
         model: "drake" or "geometric".
         q1_values, q2_values: the grid (deg, -).
         warmup: cycles run before the measured one (from the exact reference pose).
-        workers: processes for the Drake model (each point is independent).
+        workers: Dask worker processes for the Drake model (each point is independent).
         options: keyword arguments of MeasureCycleDrake / MeasureCycleGeometric.
         progress: called with (done, total, measurement) after each point.
     """
@@ -206,11 +204,27 @@ def MeasureVelocitySpace(
     start = time.perf_counter()
     results: list[CycleMeasurement | None] = [None] * len(points)
     if workers > 1 and model == "drake":
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = {pool.submit(_MeasureOne, p): i for i, p in enumerate(points)}
-            for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                i = futures[future]
+        # Dask distributed, as every sweep of the project (drakebots/cli/_sweep_exec.py): a local
+        # cluster of single-threaded worker processes, one grid point per task.
+        import logging
+
+        from distributed import Client, LocalCluster, as_completed
+
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            futures = client.map(_MeasureOne, points, pure=False)
+            index = {future.key: i for i, future in enumerate(futures)}
+            for done, future in enumerate(as_completed(futures), start=1):
+                i = index[future.key]
                 results[i] = future.result()
                 if progress is not None:
                     progress(done, len(points), results[i])
