@@ -4,7 +4,10 @@
 
 Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
 (stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock),
-`voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90). The
+`voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90), `swing_lead`
+(deg by which the swing signals lead the trot's; default 0; 90 makes a 10 Hz pronk walk forward,
+drakebots.systems.hamr_gaits). The surface is sized to the run (a foot leaving it fails the run:
+exit 1). The
 command-line duration, time step and log period are seconds; the simulation runs in the model's
 milliseconds. Figures of merit: forward speed in mm per cycle (after the start ramp), body height,
 roll and pitch, and the loop-closure residual max |c(q)|.
@@ -16,7 +19,7 @@ import numpy as np
 
 from drakebots.errors import InputError
 
-OPTIONS = {"gait", "frequency", "surface", "voltage_amplitude"}
+OPTIONS = {"gait", "frequency", "surface", "voltage_amplitude", "swing_lead"}
 
 DEFAULT_TIME_STEP_MS = 0.25
 STEPS_PER_STRIDE = 400  # the default step is at most 1/400 of the stride period
@@ -52,6 +55,8 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
             f"--voltage-amplitude {scenario.voltage_amplitude}: must be in [0, "
             f"{MAX_AMPLITUDE_V}] V (the drive range is 0-225 V about the 112.5 V mid voltage)"
         )
+    if not np.isfinite(float(scenario.swing_lead)):
+        raise InputError(f"--swing-lead {scenario.swing_lead}: must be a finite angle, deg")
     return gait, surface, frequency
 
 
@@ -116,7 +121,11 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     gait, surface, frequency = ValidateOptions(scenario)
     amplitude = float(scenario.voltage_amplitude)
     gait_params = GaitParams(
-        gait=gait, frequency=frequency, swing_amplitude=amplitude, lift_amplitude=amplitude
+        gait=gait,
+        frequency=frequency,
+        swing_amplitude=amplitude,
+        lift_amplitude=amplitude,
+        swing_lead=np.radians(float(scenario.swing_lead)),
     )
     config = HamrSimulationConfig(
         duration=scenario.duration * 1e3,
@@ -132,7 +141,9 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         "surface": surface,
         "friction": SurfaceFriction(surface),
         "voltage_amplitude_v": amplitude,
+        "swing_lead_deg": float(scenario.swing_lead),
         "time_step_ms": config.time_step,
+        "surface_size_mm": config.SurfaceSize(),
         "nominal_base_height": nominal,
         "base_height_within_10_percent": bool(
             np.all(np.abs(log.base_height - nominal) <= 0.1 * nominal)
@@ -146,6 +157,11 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         failure = (
             f"the loop-closure residual reached {figures['loop_residual_max_mm']:.3g} mm "
             f"(limit {LOOP_RESIDUAL_LIMIT_MM} mm): the constraints did not hold"
+        )
+    elif np.max(np.abs(log.extra["foot_positions"][:, :, :2])) > 0.5 * config.SurfaceSize():
+        failure = (
+            f"a foot left the {config.SurfaceSize():.0f} mm running surface (give a larger "
+            "surface or a shorter run)"
         )
     elif max(figures["roll_max_abs_deg"], figures["pitch_max_abs_deg"]) > TIPPED_OVER_DEG:
         failure = "the robot tipped over (|roll| or |pitch| above 60 degrees)"

@@ -59,6 +59,9 @@ class SimulateScenario:
     # HAMR-VI: drive-voltage amplitude of the open-loop gait about the 112.5 V mid voltage, V
     # (0 to 112.5).
     voltage_amplitude: float = 90.0
+    # HAMR-VI: phase lead of each swing signal over the trot's, deg (trot, pronk; a 10 Hz pronk
+    # walks forward with 90).
+    swing_lead: float = 0.0
     # Number of gait cycles to simulate (0: run for --duration instead; voxel robots: a cycle
     # is the 8-step loop of the tripod gait, 2 s; gecko with --gait-law: two half cycles of
     # 2.5 s, 5 s).

@@ -58,6 +58,7 @@ class HamrSimulationConfig:
         time_step: discrete plant step, ms.
         log_period: sampling period of the logs, ms.
         surface: "teflon", "cardstock" or "sandpaper".
+        surface_size: side of the square surface, mm (0: sized to the run, `SurfaceSizeFor`).
         gait: the open-loop drive (drakebots.systems.hamr_gaits): stand, trot, pronk, jump.
         contact_approximation: Drake's discrete contact approximation (a SAP one).
     """
@@ -68,6 +69,24 @@ class HamrSimulationConfig:
     surface: str = "cardstock"
     gait: GaitParams = dataclasses.field(default_factory=lambda: GaitParams(gait="stand"))
     contact_approximation: str = "similar"
+    surface_size: float = 0.0
+
+    def SurfaceSize(self) -> float:
+        """Side of the square running surface, mm: `surface_size`, or when 0 sized to the run
+        (`SurfaceSizeFor`)."""
+        return self.surface_size or SurfaceSizeFor(self.duration)
+
+
+MAX_PLAUSIBLE_SPEED = 0.5
+"""mm/ms (500 mm/s, 11 body lengths per second): faster than HAMR-VI runs (the paper's fastest
+gait is 4.24 mm/cycle at 30 Hz, 127 mm/s); sizes the default running surface."""
+
+
+def SurfaceSizeFor(duration_ms: float) -> float:
+    """Side of a square surface centred on the start that a robot moving at
+    `MAX_PLAUSIBLE_SPEED` for `duration_ms` does not leave (body half-length 30 mm of margin),
+    at least 400 mm, mm. (A fixed 400 mm surface let a 1.5 s 30 Hz trot walk off its edge.)"""
+    return max(400.0, 2.0 * (30.0 + MAX_PLAUSIBLE_SPEED * duration_ms))
 
 
 @dataclasses.dataclass
@@ -129,7 +148,7 @@ def MakeHamrDiagram(config: HamrSimulationConfig, *, meshcat: Meshcat | None = N
         builder,
     )
     instance = AddHamr(plant, loop_closure="ball", surface=config.surface)
-    AddSurface(plant, config.surface)
+    AddSurface(plant, config.surface, size=config.SurfaceSize())
     plant.Finalize()
     actuator_names = [
         plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices(instance)

@@ -126,3 +126,43 @@ def test_default_time_step_resolves_the_stride():
     assert DefaultTimeStep("stand", 10.0) == 0.25
     assert DefaultTimeStep("trot", 10.0) == 0.25
     assert DefaultTimeStep("trot", 30.0) == pytest.approx(1000.0 / 30.0 / 400.0)
+
+
+def test_surface_is_sized_to_the_run():
+    """A robot at the fastest plausible speed stays on the default surface; a fixed 400 mm
+    surface let a 1.5 s 30 Hz trot (163 mm/s plus a 24 degree yaw drift) walk off its edge."""
+    from drakebots.systems.hamr_simulation import (
+        MAX_PLAUSIBLE_SPEED,
+        HamrSimulationConfig,
+        SurfaceSizeFor,
+    )
+
+    assert SurfaceSizeFor(30.0) == 400.0
+    for duration in (500.0, 1500.0, 10_000.0):
+        reach = 22.6 + MAX_PLAUSIBLE_SPEED * duration  # half-length of the robot's feet + travel
+        assert 0.5 * SurfaceSizeFor(duration) > reach
+    assert HamrSimulationConfig(duration=1500.0).SurfaceSize() == SurfaceSizeFor(1500.0)
+    assert HamrSimulationConfig(surface_size=50.0).SurfaceSize() == 50.0
+
+
+def test_leaving_the_surface_is_a_failure_not_a_tip_over(tmp_path, capsys, monkeypatch):
+    """On a surface smaller than the robot (30 mm; its feet are 17.4 mm off the centre line) the
+    run fails with exit 1 naming the surface, before any tip-over verdict."""
+    import drakebots.systems.hamr_simulation as simulation
+
+    monkeypatch.setattr(simulation, "SurfaceSizeFor", lambda duration_ms: 30.0)
+    out = tmp_path / "off"
+    code, _, stderr = main(
+        "simulate",
+        "hamr_vi",
+        "--duration",
+        "0.005",
+        "--out",
+        str(out),
+        "--no-progress",
+        capsys=capsys,
+    )
+    assert code == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert "left the 30 mm running surface" in json.dumps(summary)
+    assert summary["figures"]["surface_size_mm"] == 30.0

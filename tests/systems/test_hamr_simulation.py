@@ -81,3 +81,19 @@ def test_voltage_source_maps_signals_with_signs():
     np.testing.assert_allclose(
         source.get_output_port().Eval(context), [112.5, 112.5 - params.lift_amplitude], atol=1e-9
     )
+
+
+def test_swing_lead_shifts_only_the_swing_signal():
+    """A 90 degree lead turns the swing signal -cos(theta) into sin(theta), in phase with the
+    lift: the foot moves back while the leg extends (the pronk's push-off)."""
+    with pytest.raises(ValueError, match="finite"):
+        hamr_gaits.GaitParams(gait="pronk", swing_lead=float("nan"))
+    base = hamr_gaits.GaitParams(gait="pronk", frequency=5.0, ramp_cycles=0.0)
+    lead = hamr_gaits.GaitParams(gait="pronk", frequency=5.0, ramp_cycles=0.0, swing_lead=np.pi / 2)
+    for t in np.linspace(0.0, 200.0, 9):  # one period at 5 Hz, ms
+        theta = 2 * np.pi * 5e-3 * t
+        (s0, l0) = hamr_gaits.GaitLegSignals(base, t, ["FL"])["FL"]
+        (s1, l1) = hamr_gaits.GaitLegSignals(lead, t, ["FL"])["FL"]
+        assert s0 == pytest.approx(-np.cos(theta), abs=1e-12)
+        assert s1 == pytest.approx(np.sin(theta), abs=1e-12)
+        assert l1 == pytest.approx(l0, abs=1e-15)
