@@ -179,6 +179,26 @@ def RunDesign(args) -> int:
                 figures["kinematic_only"]["root_roll_variation_deg"],
                 figures["root_roll_variation_deg"],
             )
+        if len(outcome.final.frames.tau):
+            # The independent check (issue item 6): the kept frame-by-frame motion played back in
+            # Drake's own simulator (SAP, point contact at the sole corners, servo PD toward q̃
+            # plus τ as feed-forward). Reported, not part of success: the servos' PD is not in
+            # the optimizer's model.
+            from drakebots.systems.plan_playback import PlaybackFrames
+
+            log("playing the motion back in Drake's simulator (servo PD + feed-forward torques)")
+            fr = outcome.final.frames
+            figures["playback_in_drake"], _ = PlaybackFrames(
+                robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt
+            )
+            pb = figures["playback_in_drake"]
+            log(
+                f"  Drake playback: torso within {1e3 * pb['max_torso_position_error_m']:.1f} mm "
+                f"(end {1e3 * pb['final_torso_position_error_m']:.1f} mm), roll/pitch/yaw within "
+                f"{pb['max_torso_rpy_error_deg']} deg, joints within "
+                f"{pb['max_joint_error_deg']:.2f} deg, {pb['frames_without_ground_contact']} "
+                "frames airborne"
+            )
         success = (
             bool(outcome.converged)
             and figures["within_motor_limits"]
@@ -275,6 +295,7 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
     return {
         "converged": bool(outcome.converged),
         "iterations_run": len(outcome.iterations),
+        "kept_iteration": int(final.iteration),
         "convergence": iterations,
         "frames": int(motion.num_frames),
         "frames_done": int(fr.frames_done),

@@ -85,13 +85,28 @@ class IterationRecord:
 
 @dataclasses.dataclass
 class AlternatingResult:
+    """The loop's iterations, and which one it keeps (`best`).
+
+    `final` is the kept iteration: the agreeing one when the loop converged, otherwise the best
+    so far (a complete feasible pass before an incomplete one, then the smaller q̃ - q̄
+    difference). A later iteration that is worse than the best ends the loop.
+    """
+
     iterations: list
     converged: bool
     reason: str
+    best: int = -1
 
     @property
     def final(self) -> IterationRecord:
-        return self.iterations[-1]
+        return self.iterations[self.best]
+
+
+def _Score(record: IterationRecord) -> tuple:
+    """Larger is better: (complete feasible pass, frames done, -RMS difference)."""
+    fr = record.frames
+    feasible = not fr.infeasible and not fr.fell and fr.frames_done == len(record.q_plan) - 1
+    return (feasible, int(fr.frames_done), -record.difference_rms)
 
 
 def MotionDifference(model: SkeletonModel, q_a, q_b, config: QpccConfig):
@@ -165,6 +180,7 @@ def RunAlternating(
     loads = None
     q_init = None
     converged, reason = False, "iteration limit"
+    best = -1
     for iteration in range(1, config.max_iterations + 1):
         log(
             f"iteration {iteration}: space-time"
@@ -214,6 +230,7 @@ def RunAlternating(
                 time_frames=t_fb,
             )
         )
+        best = max(range(len(records)), key=lambda i: _Score(records[i]))
         if config.kinematic_only:
             converged = feasible
             reason = "kinematic-only baseline (one pass)" + (
@@ -222,6 +239,15 @@ def RunAlternating(
             break
         if agreed:
             converged, reason = True, f"motions agree after {iteration} iteration(s)"
+            best = len(records) - 1
+            break
+        if best != len(records) - 1:
+            # Worse than an earlier iteration: E_F toward this pass would pull further from a
+            # physically feasible motion (measured: the loop diverged after iteration 1).
+            log(
+                f"  iteration {iteration} is worse than iteration {best + 1}: stopping, "
+                f"keeping iteration {best + 1}"
+            )
             break
         # E_F toward the frame-by-frame motion (at the knots; frames after a failed pass's last
         # frame keep the plan), weight +10 %.
@@ -235,12 +261,12 @@ def RunAlternating(
         coupling = getattr(dynamics, "CouplingLoads", None)
         loads = coupling(st.knot_times) if coupling is not None else None
     if not converged and records:
-        last = records[-1]
-        if last.frames.infeasible or last.frames.fell or not last.agreed:
-            reason = f"not converged after {len(records)} iteration(s): " + _FailureText(
-                last.frames, last
-            )
-    return AlternatingResult(iterations=records, converged=converged, reason=reason)
+        kept = records[best]
+        reason = (
+            f"not converged after {len(records)} iteration(s) (kept iteration {kept.iteration}): "
+            + _FailureText(kept.frames, kept)
+        )
+    return AlternatingResult(iterations=records, converged=converged, reason=reason, best=best)
 
 
 def _FailureText(frames, record=None) -> str:

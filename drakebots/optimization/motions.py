@@ -120,8 +120,12 @@ def _Lift(
     feet, com = _Home(model)
     stay = [j for j in range(4) if j not in lifted]
     T = duration
-    t_shift, t_up, t_down, t_back = 0.25, 0.35, 0.65, 0.75
-    t_top, t_leave = t_up + 0.3 * (t_down - t_up), t_down - 0.3 * (t_down - t_up)
+    # Slow rise and fall (0.24 T each): the sprawled leg's lifting path is long (the beetle's
+    # foot swings 11 cm on the knee's arc for a 4 cm lift). A 0.18 s rise (the old 0.09 T)
+    # needed ~20 m/s² of foot acceleration, whose reaction rocked the three-foot stance and
+    # saturated the knees bang-bang in the frame-by-frame step.
+    t_shift, t_up, t_down, t_back = 0.15, 0.2, 0.8, 0.85
+    t_top, t_leave = t_up + 0.4 * (t_down - t_up), t_down - 0.4 * (t_down - t_up)
     # The lifted legs' paths (`LegLiftPath`), the height a smoothstep of the path parameter.
     s = np.linspace(0.0, 1.0, 13)
     heights = height * s * s * (3 - 2 * s)

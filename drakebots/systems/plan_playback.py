@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
-from pydrake.multibody.tree import RotationalInertia, SpatialInertia
+from pydrake.multibody.tree import JointActuatorIndex, RotationalInertia, SpatialInertia
 from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
 from pydrake.systems.primitives import ConstantVectorSource
@@ -124,8 +124,10 @@ def SimulatePlan(
         plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
     AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
     if config.pd_scale != 1.0:
-        for index in plant.GetJointActuatorIndices(instance):
-            actuator = plant.get_joint_actuator(index)
+        # (GetJointActuatorIndices(instance) is empty before Finalize: go by index.)
+        for index in map(JointActuatorIndex, range(plant.num_actuators())):
+            # The mutable actuator: gains set on get_joint_actuator's (const) one are lost.
+            actuator = plant.get_mutable_joint_actuator(index)
             gains = actuator.get_controller_gains()
             gains.p *= config.pd_scale
             gains.d *= config.pd_scale
@@ -209,3 +211,52 @@ def SimulatePlan(
         actuator_names=list(actuator_names),
         wall_time=time.perf_counter() - start,
     )
+
+
+def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: float = 1.0):
+    """Plays a frame-by-frame result (q̃ (N, nq) in the SkeletonModel's coordinates, τ (N-1, nu)
+    N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ plus τ as
+    feed-forward) and compares: returns (figures dict, PlaybackResult).
+
+    Figures: the torso's largest position (m) and roll/pitch/yaw (deg) differences from q̃ over
+    the motion and at its end, the motors' largest joint-angle difference (deg), frames where no
+    foot touches the ground, the largest net motor torque over U_m and the largest PD
+    correction |u - τ| (N·m)."""
+    q = np.asarray(q_frames, float)
+    tau = np.asarray(tau, float)
+    times = dt * np.arange(len(q))
+    sel = model.actuated_indices
+    qd = q[:, sel]
+    vd = np.gradient(qd, dt, axis=0) if len(q) > 1 else np.zeros_like(qd)
+    extra = {link: (m, model.skin_load.centers[link]) for link, m in model.skin_load.masses.items()}
+    res = SimulatePlan(
+        robot,
+        times=times,
+        q0=model.ToFloatingPositions(q[0]),
+        v0=np.zeros(model.nv),
+        joint_positions=qd,
+        joint_velocities=vd,
+        torques=tau,
+        actuator_names=model.actuator_names,
+        extra_masses=extra,
+        config=PlaybackConfig(pd_scale=pd_scale),
+    )
+    err = res.torso_xyz - q[:, :3]
+    rpy = res.torso_rpy - q[:, [5, 4, 3]]
+    rpy = (rpy + np.pi) % (2 * np.pi) - np.pi
+    # The plant's joint positions in the plan's motor order (floating base: 7 quaternion + xyz).
+    floating = np.array([model.ToFloatingPositions(qq) for qq in q])
+    joint_err = np.abs(res.positions[:, 7:] - floating[:, 7:])
+    fz = res.foot_forces[:, :, 2]
+    figures = {
+        "pd_scale": pd_scale,
+        "max_torso_position_error_m": float(np.abs(err).max()),
+        "final_torso_position_error_m": float(np.linalg.norm(err[-1])),
+        "max_torso_rpy_error_deg": np.degrees(np.abs(rpy).max(axis=0)).round(3).tolist(),
+        "max_joint_error_deg": float(np.degrees(joint_err.max())) if joint_err.size else 0.0,
+        "frames_without_ground_contact": int(np.sum(fz.sum(axis=1) <= 1e-6)),
+        "max_net_torque_ratio": float(np.abs(res.actuation / model.effort_limits).max()),
+        "max_pd_correction_nm": float(np.abs(res.actuation[1:] - tau).max()) if len(tau) else 0.0,
+        "wall_time_s": res.wall_time,
+    }
+    return figures, res

@@ -220,7 +220,9 @@ def test_final_labels_satisfy_the_complementarity_through_a_lift_off(beetle):
             slip = (points[loaded, :2] - before[loaded, :2]).mean(axis=0)
             if r.labels[loaded[0]] == STATIC:
                 assert abs(F[0]) + abs(F[1]) <= mu * F[2] + tol
-                assert np.abs(slip).max() < 1e-6
+                # Held to first order: the QPCC's patch motion is linear in z, the check is
+                # exact kinematics at q_next (second-order error of a 5 ms step: microns).
+                assert np.abs(slip).max() < 5e-6
             else:
                 assert abs(F[0]) + abs(F[1]) == pytest.approx(mu * F[2], abs=tol)
                 assert F[:2] @ slip <= 1e-9
