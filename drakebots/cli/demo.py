@@ -130,12 +130,23 @@ def _IndexHtml(rows, directory: Path) -> str:
     parts = [
         "<!doctype html><meta charset='utf-8'><title>drakebots demo</title>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "img{max-width:540px;border:1px solid #ccc;margin:4px}</style>",
+        "img{max-width:540px;border:1px solid #ccc;margin:4px}"
+        "td,th{padding:2px 8px;white-space:nowrap}td:first-child{white-space:normal}</style>",
         "<h1>drakebots demo</h1>",
+        "<table><tr><th align=left>step</th><th>result</th><th align=right>time</th><th></th></tr>",
     ]
     for row in rows:
         step = row["step"]
-        parts.append(f"<h2>{html.escape(row['title'])}</h2>")
+        status = "ok" if row["exit_code"] == 0 else f"exit {row['exit_code']}"
+        parts.append(
+            f"<tr><td><a href='#{step}'>{html.escape(row['title'])}</a></td>"
+            f"<td align=center>{status}</td><td align=right>{row['seconds']:.1f} s</td>"
+            f"<td><a href='{step}/replay.html'>replay</a></td></tr>"
+        )
+    parts.append("</table>")
+    for row in rows:
+        step = row["step"]
+        parts.append(f"<h2 id='{step}'>{html.escape(row['title'])}</h2>")
         parts.append(
             f"<p><code>{html.escape(row['command'])}</code> &mdash; exit "
             f"{row['exit_code']}, {row['seconds']} s &mdash; "
