@@ -43,7 +43,12 @@ from pydrake.multibody.tree import JacobianWrtVariable
 from pydrake.systems.framework import BasicVector, LeafSystem
 from scipy.spatial import cKDTree
 
-from drakebots.fem.coupling import GlueConstraint, ReducedKkt, _NestedDissection
+from drakebots.fem.coupling import (
+    GlueConstraint,
+    PinnedCorrection,
+    ReducedKkt,
+    _NestedDissection,
+)
 from drakebots.fem.materials import Material
 from drakebots.fem.model import ElementInversion, FemModel
 
@@ -81,6 +86,15 @@ class CouplingConfig:
     self_collision_distance: float = 0.003
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
+    # How contact-label changes are solved: "schur" keeps the factorisation of the glue-only
+    # system and adds the contact rows through their Schur complement (PinnedCorrection);
+    # "refactor" factorises the whole system again for every new contact set (the reference).
+    contact_solver: str = "schur"
+    # Coulomb friction of sliding vertices inside the Newton step (Schur path only); False:
+    # a fixed-point iteration on the normal force, as the refactor path does.
+    implicit_friction: bool = True
+    # Newton iterations a factorisation (Hessian, skeleton blocks) is reused for at most.
+    max_factor_age: int = 40
 
 
 @dataclasses.dataclass
@@ -102,6 +116,8 @@ class StepInfo:
 
     newton_iterations: int = 0
     factorizations: int = 0
+    # Triangular solves for new contact coordinates (the Schur path's cached columns).
+    column_solves: int = 0
     step_cuts: int = 0
     glue_residual: float = 0.0
     max_penetration: float = 0.0
@@ -366,12 +382,19 @@ class CoupledSkinSkeleton:
             if getattr(self, "_last_mode", None) is not None
             else np.zeros(self.n, dtype=np.int8)
         )
-        # Vertices that are on (within 10 um of) or below the ground at the start or at the
-        # predicted end of the step start pinned: fewer label changes, fewer refactorisations.
-        mode[(mode == 0) & ((Y[:, 2] < 0.0) | (X[:, 2] <= 1e-5))] = 1
+        # Vertices predicted to sink more than 1 um during the step start pinned. (Pinning
+        # every vertex within 10 um of the ground as well made the resting sole cycle: the
+        # unloaded ones were pinned and released again in every step.)
+        mode[(mode == 0) & (Y[:, 2] < -1e-6)] = 1
         mode[self.glue.vertices] = 0
-        slip_dir = np.zeros((self.n, 2))
+        # Slip directions of sliding vertices carry over from the last step with their label.
+        last_slip = getattr(self, "_last_slip_dir", None)
+        slip_dir = last_slip.copy() if last_slip is not None else np.zeros((self.n, 2))
         lam_n = np.zeros(self.n)
+        schur = cfg.contact_solver == "schur"
+        implicit = schur and cfg.implicit_friction
+        if cfg.contact_solver not in ("schur", "refactor"):
+            raise ValueError(f"unknown contact_solver '{cfg.contact_solver}'")
         # Running totals of the multipliers, per pinned skin coordinate (glue or contact), N.
         lam_dof = np.zeros(3 * self.n)
         info = StepInfo()
@@ -381,6 +404,9 @@ class CoupledSkinSkeleton:
         refactored_this_step = False
         released = np.zeros(self.n, dtype=bool)
         slid = np.zeros(self.n, dtype=bool)
+        # Contraction of the Newton updates (ratio of successive update norms while the labels
+        # stay the same): modified Newton that contracts slowly gets a fresh factorisation.
+        contraction, previous_norm, labels_changed = 0.0, None, True
         for iteration in range(cfg.max_iterations):
             q_next = self._Integrate(q, v_next, h)
             p_WG, J = self.GluePoints(q_next)
@@ -404,7 +430,11 @@ class CoupledSkinSkeleton:
             sliding = np.flatnonzero(mode == 2)
             if len(sliding):
                 F = friction.reshape(-1, 3)
-                F[sliding, :2] = -mu * lam_n[sliding, None] * slip_dir[sliding]
+                # Schur path: friction is linear in the current normal multiplier and part of
+                # the Newton step (PinnedCorrection's coupling); refactor path: the normal
+                # force of the last iterate (a fixed-point iteration).
+                normal_now = lam_dof[3 * sliding + 2] if implicit else lam_n[sliding]
+                F[sliding, :2] = -mu * normal_now[:, None] * slip_dir[sliding]
             e = y - x
             r_d = (
                 self.mass * (y - x - h * w) / h**2
@@ -433,22 +463,52 @@ class CoupledSkinSkeleton:
             r_r_full = r_r + G.T @ lam_k
             r_d_full = r_d.copy()
             r_d_full[pinned] -= lam_k
-            key = tuple(contact_dofs.tolist())
-            stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= 40
+            key = None if schur else tuple(contact_dofs.tolist())
+            stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= cfg.max_factor_age
             # Modified Newton first (a stale factor); if it is slow to converge (large
-            # deformation), full Newton: a fresh Hessian every other iteration.
-            slow = iteration >= 3 and (not refactored_this_step or self._kkt_age >= 2)
-            if stale or slow:
+            # deformation), full Newton: a fresh Hessian every other iteration. With the Schur
+            # path a contact-label change is not a reason to refactorise, so "slow" is judged
+            # by the contraction of the updates over iterations with unchanged labels.
+            if schur:
+                slow = self._kkt_age >= 2 and (
+                    iteration >= 6 or (iteration >= 2 and contraction > 0.5)
+                )
+            else:
+                slow = iteration >= 3 and (not refactored_this_step or self._kkt_age >= 2)
+            refactored_now = stale or slow
+            if refactored_now:
                 _, _, K = self.fem.EnergyGradientHessian(y, project=True)
                 A_d = K + sp.diags(self.mass / h**2) + self.damping / h
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
-                self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering)
+                if schur:
+                    base = ReducedKkt(A_r, A_d, h * J, self.glue.dofs, ordering=self._ordering)
+                    self._kkt = PinnedCorrection(base)
+                else:
+                    self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering)
                 self._kkt_key = key
                 self._kkt_age = 0
                 refactored_this_step = True
                 info.factorizations += 1
-            dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
+            if schur:
+                solves = self._kkt.column_solves
+                first = 3 * len(stick)
+                coupling = (
+                    None
+                    if not implicit
+                    else (
+                        np.repeat(first + np.arange(len(sliding)), 2),
+                        (3 * sliding[:, None] + np.arange(2)).ravel(),
+                        (-mu * slip_dir[sliding]).ravel(),
+                    )
+                )
+                dv, dy, dlam_glue, dlam_contact = self._kkt.Solve(
+                    -r_r_full, -r_d_full, -C, contact_dofs, c[len(C) :], coupling
+                )
+                info.column_solves += self._kkt.column_solves - solves
+                dlam = np.concatenate([dlam_glue, dlam_contact])
+            else:
+                dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
             self._kkt_age += 1
             # Never step into an inverted element: halve the update until valid.
             alpha = 1.0
@@ -467,7 +527,10 @@ class CoupledSkinSkeleton:
             # Contact multipliers: force of the ground on each pinned vertex.
             forces = lam_dof.reshape(-1, 3).copy()
             forces[glue_vertex] = 0.0
-            forces[sliding, :2] = friction.reshape(-1, 3)[sliding, :2]
+            if implicit:
+                forces[sliding, :2] = -mu * forces[sliding, 2:3] * slip_dir[sliding]
+            else:
+                forces[sliding, :2] = friction.reshape(-1, 3)[sliding, :2]
             # Active-set update (paper section 5.3, Eqs. 15-17), with anti-cycling: a vertex
             # released in this step comes back only if it sinks deeper than 0.1 mm, one that
             # started sliding keeps sliding, and after `freeze_after` iterations the labels are
@@ -494,16 +557,27 @@ class CoupledSkinSkeleton:
             if not frozen:
                 new_mode[(mode == 0) & (Y[:, 2] < -depth_limit) & ~glue_vertex] = 1
             changed = np.any(new_mode != mode)
+            if _DEBUG and changed:
+                moves = np.flatnonzero(new_mode != mode)
+                pairs = dict(zip(*np.unique(mode[moves] * 3 + new_mode[moves], return_counts=True)))
+                print("   transitions", {f"{k // 3}->{k % 3}": int(v) for k, v in pairs.items()})
             if _DEBUG:
                 print(
                     f"  it {iteration} alpha {alpha:.3g} |dy| {np.abs(dy).max():.3e} "
                     f"|dv| {np.abs(dv).max():.3e} |C| {np.abs(C).max():.3e} "
                     f"|r_d| {np.abs(r_d_full[unpinned]).max():.3e} "
                     f"|r_r| {np.abs(r_r_full).max():.3e} "
-                    f"changed {int(np.sum(new_mode != mode))} fac {info.factorizations}"
+                    f"changed {int(np.sum(new_mode != mode))} fac {info.factorizations} "
+                    f"cols {info.column_solves} contacts {int(np.sum(new_mode > 0))}"
                 )
             mode = new_mode
             step_norm = float(np.max(np.abs(alpha * dy))) if dy.size else 0.0
+            contraction = (
+                step_norm / previous_norm
+                if not labels_changed and previous_norm and not refactored_now
+                else 0.0
+            )
+            previous_norm, labels_changed = step_norm, bool(changed)
             q_next = self._Integrate(q, v_next, h)
             p_WG, _ = self.GluePoints(q_next)
             residual = float(np.max(np.abs(self.glue.Residual(p_WG, y)))) if len(p_WG) else 0.0
@@ -526,6 +600,7 @@ class CoupledSkinSkeleton:
         y_glue = p_WG.ravel()
         y[self.glue.dofs] = y_glue
         self._last_mode = mode.copy()
+        self._last_slip_dir = np.where((mode == 2)[:, None], slip_dir, 0.0)
         info.glue_residual = residual
         info.glue_forces = lam_dof[self.glue.dofs].reshape(-1, 3)
         info.contact_forces = forces

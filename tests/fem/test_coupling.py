@@ -60,3 +60,74 @@ def test_glue_residual_and_jacobian():
     J = glue.JacobianU().toarray()
     d = np.random.default_rng(0).standard_normal(9)
     np.testing.assert_allclose(glue.Residual(p, x + d) - glue.Residual(p, x), J @ d)
+
+
+def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows():
+    """Contact rows added through the Schur complement (PinnedCorrection) give the same
+    (dq, du, lam) as the KKT system of Eq. (2) assembled with them and solved directly."""
+    from drakebots.fem.coupling import PinnedCorrection
+
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(2)
+    rng = np.random.default_rng(3)
+    base = ReducedKkt(A_r, A_d, G_q, glue.dofs)
+    correction = PinnedCorrection(base)
+    free = np.setdiff1d(np.arange(fem.num_dofs), glue.dofs)
+    pool = rng.choice(free, size=12, replace=False)  # a sole's candidate contact coordinates
+    for _ in range(3):  # label changes: new sets, mostly cached columns
+        extra = rng.choice(pool, size=9, replace=False)
+        c_extra = 1e-3 * rng.standard_normal(len(extra))
+        dq, du, lam, lam_extra = correction.Solve(b_r, b_d, c, extra, c_extra)
+        pinned = np.concatenate([glue.dofs, extra])
+        G_all = np.vstack([G_q, np.zeros((len(extra), len(b_r)))])
+        G_u = sp.csr_matrix(
+            (-np.ones(len(pinned)), (np.arange(len(pinned)), pinned)),
+            shape=(len(pinned), fem.num_dofs),
+        )
+        K = AssembleKkt(A_r, A_d, G_all, G_u)
+        z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c, c_extra]))
+        nr, nd = len(b_r), len(b_d)
+        scale = np.abs(z[: nr + nd]).max()
+        np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
+        np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
+        lam_all = np.concatenate([lam, lam_extra])
+        np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
+        np.testing.assert_allclose(du[extra], -c_extra, atol=1e-12)
+    assert correction.column_solves <= len(pool)  # each column solved once
+
+
+def test_pinned_correction_with_friction_coupling():
+    """A multiplier that also enters other skin rows (Coulomb friction of a sliding vertex,
+    -mu lam_n t on its x and y rows): the Schur solve equals a direct solve of the resulting
+    non-symmetric KKT matrix."""
+    from drakebots.fem.coupling import PinnedCorrection
+
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(4)
+    vertex = 11
+    extra = np.array([3 * vertex + 2, 3 * 20, 3 * 20 + 1, 3 * 20 + 2])
+    c_extra = np.array([2e-4, -1e-4, 3e-4, 1e-4])
+    mu, t = 0.8, np.array([0.6, -0.8])
+    coupling = (np.array([0, 0]), np.array([3 * vertex, 3 * vertex + 1]), -mu * t)
+    dq, du, lam, lam_extra = PinnedCorrection(ReducedKkt(A_r, A_d, G_q, glue.dofs)).Solve(
+        b_r, b_d, c, extra, c_extra, coupling
+    )
+    pinned = np.concatenate([glue.dofs, extra])
+    nr, nd, p = len(b_r), len(b_d), len(pinned)
+    G_all = np.vstack([G_q, np.zeros((len(extra), nr))])
+    G_u = sp.csr_matrix((-np.ones(p), (np.arange(p), pinned)), shape=(p, nd)).toarray()
+    # Skin rows: A_d du + G_u^T lam - W lam = b_d, with W the friction columns.
+    W = np.zeros((nd, p))
+    W[3 * vertex : 3 * vertex + 2, len(glue.dofs)] = -mu * t
+    K = np.block(
+        [
+            [A_r, np.zeros((nr, nd)), G_all.T],
+            [np.zeros((nd, nr)), A_d.toarray(), G_u.T - W],
+            [G_all, G_u, np.zeros((p, p))],
+        ]
+    )
+    z = np.linalg.solve(K, np.concatenate([b_r, b_d, c, c_extra]))
+    scale = np.abs(z[: nr + nd]).max()
+    np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
+    np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
+    np.testing.assert_allclose(
+        np.concatenate([lam, lam_extra]), z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max()
+    )
