@@ -10,6 +10,8 @@ Examples:
   drakebots skin beetle --out runs/beetle_skin
   drakebots skin beetle --folding-regions ankles --out runs/beetle_skin_folded
   drakebots skin cow --thickness 0.005 --out runs/cow_skin
+  drakebots skin monster --out runs/monster_skin        # soft belly and tail (E x 0.15, section 7)
+  drakebots skin monster --soft-regions none --out runs/monster_skin_uniform
   drakebots skin beetle --surface my_beetle.obj --out runs/my_beetle_skin   # your own shape
 """
 
@@ -51,6 +53,18 @@ def register(subparsers):
     parser.add_argument(
         "--youngs-modulus", type=float, default=0.09e9, help="Young's modulus, Pa (paper: 0.09 GPa)"
     )
+    parser.add_argument(
+        "--soft-regions",
+        default=None,
+        help="comma-separated softer skin regions (belly, tail) or 'none'; default: the robot's "
+        "(the monster: belly,tail, as the paper's section 7; the others: none)",
+    )
+    parser.add_argument(
+        "--soft-scale",
+        type=float,
+        default=0.15,
+        help="factor on Young's modulus in the soft regions (paper: reduced by 85 %%, 0.15)",
+    )
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
     return parser
@@ -74,6 +88,20 @@ def MakeOptions(args):
     if not args.youngs_modulus > 0.0:
         raise InputError(f"--youngs-modulus must be > 0 Pa, got {args.youngs_modulus}")
     folding = tuple(s.strip() for s in args.folding_regions.split(",") if s.strip())
+    soft_regions = None
+    if args.soft_regions is not None:
+        from drakebots.fem.skin import SOFT_REGIONS
+
+        names = tuple(s.strip() for s in args.soft_regions.split(",") if s.strip())
+        soft_regions = () if names in ((), ("none",)) else names
+        unknown = [r for r in soft_regions if r not in SOFT_REGIONS]
+        if unknown:
+            raise InputError(
+                f"--soft-regions: unknown region {unknown[0]!r} (known: "
+                f"{', '.join(SOFT_REGIONS)}, or none)"
+            )
+    if not 0.0 < args.soft_scale <= 1.0:
+        raise InputError(f"--soft-scale must be in (0, 1], got {args.soft_scale}")
     options = SkinOptions(
         thickness=args.thickness,
         foot_thickness=args.foot_thickness,
@@ -81,6 +109,8 @@ def MakeOptions(args):
         fold_depth=args.fold_depth,
         poissons_ratio=args.poissons_ratio,
         youngs_modulus=args.youngs_modulus,
+        soft_regions=soft_regions,
+        soft_scale=args.soft_scale,
     )
     if args.surface:
         from drakebots.fem.skin import LoadSurface, SkinInputError
@@ -159,4 +189,9 @@ def Run(args) -> int:
         f"(paper {' x '.join(f'{s:.3f}' for s in info['paper_size'])}); density "
         f"{info['mass_density']:.0f} kg/m^3 for {info['mass_kg']} kg; {seconds:.1f} s"
     )
+    if info.get("soft_elements"):
+        print(
+            f"  soft regions {', '.join(info['soft_regions'])}: {info['soft_elements']} elements "
+            f"with Young's modulus x {info['soft_scale']:g}"
+        )
     return 0

@@ -89,6 +89,11 @@ class SkinOptions:
     # Young's modulus (Pa) and Poisson's ratio of the skin (paper section 7).
     youngs_modulus: float = 0.09e9
     poissons_ratio: float = 0.46
+    # Softer skin regions ("belly", "tail"; see SoftRegionElements) and the factor on Young's
+    # modulus there. None: the robot's default (the paper's monster: belly and tail with E
+    # reduced by 85 %, section 7); (): none.
+    soft_regions: tuple | None = None
+    soft_scale: float = 0.15
 
 
 @dataclasses.dataclass
@@ -107,6 +112,8 @@ class Skin:
         thickness: (n,) local shell thickness the vertex was generated with, m.
         outer: (n,) bool, vertex on the outer surface.
         fold: (m,) bool, element in a folding region.
+        youngs_scale: (m,) factor on Young's modulus per element (1 everywhere but the soft
+            regions; None in skins written before soft regions existed means all ones).
         mass_density: kg/m^3 so that the skin mass equals `SkeletonParams.skin_mass`.
         info: numbers for summaries (sizes, counts).
     """
@@ -125,6 +132,13 @@ class Skin:
     youngs_modulus: float
     poissons_ratio: float
     info: dict
+    youngs_scale: np.ndarray | None = None
+
+    def ElementYoungsScale(self) -> np.ndarray:
+        """(m,) factor on Young's modulus per element (ones without soft regions)."""
+        if self.youngs_scale is None:
+            return np.ones(self.mesh.num_tets)
+        return np.asarray(self.youngs_scale, float)
 
 
 class SkinInputError(ValueError):
@@ -926,6 +940,70 @@ def CheckGlue(skin_links: list, glue_links: list, known_links: list) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# Soft regions (paper section 7: the monster's belly and tail, Young's modulus reduced by 85 %).
+
+SOFT_REGIONS = ("belly", "tail")
+DEFAULT_SOFT_REGIONS = {"monster": ("belly", "tail")}
+
+
+def SoftRegionElements(
+    params: SkeletonParams, mesh: TetMesh, weights: np.ndarray, skin_links: list, regions
+) -> np.ndarray:
+    """(m,) bool: the elements of the named soft regions.
+
+    The regions are defined on the skeleton, so they work for any body shape: an element
+    belongs to the body (not a leg, head or neck) when the link with the largest mean skinning
+    weight over its vertices is a torso or tail link; of those,
+      "tail":  the elements of tail links, and those behind the torso's printed shell (centroid
+               x behind its rear face): the monster's tail is part of its torso skin;
+      "belly": the elements under the torso shell (centroid below its bottom face) between its
+               front and rear faces (the skin under the torso, legs excluded).
+
+    Raises:
+        SkinInputError: an unknown region name.
+    """
+    unknown = [r for r in regions if r not in SOFT_REGIONS]
+    if unknown:
+        raise SkinInputError(
+            f"unknown soft region {unknown[0]!r} (known: {', '.join(SOFT_REGIONS)})"
+        )
+    soft = np.zeros(mesh.num_tets, dtype=bool)
+    if not regions:
+        return soft
+    b, _ = _Skeleton(params)
+    corners = []
+    for name, link in b.links.items():
+        if not name.startswith("torso"):
+            continue
+        for box in link.boxes:
+            if not box.name.endswith("_shell"):
+                continue  # motors hang below the structure; the shell is the body
+            signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T
+            corners.append(box.center + (0.5 * signs * box.size) @ np.asarray(box.R).T)
+    if not corners:
+        return soft
+    corners = np.vstack(corners)
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
+    centroids = mesh.vertices[mesh.tets].mean(axis=1)
+    dominant = np.asarray(skin_links)[np.argmax(weights[mesh.tets].mean(axis=1), axis=1)]
+    body = np.char.startswith(dominant.astype(str), "torso") | np.char.startswith(
+        dominant.astype(str), "tail"
+    )
+    if "tail" in regions:
+        soft |= np.char.startswith(dominant.astype(str), "tail") | (
+            body & (centroids[:, 0] < lo[0])
+        )
+    if "belly" in regions:
+        soft |= (
+            body
+            & (centroids[:, 2] < lo[2])
+            & (centroids[:, 0] >= lo[0])
+            & (centroids[:, 0] <= hi[0])
+        )
+    return soft
+
+
+# ----------------------------------------------------------------------------------------------
 # The whole pipeline.
 
 
@@ -946,6 +1024,19 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         )
     if not options.youngs_modulus > 0.0:
         raise SkinInputError(f"Young's modulus must be > 0 Pa, got {options.youngs_modulus}")
+    if not 0.0 < options.soft_scale <= 1.0:
+        raise SkinInputError(
+            f"the soft regions' Young's modulus factor must be in (0, 1], got {options.soft_scale}"
+        )
+    soft_regions = options.soft_regions
+    if soft_regions is None:
+        soft_regions = () if options.links else DEFAULT_SOFT_REGIONS.get(params.name, ())
+    soft_regions = tuple(soft_regions)
+    unknown = [r for r in soft_regions if r not in SOFT_REGIONS]
+    if unknown:
+        raise SkinInputError(
+            f"unknown soft region {unknown[0]!r} (known: {', '.join(SOFT_REGIONS)})"
+        )
     say("shape and surfaces (marching cubes)")
     # Marching cubes on a coarse grid can make the two sheets (4 mm apart) cross where the
     # surface curves; Gmsh then refuses the boundary. Retry on a finer grid.
@@ -993,6 +1084,8 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     if options.folding_regions:
         _, _, fold_c = ShapeField(params, options, centroids)
         fold_el = fold_c > 0.0
+    soft = SoftRegionElements(params, mesh, W, skin_links, soft_regions)
+    youngs_scale = np.where(soft, options.soft_scale, 1.0)
     info.update(
         {
             "vertices": mesh.num_vertices,
@@ -1005,6 +1098,9 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
             "foot_thickness_m": options.foot_thickness,
             "folding_regions": list(options.folding_regions),
             "folding_elements": int(fold_el.sum()),
+            "soft_regions": list(soft_regions),
+            "soft_scale": options.soft_scale if soft_regions else 1.0,
+            "soft_elements": int(soft.sum()),
             "min_tet_volume_m3": float(mesh.SignedVolumes().min()),
         }
     )
@@ -1023,6 +1119,7 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         youngs_modulus=options.youngs_modulus,
         poissons_ratio=options.poissons_ratio,
         info=info,
+        youngs_scale=youngs_scale,
     )
 
 
@@ -1057,6 +1154,7 @@ def WriteSkin(directory: str | Path, skin: Skin) -> None:
         thickness=skin.thickness,
         outer=skin.outer,
         fold=skin.fold,
+        youngs_scale=skin.ElementYoungsScale(),
     )
     meta = {
         "robot": skin.robot,
@@ -1095,6 +1193,7 @@ def LoadSkin(directory: str | Path) -> Skin:
             youngs_modulus=float(meta["youngs_modulus"]),
             poissons_ratio=float(meta["poissons_ratio"]),
             info=meta.get("info", {}),
+            youngs_scale=data["youngs_scale"] if "youngs_scale" in data.files else None,
         )
 
 

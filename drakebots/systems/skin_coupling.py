@@ -155,7 +155,9 @@ class CoupledSkinSkeleton:
             mass_damping=cfg.mass_damping,
             stiffness_damping=cfg.stiffness_damping,
         )
-        self.fem = FemModel(skin.mesh, material)
+        # Per-element factor on E: the soft regions (the monster's belly and tail, section 7).
+        scale = skin.ElementYoungsScale() if hasattr(skin, "ElementYoungsScale") else None
+        self.fem = FemModel(skin.mesh, material, youngs_scale=scale)
         n = self.fem.num_vertices
         self.n = n
         # Glue (Eq. 1): vertex -> body, point in the body frame.

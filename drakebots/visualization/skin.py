@@ -85,6 +85,13 @@ def PlotSkin(skin, *, title: str = ""):
     colors = np.clip(shade[:, None] * base[None, :], 0, 1)
     in_fold = np.any(fold_vertices[faces], axis=1)
     colors[in_fold] = np.clip(shade[in_fold, None] * np.array([0.85, 0.35, 0.25]), 0, 1)
+    soft = skin.ElementYoungsScale() < 1.0 if hasattr(skin, "ElementYoungsScale") else None
+    has_soft = soft is not None and bool(soft.any())
+    if has_soft:
+        soft_vertices = np.zeros(mesh.num_vertices, dtype=bool)
+        soft_vertices[np.unique(mesh.tets[soft])] = True
+        in_soft = np.all(soft_vertices[faces], axis=1)
+        colors[in_soft] = np.clip(shade[in_soft, None] * np.array([0.45, 0.75, 0.45]), 0, 1)
     lo, hi = X.min(axis=0), X.max(axis=0)
     center, radius = 0.5 * (lo + hi), 0.5 * np.max(hi - lo)
     G = X[skin.glue_vertices]
@@ -107,7 +114,9 @@ def PlotSkin(skin, *, title: str = ""):
             f"{skin.robot} skin: {mesh.num_vertices} vertices, {mesh.num_tets} tets, "
             f"{len(skin.glue_vertices)} glue vertices (blue), "
             f"{info.get('thickness_m', 0) * 1000:.0f}/{info.get('foot_thickness_m', 0) * 1000:.0f}"
-            f" mm thick" + (", folding regions red" if skin.fold.any() else "")
+            f" mm thick"
+            + (", folding regions red" if skin.fold.any() else "")
+            + (f", soft regions green (E x {info.get('soft_scale', 0.15):g})" if has_soft else "")
         ),
         fontsize=10,
     )

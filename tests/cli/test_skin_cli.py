@@ -33,6 +33,8 @@ def drakebots(capsys):
         (["--thickness", "0"], "--thickness must be > 0"),
         (["--poissons-ratio", "0.5"], "--poissons-ratio"),
         (["--folding-regions", "elbows"], "elbows"),
+        (["--soft-regions", "wings"], "--soft-regions: unknown region 'wings'"),
+        (["--soft-scale", "0"], "--soft-scale must be in (0, 1]"),
     ],
 )
 def test_skin_bad_input(drakebots, tmp_path, args, message):

@@ -9,8 +9,10 @@ import pytest
 
 from drakebots.fem.mesh import BoundaryFaces, CheckClosedManifold, ReadVtk, TetMesh
 from drakebots.fem.skin import (
+    LoadSkin,
     MakeShellMesh,
     MakeSkin,
+    Skin,
     SkinInputError,
     SkinOptions,
     WriteSkin,
@@ -67,6 +69,80 @@ def test_bad_thickness_and_poissons_ratio_are_rejected():
         MakeSkin(params, SkinOptions(poissons_ratio=0.5))
     with pytest.raises(SkinInputError, match="elbows"):
         MakeSkin(params, SkinOptions(folding_regions=("elbows",)))
+    with pytest.raises(SkinInputError, match="soft region 'wings'"):
+        MakeSkin(params, SkinOptions(soft_regions=("wings",)))
+    with pytest.raises(SkinInputError, match="factor"):
+        MakeSkin(params, SkinOptions(soft_scale=0.0))
+
+
+def _SeriesBar(scale):
+    """A 10 x 1 x 1 cm bar along x whose far half has Young's modulus x `scale`."""
+    from drakebots.fem.mesh import BoxMesh
+
+    mesh = BoxMesh((0.1, 0.01, 0.01), (40, 4, 4))
+    centroids = mesh.vertices[mesh.tets].mean(axis=1)
+    return mesh, np.where(centroids[:, 0] > 0.05, scale, 1.0)
+
+
+def test_a_soft_region_stretches_by_the_inverse_of_its_modulus_factor(tmp_path):
+    """Paper section 7 (the monster's belly and tail: E reduced by 85 %): a bar of two halves in
+    series, clamped at x = 0 and pulled at x = L, carries the same stress in both halves, so
+    the soft half's strain is the stiff half's divided by 0.15 (uniaxial stress, small strain;
+    analytic). The per-element factor goes through the skin files (WriteSkin / LoadSkin)."""
+    import scipy.sparse.linalg as spla
+
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+
+    mesh, scale = _SeriesBar(0.15)
+    n = mesh.num_vertices
+    skin = Skin(
+        robot="beetle",
+        mesh=mesh,
+        glue_vertices=np.zeros(0, dtype=np.int64),
+        glue_links=[],
+        glue_points=np.zeros((0, 3)),
+        skin_links=["torso"],
+        weights=np.ones((n, 1)),
+        thickness=np.full(n, 0.01),
+        outer=np.zeros(n, dtype=bool),
+        fold=np.zeros(mesh.num_tets, dtype=bool),
+        mass_density=1100.0,
+        youngs_modulus=1e6,
+        poissons_ratio=0.3,
+        info={},
+        youngs_scale=scale,
+    )
+    WriteSkin(tmp_path, skin)
+    loaded = LoadSkin(tmp_path)
+    np.testing.assert_array_equal(loaded.ElementYoungsScale(), scale)
+    material = Material(youngs_modulus=1e6, poissons_ratio=0.3)
+    model = FemModel(loaded.mesh, material, youngs_scale=loaded.ElementYoungsScale())
+    X = mesh.vertices
+    K = model.Hessian(model.RestPositions()).tocsc()
+    # Clamp x = 0 in x only (one point fully, one more in y/z): no lateral constraint, so the
+    # stress is uniaxial everywhere; pull the end face with 1 N.
+    fixed = list(3 * np.flatnonzero(X[:, 0] < 1e-9))
+    corner = int(np.flatnonzero(np.all(np.abs(X) < 1e-9, axis=1))[0])
+    other = int(
+        np.flatnonzero((X[:, 0] < 1e-9) & (np.abs(X[:, 1] - 0.01) < 1e-9) & (X[:, 2] < 1e-9))[0]
+    )
+    fixed += [3 * corner + 1, 3 * corner + 2, 3 * other + 2]
+    free = np.setdiff1d(np.arange(3 * n), fixed)
+    end = np.flatnonzero(X[:, 0] > 0.1 - 1e-9)
+    f = np.zeros(3 * n)
+    f[3 * end] = 1.0 / len(end)  # uniform nodal loads: the bar's x = L face, 1 N total
+    u = np.zeros(3 * n)
+    u[free] = spla.spsolve(K[free][:, free], f[free])
+    ux = u[0::3]
+
+    def Strain(a, b):  # mean x-displacement difference between two cross-sections / length
+        at = lambda x: ux[np.abs(X[:, 0] - x) < 1e-9].mean()  # noqa: E731
+        return (at(b) - at(a)) / (b - a)
+
+    stiff, soft = Strain(0.01, 0.04), Strain(0.06, 0.09)
+    assert stiff == pytest.approx(1.0 / (1e6 * 1e-4), rel=0.02)  # sigma / E, sigma = 1 N / 1 cm^2
+    assert soft / stiff == pytest.approx(1.0 / 0.15, rel=0.02)
 
 
 def test_a_non_positive_tet_is_refused_by_the_model():
@@ -99,6 +175,18 @@ def test_every_robot_skin(robot, tmp_path):
     # The outer size is the paper's overall size within 20 % along each axis.
     size = mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)
     np.testing.assert_allclose(size, params.paper_size, rtol=0.2)
+    # Soft regions (section 7): the monster's belly and tail, E x 0.15; the others uniform.
+    soft = skin.ElementYoungsScale() < 1.0
+    if robot == "monster":
+        np.testing.assert_allclose(skin.ElementYoungsScale()[soft], 0.15)
+        c = mesh.vertices[mesh.tets[soft]].mean(axis=1)
+        torso = next(b for b in _Build(params).links["torso"].boxes if b.name.endswith("_shell"))
+        below = c[:, 2] < torso.center[2] - 0.5 * torso.size[2]
+        behind = c[:, 0] < torso.center[0] - 0.5 * torso.size[0]
+        assert np.all(below | behind) and below.sum() > 1000 and behind.sum() > 300
+        assert 0.05 < soft.mean() < 0.4
+    else:
+        assert not soft.any()
     WriteSkin(tmp_path, skin)
     assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
 

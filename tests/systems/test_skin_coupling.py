@@ -201,3 +201,25 @@ def test_schur_contact_updates_match_refactorising(ball):
         assert np.abs(a.q - b.q).max() <= 1e-6
     assert np.abs(ref_normal - new_normal).max() <= 1e-3 * ref_normal[-1]
     assert new_factorizations < 0.5 * ref_factorizations
+
+
+def test_the_coupled_model_uses_the_skins_soft_regions(ball):
+    """The per-element Young's factor of a skin (the monster's soft belly and tail) reaches the
+    coupled simulator's FEM: with the upper half of the ball at E x 0.15, a stretch stores 0.15
+    of the uniform skin's energy in the upper half's elements and the same in the lower half's
+    (the energy density is linear in the Lame parameters)."""
+    import dataclasses
+
+    plant, instance, skin = ball
+    centroids = skin.mesh.vertices[skin.mesh.tets].mean(axis=1)
+    upper = centroids[:, 2] > 0.0
+    soft = dataclasses.replace(skin, youngs_scale=np.where(upper, 0.15, 1.0))
+    uniform = CoupledSkinSkeleton(plant, instance, skin).fem
+    softened = CoupledSkinSkeleton(plant, instance, soft).fem
+    x = uniform.RestPositions().reshape(-1, 3).copy()
+    x[:, 2] *= 1.01
+    x = x.ravel()
+    e_uniform, e_soft = uniform.ElementEnergies(x), softened.ElementEnergies(x)
+    assert e_uniform[upper].sum() > 0.0
+    assert e_soft[upper].sum() == pytest.approx(0.15 * e_uniform[upper].sum(), rel=1e-12)
+    assert e_soft[~upper].sum() == pytest.approx(e_uniform[~upper].sum(), rel=1e-12)
