@@ -223,3 +223,58 @@ def test_the_coupled_model_uses_the_skins_soft_regions(ball):
     assert e_uniform[upper].sum() > 0.0
     assert e_soft[upper].sum() == pytest.approx(0.15 * e_uniform[upper].sum(), rel=1e-12)
     assert e_soft[~upper].sum() == pytest.approx(e_uniform[~upper].sum(), rel=1e-12)
+
+
+def test_self_collision_penalty_along_the_contact_normal(ball):
+    """Section 4.2's explicit self-collision penalty: two outer skin vertices that were far apart
+    on the rest skin and come closer than r feel k (r - d) along the line joining them, equal
+    and opposite (momentum conserving); none at rest, none between rest neighbours; and the
+    force is minus the gradient of the penalty energy k/2 (r - d)^2 (central differences)."""
+    plant, instance, skin = ball
+    k, r = 2000.0, 0.003
+    config = CouplingConfig(penalty_stiffness=k, self_collision_distance=r)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    q = plant.GetPositions(plant.CreateDefaultContext())
+    x0 = stepper.fem.RestPositions()
+    assert np.abs(stepper.PenaltyForces(q, x0)).max() == 0.0
+    X0 = x0.reshape(-1, 3)
+    outer = np.flatnonzero(skin.outer)
+    top = outer[np.argmax(X0[outer, 2])]
+    bottom = outer[np.argmin(X0[outer, 2])]
+    direction = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+
+    def Placed(d):  # the bottom vertex moved to distance d below-ish the top one
+        X = X0.copy()
+        X[bottom] = X0[top] - d * direction
+        return X.ravel()
+
+    d = 0.001
+    F = stepper.PenaltyForces(q, Placed(d)).reshape(-1, 3)
+    expected = k * (r - d) * direction  # on the top vertex, pushed away from the bottom one
+    np.testing.assert_allclose(F[top], expected, rtol=1e-9)
+    np.testing.assert_allclose(F[bottom], -expected, rtol=1e-9)
+    assert np.abs(np.delete(F, [top, bottom], axis=0)).max() == 0.0
+    assert np.abs(F.sum(axis=0)).max() < 1e-12
+    # Out of range (d > r): no force.
+    assert np.abs(stepper.PenaltyForces(q, Placed(1.2 * r))).max() == 0.0
+    # Rest neighbours closer than r (a compressed element) are the elastic model's business.
+    neighbour = outer[np.argsort(np.linalg.norm(X0[outer] - X0[top], axis=1))[1]]
+    X = X0.copy()
+    X[neighbour] = X0[top] - 0.5 * r * direction
+    assert np.linalg.norm(X0[neighbour] - X0[top]) < 4 * r
+    assert np.abs(stepper.PenaltyForces(q, X.ravel())).max() == 0.0
+
+    # Conservative: F = -dE/dx for E = k/2 (r - |x_top - x_bottom|)^2, by central differences.
+    def Energy(x):
+        X = x.reshape(-1, 3)
+        dist = np.linalg.norm(X[top] - X[bottom])
+        return 0.5 * k * max(r - dist, 0.0) ** 2
+
+    x = Placed(d)
+    f = stepper.PenaltyForces(q, x)
+    eps = 1e-7
+    for dof in [3 * top, 3 * top + 1, 3 * top + 2, 3 * bottom, 3 * bottom + 2]:
+        e = np.zeros_like(x)
+        e[dof] = eps
+        numeric = -(Energy(x + e) - Energy(x - e)) / (2 * eps)
+        assert f[dof] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
