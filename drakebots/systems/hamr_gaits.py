@@ -19,13 +19,13 @@ Gaits (phase φ per leg):
   (swing at sin(ωt + π/2), lift at sin(ωt) or sin(ωt + π) by diagonal pair).
 - ``pronk``: all four legs in phase. With λ = 0 it walks forward at 2, 5, 20 and 30 Hz
   (cardstock, 90 V: 5.2, 7.0, 4.0, 2.9 mm/cycle) but not at 10 Hz (cardstock -0.8, teflon -5.8,
-  sandpaper +5.8 mm/cycle): there the whole body bounces (10.4-14.4 mm, short flights), so what
-  propels it is the foot's stroke during the push-off, not while the foot is low in the body
-  frame. A swing lead of 90° (λ = π/2: the foot moves back while the leg extends and forward
-  while it retracts) gives +7.2 (cardstock), +5.0 (teflon), +3.6 (sandpaper) mm/cycle at 10 Hz
-  (sweep on cardstock, deg -> mm/cycle: 0 -0.8, 45 4.4, 60 6.5, 90 7.2, 120 7.6, 135 6.7,
-  180 1.6, 270 -6.7), but only 0.2 at 2 Hz and 1.5 at 5 Hz. The lead is an option
-  (`--swing-lead`), not a default that would fit one frequency.
+  sandpaper +5.8 mm/cycle): there the whole body hops (10.4-14.4 mm; all four feet off the
+  ground 38 % of the time), so what propels it is the foot's stroke during the push-off, not
+  while the foot is low in the body frame. A swing lead of 90° (λ = π/2: the foot moves back
+  while the leg extends and forward while it retracts) gives +7.2 (cardstock), +5.0 (teflon)
+  and +3.6 (sandpaper) mm/cycle at 10 Hz (sweep on cardstock, deg -> mm/cycle: 0 -0.8, 45 4.4,
+  60 6.5, 90 7.2, 120 7.6, 135 6.7, 180 1.6, 270 -6.7), but only 0.2 at 2 Hz and 1.5 at 5 Hz.
+  The lead is an option (`--swing-lead`), not a default that would fit one frequency.
 - ``jump``: the jump drive: swing actuators at the mid voltage; the lift actuators retract the
   legs smoothly over half a period 1/(2f) (the body crouches, loading the flexures and the
   actuator springs), then switch at once to full extension and hold it (the paper's optimized
