@@ -30,13 +30,29 @@ def _Motion(args, model):
         return MotionFromYaml(path, robot=args.robot)
     if args.speed is not None and not args.speed > 0.0:
         raise InputError(f"--speed must be > 0 m/s, got {args.speed}")
-    if args.motion == "single-foot-lift":
-        return motions.SingleFootLift(model)
-    if args.motion == "double-foot-lift":
-        return motions.DoubleFootLift(model)
+    duration = getattr(args, "duration", None)
+    height = getattr(args, "lift_height", None)
+    if duration is not None and not duration > 0.0:
+        raise InputError(f"--duration must be > 0 s, got {duration}")
+    if height is not None and not height > 0.0:
+        raise InputError(f"--lift-height must be > 0 m, got {height}")
+    kwargs = {}
+    if args.motion in ("single-foot-lift", "double-foot-lift"):
+        if duration is not None:
+            kwargs["duration"] = duration
+        if height is not None:
+            kwargs["height"] = height
+        lift = (
+            motions.SingleFootLift if args.motion == "single-foot-lift" else motions.DoubleFootLift
+        )
+        return lift(model, **kwargs)
+    if duration is not None:
+        kwargs["period"] = duration
     if args.motion == "walk":
-        return motions.Walk(model, speed=args.speed or 0.04)
-    return motions.Trot(model, speed=args.speed or 0.45)
+        if args.speed is not None:
+            kwargs["speed"] = args.speed
+        return motions.Walk(model, **kwargs)
+    return motions.Trot(model, speed=args.speed or 0.45, **kwargs)
 
 
 def _Validate(args):
@@ -308,6 +324,8 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
             zip(model.actuator_names, ratio.max(axis=0).round(4).tolist())
         ),
         "max_torque_ratio": float(ratio.max()),
+        # Frames where some motor is within 1 % of its limit (saturating, not exceeding).
+        "frames_at_motor_limit": int(np.sum(ratio.max(axis=1) > 0.99)) if len(tau) else 0,
         "within_motor_limits": bool(ratio.max() <= 1.0 + 1e-6),
         "min_cop_margin_m": (float(np.nanmin(margins)) if np.isfinite(margins).any() else None),
         # Frames where the plan has a foot on the ground but no patch carries load (a hop): the

@@ -33,7 +33,19 @@ def register(subparsers):
         "--motion", choices=MOTIONS, required=True, help="the motion to design (generator)"
     )
     parser.add_argument(
-        "--speed", type=float, default=None, help="walk/trot speed, m/s (walk 0.04, trot 0.45)"
+        "--speed", type=float, default=None, help="walk/trot speed, m/s (walk 0.015, trot 0.45)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="lifts: the motion's duration, s (default 2); walk/trot: the cycle period, s",
+    )
+    parser.add_argument(
+        "--lift-height",
+        type=float,
+        default=None,
+        help="lifts: how high the sole centre rises, m (default 0.04 single, 0.03 double)",
     )
     parser.add_argument(
         "--motion-file",

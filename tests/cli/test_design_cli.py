@@ -45,6 +45,8 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--motor-limit", "0"], tmp_path, capsys, "--motor-limit")
     _Exit2(["dragon", "--motion", "walk"], tmp_path, capsys, "beetle")
     _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
+    _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
+    _Exit2(base + ["--lift-height", "-0.01"], tmp_path, capsys, "--lift-height")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
     bad = tmp_path / "mismatch.yaml"

@@ -32,7 +32,7 @@ def beetle():
 
 
 def test_vectorised_nlp_equals_the_programs_bindings(beetle):
-    motion = SampleMotion(motions.Walk(beetle, speed=0.04))
+    motion = SampleMotion(motions.Walk(beetle, speed=0.04, period=2.0))
     problem = MakeSpaceTimeProgram(
         beetle, motion, SpaceTimeConfig(knot_frames=40), q_follow=np.tile(beetle.q_home, (11, 1))
     )
