@@ -125,6 +125,8 @@ class ReducedKkt:
         A_fP = A_d[self.free][:, self.pinned]
         A_PP = A_d[self.pinned][:, self.pinned]
         self.A_d = A_d
+        self.A_r = np.asarray(A_r.toarray() if sp.issparse(A_r) else A_r, float)
+        self.ordering = ordering
         G = self.G
         top_left = np.asarray(
             (A_r.toarray() if sp.issparse(A_r) else A_r) + G.T @ (A_PP @ G), float
@@ -192,13 +194,19 @@ class PinnedCorrection:
             column is 8 * (free + nr) bytes, about 0.3 MB on the beetle skin).
     """
 
-    def __init__(self, base: ReducedKkt, *, max_columns: int = 600):
+    def __init__(
+        self, base: ReducedKkt, *, max_columns: int = 600, max_new_columns: int | None = 40
+    ):
         self.base = base
         self.position = np.full(base.nd, -1, dtype=np.int64)
         self.position[base.free] = np.arange(len(base.free))
         self.max_columns = int(max_columns)
+        self.max_new_columns = max_new_columns
         self._columns = {}
+        self._last = None  # (key, Z, factor of S) of the last extra set
+        self._fallback = None  # (key, ReducedKkt) of the last direct factorisation
         self.column_solves = 0
+        self.factorizations = 0
 
     def _Column(self, dof):
         column = self._columns.get(dof)
@@ -219,45 +227,97 @@ class PinnedCorrection:
         tangential force -mu lam_n t is linear in its normal multiplier: friction then is part
         of the Newton step instead of a fixed-point iteration. The Schur complement is then
         E^T K^-1 (E + W), not symmetric, solved by LU.
+
+        When a new set needs more than `max_new_columns` uncached columns (a whole sole
+        touching down at once: hundreds of coordinates), one direct factorisation of the system
+        with all rows pinned is cheaper than the columns (about 40 triangular solves cost one
+        factorisation of the beetle skin, measured); that solve leaves out `coupling` (the
+        friction then lags one iteration, as a fixed-point step; the converged solution is the
+        same).
         """
         base = self.base
         b_r = np.asarray(b_r, float)
         b_d = np.asarray(b_d, float)
         c = np.asarray(c, float)
+        c_extra = np.asarray(c_extra, float)
         extra = np.asarray(extra, dtype=np.int64)
-        z = base._lu.solve(base._Rhs(b_r, b_d, c))
         if len(extra) == 0:
+            z = base._lu.solve(base._Rhs(b_r, b_d, c))
             return (*base._Finish(z, b_d, c), np.zeros(0))
         pos = self.position[extra]
         if np.any(pos < 0):
             raise ValueError("an extra pinned coordinate is already pinned by the base rows")
-        needed = set(extra.tolist())
-        if coupling is not None:
+        has_coupling = coupling is not None and len(coupling[1]) > 0
+        if has_coupling:
             columns, dofs, coefficients = (np.asarray(a) for a in coupling)
+            dofs = dofs.astype(np.int64)
             if np.any(self.position[dofs] < 0):
                 raise ValueError("a coupled row is pinned by the base rows")
-            needed |= set(np.asarray(dofs, dtype=np.int64).tolist())
-        if len(set(self._columns) | needed) > self.max_columns:
-            self._columns.clear()
-        Z = np.column_stack([self._Column(int(d)) for d in extra])
-        if coupling is not None and len(dofs):
-            for column, dof, coefficient in zip(columns, dofs, coefficients):
-                Z[:, int(column)] += coefficient * self._Column(int(dof))
-            lam_extra = np.linalg.solve(Z[pos], -np.asarray(c_extra, float) - z[pos])
-        else:
-            S = Z[pos]
-            lam_extra = _SolveSpd(0.5 * (S + S.T), -np.asarray(c_extra, float) - z[pos])
+        key = (
+            extra.tobytes(),
+            b""
+            if not has_coupling
+            else columns.tobytes() + dofs.tobytes() + coefficients.tobytes(),
+        )
+        if self._last is None or self._last[0] != key:
+            needed = set(extra.tolist()) | (set(dofs.tolist()) if has_coupling else set())
+            missing = len(needed - set(self._columns))
+            if self.max_new_columns is not None and missing > self.max_new_columns:
+                return self._Direct(b_r, b_d, c, extra, c_extra)
+            if len(set(self._columns) | needed) > self.max_columns:
+                self._columns.clear()
+            Z = np.column_stack([self._Column(int(d)) for d in extra])
+            if has_coupling:
+                for column, dof, coefficient in zip(columns, dofs, coefficients):
+                    Z[:, int(column)] += coefficient * self._Column(int(dof))
+                factor = _LuFactor(Z[pos])
+            else:
+                S = Z[pos]
+                factor = _ChoFactor(0.5 * (S + S.T))
+            self._last = (key, Z, factor)
+        _, Z, factor = self._last
+        z = base._lu.solve(base._Rhs(b_r, b_d, c))
+        lam_extra = _FactorSolve(factor, -c_extra - z[pos])
         z = z + Z @ lam_extra
         return (*base._Finish(z, b_d, c), lam_extra)
 
+    def _Direct(self, b_r, b_d, c, extra, c_extra):
+        """The same system factorised directly with every row pinned (kept for a repeat)."""
+        base = self.base
+        key = extra.tobytes()
+        if self._fallback is None or self._fallback[0] != key:
+            p = len(base.pinned)
+            G = np.vstack([base.G, np.zeros((len(extra), base.nr))])
+            kkt = ReducedKkt(
+                base.A_r, base.A_d, G, np.concatenate([base.pinned, extra]), ordering=base.ordering
+            )
+            self.factorizations += 1
+            self._fallback = (key, kkt, p)
+        _, kkt, p = self._fallback
+        dq, du, lam = kkt.Solve(b_r, b_d, np.concatenate([c, c_extra]))
+        return dq, du, lam[:p], lam[p:]
 
-def _SolveSpd(S, b):
+
+def _ChoFactor(S):
     import scipy.linalg as sla
 
     try:
-        return sla.cho_solve(sla.cho_factor(S), b)
+        return ("cho", sla.cho_factor(S))
     except np.linalg.LinAlgError:  # pragma: no cover - S is SPD when K is
-        return np.linalg.solve(S, b)
+        return _LuFactor(S)
+
+
+def _LuFactor(S):
+    import scipy.linalg as sla
+
+    return ("lu", sla.lu_factor(S))
+
+
+def _FactorSolve(factor, b):
+    import scipy.linalg as sla
+
+    kind, data = factor
+    return sla.cho_solve(data, b) if kind == "cho" else sla.lu_solve(data, b)
 
 
 def SolveKkt(A_r, A_d, G_q, pinned, b_r, b_d, c, *, ordering=None):

@@ -493,7 +493,7 @@ class CoupledSkinSkeleton:
                 refactored_this_step = True
                 info.factorizations += 1
             if schur:
-                solves = self._kkt.column_solves
+                solves, direct = self._kkt.column_solves, self._kkt.factorizations
                 first = 3 * len(stick)
                 coupling = (
                     None
@@ -508,6 +508,7 @@ class CoupledSkinSkeleton:
                     -r_r_full, -r_d_full, -C, contact_dofs, c[len(C) :], coupling
                 )
                 info.column_solves += self._kkt.column_solves - solves
+                info.factorizations += self._kkt.factorizations - direct
                 dlam = np.concatenate([dlam_glue, dlam_contact])
             else:
                 dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)

@@ -71,12 +71,16 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows():
     rng = np.random.default_rng(3)
     base = ReducedKkt(A_r, A_d, G_q, glue.dofs)
     correction = PinnedCorrection(base)
+    # max_new_columns=0: every new set by a direct factorisation of all rows (the path for a
+    # whole sole touching down at once).
+    direct = PinnedCorrection(base, max_new_columns=0)
     free = np.setdiff1d(np.arange(fem.num_dofs), glue.dofs)
     pool = rng.choice(free, size=12, replace=False)  # a sole's candidate contact coordinates
-    for _ in range(3):  # label changes: new sets, mostly cached columns
+    for trial in range(6):  # label changes: new sets, mostly cached columns
         extra = rng.choice(pool, size=9, replace=False)
         c_extra = 1e-3 * rng.standard_normal(len(extra))
-        dq, du, lam, lam_extra = correction.Solve(b_r, b_d, c, extra, c_extra)
+        solver = correction if trial % 2 == 0 else direct
+        dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
         pinned = np.concatenate([glue.dofs, extra])
         G_all = np.vstack([G_q, np.zeros((len(extra), len(b_r)))])
         G_u = sp.csr_matrix(
@@ -93,6 +97,7 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows():
         np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
         np.testing.assert_allclose(du[extra], -c_extra, atol=1e-12)
     assert correction.column_solves <= len(pool)  # each column solved once
+    assert correction.factorizations == 0 and direct.factorizations == 3
 
 
 def test_pinned_correction_with_friction_coupling():
