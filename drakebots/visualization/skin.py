@@ -92,11 +92,14 @@ def PlotSkin(skin, *, title: str = ""):
         soft_vertices[np.unique(mesh.tets[soft])] = True
         in_soft = np.all(soft_vertices[faces], axis=1)
         colors[in_soft] = np.clip(shade[in_soft, None] * np.array([0.45, 0.75, 0.45]), 0, 1)
+    if has_soft:  # the belly is seen from below
+        views.append((-90, -90, "bottom"))
+        fig.set_size_inches(15, 5.2)
     lo, hi = X.min(axis=0), X.max(axis=0)
     center, radius = 0.5 * (lo + hi), 0.5 * np.max(hi - lo)
     G = X[skin.glue_vertices]
     for k, (elev, azim, name) in enumerate(views):
-        ax = fig.add_subplot(1, 3, k + 1, projection="3d")
+        ax = fig.add_subplot(1, len(views), k + 1, projection="3d")
         ax.add_collection3d(
             Poly3DCollection(tri, facecolors=colors, edgecolors="none", linewidths=0.0)
         )
