@@ -3,7 +3,9 @@
 
     python scripts/render_pictures.py                 # every registered robot with a model folder
     python scripts/render_pictures.py beetle cow      # some
-    python scripts/render_pictures.py --overview      # also docs/images/robots.png (skeletons)
+    python scripts/render_pictures.py --overview      # also the README's overview images:
+                                                      # docs/images/robots.png (skeletons) and
+                                                      # docs/images/small_robots.png (the others)
 
 Each picture is the robot in its home pose, drawn by Meshcat in headless Chromium (the same
 path as replay.html), so the pictures show exactly what a user sees.
@@ -23,6 +25,7 @@ from drakebots.visualization.replay import ReplayHtml
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SKELETONS = ["beetle", "monster", "lizard", "cow"]
+SMALL_ROBOTS = ["hamr_vi", "gecko", "voxel_tripod"]
 
 
 def HomePositions(robot) -> np.ndarray:
@@ -84,10 +87,11 @@ def main() -> int:
         pictures[name] = png
         print(f"wrote {png}")
     if args.overview:
-        paths = {n: ModelsDirectory() / n / "picture.png" for n in SKELETONS}
-        out = REPOSITORY / "docs" / "images" / "robots.png"
-        Overview(paths, out)
-        print(f"wrote {out}")
+        for group, image in ((SKELETONS, "robots.png"), (SMALL_ROBOTS, "small_robots.png")):
+            paths = {n: ModelsDirectory() / n / "picture.png" for n in group}
+            out = REPOSITORY / "docs" / "images" / image
+            Overview(paths, out)
+            print(f"wrote {out}")
     return 0
 
 
