@@ -2,9 +2,11 @@
 
 The frame-by-frame dynamics (the switch): with `--skin DIR` and `drakebots.optimization.
 qpcc_coupled.CoupledFrameDynamics` importable, the QPCC runs on the coupled skin-skeleton system
-(the skin's FEM carries its own mass, so the skeleton model gets no lumped skin load); otherwise on
-`qpcc.RigidFrameDynamics` (skeleton with rigid feet, the skin's weight lumped on the links as in
-the paper's initialization, section 5.4).
+(the skin's FEM carries its own mass, so the coupled dynamics get a bare skeleton model);
+otherwise on `qpcc.RigidFrameDynamics` (skeleton with compliant soles, the skin's weight lumped on
+the links). The space-time step always has the lumped skin weight (the paper's initialization,
+section 5.4) plus, from the second iteration on with a skin, the skin's coupling loads of the last
+pass.
 """
 
 from __future__ import annotations
@@ -77,11 +79,13 @@ def _Validate(args):
     skin = None
     if args.skin:
         skin = _LoadSkin(Path(args.skin))
-    model = SkeletonModel(
-        args.robot,
-        skin_load=SkinLoad() if skin is not None else None,
-        mass_scale=args.mass_scale,
-    )
+    # The space-time model always carries the skin's weight on its links (section 5.4); with a
+    # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
+    # coupling loads handed back to the space-time step are the skin's effect beyond that
+    # lumped weight (qpcc_coupled.CouplingLoadsOfPass).
+    model = SkeletonModel(args.robot, mass_scale=args.mass_scale)
+    if skin is not None:
+        skin = (skin, SkeletonModel(args.robot, skin_load=SkinLoad(), mass_scale=args.mass_scale))
     spec = _Motion(args, model)
     motion = SampleMotion(spec, known_legs=model.legs)
     if args.knot_frames >= motion.num_frames:
@@ -123,8 +127,11 @@ def _Factory(skin):
         return RigidFrameDynamics, "rigid feet (skeleton; skin weight on the links)"
     from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
 
+    fem_skin, bare = skin
+    # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
+    # kinematics come from the space-time model, the same skeleton.
     return (
-        lambda model, dt: CoupledFrameDynamics(model, skin, dt),
+        lambda model, dt: CoupledFrameDynamics(bare, fem_skin, dt),
         "coupled skin-skeleton (Eq. 10 condensation)",
     )
 

@@ -70,6 +70,12 @@ STEPS = [
             "--quiet",
         ],
     ),
+    (
+        "beetle_lift_design",
+        "Beetle single-foot lift designed by the alternating space-time optimization and "
+        "per-frame QPCC (Xu et al. Fig. 2, Fig. 10a): every motor within 1.96 N·m, COP inside",
+        ["design", "beetle", "--motion", "single-foot-lift", "--no-progress"],
+    ),
 ]
 
 
