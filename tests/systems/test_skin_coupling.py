@@ -278,3 +278,77 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
         e[dof] = eps
         numeric = -(Energy(x + e) - Energy(x - e)) / (2 * eps)
         assert f[dof] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def box():
+    """A 10 x 6 x 3 cm rounded box skin (4 mm shell) glued to a 0.3 kg core along its top half."""
+    half = np.array([0.05, 0.03, 0.015])
+
+    def field(P):
+        q = np.abs(P) - half
+        return np.linalg.norm(np.maximum(q, 0), axis=-1) + np.minimum(q.max(axis=-1), 0) - 0.004
+
+    mesh = MakeShellMesh(field, -half - 0.01, half + 0.01, 0.004, 0.006)
+    V = mesh.vertices
+    boundary = np.unique(BoundaryFaces(mesh.tets))
+    outer = np.zeros(mesh.num_vertices, dtype=bool)
+    outer[boundary[field(V[boundary]) > -0.002]] = True
+    inner = boundary[field(V[boundary]) <= -0.002]
+    glue = inner[V[inner, 2] > 0.0]
+    skin = Skin(
+        robot="test_box",
+        mesh=mesh,
+        glue_vertices=glue,
+        glue_links=["core"] * len(glue),
+        glue_points=V[glue].copy(),
+        skin_links=["core"],
+        weights=np.ones((mesh.num_vertices, 1)),
+        thickness=np.full(mesh.num_vertices, 0.004),
+        outer=outer,
+        fold=np.zeros(mesh.num_tets, dtype=bool),
+        mass_density=1100.0,
+        youngs_modulus=2e6,
+        poissons_ratio=0.45,
+        info={},
+    )
+    plant = MultibodyPlant(0.0)
+    instance = plant.AddModelInstance("box")
+    plant.AddRigidBody(
+        "core",
+        instance,
+        SpatialInertia(CORE_MASS, np.zeros(3), UnitInertia.SolidBox(0.08, 0.05, 0.02)),
+    )
+    plant.Finalize()
+    return plant, instance, skin
+
+
+def test_a_sliding_box_obeys_coulombs_law(box):
+    """Coulomb friction of the skin's contact labels (sections 4.2, 5.3): a soft box pushed along
+    the ground at 0.3 m/s decelerates at mu g and stops after v0^2 / (2 mu g) (the rigid-body
+    Coulomb solution; the skin's shear adds a little), the total friction never exceeding mu
+    times the total normal force."""
+    plant, instance, skin = box
+    mu, v0, g = 0.5, 0.3, 9.81
+    config = CouplingConfig(time_step=0.005, friction=mu)
+    stepper = CoupledSkinSkeleton(
+        plant, instance, skin, config, lift=-skin.mesh.vertices[:, 2].min()
+    )
+    state = stepper.DefaultState()
+    for _ in range(6):  # settle on the ground
+        state, info = stepper.Step(state)
+    start = state.q[4]
+    state.v[3] = v0
+    state.w[0::3] += v0
+    speeds = []
+    for _ in range(16):
+        state, info = stepper.Step(state)
+        F = info.contact_forces
+        assert np.linalg.norm(F[:, :2].sum(axis=0)) <= 1.02 * mu * F[:, 2].sum()
+        speeds.append(state.v[3])
+    speeds = np.array(speeds)
+    sliding = speeds > 0.05
+    deceleration = -np.diff(speeds[sliding]).mean() / config.time_step
+    assert deceleration == pytest.approx(mu * g, rel=0.1)
+    assert abs(speeds[-1]) < 0.01  # stopped
+    assert state.q[4] - start == pytest.approx(v0**2 / (2 * mu * g), rel=0.1)
