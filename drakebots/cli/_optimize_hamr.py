@@ -50,6 +50,13 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         "max_voltage_v": float(np.max(raw.u)) if raw.u.size else None,
         "min_voltage_v": float(np.min(raw.u)) if raw.u.size else None,
     }
+    figures["objective"] = Objective(problem, x)
+    first = getattr(outcome, "first_stage", None)
+    if first is not None and first is not outcome:
+        figures["first_stage_objective"] = Objective(problem, first.result.get_x_val())
+        figures["first_stage_max_violation"] = CheckContactImplicitSolution(
+            problem, first.result.get_x_val(), tolerance=1e-6
+        ).max_violation
     heights = raw.phi
     touching = ContactSchedule(heights, CONTACT_TOLERANCE_MM)
     figures["duty_factors"] = dict(
@@ -102,6 +109,17 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         "check": check,
         "dynamics_evaluations": int(model.dynamics.evaluation_counts["interval"]),
     }
+
+
+def Objective(problem, x) -> float:
+    """The program's cost (Eq. 16 or 17 plus the slack penalty) at the decision vector x."""
+    prog = problem.prog
+    return float(
+        sum(
+            b.evaluator().Eval(x[prog.FindDecisionVariableIndices(b.variables())])[0]
+            for b in prog.GetAllCosts()
+        )
+    )
 
 
 def ht_gravity() -> float:

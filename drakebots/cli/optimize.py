@@ -91,6 +91,13 @@ def register(subparsers):
             "--iterations", type=int, default=0, help="major iteration limit (0: config)"
         )
         sub.add_argument(
+            "--first-stage-iterations",
+            type=int,
+            default=FIRST_STAGE_ITERATIONS,
+            help="iteration budget of the paper's relaxed problem before the true-complementarity "
+            f"stage (default {FIRST_STAGE_ITERATIONS}; 0: the major iteration limit)",
+        )
+        sub.add_argument(
             "--config",
             default=None,
             help="YAML file with `solver:` (SolverConfig) and `settings:` (GaitSettings or "
@@ -148,6 +155,8 @@ def _LoadConfig(args):
         if args.iterations < 1:
             raise InputError(f"--iterations {args.iterations}: must be >= 1")
         solver.major_iterations = args.iterations
+    if args.first_stage_iterations < 0:
+        raise InputError(f"--first-stage-iterations {args.first_stage_iterations}: must be >= 0")
     if args.knots < 3:
         raise InputError(f"--knots {args.knots}: need at least 3")
     settings.num_knots = args.knots
@@ -174,6 +183,7 @@ def Validate(args) -> None:
             raise InputError(f"--duration {args.duration}: must be > 0 ms")
 
 
+FIRST_STAGE_ITERATIONS = 150  # IPOPT stalls after ~100-200 (measured, SolveHamrProblem)
 AUTO_SNOPT_LIMIT = 2000  # variables: SNOPT's QP subproblems get slow beyond (measured)
 
 
@@ -249,7 +259,9 @@ def Run(args) -> int:
         f"{len(problem.prog.GetAllConstraints())} constraint bindings"
     )
     model.dynamics.progress = _Progress(not args.quiet, label)
-    outcome = ht.SolveHamrProblem(problem, solver_config)
+    outcome = ht.SolveHamrProblem(
+        problem, solver_config, first_stage_iterations=args.first_stage_iterations or None
+    )
     report = Evaluate(
         model,
         problem,
