@@ -96,8 +96,10 @@ class CouplingConfig:
     # Coulomb friction of sliding vertices inside the Newton step (Schur path only); False:
     # a fixed-point iteration on the normal force, as the refactor path does.
     implicit_friction: bool = True
-    # Newton iterations a factorisation (Hessian, skeleton blocks) is reused for at most.
-    max_factor_age: int = 40
+    # Newton iterations a factorisation (Hessian, skeleton blocks) is reused for at most. A
+    # stale factor that slows Newton down is refreshed anyway (the contraction test in Step);
+    # this only bounds how stale a factor that still converges in one iteration may get.
+    max_factor_age: int = 200
 
 
 @dataclasses.dataclass
