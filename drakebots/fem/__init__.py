@@ -41,8 +41,9 @@ Time stepping (`drakebots.fem.integrator`)
     StaticEquilibrium(model, ...) for static sag.
 
 Linear solvers (`drakebots.fem.solvers`)
-    Factorize(A, method) with method in {"splu" (default, chosen by measurement), "splu_colamd",
-    "spsolve", "cg"} -> object with solve(b).
+    Factorize(A, method) with method in {"splu_nd" (default, chosen by measurement: SuperLU on a
+    METIS nested-dissection ordering), "splu", "splu_colamd", "spsolve", "cg"} -> object with
+    solve(b).
 
 Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
     GlueConstraint(vertices (k,), bodies (k,) link indices, p_BoG (k,3) link-frame points):
@@ -54,6 +55,13 @@ Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
         Schur complement on the skeleton unknowns (exact, exploits G_u = -S_c)
     CondensedResponse(...)                                    Eq. (10): du, dq as linear maps of
                                                               b_r, b_d (for the QPCC)
+    ReducedKkt(A_r, A_d, G_q, pinned).Solve(b_r, b_d, c)      the factorised null-space solve
+    PinnedCorrection(ReducedKkt of the glue rows).Solve(b_r, b_d, c, extra, c_extra, coupling)
+        -> (dq, du, lam, lam_extra): more pinned skin coordinates (ground contacts) through the
+        Schur complement on them, reusing the glue-only factorisation (cached columns); the
+        optional coupling adds a multiplier to other rows (Coulomb friction of a sliding vertex).
+        The coupled simulator's default for contact-label changes (CouplingConfig.contact_solver
+        = "schur"; "refactor" factorises each new contact set, the reference).
 
 Skin generation (`drakebots.fem.skin`)
     MakeSkin(params, SkinOptions) -> Skin (mesh, glue vertices + link names + link-frame points,
@@ -62,6 +70,9 @@ Skin generation (`drakebots.fem.skin`)
     SkinOptions(surface=LoadSurface("body.obj")) hollows a user's own closed surface;
     SkinOptions(links=(...)) makes a skin piece; MakeShellMesh(field, lo, hi, thickness, voxel)
     hollows any implicit shape; GridSignedDistance(vertices, faces, axes).
+    SkinOptions(soft_regions=("belly", "tail"), soft_scale=0.15): softer regions (the monster's
+    default, section 7); Skin.ElementYoungsScale() (m,) per-element factor on E, saved in
+    skin.npz and passed to FemModel(youngs_scale=...) by the coupled simulator.
 
 The coupled simulator built on these (drakebots.systems.skin_coupling.CoupledSkinSkeleton) shows
 how the blocks of Eq. (2) are formed from a MultibodyPlant: A_r = M(q) + h D (+ servo terms),
