@@ -41,12 +41,16 @@ def Folder(out: Path, case: str) -> Path:
     return out / case.replace(":", "_").replace("@", "_")
 
 
-def Command(case: str, folder: Path, solver: str, extra: list[str]) -> list[str]:
+def Command(
+    case: str, folder: Path, solver: str, extra: list[str], gait_knots: int | None = None
+) -> list[str]:
     if case == "jump":
         args = ["optimize", "hamr-jump", "--height", "12"]
     else:
         frequency, surface = case.split(":")[1].split("@")
         args = ["optimize", "hamr-gait", "--frequency", frequency, "--surface", surface]
+        if gait_knots:
+            args += ["--knots", str(gait_knots)]
     return [
         sys.executable,
         "-m",
@@ -80,6 +84,10 @@ def Row(case: str, folder: Path, tracked: Path | None) -> dict:
         "solve_time_s": s.get("solve_time_s"),
         "solve_cpu_time_s": s.get("solve_cpu_time_s"),
         "num_variables": s.get("num_variables"),
+        "knots": (s.get("settings") or {}).get("num_knots"),
+        "iterations": s.get("iterations"),
+        "stages": s.get("stages"),
+        "max_constraint_violation": s.get("max_constraint_violation"),
         "true_complementarity": s.get("max_complementarity_violation"),
         "max_dynamics_residual_N": s.get("max_dynamics_residual"),
         "max_loop_residual_mm": s.get("max_loop_residual_mm"),
@@ -141,6 +149,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="track the 2 and 10 Hz cardstock gaits (10 strides each)",
     )
+    parser.add_argument(
+        "--gait-knots",
+        type=int,
+        default=None,
+        help="knots per gait stride (default: the optimize verb's, the authors' 51; 21 solves "
+        "about 2.5x faster)",
+    )
     parser.add_argument("--redo", action="store_true", help="rerun finished cases")
     parser.add_argument(
         "extra", nargs=argparse.REMAINDER, help="more `drakebots optimize` options after --"
@@ -154,7 +169,7 @@ def main(argv=None) -> int:
         folder = Folder(out, case)
         if args.redo or not (folder / "summary.json").is_file():
             print(f"[{case}]", flush=True)
-            Run(Command(case, folder, args.solver, extra))
+            Run(Command(case, folder, args.solver, extra, args.gait_knots))
         tracked = None
         if args.track and case in ("gait:2@cardstock", "gait:10@cardstock"):
             tracked = folder.with_name(folder.name + "_tracked")

@@ -37,6 +37,7 @@ from drakebots.optimization.contact_implicit import (
     ResampleKnots,
     SetInitialGuess,
     SolveContactImplicit,
+    SolveProximalFeasibility,
     SolverConfig,
     SolveWithSlackHomotopy,
 )
@@ -176,6 +177,42 @@ def test_block_slides_to_rest_at_mu_g(mu):
     )
     # And it rests after the stop: zero velocity, no friction needed.
     assert np.all(np.abs(traj.qdot[-5:, 0]) <= 1e-6 * v0)
+
+
+def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs():
+    """SolveProximalFeasibility (the second stage of the HAMR solves): from a perturbed,
+    infeasible copy of the sliding block's solution it returns a point that satisfies every
+    binding with the complementarity slack at 1e-6, near the known answer (the stop distance
+    v0^2 / (2 mu g)), and leaves the program's costs and slack bounds as they were."""
+    mu = 0.5
+    dyn = PointMassDynamics(mu=mu)
+    v0, a = 500.0, mu * G
+    h, N = 0.004, 31
+    problem, outcome, check, _ = SolveSimulationProblem(dyn, [0, 0, 0], np.array([v0, 0, 0]), h, N)
+    assert outcome.success and check.max_violation <= 1e-6
+    prog = problem.prog
+    costs_before = [b.evaluator().get_description() for b in prog.GetAllCosts()]
+    slack = next(
+        b for b in problem.bindings["bounds"] if b.evaluator().get_description() == "slack_bounds"
+    )
+    bounds_before = (slack.evaluator().lower_bound().copy(), slack.evaluator().upper_bound().copy())
+    x = outcome.result.get_x_val().copy()
+    q_index = prog.FindDecisionVariableIndices(problem.vars.q[1:].ravel())
+    x[q_index] += np.random.default_rng(1).normal(0.0, 0.5, len(q_index))  # mm
+    assert CheckContactImplicitSolution(problem, x).max_violation > 1e-2
+    polished = SolveProximalFeasibility(problem, x, TIGHT)
+    y = polished.result.get_x_val()
+    after = CheckContactImplicitSolution(problem, y, tolerance=1e-6)
+    assert polished.success, polished.status
+    assert after.max_violation <= 1e-6, after.MostViolated()
+    # Every product within 1e-5 of the scaled units (forces in units of the weight, G here).
+    assert after.max_complementarity_violation <= 1e-5 * G, after.complementarity
+    assert after.max_slack <= 1e-6 + 1e-9
+    traj = ReconstructTrajectory(problem, y)
+    assert traj.q[-1, 0] == pytest.approx(v0**2 / (2 * a), rel=0.02)
+    assert [b.evaluator().get_description() for b in prog.GetAllCosts()] == costs_before
+    np.testing.assert_array_equal(slack.evaluator().lower_bound(), bounds_before[0])
+    np.testing.assert_array_equal(slack.evaluator().upper_bound(), bounds_before[1])
 
 
 def DoublePendulumPlant():
