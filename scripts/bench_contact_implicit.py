@@ -268,7 +268,7 @@ def DoublePendulumDynamics():
     return VariationalDynamics(TreeLagrangian(plant)), np.array([0.5, -0.3])
 
 
-def Solves(which: list[str], solver: str, iterations: int):
+def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51):
     from drakebots.optimization import hamr_trajopt as ht
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
@@ -285,14 +285,20 @@ def Solves(which: list[str], solver: str, iterations: int):
         start = time.perf_counter()
         if kind == "gait":
             frequency = float(rest.split("@")[0])
-            warm = ht.GaitWarmStart(model, frequency, 51)
-            problem = ht.MakeHamrGaitProblem(model, frequency, warm)
+            warm = ht.GaitWarmStart(model, frequency, gait_knots)
+            problem = ht.MakeHamrGaitProblem(
+                model, frequency, warm, ht.GaitSettings(num_knots=gait_knots)
+            )
         else:
             warm = ht.JumpWarmStart(model, 70.0, 31)
             problem = ht.MakeHamrJumpProblem(model, warm)
         warm_s = time.perf_counter() - start
         model.dynamics.evaluation_counts.clear()
-        outcome = ht.SolveHamrProblem(problem, config)
+        from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
+
+        outcome = ht.SolveHamrProblem(
+            problem, config, first_stage_iterations=FIRST_STAGE_ITERATIONS
+        )
         x = outcome.result.get_x_val()
         check = CheckContactImplicitSolution(problem, x)
         traj = ReconstructTrajectory(problem, x)
@@ -395,6 +401,9 @@ def main(argv=None):
         "`drakebots optimize --solver auto` picks for these sizes)",
     )
     parser.add_argument("--iterations", type=int, default=3000)
+    parser.add_argument(
+        "--gait-knots", type=int, default=51, help="knots per stride of fresh gait solves"
+    )
     args = parser.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -461,7 +470,7 @@ def main(argv=None):
             f"\nsolves ({args.solver}; the paper: several minutes ~ {PAPER_SECONDS:.0f} s; DIRCON "
             f"Cassie squat {DIRCON_SECONDS:.0f} s):"
         )
-        solves = Solves(cases, args.solver, args.iterations)
+        solves = Solves(cases, args.solver, args.iterations, args.gait_knots)
     gait_walls = [r["wall_s"] for r in solves if r["case"].startswith("gait")]
     gait_cpus = [r["cpu_s"] for r in solves if r["case"].startswith("gait")]
     result = {

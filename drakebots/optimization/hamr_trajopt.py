@@ -59,6 +59,7 @@ from drakebots.robots.hamr import (
 from drakebots.robots.hamr_model import FLEXURES, LOOP_HINGES
 from drakebots.systems.piezo import DefaultPiezoBender, PiezoBenderForce
 
+MAX_WARM_START_STEP = 5.5  # ms: longest step of the warm start's time stepping (measured)
 FORCE_SCALE = 0.01  # N: forces are decision variables in units of 10 mN (the weight is 14.5 mN)
 VOLTAGE_RANGE = (0.0, 225.0)  # V, Eq. 15
 FLEXURE_LIMIT = np.pi / 4  # rad, Eq. 15
@@ -300,20 +301,30 @@ def GaitWarmStart(
     if source == "variational":
         from drakebots.optimization.contact_implicit import SimulateContactImplicit
 
-        steps = cycles * (num_knots - 1)
-        u = OpenLoopVoltages(model, "trot", frequency, (np.arange(steps) + 0.5) * h)
+        # Knot steps longer than MAX_WARM_START_STEP are simulated in substeps and sampled:
+        # at 2 Hz with 21 knots (25 ms steps) one step per knot let the trot blow up (31 m in a
+        # stride, measured), while the midpoint steps of <= 5.5 ms walk like Drake's simulator.
+        substeps = max(1, int(np.ceil(h / MAX_WARM_START_STEP - 1e-9)))
+        dt = h / substeps
+        steps = cycles * (num_knots - 1) * substeps
+        u_fine = OpenLoopVoltages(model, "trot", frequency, (np.arange(steps) + 0.5) * dt)
         sim = SimulateContactImplicit(
-            model.dynamics, model.home, np.zeros(len(model.home)), h, u, progress=progress
+            model.dynamics, model.home, np.zeros(len(model.home)), dt, u_fine, progress=progress
         )
         first = (cycles - 1) * (num_knots - 1)
-        forces = {name: value[first:] for name, value in sim.forces.items()}
-        q = sim.q[first:]
+        q = sim.q[::substeps][first:]
+        u = u_fine.reshape(-1, substeps, u_fine.shape[1]).mean(axis=1)[first:]
+        if substeps == 1:
+            forces = {name: value[first:] for name, value in sim.forces.items()}
+        else:
+            forces = {}  # fitted at the knots by MakeHamrGaitProblem (FitContactForces)
         warm = WarmStart(
             q=q,
-            u=u[first:],
+            u=u,
             h=h,
             source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz, "
-            f"integrated with the transcription's own variational contact dynamics",
+            f"integrated with the transcription's own variational contact dynamics"
+            + (f" ({substeps} steps of {dt:.3g} ms per knot)" if substeps > 1 else ""),
             forces=forces,
             velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
         )
