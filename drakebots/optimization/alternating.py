@@ -200,10 +200,16 @@ def RunAlternating(
         q_plan = InterpolateToFrames(st.knot_times, st.q_knots, motion.times)
         dynamics = make_dynamics(model, motion.dt)
         qpcc = FrameQpcc(model, dynamics, limits, motion.spec.friction, config.qpcc)
+        # A skinned robot stands on its skin's soles, above the skeleton's (the plan's) soles:
+        # the frames track the plan raised by that much, and are lowered back for comparison.
+        offset = np.zeros(model.nq)
+        offset[2] = float(getattr(dynamics, "lift", 0.0))
         start = time.perf_counter()
         frames = RunFrameByFrame(
-            model, dynamics, qpcc, q_plan, motion.contact, progress=frame_progress
+            model, dynamics, qpcc, q_plan + offset, motion.contact, progress=frame_progress
         )
+        if offset[2]:
+            frames.q = frames.q - offset
         t_fb = time.perf_counter() - start
         rms, max_joint, max_base = MotionDifference(model, frames.q, q_plan, config.qpcc)
         complete = frames.frames_done == motion.num_frames - 1 and not frames.fell

@@ -254,7 +254,8 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
         "final_torso_position_error_m": float(np.linalg.norm(err[-1])),
         "max_torso_rpy_error_deg": np.degrees(np.abs(rpy).max(axis=0)).round(3).tolist(),
         "max_joint_error_deg": float(np.degrees(joint_err.max())) if joint_err.size else 0.0,
-        "frames_without_ground_contact": int(np.sum(fz.sum(axis=1) <= 1e-6)),
+        # (From frame 1: frame 0 is recorded before the first contact solve.)
+        "frames_without_ground_contact": int(np.sum(fz[1:].sum(axis=1) <= 1e-6)),
         "max_net_torque_ratio": float(np.abs(res.actuation / model.effort_limits).max()),
         "max_pd_correction_nm": float(np.abs(res.actuation[1:] - tau).max()) if len(tau) else 0.0,
         "wall_time_s": res.wall_time,
