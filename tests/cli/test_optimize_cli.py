@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from drakebots.cli import main
@@ -39,6 +40,10 @@ def test_optimize_help_lists_both_problems():
         (["optimize", "hamr-jump", "--height", "-3"], "--height"),
         (["optimize", "hamr-gait", "--frequency", "10", "--solver", "gurobi"], "--solver gurobi"),
         (["optimize", "hamr-gait", "--frequency", "10", "--knots", "2"], "--knots"),
+        (
+            ["optimize", "hamr-jump", "--height", "5", "--first-stage-iterations", "-1"],
+            "--first-stage-iterations",
+        ),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
@@ -63,6 +68,24 @@ def test_unavailable_solver_exits_2(tmp_path, capsys, monkeypatch):
     )
     assert "not available" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_failed_solve_exits_1_with_status_violations_and_best_iterate(tmp_path, capsys):
+    """One iteration per stage cannot solve a 5-knot jump: exit 1, and the folder still has the
+    solver's status, the most violated constraints by name, and the iterate it stopped at."""
+    out = tmp_path / "run"
+    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5", "--solver", "ipopt"]
+    args += ["--iterations", "1", "--first-stage-iterations", "1", "--quiet", "--out", str(out)]
+    assert main(args) == 1
+    assert "did not reach its goal" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success"] is False
+    assert "IPOPT" in summary["solver_status"] and summary["reason"]
+    names = [name for name, _ in summary["most_violated_constraints"]]
+    assert names and all(isinstance(n, str) and n for n in names)
+    assert summary["max_constraint_violation"] > 1e-4
+    with np.load(out / "solution.npz") as data:
+        assert data["var_q"].shape == (5, 38)
 
 
 def test_track_rejects_a_folder_that_is_not_a_gait_plan(tmp_path, capsys):
