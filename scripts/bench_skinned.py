@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -204,6 +205,8 @@ def QpccSection(args) -> dict:
                 # uncondensed QP of a full skin (46k dofs) only after ~10 min, if at all.
                 from drakebots.optimization.qpcc import FrameQpcc, QpccConfig
                 from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
+
+                sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root
                 from tests.optimization._pad_skin import MakeFootPadSkin
 
                 dyn = CoupledFrameDynamics(model, MakeFootPadSkin(model), 0.005)
@@ -278,10 +281,12 @@ def main():
         help="skin of the condensed-vs-uncondensed frame: the tests' foot-pad skin or the robot's",
     )
     parser.add_argument("--skip-space-time", action="store_true")
+    parser.add_argument("--skip-qpcc", action="store_true")
     args = parser.parse_args()
     args.robots = [r for r in args.robots.split(",") if r]
-    report = {"qpcc": QpccSection(args)}
-    _PrintQpcc(report["qpcc"])
+    report = {"qpcc": {} if args.skip_qpcc else QpccSection(args)}
+    if report["qpcc"]:
+        _PrintQpcc(report["qpcc"])
     if not args.skip_space_time:
         report["space_time"] = SpaceTimeSection(args)
         _PrintSpaceTime(report["space_time"], report["qpcc"])
