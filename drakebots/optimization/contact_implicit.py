@@ -445,10 +445,15 @@ def SolveProximalFeasibility(
         config = dataclasses.replace(config or SolverConfig())
         if config.solver == "ipopt":
             # Any feasible point near x_start will do: stop once the proximal cost settles to
-            # 1 % (IPOPT's acceptable-point test; its feasibility tolerance is unchanged).
+            # 1 % (IPOPT's acceptable-point test; its feasibility tolerance is unchanged). The
+            # start is near the answer, so a small barrier parameter decreased monotonically:
+            # on the 21-knot 10 Hz gait 109 iterations / 40 s CPU against 210 / 81 s with the
+            # adaptive strategy from IPOPT's default mu_init 0.1.
             config.ipopt_options = {
                 "acceptable_obj_change_tol": 1e-2,
                 "acceptable_iter": 5,
+                "mu_strategy": "monotone",
+                "mu_init": 1e-4,
                 **config.ipopt_options,
             }
         outcome = SolveContactImplicit(problem, config)
