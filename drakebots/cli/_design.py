@@ -125,13 +125,14 @@ def _Factory(skin):
 
     if skin is None:
         return RigidFrameDynamics, "rigid feet (skeleton; skin weight on the links)"
-    from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
+    from drakebots.optimization.qpcc_coupled import CoupledFrameConfig, CoupledFrameDynamics
 
     fem_skin, bare = skin
+    config = CoupledFrameConfig(foot_friction=True)
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
     # kinematics come from the space-time model, the same skeleton.
     return (
-        lambda model, dt: CoupledFrameDynamics(bare, fem_skin, dt),
+        lambda model, dt: CoupledFrameDynamics(bare, fem_skin, dt, config),
         "coupled skin-skeleton (Eq. 10 condensation)",
     )
 

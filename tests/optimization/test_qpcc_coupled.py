@@ -307,3 +307,50 @@ def test_one_frame_agrees_with_the_coupled_simulator(beetle):
     dq_sim = converged.q - air.q
     assert np.abs((q1 - air.q) - dq_sim).max() <= 1e-3 * np.abs(dq_sim).max()
     dyn.Reset(dyn.initial)
+
+
+def test_foot_wise_friction_on_the_skin_gives_consistent_nonpulling_contacts(beetle):
+    """`CoupledFrameConfig.foot_friction` (the design verb's setting): through a lift-off of the
+    front left foot, checked from the returned forces and the skin's patch motion (not from the
+    labels' own bookkeeping): no patch pulls, each stance foot's tangential force is inside its
+    pyramid |F_x| + |F_y| <= μ ΣF_⊥ and its loaded patches do not slip on average, breaking
+    patches carry nothing and stay above the ground, the ground carries the weight."""
+    model, skin, _ = beetle
+    dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(foot_friction=True))
+    qpcc = _Qpcc(model, dyn)
+    q, v = dyn.q_stand.copy(), np.zeros(model.nv)
+    weight = _Weight(model, dyn)
+    tol = 1e-5 * weight
+    knee = model.position_names.index("front_left_knee")
+    tau = np.zeros(model.nu)
+    for i in range(4):
+        target = q.copy()
+        target[knee] = dyn.q_stand[knee] + 0.004 * (i + 1)
+        lin = dyn.Linearize(q, v)
+        assert lin.rigid_soles
+        r = qpcc.SolveFrame(
+            q, v, target, v * DT, tau, flat_feet=[1, 2, 3], support_feet=[1, 2, 3],
+            swing_feet=[0], lin=lin,
+        )  # fmt: skip
+        assert r.consistent and not r.infeasible
+        z = np.concatenate([r.tau, r.forces.ravel()])
+        dp = lin.dp0 + np.einsum("pik,k->pi", lin.dp_dz, z)
+        assert r.forces[:, 2].min() >= -tol
+        for foot in range(4):
+            mine = np.flatnonzero(lin.patch_foot == foot)
+            loaded = [p for p in mine if r.labels[p] in (STATIC, SLIDING)]
+            for p in set(mine) - set(loaded):
+                assert np.abs(r.forces[p]).max() <= tol
+                assert lin.patches[p, 2] + dp[p, 2] >= -1e-7
+            if not loaded:
+                continue
+            F = r.forces[mine].sum(axis=0)
+            assert abs(F[0]) + abs(F[1]) <= MU * F[2] + tol
+            for p in loaded:  # on the ground
+                assert abs(lin.patches[p, 2] + dp[p, 2]) < 1e-7
+            if r.labels[loaded[0]] == STATIC:
+                assert np.abs(dp[loaded, :2].mean(axis=0)).max() < 1e-7
+        assert r.forces[:, 2].sum() == pytest.approx(weight, rel=0.02)
+        assert np.abs(r.tau).max() <= 1.96 + 1e-6
+        q, v, tau = r.q_next, r.v_next, r.tau
+    assert np.all(r.forces[:5, 2] <= tol)  # the front left foot has let go
