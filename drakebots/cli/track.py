@@ -231,7 +231,10 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
                 title="tracked gait: feet in the body frame (grey: plan)",
             ),
         )
-        window = (run.times >= 2 * period) & (run.times <= 4 * period)
+        # Strides 3-4 (after the ramp), or the last two of a shorter run.
+        first = min(2, max(0, args.cycles - 2))
+        window = (run.times >= first * period) & (run.times <= (first + 2) * period)
+        strides = f"strides {first + 1}-{first + 2}"
         results.SaveFigure(
             "legs.png",
             PlotLegHeights(
@@ -240,7 +243,7 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
                 legs,
                 in_contact=touching[window],
                 reference=(plan_times, plan["foot_heights"]),
-                title="tracked gait: leg heights (strides 3-4)",
+                title=f"tracked gait: leg heights ({strides})",
             ),
         )
         rpy = run.positions[:, [5, 4, 3]]
@@ -256,7 +259,7 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
                 run.voltages[window][:-1],
                 names,
                 bounds=(0, 225),
-                title="tracked gait: applied voltages (strides 3-4)",
+                title=f"tracked gait: applied voltages ({strides})",
             ),
         )
         results.WriteText("replay.html", _Replay(run))
