@@ -143,7 +143,9 @@ class SolePatches:
         return (self.W.T @ du).reshape(-1, 3)
 
 
-def MakeSolePatches(model: SkeletonModel, skin, x: np.ndarray, band: float = 0.003) -> SolePatches:
+def MakeSolePatches(
+    model: SkeletonModel, skin, x: np.ndarray, band: float = 0.003, exclude=()
+) -> SolePatches:
     """Groups each foot's planar sole vertices (outer surface, within `band` of its lowest point)
     into five patches: the centre and four quadrants (section 5.2, after Tan et al. [7]).
 
@@ -151,13 +153,16 @@ def MakeSolePatches(model: SkeletonModel, skin, x: np.ndarray, band: float = 0.0
         model: the skeleton (foot positions at the home pose tell which foot a vertex is under).
         skin: the drakebots.fem.skin.Skin.
         x: (3n,) skin positions (home pose), m.
+        band: sole thickness band, m.
+        exclude: vertices that may not join a patch (the glue vertices: the skeleton moves them,
+            so they are not free contact vertices of the condensed frame).
     """
     X = np.asarray(x, float).reshape(-1, 3)
     n = len(X)
     # Boundary vertices (not `skin.outer`: a skin made of pieces has one outer sheet per piece).
     from drakebots.fem.mesh import BoundaryFaces
 
-    outer = np.unique(BoundaryFaces(skin.mesh.tets))
+    outer = np.setdiff1d(np.unique(BoundaryFaces(skin.mesh.tets)), np.asarray(exclude, int))
     feet_xy = np.array(
         [model.FootPoints(model.q_home, j, model.sole_centers[j])[0][0, :2] for j in range(4)]
     )
@@ -355,13 +360,9 @@ class CoupledFrameDynamics:
         x_home[2::3] += self.lift
         self.q_stand = model.q_home.copy()
         self.q_stand[2] += self.lift
-        self.patches = MakeSolePatches(model, skin, x_home, cfg.sole_band)
+        self.patches = MakeSolePatches(model, skin, x_home, cfg.sole_band, exclude=st.glue.vertices)
         self.num_patches = self.patches.num_patches
         self.patch_foot = self.patches.foot
-        glue = set(st.glue.vertices.tolist())
-        for idx in self.patches.vertices:
-            if glue.intersection(idx.tolist()):
-                raise ValueError("a sole patch vertex is also a glue vertex")
         self.pinned = st.glue.dofs
         free = np.ones(3 * self.n, dtype=bool)
         free[self.pinned] = False

@@ -359,3 +359,28 @@ def test_foot_wise_friction_on_the_skin_gives_consistent_nonpulling_contacts(bee
         assert np.abs(r.tau).max() <= 1.96 + 1e-6
         q, v, tau = r.q_next, r.v_next, r.tau
     assert np.all(r.forces[:5, 2] <= tol)  # the front left foot has let go
+
+
+def test_sole_patches_leave_out_excluded_vertices(beetle):
+    """A vertex the skeleton holds (a glue vertex) can sit on a sole, as on the generated lizard
+    skin; the patches must then leave it out, since the condensed frame moves only free vertices.
+    Checked by excluding a few sole vertices of every patch: they vanish from the patches and every
+    patch keeps vertices, each within the sole band of its foot's lowest point."""
+    from drakebots.optimization.qpcc_coupled import MakeSolePatches
+
+    model, skin, dyn = beetle
+    x = dyn.stepper.fem.RestPositions()
+    x[2::3] += dyn.lift
+    band = dyn.config.sole_band
+    full = MakeSolePatches(model, skin, x, band)
+    excluded = np.concatenate([idx[: max(1, len(idx) // 3)] for idx in full.vertices])
+    patches = MakeSolePatches(model, skin, x, band, exclude=excluded)
+    X = x.reshape(-1, 3)
+    assert patches.num_patches == full.num_patches
+    for idx, foot in zip(patches.vertices, patches.foot):
+        assert len(idx) > 0 and not np.isin(idx, excluded).any()
+        lowest = min(X[i, 2] for p, f in zip(full.vertices, full.foot) if f == foot for i in p)
+        assert X[idx, 2].max() < lowest + band
+    # And the frame dynamics leave the glue vertices out of the patches.
+    glue = dyn.stepper.glue.vertices
+    assert not any(np.isin(idx, glue).any() for idx in dyn.patches.vertices)
