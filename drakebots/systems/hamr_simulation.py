@@ -42,7 +42,12 @@ from drakebots.robots.hamr import (
 )
 from drakebots.systems.hamr_gaits import GaitParams, GaitVoltageSource
 from drakebots.systems.piezo import PiezoBenders
-from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor, SimulationLog
+from drakebots.systems.simulation import (
+    AddPlantLogs,
+    AdvanceWithProgress,
+    PlantLogs,
+    SimulationLog,
+)
 
 GROUND_COLOR = np.array([0.78, 0.74, 0.66, 1.0])  # cardstock-ish
 GROUND_STIFFNESS = 1e4  # N/mm: much stiffer than a foot, so the pair's stiffness is the foot's
@@ -99,10 +104,8 @@ class HamrDiagram:
     instance: object
     gait: GaitVoltageSource
     piezo: PiezoBenders
-    state_log: VectorLogSink
-    actuation_log: VectorLogSink
+    logs: PlantLogs
     voltage_log: VectorLogSink
-    contact_log: VectorLogSink
 
 
 def AddSurface(plant, surface: str, *, size: float = 400.0, thickness: float = 5.0) -> None:
@@ -178,20 +181,16 @@ def MakeHamrDiagram(config: HamrSimulationConfig, *, meshcat: Meshcat | None = N
     builder.Connect(gait.get_output_port(), piezo.get_voltage_input_port())
     builder.Connect(plant.get_state_output_port(), piezo.get_state_input_port())
     builder.Connect(piezo.get_force_output_port(), plant.get_actuation_input_port(instance))
-    state_log = builder.AddSystem(VectorLogSink(plant.num_multibody_states(), config.log_period))
-    state_log.set_name("state_log")
-    builder.Connect(plant.get_state_output_port(), state_log.get_input_port())
-    actuation_log = builder.AddSystem(VectorLogSink(plant.num_actuators(), config.log_period))
-    actuation_log.set_name("actuation_log")
-    builder.Connect(plant.get_net_actuation_output_port(), actuation_log.get_input_port())
+    logs = AddPlantLogs(
+        builder,
+        plant.get_state_output_port(),
+        plant.get_net_actuation_output_port(),
+        plant.get_contact_results_output_port(),
+        config.log_period,
+    )
     voltage_log = builder.AddSystem(VectorLogSink(len(actuator_names), config.log_period))
     voltage_log.set_name("voltage_log")
     builder.Connect(piezo.get_applied_voltage_output_port(), voltage_log.get_input_port())
-    monitor = builder.AddSystem(ContactMonitor())
-    builder.Connect(plant.get_contact_results_output_port(), monitor.get_input_port())
-    contact_log = builder.AddSystem(VectorLogSink(3, config.log_period))
-    contact_log.set_name("contact_log")
-    builder.Connect(monitor.get_output_port(), contact_log.get_input_port())
     if meshcat is not None:
         from pydrake.visualization import AddDefaultVisualization
 
@@ -204,10 +203,8 @@ def MakeHamrDiagram(config: HamrSimulationConfig, *, meshcat: Meshcat | None = N
         instance,
         gait,
         piezo,
-        state_log,
-        actuation_log,
+        logs,
         voltage_log,
-        contact_log,
     )
 
 
@@ -251,18 +248,11 @@ def SimulateHamr(
     )
     context = simulator.get_context()
     plant = handles.plant
-    states = handles.state_log.FindLog(context)
-    actuation = handles.actuation_log.FindLog(context)
-    voltages = handles.voltage_log.FindLog(context)
-    contact = handles.contact_log.FindLog(context)
-    count = min(
-        len(states.sample_times()),
-        len(actuation.sample_times()),
-        len(contact.sample_times()),
-        len(voltages.sample_times()),
-    )
+    times, x, actuation, contact = handles.logs.Read(context)
+    voltages = handles.voltage_log.FindLog(context).data().T
+    count = min(len(times), len(voltages))
+    times, x, actuation, contact = times[:count], x[:count], actuation[:count], contact[:count]
     nq = plant.num_positions()
-    x = states.data().T[:count]
     positions = x[:, :nq]
     base = {name: HamrPositionIndex(plant, name) for name in BASE_JOINTS}
     feet = [plant.GetFrameByName(f"{leg}_foot") for leg in ("FL", "RL", "FR", "RR")]
@@ -278,21 +268,21 @@ def SimulateHamr(
     rpy = positions[:, [base["base_roll"], base["base_pitch"], base["base_yaw"]]]
     return HamrSimulationLog(
         robot=robot_name,
-        times=states.sample_times()[:count],
+        times=times,
         positions=positions,
         velocities=x[:, nq:],
-        actuation=actuation.data().T[:count],
+        actuation=actuation,
         effort_limits=effort_limits,
         position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
         actuator_names=[
             plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices()
         ],
-        contact=contact.data().T[:count],
+        contact=contact,
         base_height=positions[:, base["base_z"]],
         wall_time=wall,
         extra={
             "loop_residual": LoopResiduals(plant, positions),
-            "voltage": voltages.data().T[:count],
+            "voltage": voltages[:count],
             "roll_pitch_yaw": rpy,
             "foot_positions": foot_positions,
         },
