@@ -24,7 +24,7 @@ from pydrake.systems.rendering import MultibodyPositionToGeometryPose
 from drakebots.fem.model import ElementInversion
 from drakebots.robots.base import Robot
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import SimulationLog
+from drakebots.systems.simulation import AddPlantLogs, SimulationLog
 from drakebots.systems.skin_coupling import (
     CoupledSkinSkeleton,
     CoupledStepFailure,
@@ -125,15 +125,17 @@ def SimulateSkinned(
     builder.Connect(
         to_pose.get_output_port(), scene_graph.get_source_pose_port(plant.get_source_id())
     )
-    nq, nv = stepper.nq, stepper.nv
-    state_log = builder.AddSystem(VectorLogSink(nq + nv, config.log_period))
-    builder.Connect(system.GetOutputPort("skeleton_state"), state_log.get_input_port())
-    actuation_log = builder.AddSystem(VectorLogSink(nu, config.log_period))
-    builder.Connect(system.GetOutputPort("motor_torques"), actuation_log.get_input_port())
+    nq = stepper.nq
+    logs = AddPlantLogs(
+        builder,
+        system.GetOutputPort("skeleton_state"),
+        system.GetOutputPort("motor_torques"),
+        None,
+        config.log_period,
+        contact_summary_port=system.GetOutputPort("contact_summary"),
+    )
     stats_log = builder.AddSystem(VectorLogSink(6, config.time_step))
     builder.Connect(system.GetOutputPort("step_info"), stats_log.get_input_port())
-    contact_log = builder.AddSystem(VectorLogSink(3, config.log_period))
-    builder.Connect(system.GetOutputPort("contact_summary"), contact_log.get_input_port())
     skin_log = builder.AddSystem(VectorLogSink(3 * stepper.n, config.skin_frame_period))
     builder.Connect(system.GetOutputPort("skin_positions"), skin_log.get_input_port())
     if meshcat is not None:
@@ -177,31 +179,25 @@ def SimulateSkinned(
     if bar is not None:
         bar.close()
     context = simulator.get_context()
-    states = state_log.FindLog(context)
-    actuation = actuation_log.FindLog(context)
-    contact = contact_log.FindLog(context)
+    times, x, actuation, contact = logs.Read(context)
     stats = stats_log.FindLog(context)
     skins = skin_log.FindLog(context)
-    count = min(
-        len(states.sample_times()), len(actuation.sample_times()), len(contact.sample_times())
-    )
-    x = states.data().T[:count]
     base = plant.GetBodyByName(robot.base_body, instance)
     effort_limits = np.array(
         [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
     )
     log = SimulationLog(
         robot=robot.name,
-        times=states.sample_times()[:count],
+        times=times,
         positions=x[:, :nq],
         velocities=x[:, nq:],
-        actuation=actuation.data().T[:count],
+        actuation=actuation,
         effort_limits=effort_limits,
         position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
         actuator_names=[
             plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices()
         ],
-        contact=contact.data().T[:count],
+        contact=contact,
         base_height=x[:, base.floating_positions_start() + 6],
         wall_time=wall,
         extra={
