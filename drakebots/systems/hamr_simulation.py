@@ -43,7 +43,7 @@ from drakebots.robots.hamr import (
 from drakebots.systems.hamr_gaits import GaitParams, GaitVoltageSource
 from drakebots.systems.piezo import PiezoBenders
 from drakebots.systems.simulation import (
-    AddPlantLogs,
+    AddMultibodyPlantLogs,
     AdvanceWithProgress,
     PlantLogs,
     SimulationLog,
@@ -181,13 +181,7 @@ def MakeHamrDiagram(config: HamrSimulationConfig, *, meshcat: Meshcat | None = N
     builder.Connect(gait.get_output_port(), piezo.get_voltage_input_port())
     builder.Connect(plant.get_state_output_port(), piezo.get_state_input_port())
     builder.Connect(piezo.get_force_output_port(), plant.get_actuation_input_port(instance))
-    logs = AddPlantLogs(
-        builder,
-        plant.get_state_output_port(),
-        plant.get_net_actuation_output_port(),
-        plant.get_contact_results_output_port(),
-        config.log_period,
-    )
+    logs = AddMultibodyPlantLogs(builder, plant, config.log_period)
     voltage_log = builder.AddSystem(VectorLogSink(len(actuator_names), config.log_period))
     voltage_log.set_name("voltage_log")
     builder.Connect(piezo.get_applied_voltage_output_port(), voltage_log.get_input_port())

@@ -22,7 +22,12 @@ from pydrake.visualization import AddDefaultVisualization
 
 from drakebots.robots.base import Robot
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AddPlantLogs, AdvanceWithProgress, PlantLogs, SimulationLog
+from drakebots.systems.simulation import (
+    AddMultibodyPlantLogs,
+    AdvanceWithProgress,
+    PlantLogs,
+    SimulationLog,
+)
 
 
 @dataclasses.dataclass
@@ -92,13 +97,7 @@ def MakeStandingDiagram(
     )
     desired.set_name("home_pose")
     builder.Connect(desired.get_output_port(), plant.get_desired_state_input_port(instance))
-    logs = AddPlantLogs(
-        builder,
-        plant.get_state_output_port(),
-        plant.get_net_actuation_output_port(),
-        plant.get_contact_results_output_port(),
-        config.log_period,
-    )
+    logs = AddMultibodyPlantLogs(builder, plant, config.log_period)
     if meshcat is not None:
         AddDefaultVisualization(builder, meshcat=meshcat)
     diagram = builder.Build()

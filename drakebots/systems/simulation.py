@@ -146,6 +146,17 @@ def AddPlantLogs(
     )
 
 
+def AddMultibodyPlantLogs(builder: DiagramBuilder, plant, log_period: float) -> PlantLogs:
+    """`AddPlantLogs` for a MultibodyPlant: its state, net actuation and contact results."""
+    return AddPlantLogs(
+        builder,
+        plant.get_state_output_port(),
+        plant.get_net_actuation_output_port(),
+        plant.get_contact_results_output_port(),
+        log_period,
+    )
+
+
 @dataclasses.dataclass
 class SimulationLog:
     """Arrays of one simulation run (robot units; see `units`).

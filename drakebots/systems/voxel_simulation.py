@@ -46,7 +46,7 @@ from drakebots.frame.tripod import (
 from drakebots.robots.base import Robot
 from drakebots.robots.voxel import TripodMetadata
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AddPlantLogs, AdvanceWithProgress, SimulationLog
+from drakebots.systems.simulation import AddMultibodyPlantLogs, AdvanceWithProgress, SimulationLog
 
 # Gait name -> expected direction of travel along x (+1 forward, -1 backward, 0 none).
 GAITS = {"tripod": 1, "tripod_reverse": -1, "stand": 0}
@@ -214,13 +214,7 @@ def SimulateVoxelGait(
     )
     desired.set_name("gait")
     builder.Connect(desired.get_output_port(), plant.get_desired_state_input_port(instance))
-    logs = AddPlantLogs(
-        builder,
-        plant.get_state_output_port(),
-        plant.get_net_actuation_output_port(),
-        plant.get_contact_results_output_port(),
-        config.log_period,
-    )
+    logs = AddMultibodyPlantLogs(builder, plant, config.log_period)
     if meshcat is not None:
         AddDefaultVisualization(builder, meshcat=meshcat)
     diagram = builder.Build()
