@@ -240,6 +240,9 @@ def RunDesign(args) -> int:
                     f"{figures['frames_without_ground_contact']} frames without ground contact "
                     "while the plan has a foot down (the robot hops)"
                 )
+        failure_constraints = [] if success else FailureConstraints(outcome, figures)
+        if failure_constraints:
+            reason = f"{reason}; violated: {'; '.join(failure_constraints)}"
         summary = MakeSummary(
             "design",
             {
@@ -256,6 +259,7 @@ def RunDesign(args) -> int:
             },
             success=success,
             reason=reason,
+            failure_constraints=failure_constraints,
             **figures,
             wall_time_s=time.perf_counter() - start,
         )
@@ -272,6 +276,37 @@ def RunDesign(args) -> int:
     )
     print(f"results: {results.final}")
     return 0 if success else 1
+
+
+def FailureConstraints(outcome, figures) -> list[str]:
+    """The constraints a failed design violates, by name, for summary.json and the exit message.
+
+    From the kept iteration: the space-time step's violated rows (when its solver did not
+    converge: `cop[k]`, `momentum[k]`, ... at knot k), the first infeasible frame's constraints,
+    and the frame-by-frame pass's saturation: the motor limit |τ_m| <= U_m active on more than
+    half the frames, or the COP on the support polygon's edge (margin <= 0.1 mm). A pass whose
+    motors sit at U_m and whose COP rides the edge holds its constraints only by leaving the plan,
+    which is why the motions then differ.
+    """
+    kept = outcome.final
+    st = kept.space_time
+    out = []
+    if not st.success and st.infeasible:
+        names = list(st.infeasible)
+        shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        out.append(f"space-time step ({st.status}): {shown}")
+    if kept.frames.infeasible:
+        frame, names = kept.frames.infeasible[0]
+        out.append(
+            f"frame {frame}: {', '.join(names)} ({len(kept.frames.infeasible)} infeasible frames)"
+        )
+    done = max(1, int(figures["frames_done"]))
+    if figures["frames_at_motor_limit"] > 0.5 * done:
+        out.append(f"motor_limits active on {figures['frames_at_motor_limit']}/{done} frames")
+    margin = figures["min_cop_margin_m"]
+    if margin is not None and margin <= 1e-4:
+        out.append(f"cop at the support polygon's edge (min margin {1e3 * margin:.2f} mm)")
+    return out
 
 
 def _Ratio(a, b):

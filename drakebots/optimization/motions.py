@@ -222,6 +222,16 @@ def DoubleFootLift(model, *, height: float = 0.03, duration=2.0, com_shift: floa
     )
 
 
+# Per-robot default stride of `Walk`, m (the cycle period is then stride / speed). The monster's
+# legs hang straight under the hips (horizontal reach 0.189 m), so its knees and hips carry a
+# stance foot's load (~40 N on three feet for 11.87 kg) on the foot's horizontal offset from the
+# hip: with 1.96 N*m motors the foot must stay within ~5 cm of it. The generic 2.4 s cycle at the
+# paper's 0.06 m/s made a 14.4 cm stride (feet 7 cm ahead of / behind the hip): the motors sat at
+# U_m on 451 of 480 frames and the space-time steps were dual-infeasible; at 0.11 m/s (26 cm) a
+# foot left the leg's reach. A 6 cm stride (1 s cycle at 0.06 m/s) succeeds (measured).
+WALK_STRIDE = {"monster": 0.06}
+
+
 def Walk(
     model,
     *,
@@ -242,9 +252,10 @@ def Walk(
 
     Args:
         speed: average forward speed, m/s.
-        stride: how far each foot moves per cycle, m (default: from speed and period).
+        stride: how far each foot moves per cycle, m (default: from speed and period, or the
+            robot's `WALK_STRIDE` when neither stride nor period is given).
         step_height: swing height, m.
-        period: cycle duration, s (default: stride / speed, or 2 s).
+        period: cycle duration, s (default: stride / speed, or 2.4 s).
         shift_fraction: how far toward the three-foot centroid the COM moves before a swing.
         swing_fraction: the part of each quarter cycle a foot swings (the COM shift takes
             0.4 of it first).
@@ -253,6 +264,8 @@ def Walk(
         raise InputError(f"swing_fraction must be in (0, 0.6), got {swing_fraction}")
     if not speed > 0.0:
         raise InputError(f"--speed must be > 0 m/s for a walk, got {speed}")
+    if stride is None and period is None:
+        stride = WALK_STRIDE.get(model.robot)
     if period is None:
         period = stride / speed if stride else 2.4
     stride = speed * period

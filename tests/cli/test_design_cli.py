@@ -85,3 +85,25 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
         assert (out / name).is_file(), name
     assert summary["convergence"][0]["space_time_violated"] == []
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
+
+
+def test_a_failed_design_names_its_violated_constraints():
+    """`FailureConstraints` reads the kept iteration: the space-time rows its solver left
+    violated, the first infeasible frame, motors saturated on most frames, a COP on the edge."""
+    from types import SimpleNamespace
+
+    from drakebots.cli._design import FailureConstraints
+
+    st = SimpleNamespace(success=False, status="iteration limit", infeasible=["cop[3]", "periodic"])
+    frames = SimpleNamespace(infeasible=[(12, ["motor_limits (by 0.5)"])])
+    outcome = SimpleNamespace(final=SimpleNamespace(space_time=st, frames=frames))
+    figures = {"frames_done": 80, "frames_at_motor_limit": 80, "min_cop_margin_m": 0.0}
+    names = FailureConstraints(outcome, figures)
+    assert "cop[3], periodic" in names[0] and "iteration limit" in names[0]
+    assert names[1].startswith("frame 12: motor_limits")
+    assert "motor_limits active on 80/80 frames" in names[2]
+    assert "cop at the support polygon's edge" in names[3]
+    # A converged space-time step with a clean, unsaturated pass names nothing.
+    st.success, frames.infeasible = True, []
+    figures = {"frames_done": 80, "frames_at_motor_limit": 3, "min_cop_margin_m": 0.02}
+    assert FailureConstraints(outcome, figures) == []

@@ -127,6 +127,21 @@ def test_reach_and_the_reachability_check(beetle):
         CheckReachable(beetle, SampleMotion(far))
 
 
+def test_monster_walk_keeps_its_feet_within_reach():
+    """The monster's walks at the paper's speeds (0.06, 0.11 m/s) use its 6 cm stride: each foot
+    advances 6 cm per cycle and stays within the leg's reach; the generic 2.4 s cycle at 0.11 m/s
+    (a 26 cm stride) puts a foot beyond it, which the check names (exit 2 in `design`)."""
+    monster = SkeletonModel("monster")
+    for speed in (0.06, 0.11):
+        spec = motions.Walk(monster, speed=speed)
+        assert spec.duration == pytest.approx(0.06 / speed)
+        for track in spec.feet.values():
+            assert track.positions[-1][0] - track.positions[0][0] == pytest.approx(0.06)
+        CheckReachable(monster, SampleMotion(spec))
+    with pytest.raises(InputError, match=r"feet\.\w+.*beyond the leg's reach"):
+        CheckReachable(monster, SampleMotion(motions.Walk(monster, speed=0.11, period=2.4)))
+
+
 def test_alternating_loop_bookkeeping(beetle, monkeypatch):
     """The loop of Fig. 2 with the two steps stubbed: E_F's weight is off in the initialization,
     then 1, then grows 10 % per iteration; E_F follows the last pass; it stops when they agree."""
