@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
-from drakebots.optimization.skeleton_model import NUM_BASE
+from drakebots.optimization.skeleton_model import NUM_BASE, SOLE_SOFTNESS
 from drakebots.optimization.space_time import SoleLaw
 
 
@@ -67,6 +67,14 @@ class _Coo:
         )
 
 
+def _SoleLowest(z, Jz, softness=SOLE_SOFTNESS):
+    """SkeletonModel.SoleLowest from the four corner heights z (4,) and their gradients (4, nq):
+    the smooth minimum -s log(Σ exp(-z / s) / 4) and its gradient."""
+    w = np.exp(-(z - z.min()) / softness)
+    total = w.sum()
+    return z.min() - softness * (np.log(total) - np.log(len(z))), (w / total) @ Jz
+
+
 def _Skew(v):
     return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
@@ -101,6 +109,12 @@ class SpaceTimeNlp(LeastSquaresNlp):
         from drakebots.optimization.space_time import SolePatchPoints, SoleStiffness
 
         self.patch_points = [SolePatchPoints(model, j) for j in range(4)]
+        self._patch_T = [np.ascontiguousarray(p.T) for p in self.patch_points]
+        self._frames = [body.body_frame() for body in model.foot_bodies]
+        self._world = model.plant.world_frame()
+        self._zero_jc = np.zeros((3, model.nq))
+        self._zero_j = np.zeros((4, 5, 3, model.nq))
+        self._zero_jn = np.zeros((4, 3, model.nq))
         if self.iN is not None:
             self.sole_k = SoleStiffness(model, P.config.sole_compression)
             self.sole_width = P.config.sole_smoothing * P.config.sole_compression
@@ -225,6 +239,38 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 k, j = (int(t) for t in name[name.index("[") + 1 : -1].split(","))
                 self._rows_clear.append((k, j, first, end))
 
+    def _Kinematics(self, q, jacobians):
+        """Everything Evaluate needs at one knot, one Drake call per foot and quantity:
+        (com (3,), J_com (3, nq), sole centres (4, 3), their Jacobians (4, 3, nq), normals (4, 3),
+        their Jacobians (4, 3, nq), patch points (4, 5, 3), their Jacobians (4, 5, 3, nq)).
+        Without `jacobians` the Jacobians are zeros (never read)."""
+        model = self.model
+        plant, context, world = model.plant, model.context, self._world
+        nq = model.nq
+        plant.SetPositions(context, q)
+        kV = JacobianWrtVariable.kV
+        com = plant.CalcCenterOfMassPositionInWorld(context)
+        pts = np.empty((4, 5, 3))
+        nrm = np.empty((4, 3))
+        if jacobians:
+            Jc = plant.CalcJacobianCenterOfMassTranslationalVelocity(context, kV, world, world)
+            J = np.empty((4, 5, 3, nq))
+            Jn = np.empty((4, 3, nq))
+        else:
+            Jc, J, Jn = self._zero_jc, self._zero_j, self._zero_jn
+        for j in range(4):
+            frame, points = self._frames[j], self._patch_T[j]
+            pts[j] = plant.CalcPointsPositions(context, frame, points, world).T
+            R = plant.CalcRelativeTransform(context, world, frame).rotation().matrix()
+            nrm[j] = R[:, 2]
+            if jacobians:
+                J[j] = plant.CalcJacobianTranslationalVelocity(
+                    context, kV, frame, points, world, world
+                ).reshape(5, 3, nq)
+                Jw = plant.CalcJacobianAngularVelocity(context, kV, frame, world, world)
+                Jn[j] = -_Skew(nrm[j]) @ Jw  # d n / dt = ω × n (SkeletonModel.FootNormal)
+        return com, Jc, pts[:, 4], J[:, 4], nrm, Jn, pts, J
+
     def Curvature(self, x, lam_eq, lam_in):
         """Σ λ_i ∇²c_i over the kinematic constraints (contact, COP), the part of the
         Lagrangian's Hessian that Gauss-Newton's JᵀJ leaves out, projected to PSD per knot.
@@ -277,58 +323,59 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 mu[k, j] += _Skew(f[j]) @ m
         rows, cols, vals = [], [], []
         eps = 1e-6
-        plant, context = model.plant, model.context
-        world = plant.world_frame()
+        nq = model.nq
+        plant, context, world = model.plant, model.context, self._world
         kV = JacobianWrtVariable.kV
-        frames = [body.body_frame() for body in model.foot_bodies]
-        centers = [c.reshape(3, 1) for c in model.sole_centers]
+        # The configurations of one knot's forward differences: q, then q + ε e_i.
+        steps = np.vstack([np.zeros(nq), eps * np.eye(nq)])
         for k in range(K):
-            if not (
-                np.any(mu[k])
-                or np.any(nu[k])
-                or np.any(heights[k])
-                or np.any(patch_w[k])
-                or np.any(law[k])
-            ):
-                continue
-            q = x[self.iq[k]]
-
-            legs = [j for j in range(4) if np.any(mu[k, j])]
+            feet = np.flatnonzero(
+                np.any(mu[k], axis=1)
+                | (heights[k] != 0.0)
+                | np.any(patch_w[k], axis=(1, 2))
+                | np.any(law[k], axis=1)
+            )
             with_com = bool(np.any(nu[k]))
-
-            def gradient(qq, k=k, legs=legs, with_com=with_com):
+            if not (len(feet) or with_com):
+                continue
+            need_z = (heights[k, feet] != 0.0) | np.any(law[k, feet], axis=1)
+            # Drake first (one SetPositions per configuration, one call per foot), then the
+            # gradients g(q) = Σ_j Jp_j(q)ᵀ w_j(q) + J_com(q)ᵀ ν_k of all nq + 1 configurations
+            # at once.
+            Qs = x[self.iq[k]] + steps
+            S, F = len(Qs), len(feet)
+            J = np.empty((S, F, 15, nq))
+            Z = np.zeros((S, F, 5))
+            G = np.zeros((S, nq))
+            for s, qq in enumerate(Qs):
                 plant.SetPositions(context, qq)
-                g = np.zeros(model.nq)
-                for j in legs:
-                    J = plant.CalcJacobianTranslationalVelocity(
-                        context, kV, frames[j], centers[j], world, world
-                    )
-                    g += J.T @ mu[k, j]
                 if with_com:
-                    Jc = plant.CalcJacobianCenterOfMassTranslationalVelocity(
-                        context, kV, world, world
+                    G[s] = (
+                        plant.CalcJacobianCenterOfMassTranslationalVelocity(
+                            context, kV, world, world
+                        ).T
+                        @ nu[k]
                     )
-                    g += Jc.T @ nu[k]
-                for j in np.flatnonzero(heights[k]):
-                    g += heights[k, j] * model.SoleLowest(qq, j)[1]
-                for j in np.flatnonzero(np.any(patch_w[k], axis=(1, 2)) | np.any(law[k], axis=1)):
-                    points = self.patch_points[j]
-                    Jp = plant.CalcJacobianTranslationalVelocity(
-                        context, kV, frames[j], points.T, world, world
+                for f, j in enumerate(feet):
+                    frame, points = self._frames[j], self._patch_T[j]
+                    J[s, f] = plant.CalcJacobianTranslationalVelocity(
+                        context, kV, frame, points, world, world
                     )
-                    w = patch_w[k, j].copy()
-                    if np.any(law[k, j]):
-                        z = plant.CalcPointsPositions(context, frames[j], points.T, world)[2]
-                        w[:, 2] -= law[k, j] * SoleLaw(z, self.sole_k, self.sole_width, self.fs)[1]
-                    g += Jp.T @ w.ravel()
-                return g
-
-            g0 = gradient(q)
-            Hk = np.empty((model.nq, model.nq))
-            for i in range(model.nq):
-                dq = np.zeros(model.nq)
-                dq[i] = eps
-                Hk[:, i] = (gradient(q + dq) - g0) / eps
+                    if need_z[f]:
+                        Z[s, f] = plant.CalcPointsPositions(context, frame, points, world)[2]
+            # Weights on the five patch points' world coordinates (corners, then the centre):
+            # μ on the centre, the moment rows' weights, and the q-dependent ones of the
+            # smooth lowest corner (SkeletonModel.SoleLowest) and of the sole law.
+            W = np.broadcast_to(patch_w[k, feet], (S, F, 5, 3)).copy()
+            W[:, :, 4] += mu[k, feet]
+            corners = Z[:, :, :4]
+            e = np.exp(-(corners - corners.min(axis=2, keepdims=True)) / SOLE_SOFTNESS)
+            W[:, :, :4, 2] += heights[k, feet][None, :, None] * e / e.sum(axis=2, keepdims=True)
+            if np.any(law[k, feet]):
+                d1 = SoleLaw(Z, self.sole_k, self.sole_width, self.fs)[1]
+                W[:, :, :, 2] -= law[k, feet][None] * d1
+            G += np.einsum("sfrn,sfr->sn", J, W.reshape(S, F, 15))
+            Hk = ((G[1:] - G[0]) / eps).T
             Hk = 0.5 * (Hk + Hk.T)
             w, V = np.linalg.eigh(Hk)
             Hk = (V * np.maximum(w, 0.0)) @ V.T
@@ -384,10 +431,9 @@ class SpaceTimeNlp(LeastSquaresNlp):
         J[:, 3 * n + 12 :] = Gw[:, :, :3].reshape(n, 12) * self.ts
         return tau, J, cols
 
-    def _SoleRows(self, x, k, j, q, equality, jacobians):
-        """The soft sole's rows of stance foot j at knot k (AddSoleContactConstraints)."""
-        from drakebots.optimization.space_time import PatchOffsets
-
+    def _SoleRows(self, x, k, j, pts, Jpts, equality):
+        """The soft sole's rows of stance foot j at knot k (AddSoleContactConstraints), from the
+        foot's patch points (5, 3) and their Jacobians (5, 3, nq) (corners, then the centre)."""
         model, fs, ts = self.model, self.fs, self.ts
         iN, iF, iT, iq = self.iN[k, j], self.iF[k, j], self.iT[k, j], self.iq[k]
         n = x[iN]
@@ -397,7 +443,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
             np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]]),
             np.concatenate([[iF[2]], iN]),
         )
-        r, Jr = PatchOffsets(model, q, j)
+        r, Jr = pts - pts[4], Jpts - Jpts[4]  # space_time.PatchOffsets
         t = x[iT]
         value = np.array([t[0] * ts - fs * n @ r[:, 1], t[1] * ts + fs * n @ r[:, 0], t[2] * ts])
         J = np.zeros((3, model.nq + 8))
@@ -407,12 +453,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
         J[1, model.nq : model.nq + 5] = fs * r[:, 0]
         J[0, model.nq + 5] = J[1, model.nq + 6] = J[2, model.nq + 7] = ts
         equality(f"sole_moment[{k},{j}]", value / fs, J / fs, np.concatenate([iq, iN, iT]))
-        p, Jp = model.FootPoints(q, j, self.patch_points[j])
-        f, d1, _ = SoleLaw(p[:, 2], self.sole_k, self.sole_width, fs)
+        f, d1, _ = SoleLaw(pts[:, 2], self.sole_k, self.sole_width, fs)
         equality(
             f"sole_law[{k},{j}]",
             n - f,
-            np.hstack([-d1[:, None] * Jp[:, 2], np.eye(5)]),
+            np.hstack([-d1[:, None] * Jpts[:, 2], np.eye(5)]),
             np.concatenate([iq, iN]),
         )
 
@@ -421,7 +466,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
         K, n = self.K, self.num_vars
         naming = getattr(self, "_names", False)
         Q = x[self.iq]
-        kin = [model.Kinematics(Q[k]) for k in range(K)]
+        kin = [self._Kinematics(Q[k], jacobians) for k in range(K)]
         R, Req, Rin = _Coo(), _Coo(), _Coo()
         r, ceq, cin = [], [], []
         eq_names, in_names = [], []
@@ -454,7 +499,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
 
         # E_COM, E_EE, E_O (Eq. 3).
         for k in range(K):
-            com, Jc, p, Jp, nrm, Jn = kin[k]
+            com, Jc, p, Jp, nrm, Jn = kin[k][:6]
             cols = self.iq[k]
             residual(f"com[{k}]", self.c_com * (com - T.com[k]), self.c_com * Jc, cols)
             residual(
@@ -473,11 +518,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 )
         # Contact (Eq. 4).
         for k in range(K):
-            _, _, p, Jp, _, _ = kin[k]
+            _, _, p, Jp, _, _, pts, Jpts = kin[k]
             for j in range(4):
                 if not T.contact[j, k]:
                     continue
-                h, dh = model.SoleLowest(Q[k], j)
+                h, dh = _SoleLowest(pts[j, :4, 2], Jpts[j, :4, 2])
                 if self.iN is not None:  # soft sole: at or below the ground
                     inequality(f"contact_height[{k},{j}]", np.array([h]), dh[None], self.iq[k])
                 else:
@@ -493,8 +538,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
         # Swing feet: every sole corner above the ground (ours; space_time.AddClearanceConstraints).
         for k in range(K):
             for j in np.flatnonzero(~T.contact[:, k]):
-                c, Jcorner = model.FootPoints(Q[k], j, model.sole_corners[j])
-                inequality(f"clearance[{k},{j}]", -c[:, 2], -Jcorner[:, 2], self.iq[k])
+                pts, Jpts = kin[k][6][j], kin[k][7][j]
+                inequality(f"clearance[{k},{j}]", -pts[:4, 2], -Jpts[:4, 2], self.iq[k])
         # Dynamics: momentum (Eq. 7) and E_τ.
         if self.dynamics:
             sel = model.actuated_indices
@@ -517,7 +562,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
             if self.iN is not None:
                 for k in range(K):
                     for j in np.flatnonzero(T.contact[:, k]):
-                        self._SoleRows(x, k, j, Q[k], equality, jacobians)
+                        self._SoleRows(x, k, j, kin[k][6][j], kin[k][7][j], equality)
             # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
             for k in range(K):
                 for j in range(4):
@@ -536,7 +581,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 if hs is None:
                     continue
                 A, b = hs
-                com, Jc, p, Jp, _, _ = kin[k]
+                com, Jc, p, Jp = kin[k][:4]
                 if not self.dynamics:
                     inequality(f"cop[{k}]", A @ com[:2] - b, A @ Jc[:2], self.iq[k])
                     continue
