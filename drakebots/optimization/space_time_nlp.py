@@ -30,11 +30,17 @@ from drakebots.optimization.space_time import SoleLaw
 
 
 class _Coo:
-    """Accumulates a sparse matrix's triplets block by block."""
+    """Accumulates a sparse matrix's triplets block by block.
 
-    def __init__(self):
+    Given the `_Pattern` of an earlier matrix built by the same sequence of blocks (the space-time
+    Jacobians' sparsity does not change between evaluations), only the values are collected and
+    the CSR arrays are reused: no per-block index arrays, no COO-to-CSR sort.
+    """
+
+    def __init__(self, pattern=None):
         self.rows, self.cols, self.vals = [], [], []
         self.count = 0
+        self.pattern = pattern
 
     def Add(self, values, cols):
         """Appends rows `values` (m, len(cols)) at the next m rows; returns the first row."""
@@ -42,11 +48,10 @@ class _Coo:
         m = values.shape[0]
         first = self.count
         if values.size:
-            r = np.repeat(np.arange(first, first + m), values.shape[1])
-            c = np.tile(np.asarray(cols, int), m)
-            self.rows.append(r)
-            self.cols.append(c)
             self.vals.append(values.ravel())
+            if self.pattern is None:
+                self.rows.append(np.repeat(np.arange(first, first + m), values.shape[1]))
+                self.cols.append(np.tile(np.asarray(cols, int), m))
         self.count += m
         return first
 
@@ -54,17 +59,48 @@ class _Coo:
         """Adds `values` into rows first.. (for rows that depend on several variable groups)."""
         values = np.atleast_2d(values)
         m = values.shape[0]
-        self.rows.append(np.repeat(np.arange(first, first + m), values.shape[1]))
-        self.cols.append(np.tile(np.asarray(cols, int), m))
         self.vals.append(values.ravel())
+        if self.pattern is None:
+            self.rows.append(np.repeat(np.arange(first, first + m), values.shape[1]))
+            self.cols.append(np.tile(np.asarray(cols, int), m))
 
     def Matrix(self, n):
-        if not self.rows:
+        if not self.vals:
             return sp.csr_matrix((self.count, n))
-        return sp.csr_matrix(
-            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
-            shape=(self.count, n),
-        )
+        vals = np.concatenate(self.vals)
+        pattern = self.pattern
+        if pattern is not None and pattern.Fits(self.count, n, len(vals)):
+            return pattern.Matrix(vals)
+        if pattern is not None:  # the blocks changed: Evaluate starts over without patterns
+            raise _PatternChanged
+        rows, cols = np.concatenate(self.rows), np.concatenate(self.cols)
+        self.pattern = _Pattern(rows, cols, self.count, n)
+        return self.pattern.Matrix(vals)
+
+
+class _PatternChanged(Exception):
+    pass
+
+
+class _Pattern:
+    """The CSR structure of a matrix given as triplets in a fixed order (duplicates summed, in
+    the order given, as scipy's COO-to-CSR conversion does)."""
+
+    def __init__(self, rows, cols, m, n):
+        keys = rows.astype(np.int64) * n + cols
+        unique, self.inverse = np.unique(keys, return_inverse=True)
+        self.indices = (unique % n).astype(np.int32)
+        self.indptr = np.zeros(m + 1, dtype=np.int32)
+        np.cumsum(np.bincount(unique // n, minlength=m), out=self.indptr[1:])
+        self.shape = (m, n)
+        self.size = len(rows)
+
+    def Fits(self, m, n, size):
+        return self.shape == (m, n) and self.size == size
+
+    def Matrix(self, vals):
+        data = np.bincount(self.inverse, weights=vals, minlength=len(self.indices))
+        return sp.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
 
 
 def _SoleLowest(z, Jz, softness=SOLE_SOFTNESS):
@@ -204,6 +240,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
         ]
         self.targets = T
         self.eq_names, self.in_names = [], []
+        self._patterns = (None, None, None)  # the Jacobians' CSR structures (first Evaluate)
         self._DryRun()
 
     # ------------------------------------------------------------------------------------------
@@ -462,12 +499,20 @@ class SpaceTimeNlp(LeastSquaresNlp):
         )
 
     def Evaluate(self, x, jacobians):
+        try:
+            return self._Evaluate(x, jacobians)
+        except _PatternChanged:
+            self._patterns = (None, None, None)
+            return self._Evaluate(x, jacobians)
+
+    def _Evaluate(self, x, jacobians):
         P, model, T = self.problem, self.model, self.targets
         K, n = self.K, self.num_vars
         naming = getattr(self, "_names", False)
         Q = x[self.iq]
         kin = [self._Kinematics(Q[k], jacobians) for k in range(K)]
-        R, Req, Rin = _Coo(), _Coo(), _Coo()
+        patterns = self._patterns if jacobians else (None, None, None)
+        R, Req, Rin = (_Coo(pattern) for pattern in patterns)
         r, ceq, cin = [], [], []
         eq_names, in_names = [], []
         up = np.array([0.0, 0.0, 1.0])
@@ -638,4 +683,5 @@ class SpaceTimeNlp(LeastSquaresNlp):
             values.J_r = sp.vstack([R.Matrix(n), self.L], format="csr")
             values.A_eq = sp.vstack([Req.Matrix(n), self.E], format="csr")
             values.A_in = Rin.Matrix(n)
+            self._patterns = (R.pattern, Req.pattern, Rin.pattern)
         return values
