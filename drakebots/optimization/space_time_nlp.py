@@ -148,6 +148,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
         self._patch_T = [np.ascontiguousarray(p.T) for p in self.patch_points]
         self._frames = [body.body_frame() for body in model.foot_bodies]
         self._world = model.plant.world_frame()
+        self._sole_force_row = np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]])
+        self._eye5 = np.eye(5)
         self._zero_jc = np.zeros((3, model.nq))
         self._zero_j = np.zeros((4, 5, 3, model.nq))
         self._zero_jn = np.zeros((4, 3, model.nq))
@@ -468,35 +470,37 @@ class SpaceTimeNlp(LeastSquaresNlp):
         J[:, 3 * n + 12 :] = Gw[:, :, :3].reshape(n, 12) * self.ts
         return tau, J, cols
 
-    def _SoleRows(self, x, k, j, pts, Jpts, equality):
+    def _SoleRows(self, x, k, j, pts, Jpts, equality, jacobians=True):
         """The soft sole's rows of stance foot j at knot k (AddSoleContactConstraints), from the
         foot's patch points (5, 3) and their Jacobians (5, 3, nq) (corners, then the centre)."""
-        model, fs, ts = self.model, self.fs, self.ts
+        fs, ts, nq = self.fs, self.ts, self.model.nq
         iN, iF, iT, iq = self.iN[k, j], self.iF[k, j], self.iT[k, j], self.iq[k]
         n = x[iN]
         equality(
             f"sole_force[{k},{j}]",
             np.array([x[iF[2]] - n.sum()]),
-            np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]]),
+            self._sole_force_row,
             np.concatenate([[iF[2]], iN]),
         )
-        r, Jr = pts - pts[4], Jpts - Jpts[4]  # space_time.PatchOffsets
+        r = pts - pts[4]  # space_time.PatchOffsets
         t = x[iT]
         value = np.array([t[0] * ts - fs * n @ r[:, 1], t[1] * ts + fs * n @ r[:, 0], t[2] * ts])
-        J = np.zeros((3, model.nq + 8))
-        J[0, : model.nq] = -fs * n @ Jr[:, 1]
-        J[1, : model.nq] = fs * n @ Jr[:, 0]
-        J[0, model.nq : model.nq + 5] = -fs * r[:, 1]
-        J[1, model.nq : model.nq + 5] = fs * r[:, 0]
-        J[0, model.nq + 5] = J[1, model.nq + 6] = J[2, model.nq + 7] = ts
-        equality(f"sole_moment[{k},{j}]", value / fs, J / fs, np.concatenate([iq, iN, iT]))
+        J = None
+        if jacobians:
+            Jr = Jpts - Jpts[4]
+            J = np.zeros((3, nq + 8))
+            J[0, :nq] = -fs * n @ Jr[:, 1]
+            J[1, :nq] = fs * n @ Jr[:, 0]
+            J[0, nq : nq + 5] = -fs * r[:, 1]
+            J[1, nq : nq + 5] = fs * r[:, 0]
+            J[0, nq + 5] = J[1, nq + 6] = J[2, nq + 7] = ts
+            J /= fs
+        equality(f"sole_moment[{k},{j}]", value / fs, J, np.concatenate([iq, iN, iT]))
         f, d1, _ = SoleLaw(pts[:, 2], self.sole_k, self.sole_width, fs)
-        equality(
-            f"sole_law[{k},{j}]",
-            n - f,
-            np.hstack([-d1[:, None] * Jpts[:, 2], np.eye(5)]),
-            np.concatenate([iq, iN]),
-        )
+        J = None
+        if jacobians:
+            J = np.hstack([-d1[:, None] * Jpts[:, 2], self._eye5])
+        equality(f"sole_law[{k},{j}]", n - f, J, np.concatenate([iq, iN]))
 
     def Evaluate(self, x, jacobians):
         try:
@@ -607,7 +611,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
             if self.iN is not None:
                 for k in range(K):
                     for j in np.flatnonzero(T.contact[:, k]):
-                        self._SoleRows(x, k, j, kin[k][6][j], kin[k][7][j], equality)
+                        self._SoleRows(x, k, j, kin[k][6][j], kin[k][7][j], equality, jacobians)
             # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
             for k in range(K):
                 for j in range(4):
@@ -640,12 +644,14 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 Fz = 0.0
                 dFz = np.zeros(12)
                 for j in legs:
-                    M += np.cross(p[j], f[j]) + t[j]
-                    dMq += -_Skew(f[j]) @ Jp[j]
-                    dMf[:, 3 * j : 3 * j + 3] = _Skew(p[j]) * self.fs
-                    dMt[:, 3 * j : 3 * j + 3] = np.eye(3) * self.ts
+                    (px, py, pz), (fx, fy, fz) = p[j], f[j]
+                    M += np.array([py * fz - pz * fy, pz * fx - px * fz, px * fy - py * fx]) + t[j]
                     Fz += f[j, 2]
-                    dFz[3 * j + 2] = self.fs
+                    if jacobians:
+                        dMq += -_Skew(f[j]) @ Jp[j]
+                        dMf[:, 3 * j : 3 * j + 3] = _Skew(p[j]) * self.fs
+                        dMt[:, 3 * j : 3 * j + 3] = np.eye(3) * self.ts
+                        dFz[3 * j + 2] = self.fs
                 value = (A[:, 0] * (-M[1]) + A[:, 1] * M[0] - b * Fz) / self.fs
                 jac = None
                 if jacobians:
