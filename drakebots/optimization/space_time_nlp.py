@@ -319,6 +319,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
         s_k = Σ_j μ_kj·p_j(q_k) + ν_k·com(q_k); the 18 x 18 Hessian of each s_k is a forward
         difference of its exact gradient Σ_j J_j(q)ᵀ μ_kj + J_com(q)ᵀ ν_k. Without it the SQP
         crawls along curved constraints (a foot held on the ground while the leg turns).
+
+        Cost: per knot, nq + 1 configurations x one Drake Jacobian call per foot over its five
+        sole points (plus the COM); the q-dependent weights (smooth lowest corner, sole law) and
+        the gradients of all nq + 1 configurations are then one vectorised product. Checked
+        against central differences of Evaluate's Jacobians in test_space_time_nlp.py.
         """
         model, K = self.model, self.K
         mu = np.zeros((K, 4, 3))
