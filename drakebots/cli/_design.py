@@ -274,6 +274,11 @@ def RunDesign(args) -> int:
         f"{'success' if success else 'FAILED: ' + str(reason)}; max |tau|/U_m "
         f"{figures['max_torque_ratio']:.2f}, min COP margin {figures['min_cop_margin_m']}"
     )
+    if success and not outcome.final.space_time.success:
+        log(
+            "note: the kept iteration's space-time step did not converge "
+            f"({outcome.final.space_time.status}); the frame-by-frame motion holds every check"
+        )
     print(f"results: {results.final}")
     return 0 if success else 1
 
@@ -355,6 +360,9 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
         "converged": bool(outcome.converged),
         "iterations_run": len(outcome.iterations),
         "kept_iteration": int(final.iteration),
+        # The kept iteration's space-time solve reached its tolerances (False: the frame-by-frame
+        # motion may still hold every check, but its plan violated rows; see `convergence`).
+        "space_time_converged": bool(final.space_time.success),
         "convergence": iterations,
         "frames": int(motion.num_frames),
         "frames_done": int(fr.frames_done),
