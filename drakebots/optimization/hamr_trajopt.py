@@ -106,8 +106,14 @@ class HamrTrajoptModel:
         return lower, upper
 
 
-def MakeHamrTrajoptModel(surface: str = "cardstock") -> HamrTrajoptModel:
-    """HAMR-VI on a surface ("teflon", "cardstock", "sandpaper"), ready for the transcription."""
+def MakeHamrTrajoptModel(
+    surface: str = "cardstock", *, friction_directions: int = 4
+) -> HamrTrajoptModel:
+    """HAMR-VI on a surface ("teflon", "cardstock", "sandpaper"), ready for the transcription.
+
+    `friction_directions`: edges of the friction pyramid (the authors: 4; 8 keeps plans from
+    sliding loaded feet on the 4-edge pyramid's diagonals, see variational.PyramidDirections).
+    """
     friction = SurfaceFriction(surface)
     plant = MultibodyPlant(time_step=0.0)
     AddHamr(plant, loop_closure="none", surface=surface)
@@ -139,6 +145,7 @@ def MakeHamrTrajoptModel(surface: str = "cardstock") -> HamrTrajoptModel:
         actuation=actuation,
         position_constraints=loops,
         force_scale=FORCE_SCALE,
+        friction_directions=friction_directions,
     )
     index = {}
     for j in plant.GetJointIndices():

@@ -41,6 +41,29 @@ from drakebots.optimization.tree_lagrangian import Kinematics, TreeLagrangian
 PYRAMID_DIRECTIONS = np.array([[1.0, 0, 0], [0, 1.0, 0], [-1.0, 0, 0], [0, -1.0, 0]])
 
 
+def PyramidDirections(count: int = 4) -> np.ndarray:
+    """The `count` unit tangent directions of a friction pyramid, evenly spaced about the ground
+    normal z starting at +x, shape (count, 3); 4 gives +-x, +-y (`PYRAMID_DIRECTIONS`).
+
+    The maximum-dissipation conditions of Eq. 13 fix the friction direction only to the pyramid
+    edge(s) most opposed to the slip; for a slip between two edges (e.g. on the diagonal of the
+    4-edge pyramid) both edges qualify and the friction may lie anywhere between them, up to
+    pi/count away from the Coulomb direction. An optimizer uses that freedom: 10 Hz HAMR gaits
+    planned with 4 edges slid loaded feet along the diagonal with friction along y only, and
+    walked in Drake's cone-friction simulator with their leg motion imposed only 0.53-0.60 of
+    their planned distance (8 edges: 0.75; measured, /work/notes/issue-4-gap.md).
+
+    Raises:
+        ValueError: for fewer than 3 directions (no pyramid).
+    """
+    if int(count) != count or count < 3:
+        raise ValueError(f"a friction pyramid needs at least 3 directions, got {count}")
+    if count == 4:
+        return PYRAMID_DIRECTIONS.copy()
+    angles = 2.0 * np.pi * np.arange(int(count)) / count
+    return np.stack([np.cos(angles), np.sin(angles), np.zeros(int(count))], axis=1)
+
+
 @dataclasses.dataclass
 class PointContact:
     """A contact point fixed on a body, touching the flat ground z = ground_height.
@@ -124,6 +147,7 @@ class VariationalDynamics:
         force_scale: forces (normal, friction, constraint) are force_scale times their decision
             variables, in the plant's force unit.
         ground_height: the height of the ground plane (plant length unit).
+        friction_directions: edges of the friction pyramid (`PyramidDirections`; the authors: 4).
     """
 
     def __init__(
@@ -137,6 +161,7 @@ class VariationalDynamics:
         force_scale: float = 1.0,
         ground_height: float = 0.0,
         cache_size: int = 4096,
+        friction_directions: int = 4,
     ):
         self.lagrangian = lagrangian
         self.plant = lagrangian.plant
@@ -158,7 +183,7 @@ class VariationalDynamics:
         self.force_scale = float(force_scale)
         self.ground_height = float(ground_height)
         self.normal = np.array([0.0, 0.0, 1.0])
-        self.directions = PYRAMID_DIRECTIONS
+        self.directions = PyramidDirections(friction_directions)
         self.num_directions = len(self.directions)
         self._kin_cache: collections.OrderedDict = collections.OrderedDict()
         self._interval_cache: collections.OrderedDict = collections.OrderedDict()

@@ -590,6 +590,7 @@ def SimulateTracking(
         ActuatorSigns,
         AddSurface,
         LoopResiduals,
+        SurfaceSizeFor,
     )
     from drakebots.systems.piezo import PiezoBenders
     from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor
@@ -606,7 +607,8 @@ def SimulateTracking(
         builder,
     )
     instance = AddHamr(plant, loop_closure="ball", surface=surface)
-    AddSurface(plant, surface)
+    # Sized to the run (a fixed 400 mm surface can be walked off in a long run).
+    AddSurface(plant, surface, size=SurfaceSizeFor(config.cycles * float(times[-1] - times[0])))
     plant.Finalize()
     names = [plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices(instance)]
     home = plant.CreateDefaultContext()
