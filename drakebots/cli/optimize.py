@@ -91,6 +91,14 @@ def register(subparsers):
             "--iterations", type=int, default=0, help="major iteration limit (0: config)"
         )
         sub.add_argument(
+            "--friction-directions",
+            type=int,
+            default=4,
+            help="edges of the friction pyramid (Eq. 13; default 4 as the authors; 8 keeps plans "
+            "from sliding loaded feet along the 4-edge pyramid's diagonal, where Eq. 13 leaves "
+            "the friction direction free)",
+        )
+        sub.add_argument(
             "--first-stage-iterations",
             type=int,
             default=FIRST_STAGE_ITERATIONS,
@@ -155,6 +163,8 @@ def _LoadConfig(args):
         if args.iterations < 1:
             raise InputError(f"--iterations {args.iterations}: must be >= 1")
         solver.major_iterations = args.iterations
+    if args.friction_directions < 3:
+        raise InputError(f"--friction-directions {args.friction_directions}: need at least 3")
     if args.first_stage_iterations < 0:
         raise InputError(f"--first-stage-iterations {args.first_stage_iterations}: must be >= 0")
     if args.knots < 3:
@@ -226,7 +236,7 @@ def Run(args) -> int:
     from drakebots.optimization import hamr_trajopt as ht
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    model = ht.MakeHamrTrajoptModel(args.surface)
+    model = ht.MakeHamrTrajoptModel(args.surface, friction_directions=args.friction_directions)
     start = time.perf_counter()
     if args.problem == "hamr-gait":
         settings.goal_distance = args.goal

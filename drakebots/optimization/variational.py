@@ -51,7 +51,8 @@ def PyramidDirections(count: int = 4) -> np.ndarray:
     pi/count away from the Coulomb direction. An optimizer uses that freedom: 10 Hz HAMR gaits
     planned with 4 edges slid loaded feet along the diagonal with friction along y only, and
     walked in Drake's cone-friction simulator with their leg motion imposed only 0.53-0.60 of
-    their planned distance (8 edges: 0.75; measured, /work/notes/issue-4-gap.md).
+    their planned distance (8 edges: 0.75; tests/optimization/test_friction_pyramid.py shows the
+    sliding-block version of the effect).
 
     Raises:
         ValueError: for fewer than 3 directions (no pyramid).

@@ -44,6 +44,10 @@ def test_optimize_help_lists_both_problems():
             ["optimize", "hamr-jump", "--height", "5", "--first-stage-iterations", "-1"],
             "--first-stage-iterations",
         ),
+        (
+            ["optimize", "hamr-gait", "--frequency", "10", "--friction-directions", "2"],
+            "--friction-directions",
+        ),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
