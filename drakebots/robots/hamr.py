@@ -580,7 +580,10 @@ def MakeSceneYaml() -> str:
         "    default_joint_positions:",
     ]
     for name, value in home.items():
-        lines.append(f"      {name}: [{value:.15g}]")
+        # Absolute 1e-12 (mm or rad): far below the loops' 1e-6 mm tolerance, and above the
+        # standing-pose solve's round-off (1e-24 here), which differs between machines' BLAS.
+        value = round(value, 12) + 0.0  # + 0.0 turns -0.0 into 0.0
+        lines.append(f"      {name}: [{value:.12g}]")
     return "\n".join(lines) + "\n"
 
 
