@@ -92,6 +92,27 @@ def yaml_dump_typed_dict(data: dict) -> str:
     return yaml.safe_dump(data)
 
 
+def _ResolveAnnotations(schema: type, seen: set | None = None) -> None:
+    """Replaces string annotations (modules with `from __future__ import annotations`) by the
+    types they name, in `schema` and the dataclasses nested in it: yaml_load_typed reads
+    `field.type` as it stands and would take the string "float" for a nested schema."""
+    seen = set() if seen is None else seen
+    if not dataclasses.is_dataclass(schema) or schema in seen:
+        return
+    seen.add(schema)
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        if isinstance(field.type, str):
+            field.type = hints[field.name]
+        stack = [field.type]
+        while stack:
+            kind, inner = _Unwrap(stack.pop())
+            if kind == "dataclass":
+                _ResolveAnnotations(inner, seen)
+            elif kind in ("dict", "list"):
+                stack.append(inner)
+
+
 def LoadTypedYaml(
     schema: type[T],
     *,
@@ -126,6 +147,7 @@ def LoadTypedYaml(
         if raw is None:
             raw = {}
     _check_keys(schema, raw, "", source)
+    _ResolveAnnotations(schema)
     text = yaml_dump_typed_dict(raw)
     try:
         return yaml_load_typed(

@@ -60,3 +60,21 @@ def test_missing_file_and_missing_entry(tmp_path):
     with pytest.raises(InputError, match="no entry named 'second'"):
         LoadTypedYaml(Schema, filename=path, child_name="second")
     assert LoadTypedYaml(Schema, filename=path, child_name="first").x == 1.0
+
+
+@dataclasses.dataclass
+class _Deferred:
+    """Fields annotated with strings, as `from __future__ import annotations` leaves them."""
+
+    weight: "float" = 1.0
+    count: "int" = 2
+    leaf: "Leaf | None" = None
+
+
+def test_string_annotations_load(tmp_path):
+    """A schema whose annotations are strings (a module with `from __future__ import
+    annotations`, like drakebots' own settings) loads and converts its values."""
+    config = LoadTypedYaml(_Deferred, data="weight: 0.25\ncount: 3\nleaf: {k: 7.0}\n")
+    assert config == _Deferred(weight=0.25, count=3, leaf=Leaf(7.0))
+    with pytest.raises(InputError, match="count"):
+        LoadTypedYaml(_Deferred, data="count: many\n")
