@@ -37,6 +37,35 @@ def NormalizedSlip(body_x: np.ndarray, feet_x: np.ndarray) -> float:
     return float(np.mean(backward) / forward)
 
 
+def LoadedSlide(feet_world: np.ndarray, normal_forces: np.ndarray, threshold: float) -> float:
+    """How far the feet slide along the ground while they carry load: the sum over feet and
+    intervals of |horizontal displacement| where the foot's normal force exceeds `threshold`.
+
+    Eq. 23's slip counts only backward foot motion; a loaded foot skidding forward (braking)
+    escapes it, and both are motion a sticking foot would not have.
+
+    Args:
+        feet_world: (T, feet, 3) world positions of the feet.
+        normal_forces: (T - 1, feet) normal force of each foot over each interval.
+        threshold: the force above which a foot counts as loaded.
+    """
+    steps = np.linalg.norm(np.diff(np.asarray(feet_world, float)[:, :, :2], axis=0), axis=2)
+    return float(np.sum(steps[np.asarray(normal_forces, float) > threshold]))
+
+
+def HeadingDisplacements(x: np.ndarray, y: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Displacements between successive samples along the body's heading (the yaw at the
+    interval's midpoint), (T - 1,): forward progress of a robot that turns, which world-x
+    displacements undercount.
+
+    Args:
+        x, y: (T,) horizontal body positions; yaw: (T,) heading, rad.
+    """
+    x, y, yaw = (np.asarray(a, float) for a in (x, y, yaw))
+    mid = 0.5 * (yaw[:-1] + yaw[1:])
+    return np.diff(x) * np.cos(mid) + np.diff(y) * np.sin(mid)
+
+
 def FeetInBodyFrame(
     base_position: np.ndarray, rotation_WB: np.ndarray, feet_world: np.ndarray
 ) -> np.ndarray:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from drakebots.analysis.locomotion import ContactSchedule, DutyFactors, NormalizedSlip
+from drakebots.analysis.locomotion import (
+    ContactSchedule,
+    DutyFactors,
+    LoadedSlide,
+    NormalizedSlip,
+)
 
 CONTACT_TOLERANCE_MM = 1e-3  # a foot within 1 um of the ground counts as touching in plots
 COMPLEMENTARITY_TARGET = 1e-4
@@ -72,6 +77,11 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         figures["stride_time_ms"] = float(raw.times[-1])
         figures["speed_mm_per_s"] = distance / (raw.times[-1] * 1e-3)
         figures["slip"] = NormalizedSlip(raw.q[:, ix], traj.feet_world[:, :, 0])
+        # Loaded feet skidding in any direction (Eq. 23 counts backward motion only), mm per
+        # stride summed over the feet; a foot counts as loaded above 1 % of the weight.
+        figures["loaded_slide_mm_per_cycle"] = LoadedSlide(
+            traj.feet_world, traj.contact_forces[:, :, 2], 0.01 * model.weight
+        )
         figures["frequency_hz"] = frequency
         figures["realized_frequency_hz"] = 1000.0 / float(raw.times[-1])
     else:

@@ -67,6 +67,20 @@ def register(subparsers):
         default="variational",
         help="variational (the transcription's own dynamics, default) or drake (SAP simulation)",
     )
+    gait.add_argument(
+        "--scuff-weight",
+        type=float,
+        default=None,
+        help="weight of the foot-scuff cost per mm^2 of tangential foot displacement near the "
+        "ground (not in the paper; 0 turns it off; default from GaitSettings)",
+    )
+    gait.add_argument(
+        "--scuff-height",
+        type=float,
+        default=None,
+        help="height, mm, over which the scuff cost's weight falls by e (default from "
+        "GaitSettings)",
+    )
     jump = problems.add_parser(
         "hamr-jump",
         help="a HAMR-VI vertical jump (Eq. 17)",
@@ -170,6 +184,14 @@ def _LoadConfig(args):
     if args.knots < 3:
         raise InputError(f"--knots {args.knots}: need at least 3")
     settings.num_knots = args.knots
+    if getattr(args, "scuff_weight", None) is not None:
+        if not args.scuff_weight >= 0:
+            raise InputError(f"--scuff-weight {args.scuff_weight}: must be >= 0")
+        settings.scuff_weight = args.scuff_weight
+    if getattr(args, "scuff_height", None) is not None:
+        if not args.scuff_height > 0:
+            raise InputError(f"--scuff-height {args.scuff_height}: must be > 0 mm")
+        settings.scuff_height = args.scuff_height
     return solver, settings
 
 

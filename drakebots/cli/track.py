@@ -129,13 +129,20 @@ def Run(args) -> int:
 
 def TrackingFigures(run, plan, summary, config) -> dict:
     """Realized distance per cycle, slip, tracking and estimation errors."""
-    from drakebots.analysis.locomotion import NormalizedSlip
+    from drakebots.analysis.locomotion import HeadingDisplacements, NormalizedSlip
 
     period = float(plan["times"][-1])
     x = run.positions[:, 0]
     edges = np.interp(np.arange(config.cycles + 1) * period, run.times, x)
     per_cycle = np.diff(edges)
     steady = per_cycle[2:] if len(per_cycle) > 2 else per_cycle[1:]
+    # Along the heading: the robot may turn (yaw is not fed back), which world x undercounts.
+    along = HeadingDisplacements(
+        edges,
+        np.interp(np.arange(config.cycles + 1) * period, run.times, run.positions[:, 1]),
+        np.interp(np.arange(config.cycles + 1) * period, run.times, run.positions[:, 3]),
+    )
+    along_steady = along[2:] if len(along) > 2 else along[1:]
     planned = float(summary.get("velocity_mm_per_cycle", plan["q"][-1, 0] - plan["q"][0, 0]))
     realized = float(np.mean(steady)) if len(steady) else float("nan")
     start = np.searchsorted(run.times, 2 * period if config.cycles > 2 else period)
@@ -149,6 +156,11 @@ def TrackingFigures(run, plan, summary, config) -> dict:
         "velocity_mm_per_cycle": realized,
         "velocity_std_mm_per_cycle": float(np.std(steady)) if len(steady) else None,
         "distance_per_cycle_mm": per_cycle.tolist(),
+        "heading_velocity_mm_per_cycle": float(np.mean(along_steady)) if len(along) else None,
+        "heading_ratio_to_plan": (
+            float(np.mean(along_steady)) / planned if planned and len(along) else None
+        ),
+        "yaw_change_deg": float(np.degrees(run.positions[-1, 3] - run.positions[0, 3])),
         "ratio_to_plan": ratio,
         "within_30_percent": bool(abs(ratio - 1.0) <= WITHIN),
         "planned_slip": summary.get("slip"),

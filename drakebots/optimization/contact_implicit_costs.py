@@ -1,9 +1,10 @@
 """Costs of the variational contact-implicit transcription (hamr-contact-implicit.txt, Eqs. 15-17).
 
-All are quadratic or linear in the decision variables and stay in Drake's native cost types.
-Velocities in costs are finite differences of knots over the nominal time step (exact when the
-time step is fixed; with a free time step they are the velocities the nominal step would give,
-which keeps the costs quadratic).
+The costs of the paper are quadratic or linear in the decision variables and stay in Drake's
+native cost types. Velocities in costs are finite differences of knots over the nominal time step
+(exact when the time step is fixed; with a free time step they are the velocities the nominal step
+would give, which keeps the costs quadratic). `AddFootScuffCost` (not in the paper) is a Python
+cost with an exact analytic gradient.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from pydrake.solvers import Binding, MathematicalProgram
 
+from drakebots.optimization.contact_implicit_constraints import BlockConstraintFunction
 from drakebots.optimization.contact_implicit_variables import ContactImplicitVariables
 
 
@@ -125,5 +127,86 @@ def AddInputCost(
     for i in range(vars.num_intervals):
         b = prog.AddQuadraticErrorCost(0.5 * R, u_ref, vars.u[i])
         b.evaluator().set_description(f"input[{i}]")
+        bindings.append(b)
+    return bindings
+
+
+def FootScuff(dynamics, q0: np.ndarray, q1: np.ndarray, *, height_scale: float, jacobian: bool):
+    """sum_c 1/2 exp(-(phi_c(q0) + phi_c(q1)) / (2 delta)) |P (p_c(q1) - p_c(q0))|^2 over the
+    contact points c, with P the projection onto the ground plane and delta = `height_scale`.
+
+    Returns (value, {"q0": d/dq0, "q1": d/dq1} or None). The weight is 1 on the ground and falls
+    by e per delta of mean height, so a foot that moves along the ground while near it (a loaded
+    foot sliding, or a swing foot scuffing) pays for its displacement, and one that moves high
+    enough does not.
+    """
+    n = dynamics.normal
+    P = np.eye(3) - np.outer(n, n)
+    kin0, kin1 = dynamics.Kinematics(q0), dynamics.Kinematics(q1)
+    p0, p1 = dynamics.ContactPoints(kin0), dynamics.ContactPoints(kin1)
+    phi = 0.5 * ((p0 + p1) @ n) - dynamics.ground_height  # mean heights (nc,)
+    weight = np.exp(-phi / height_scale)
+    d = (p1 - p0) @ P  # tangential displacements (nc, 3)
+    squared = np.einsum("ij,ij->i", d, d)
+    value = 0.5 * float(weight @ squared)
+    if not jacobian:
+        return value, None
+    J0 = dynamics.ContactJacobians(kin0, p0)  # (nc, 3, n)
+    J1 = dynamics.ContactJacobians(kin1, p1)
+    # d value = sum_c w_c (d_c^T P dp_c) - w_c |d_c|^2 / (4 delta) n^T dp_c at either end.
+    a = weight[:, None] * d  # (nc, 3); P d = d
+    b = (-0.25 / height_scale) * (weight * squared)[:, None] * n[None, :]
+    g1 = np.einsum("ci,cij->j", a + b, J1)
+    g0 = np.einsum("ci,cij->j", -a + b, J0)
+    return value, {"q0": g0, "q1": g1}
+
+
+class _ScalarBlockFunction(BlockConstraintFunction):
+    """A BlockConstraintFunction with one row, returned as a scalar (a Python cost)."""
+
+    def __call__(self, x):
+        return np.asarray(super().__call__(x)).ravel()[0]
+
+
+def AddFootScuffCost(
+    prog: MathematicalProgram,
+    vars: ContactImplicitVariables,
+    dynamics,
+    *,
+    weight: float,
+    height_scale: float,
+) -> list[Binding]:
+    """weight * sum_k FootScuff(q_k, q_k+1): tangential displacement of the contact points near
+    the ground, `foot_scuff[k]` (not in the paper; see FootScuff).
+
+    Contact-implicit plans otherwise let a swing foot skim the ground at zero clearance and a
+    loaded foot slide wherever the friction model allows it; both are exact in the transcription
+    and fragile on a robot (or in another simulator), where a foot a few micrometres low drags.
+    The cost is in the plant's length unit squared (displacement per interval, so its size does
+    not depend on the stride frequency for a given number of knots).
+
+    Args:
+        weight: cost per squared length unit of displacement on the ground.
+        height_scale: delta, the height over which the weight falls by e (plant length unit).
+    """
+    if weight <= 0 or dynamics.num_contacts == 0:
+        return []
+    if not height_scale > 0:
+        raise ValueError(f"height_scale must be > 0, got {height_scale}")
+    n = dynamics.num_positions
+
+    def Function(values, jacobian):
+        value, blocks = FootScuff(
+            dynamics, values["q0"], values["q1"], height_scale=height_scale, jacobian=jacobian
+        )
+        if blocks is not None:
+            blocks = {name: weight * g[None, :] for name, g in blocks.items()}
+        return np.array([weight * value]), blocks
+
+    fn = _ScalarBlockFunction(Function, [("q0", n), ("q1", n)])
+    bindings = []
+    for k in range(vars.num_intervals):
+        b = prog.AddCost(fn, np.concatenate([vars.q[k], vars.q[k + 1]]))
+        b.evaluator().set_description(f"foot_scuff[{k}]")
         bindings.append(b)
     return bindings

@@ -34,6 +34,7 @@ from drakebots.optimization.contact_implicit import (
 from drakebots.optimization.contact_implicit_costs import (
     AddComplementarityPenalty,
     AddFinalStateCost,
+    AddFootScuffCost,
     AddInputCost,
     AddInputSmoothnessCost,
     AddVelocitySmoothnessCost,
@@ -417,6 +418,11 @@ class GaitSettings:
     # Bounds of the slack s_k (the authors: [1e-6, 1]).
     slack_lower: float = 1e-6
     slack_upper: float = 1.0
+    # Foot scuff cost (not in the paper; contact_implicit_costs.AddFootScuffCost): weight per mm^2
+    # of a foot's tangential displacement per interval while near the ground, and the height, mm,
+    # over which that weight falls by e. 0 leaves it out.
+    scuff_weight: float = 0.0
+    scuff_height: float = 0.2
 
 
 @dataclasses.dataclass
@@ -492,6 +498,9 @@ def MakeHamrGaitProblem(
         prog, vars, weight=s.input_smoothness, scale=s.input_scale
     )
     problem.bindings["costs"].append(AddComplementarityPenalty(prog, vars, weight=s.slack_weight))
+    problem.bindings["costs"] += AddFootScuffCost(
+        prog, vars, model.dynamics, weight=s.scuff_weight, height_scale=s.scuff_height
+    )
     if not warm.forces:
         warm.forces = FitContactForces(model, warm.q, warm.u, h, initial=("periodic",))
     SetInitialGuess(problem, warm.Guess())

@@ -8,6 +8,8 @@ from drakebots.analysis.locomotion import (
     DistancePerCycle,
     DutyFactors,
     FeetInBodyFrame,
+    HeadingDisplacements,
+    LoadedSlide,
     NormalizedSlip,
 )
 
@@ -43,3 +45,27 @@ def test_feet_in_body_frame_inverts_the_body_pose():
     p_body = np.array([[[0.5, -0.2, -1.0], [1.0, 1.0, 0.0]]])
     world = base[:, None, :] + np.einsum("ij,tfj->tfi", R, p_body)
     np.testing.assert_allclose(FeetInBodyFrame(base, R[None], world), p_body, atol=1e-14)
+
+
+def test_loaded_slide_counts_loaded_feet_sliding_any_way():
+    """Foot 0 skids 3 mm forward then 4 mm sideways under load, then swings 10 mm unloaded;
+    foot 1 stays put under load: 7 mm slid while loaded."""
+    feet = np.zeros((4, 2, 3))
+    feet[1, 0] = [3.0, 0.0, 0.0]
+    feet[2, 0] = [3.0, 4.0, 0.0]
+    feet[3, 0] = [13.0, 4.0, 1.0]
+    normal = np.array([[5.0, 5.0], [5.0, 5.0], [0.0, 5.0]])
+    assert LoadedSlide(feet, normal, 0.1) == pytest.approx(7.0)
+    assert LoadedSlide(feet, np.zeros((3, 2)), 0.1) == 0.0
+
+
+def test_heading_displacements_follow_a_turning_body():
+    """A body driving 1 mm per sample along a circle of radius 10 mm, its heading tangent to the
+    path: each step along the heading is the chord (2 R sin(dtheta / 2)), whatever the
+    direction; world x steps shrink and turn negative."""
+    R, step = 10.0, 0.1
+    theta = step * np.arange(40)
+    x, y = R * np.sin(theta), R * (1 - np.cos(theta))
+    along = HeadingDisplacements(x, y, theta)
+    np.testing.assert_allclose(along, 2 * R * np.sin(step / 2), rtol=1e-12)
+    assert np.diff(x).min() < 0

@@ -48,6 +48,8 @@ def test_optimize_help_lists_both_problems():
             ["optimize", "hamr-gait", "--frequency", "10", "--friction-directions", "2"],
             "--friction-directions",
         ),
+        (["optimize", "hamr-gait", "--frequency", "10", "--scuff-weight", "-1"], "--scuff-weight"),
+        (["optimize", "hamr-gait", "--frequency", "10", "--scuff-height", "0"], "--scuff-height"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
@@ -136,6 +138,7 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
         "max_dynamics_residual",
         "max_loop_residual_mm",
         "slip",
+        "loaded_slide_mm_per_cycle",
     ):
         assert key in summary, key
     for name in ("replay.html", "feet.png", "legs.png", "inputs.png", "forces.png", "solution.npz"):
@@ -155,7 +158,8 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
     )
     assert result.returncode in (0, 1), result.stderr
     summary = json.loads((tracked / "summary.json").read_text())
-    assert "velocity_mm_per_cycle" in summary and "ratio_to_plan" in summary
+    for key in ("velocity_mm_per_cycle", "ratio_to_plan", "heading_velocity_mm_per_cycle"):
+        assert key in summary, key
     assert (tracked / "replay.html").is_file()
 
 

@@ -120,6 +120,57 @@ def test_hamr_binding_jacobians_match_central_differences(tiny):
         np.testing.assert_allclose(J, J_fd, atol=1e-5 * max(1.0, np.abs(J_fd).max()), err_msg=name)
 
 
+def test_foot_scuff_cost_value_and_gradient(model):
+    """The scuff cost against hand-computed values (a body translation moves every foot by the
+    same displacement; the weight is exp(-mean height / delta)) and its analytic gradient, read
+    through Drake's AutoDiff evaluation of the binding, against central differences."""
+    from pydrake.autodiffutils import ExtractGradient, InitializeAutoDiff
+    from pydrake.solvers import MathematicalProgram
+
+    from drakebots.optimization.contact_implicit_costs import AddFootScuffCost, FootScuff
+    from drakebots.optimization.contact_implicit_variables import AddContactImplicitVariables
+
+    dyn, idx, delta = model.dynamics, model.index, 0.3
+    q0 = model.home.copy()
+    # Standing still: nothing to pay.
+    assert FootScuff(dyn, q0, q0, height_scale=delta, jacobian=False)[0] == 0.0
+    # The body slides 0.2 mm forward and 0.1 mm sideways on the ground: four feet pay 1/2 |d|^2.
+    q1 = q0.copy()
+    q1[idx["base_x"]] += 0.2
+    q1[idx["base_y"]] += 0.1
+    value = FootScuff(dyn, q0, q1, height_scale=delta, jacobian=False)[0]
+    assert value == pytest.approx(4 * 0.5 * 0.05, rel=1e-9)
+    # The same slide delta above the ground pays e times less.
+    q0_up, q1_up = q0.copy(), q1.copy()
+    q0_up[idx["base_z"]] += delta
+    q1_up[idx["base_z"]] += delta
+    value_up = FootScuff(dyn, q0_up, q1_up, height_scale=delta, jacobian=False)[0]
+    assert value_up == pytest.approx(value / np.e, rel=1e-9)
+    # A vertical lift alone is free of tangential displacement.
+    assert FootScuff(dyn, q0, q0_up, height_scale=delta, jacobian=False)[0] == pytest.approx(0)
+
+    prog = MathematicalProgram()
+    vars = AddContactImplicitVariables(prog, dyn, 2, time_step=5.0)
+    (binding,) = AddFootScuffCost(prog, vars, dyn, weight=7.0, height_scale=delta)
+    assert binding.evaluator().get_description() == "foot_scuff[0]"
+    rng = np.random.default_rng(3)
+    x = np.concatenate([q0_up, q1_up]) + 0.02 * rng.standard_normal(2 * len(q0))
+    gradient = ExtractGradient(binding.evaluator().Eval(InitializeAutoDiff(x)))[0]
+    assert binding.evaluator().Eval(x)[0] == pytest.approx(
+        7.0 * FootScuff(dyn, x[: len(q0)], x[len(q0) :], height_scale=delta, jacobian=False)[0]
+    )
+    eps = 1e-6
+    fd = np.array(
+        [
+            (binding.evaluator().Eval(x + eps * e)[0] - binding.evaluator().Eval(x - eps * e)[0])
+            / (2 * eps)
+            for e in np.eye(len(x))
+        ]
+    )
+    np.testing.assert_allclose(gradient, fd, atol=1e-7 * max(1.0, np.abs(fd).max()))
+    assert np.abs(fd).max() > 1e-3  # the test sees a gradient, not zeros
+
+
 @pytest.mark.slow
 def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
     # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer (scripts/reproduce_hamr).
