@@ -47,6 +47,13 @@ def register(subparsers):
         "--no-estimator", action="store_true", help="feed the true leg positions (ideal sensor)"
     )
     parser.add_argument(
+        "--voltage-hold",
+        choices=("linear", "zero"),
+        default="linear",
+        help="play the plan's voltages linearly through the interval midpoints (default) or "
+        "held over each interval",
+    )
+    parser.add_argument(
         "--current-noise",
         type=float,
         default=0.0,
@@ -112,6 +119,7 @@ def Run(args) -> int:
         table_samples=args.table_samples,
         current_noise=args.current_noise,
         use_estimator=not args.no_estimator,
+        voltage_hold=args.voltage_hold,
         gains=gains,
     )
     surface = str(plan["surface"])

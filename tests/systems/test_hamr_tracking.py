@@ -162,5 +162,28 @@ def test_plan_reference_repeats_and_ramps():
     # After the ramp, the second stride equals the first.
     np.testing.assert_allclose(reference.Voltages(125.0), reference.Voltages(225.0))
     np.testing.assert_allclose(reference.Desired(130.0), reference.Desired(230.0), atol=1e-9)
-    # Half way through the ramp the voltage is half way from the mid voltage.
-    assert reference.Voltages(50.0)[0] == pytest.approx(112.5 + 0.5 * (voltages[5, 0] - 112.5))
+    # 45 % through the ramp the voltage is 45 % of the way from the mid voltage (at the
+    # midpoint of interval 4, where the linear drive equals that interval's voltage).
+    assert reference.Voltages(45.0)[0] == pytest.approx(112.5 + 0.45 * (voltages[4, 0] - 112.5))
+    held = PlanReference(times, voltages, legs, ramp=100.0, home_legs=np.zeros(8), hold="zero")
+    assert held.Voltages(50.0)[0] == pytest.approx(112.5 + 0.5 * (voltages[5, 0] - 112.5))
+    assert held.Voltages(158.0)[0] == pytest.approx(voltages[5, 0])
+
+
+def test_linear_voltage_hold_keeps_the_plans_interval_averages():
+    """The linear drive passes through each interval's voltage at its midpoint, is continuous
+    across the stride boundary (periodic wrap), and its stride average equals the plan's."""
+    rng = np.random.default_rng(5)
+    times = np.linspace(0.0, 100.0, 11)
+    voltages = rng.uniform(20.0, 200.0, (10, 8))
+    legs = np.zeros((11, 8))
+    reference = PlanReference(times, voltages, legs)
+    mids = 0.5 * (times[:-1] + times[1:])
+    np.testing.assert_allclose([reference.Voltages(t) for t in mids + 300.0], voltages)
+    np.testing.assert_allclose(
+        reference.Voltages(200.0 - 1e-9), reference.Voltages(200.0), atol=1e-6
+    )
+    samples = np.array([reference.Voltages(t) for t in np.linspace(0.0, 100.0, 20001)[:-1]])
+    np.testing.assert_allclose(samples.mean(axis=0), voltages.mean(axis=0), rtol=1e-6)
+    with pytest.raises(ValueError, match="hold"):
+        PlanReference(times, voltages, legs, hold="cubic")
