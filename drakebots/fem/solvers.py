@@ -20,18 +20,47 @@ SOLVERS = ("splu_nd", "splu", "splu_colamd", "spsolve", "cg")
 DEFAULT_SOLVER = "splu_nd"
 
 
-class _Splu:
-    def __init__(self, A, permc_spec, ordering=None):
+class OrderedSplu:
+    """SuperLU (symmetric mode) on a symmetric matrix taken in a fixed symmetric order.
+
+    `Factor(A)` may be called again for new values on the same sparsity pattern: the map from
+    A's data to the permuted matrix's data is built once per pattern (SciPy's fancy indexing of
+    a 40k-row sparse matrix costs a good part of a factorisation).
+
+    Args:
+        ordering: a permutation of the rows/columns (e.g. a METIS nested dissection), or None
+            for SuperLU's own `permc_spec`.
+        permc_spec: SuperLU's column ordering when `ordering` is None.
+    """
+
+    def __init__(self, ordering=None, permc_spec: str = "MMD_AT_PLUS_A"):
+        self._perm = None if ordering is None else np.asarray(ordering, dtype=np.int64)
+        self._permc_spec = permc_spec if ordering is None else "NATURAL"
+        self._pattern = None
+        self._lu = None
+
+    def Factor(self, A) -> "OrderedSplu":
         A = sp.csc_matrix(A)
-        self._perm = ordering
-        if ordering is not None:
-            A = A[ordering][:, ordering].tocsc()
+        if self._perm is not None:
+            pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
+            if pattern != self._pattern:
+                marker = sp.csc_matrix(
+                    (np.arange(1.0, A.nnz + 1.0), A.indices, A.indptr), shape=A.shape
+                )
+                permuted = marker[self._perm][:, self._perm].tocsc()
+                permuted.sort_indices()
+                self._map = permuted.data.astype(np.int64) - 1
+                self._permuted = (permuted.indices.copy(), permuted.indptr.copy())
+                self._pattern = pattern
+            indices, indptr = self._permuted
+            A = sp.csc_matrix((A.data[self._map], indices, indptr), shape=A.shape)
         self._lu = spla.splu(
             A,
-            permc_spec=permc_spec,
+            permc_spec=self._permc_spec,
             diag_pivot_thresh=0.0,
             options={"SymmetricMode": True},
         )
+        return self
 
     def solve(self, b):
         b = np.asarray(b, float)
@@ -94,11 +123,11 @@ def Factorize(A, method: str = DEFAULT_SOLVER, *, ordering=None):
             from drakebots.fem.coupling import _NestedDissection
 
             ordering = _NestedDissection(A)
-        return _Splu(A, "NATURAL" if ordering is not None else "MMD_AT_PLUS_A", ordering)
+        return OrderedSplu(ordering).Factor(A)
     if method == "splu":
-        return _Splu(A, "MMD_AT_PLUS_A")
+        return OrderedSplu(permc_spec="MMD_AT_PLUS_A").Factor(A)
     if method == "splu_colamd":
-        return _Splu(A, "COLAMD")
+        return OrderedSplu(permc_spec="COLAMD").Factor(A)
     if method == "spsolve":
         return _Spsolve(A)
     if method == "cg":

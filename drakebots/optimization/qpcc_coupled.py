@@ -238,61 +238,39 @@ class _CholmodFactor:
 
 
 class _SuperLuFactor:
-    """SciPy's SuperLU on the symmetric matrix, symmetric mode, in a METIS nested-dissection
-    order of the skin's free vertices with the `dense_tail` skeleton coordinates last (they
-    couple to every glued neighbourhood). On the beetle's reduced matrix (37.7k rows) this
-    halves the factorisation against SuperLU's own MMD(AᵀA) order (1.18 -> 0.62 s) and cuts the
-    compliance solves by a fifth (scripts/bench_skinned.py). The order and the data map into
-    the permuted pattern are computed once per sparsity pattern."""
+    """SciPy's SuperLU (drakebots.fem.solvers.OrderedSplu) in a METIS nested-dissection order of
+    the skin's free vertices with the `dense_tail` skeleton coordinates last (they couple to
+    every glued neighbourhood). On the beetle's reduced matrix (37.7k rows) this halves the
+    factorisation against SuperLU's own MMD(AᵀA) order (1.18 -> 0.62 s) and cuts the compliance
+    solves by a fifth (scripts/bench_skinned.py). The order is computed once per pattern."""
 
     def __init__(self, dense_tail: int = 0):
-        self._lu = None
         self._tail = int(dense_tail)
         self._pattern = None
-        self._perm = None
-
-    def _Prepare(self, K: sp.csc_matrix) -> None:
-        from drakebots.fem.coupling import _NestedDissection
-
-        n = K.shape[0]
-        nf = n - self._tail
-        perm_f = _NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
-        if perm_f is None:  # no pymetis, or not whole vertices: SuperLU's own ordering
-            self._perm = None
-            return
-        self._perm = np.concatenate([perm_f, nf + np.arange(self._tail)])
-        marker = sp.csc_matrix((np.arange(1.0, K.nnz + 1.0), K.indices, K.indptr), shape=K.shape)
-        permuted = marker[self._perm][:, self._perm].tocsc()
-        permuted.sort_indices()
-        self._map = permuted.data.astype(np.int64) - 1
-        self._permuted_pattern = (permuted.indices.copy(), permuted.indptr.copy())
+        self._splu = None
 
     def Factor(self, K: sp.csc_matrix):
+        from drakebots.fem.coupling import _NestedDissection
+        from drakebots.fem.solvers import OrderedSplu
+
         K = sp.csc_matrix(K)
         pattern = (K.shape, K.indptr.tobytes(), K.indices.tobytes())
         if pattern != self._pattern:
-            self._Prepare(K)
+            nf = K.shape[0] - self._tail
+            # None (no pymetis, or not whole vertices): SuperLU's own ordering.
+            perm_f = _NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
+            ordering = None
+            if perm_f is not None:
+                ordering = np.concatenate([perm_f, nf + np.arange(self._tail)])
+            self._splu = OrderedSplu(ordering)
             self._pattern = pattern
-        options = {"diag_pivot_thresh": 0.0, "options": {"SymmetricMode": True}}
-        if self._perm is None:
-            self._lu = spla.splu(K, permc_spec="MMD_AT_PLUS_A", **options)
-            return
-        indices, indptr = self._permuted_pattern
-        Kp = sp.csc_matrix((K.data[self._map], indices, indptr), shape=K.shape)
-        self._lu = spla.splu(Kp, permc_spec="NATURAL", **options)
+        self._splu.Factor(K)
 
     def Solve(self, b):
-        b = np.asarray(b, float)
-        if self._perm is None:
-            return self._lu.solve(b)
-        x = np.empty_like(b)
-        x[self._perm] = self._lu.solve(b[self._perm])
-        return x
+        return self._splu.solve(b)
 
     def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
-        if self._perm is not None:
-            O = sp.csc_matrix(O)[self._perm]
-        return np.asarray(O.T @ self._lu.solve(O.toarray()))
+        return np.asarray(O.T @ self._splu.solve(O.toarray()))
 
 
 def _MakeFactor(name: str, dense_tail: int = 0):
