@@ -401,13 +401,18 @@ def SolveProximalFeasibility(
     *,
     weights: dict | None = None,
     slack: float = 1e-6,
+    keep_costs: bool = False,
 ) -> SolveOutcome:
     """The nearest point to x_start that satisfies every constraint with the complementarity
     slack at `slack` (the TRUE complementarity, not the relaxation).
 
-    The program's own costs are set aside for this solve and replaced by the proximal cost
-    1/2 sum_g w_g |x_g - x_start,g|^2 over the variable groups (q, u, forces, ...; `weights` by
-    group name, default 1 and 1e-4 for inputs, which are volts); they are restored afterwards.
+    The objective is the proximal cost 1/2 sum_g w_g |x_g - x_start,g|^2 over the variable
+    groups (q, u, forces, ...; `weights` by group name, default 1 and 1e-4 for inputs, which are
+    volts), plus the program's own costs if `keep_costs`; otherwise those are set aside for this
+    solve and restored afterwards. Without them "nearest" is measured in the variables alone,
+    and a start that is not yet feasible can be repaired by motion the costs were there to
+    prevent (a 2 Hz teflon gait's objective rose from 1.0e3 to 1.2e5, its loaded feet skidding
+    231 mm per stride, measured).
     A strongly convex objective with a start that is nearly feasible is the easy case for a
     quasi-Newton method: where the paper's problem (Eq. 15 with the costs of Eqs. 16-17) stalls
     with its objective oscillating (IPOPT with a limited-memory Hessian on the contact
@@ -423,7 +428,7 @@ def SolveProximalFeasibility(
     lower = slack_binding.evaluator().lower_bound().copy()
     upper = slack_binding.evaluator().upper_bound().copy()
     fixed = np.full_like(lower, float(slack))
-    costs = list(prog.GetAllCosts())
+    costs = [] if keep_costs else list(prog.GetAllCosts())
     for binding in costs:
         prog.RemoveCost(binding)
     added = []

@@ -179,11 +179,13 @@ def test_block_slides_to_rest_at_mu_g(mu):
     assert np.all(np.abs(traj.qdot[-5:, 0]) <= 1e-6 * v0)
 
 
-def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs():
+@pytest.mark.parametrize("keep_costs", [False, True])
+def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs(keep_costs):
     """SolveProximalFeasibility (the second stage of the HAMR solves): from a perturbed,
     infeasible copy of the sliding block's solution it returns a point that satisfies every
     binding with the complementarity slack at 1e-6, near the known answer (the stop distance
-    v0^2 / (2 mu g)), and leaves the program's costs and slack bounds as they were."""
+    v0^2 / (2 mu g)), and leaves the program's costs and slack bounds as they were, whether
+    the program's costs were set aside for the solve or kept beside the proximal term."""
     mu = 0.5
     dyn = PointMassDynamics(mu=mu)
     v0, a = 500.0, mu * G
@@ -200,7 +202,7 @@ def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs():
     q_index = prog.FindDecisionVariableIndices(problem.vars.q[1:].ravel())
     x[q_index] += np.random.default_rng(1).normal(0.0, 0.5, len(q_index))  # mm
     assert CheckContactImplicitSolution(problem, x).max_violation > 1e-2
-    polished = SolveProximalFeasibility(problem, x, TIGHT)
+    polished = SolveProximalFeasibility(problem, x, TIGHT, keep_costs=keep_costs)
     y = polished.result.get_x_val()
     after = CheckContactImplicitSolution(problem, y, tolerance=1e-6)
     assert polished.success, polished.status
