@@ -473,6 +473,7 @@ class SweepFolder:
                 "sweep": sweep.name,
                 "source": str(sweep.source),
                 "description": sweep.description,
+                "figures": sweep.figures,
                 "cases": [case.AsDict() for case in sweep.cases],
             },
         )
@@ -782,7 +783,9 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
             pass
     rows = folder.Rows(cases)
     csv_path, parquet_path = WriteTable(rows, folder.path)
-    WriteFiguresPlot(rows, folder.path, f"sweep {sweep.name}: {sweep.description}")
+    WriteFiguresPlot(
+        rows, folder.path, f"sweep {sweep.name}: {sweep.description}", preferred=sweep.figures
+    )
     counts = Counts(rows)
     ok = counts["done"] == len(cases)
     _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_flight)
@@ -1028,7 +1031,7 @@ def StatusReport(path: str | Path, *, as_json: bool = False) -> int:
                 f"{', '.join(stops[-1]['in_flight']) or 'none'}"
             )
         print()
-        print(FormatTable(rows))
+        print(FormatTable(rows, preferred=data.get("figures") or ()))
         bad = [r for r in rows if r["status"] in ("failed", "error", "lost")]
         for row in bad:
             print(f"\n{row['status']} {row['case']}: {row.get('reason')}")

@@ -75,6 +75,9 @@ class SweepFile:
     grid: dict[str, list[Value]] = dataclasses.field(default_factory=dict)
     # Cases listed one by one (run besides the grid's).
     cases: list[SweepCaseSpec] = dataclasses.field(default_factory=list)
+    # Figures of merit (summary.json keys) the table and figures.png show first, in this order;
+    # the rest of their places go to the figures that vary most between cases.
+    figures: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -103,6 +106,7 @@ class Sweep:
     source: Path
     description: str
     cases: list[Case]
+    figures: list[str] = dataclasses.field(default_factory=list)
 
 
 def NamedSweeps() -> dict[str, Path]:
@@ -302,6 +306,7 @@ def ExpandSweep(spec: SweepFile, source: str | Path, name: str = "") -> Sweep:
         source=Path(source),
         description=spec.description,
         cases=cases,
+        figures=list(spec.figures),
     )
 
 

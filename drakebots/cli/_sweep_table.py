@@ -185,27 +185,34 @@ def _ParamNames(rows: list[dict]) -> list[str]:
     return params
 
 
-def ChooseFigures(rows: list[dict], count: int) -> list[str]:
-    """The `count` figures that vary most between cases; two with the same values count once."""
+def ChooseFigures(rows: list[dict], count: int, preferred=()) -> list[str]:
+    """The `count` figures to show: the `preferred` ones that some case reports, in their order,
+    then those that vary most between cases; two with the same values count once."""
     figures: list[str] = []
     seen: set[tuple] = set()
-    for name in _MostVarying(rows, _ParamNames(rows)):
+    reported = [
+        name
+        for name in preferred
+        if any(_Number((r.get("figures") or {}).get(name)) is not None for r in rows)
+    ]
+    for name in reported + _MostVarying(rows, _ParamNames(rows)):
         values = tuple(
             f"{v:.9g}" if (v := _Number((r.get("figures") or {}).get(name))) is not None else None
             for r in rows
         )
-        if values not in seen and len(figures) < count:
+        if name not in figures and values not in seen and len(figures) < count:
             figures.append(name)
             seen.add(values)
     return figures
 
 
-def WriteFiguresPlot(rows: list[dict], folder: Path, title: str) -> Path | None:
-    """figures.png: the most varying figures over the parameters (None with < 2 results)."""
+def WriteFiguresPlot(rows: list[dict], folder: Path, title: str, preferred=()) -> Path | None:
+    """figures.png: the sweep's own figures, then the most varying ones, over the parameters
+    (None with < 2 results)."""
     from drakebots.visualization.sweep_plots import PlotSweepFigures
 
     rows = [r for r in rows if r.get("status") in ("done", "failed") and r.get("figures")]
-    names = ChooseFigures(rows, 4)
+    names = ChooseFigures(rows, 4, preferred)
     if len(rows) < 2 or not names:
         return None
     params = {k: [(r.get("params") or {}).get(k) for r in rows] for k in _ParamNames(rows)}
@@ -225,11 +232,11 @@ def WriteFiguresPlot(rows: list[dict], folder: Path, title: str) -> Path | None:
     return path
 
 
-def FormatTable(rows: list[dict], *, max_figures: int = 4) -> str:
-    """A text table for the terminal: case, status, time, worker, parameters, and the figures
-    that vary most between cases."""
+def FormatTable(rows: list[dict], *, max_figures: int = 4, preferred=()) -> str:
+    """A text table for the terminal: case, status, time, worker, parameters, and the sweep's
+    own figures then those that vary most between cases."""
     params = _ParamNames(rows)
-    figures = ChooseFigures(rows, max_figures)
+    figures = ChooseFigures(rows, max_figures, preferred)
     header = ["case", "status", "exit", "s", "worker"] + params + figures
     body = []
     for row in rows:

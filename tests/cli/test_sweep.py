@@ -212,6 +212,31 @@ def test_table_keeps_a_swept_option_apart_from_a_summary_figure_of_the_same_name
     assert (tmp_path / "results.csv").read_text().splitlines()[0].count("iterations") == 2
 
 
+def test_the_sweep_files_figures_come_first_then_the_most_varying():
+    """A sweep file's `figures` fill the table's and figures.png's places first, in their order,
+    when some case reports them; the rest go to the figures that vary most."""
+    from drakebots.cli._sweep_spec import ExpandSweep
+    from drakebots.cli._sweep_table import ChooseFigures, FormatTable
+
+    rows = [
+        {"case": "a", "status": "done", "params": {"f": 2}, "figures": {"v": 9.5, "r": 1e-9}},
+        {"case": "b", "status": "done", "params": {"f": 10}, "figures": {"v": 9.4, "r": 3e-7}},
+        {"case": "c", "status": "done", "params": {"f": 30}, "figures": {"apex": 14.7, "r": 2e-8}},
+    ]
+    # Unasked, the residual varies most (relative spread ~1 against 0.01 for v).
+    assert ChooseFigures(rows, 1) == ["r"]
+    assert ChooseFigures(rows, 3, ["v", "missing", "apex"]) == ["v", "apex", "r"]
+    assert ChooseFigures(rows, 2, ["v", "v"]) == ["v", "r"]
+    header = FormatTable(rows, max_figures=2, preferred=["apex"]).splitlines()[0].split()
+    assert header[-2:] == ["apex", "r"]
+    spec = LoadTypedYaml(
+        SweepFile,
+        data="description: d\ncommand: simulate beetle\ngrid: {duration: [0.1, 0.2]}\n"
+        "figures: [mm_per_cycle, wall_time_s]\n",
+    )
+    assert ExpandSweep(spec, Path("x.yaml")).figures == ["mm_per_cycle", "wall_time_s"]
+
+
 def test_sweep_plots_for_two_one_and_many_parameters():
     import matplotlib.pyplot as plt
 
