@@ -470,6 +470,9 @@ def test_ctrl_c_names_the_cases_in_flight_and_a_rerun_completes_them(tmp_path, c
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a shell's background job (`... &`, as CI scripts may run the
+        # tests) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 120
     while not (out / "journal.jsonl").is_file() or not any(
