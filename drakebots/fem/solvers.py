@@ -23,40 +23,48 @@ DEFAULT_SOLVER = "splu_nd"
 class OrderedSplu:
     """SuperLU (symmetric mode) on a symmetric matrix taken in a fixed symmetric order.
 
-    `Factor(A)` may be called again for new values on the same sparsity pattern: the map from
-    A's data to the permuted matrix's data is built once per pattern (SciPy's fancy indexing of
-    a 40k-row sparse matrix costs a good part of a factorisation).
+    `Factor(A)` may be called again for new values on the same sparsity pattern: the order and
+    the map from A's data to the permuted matrix's data are made once per pattern (SciPy's fancy
+    indexing of a 40k-row sparse matrix costs a good part of a factorisation).
 
     Args:
-        ordering: a permutation of the rows/columns (e.g. a METIS nested dissection), or None
-            for SuperLU's own `permc_spec`.
-        permc_spec: SuperLU's column ordering when `ordering` is None.
+        ordering: a permutation of the rows/columns (e.g. a METIS nested dissection); or a
+            function of the matrix returning one (or None), called once per sparsity pattern;
+            or None for SuperLU's own `permc_spec`.
+        permc_spec: SuperLU's column ordering when there is no permutation.
     """
 
     def __init__(self, ordering=None, permc_spec: str = "MMD_AT_PLUS_A"):
-        self._perm = None if ordering is None else np.asarray(ordering, dtype=np.int64)
-        self._permc_spec = permc_spec if ordering is None else "NATURAL"
+        self._ordering = ordering
+        self._permc_spec = permc_spec
+        fixed = ordering is not None and not callable(ordering)
+        self._perm = np.asarray(ordering, dtype=np.int64) if fixed else None
         self._pattern = None
         self._lu = None
 
     def Factor(self, A) -> "OrderedSplu":
         A = sp.csc_matrix(A)
-        if self._perm is not None:
+        if self._ordering is not None:
             pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
             if pattern != self._pattern:
-                marker = sp.csc_matrix(
-                    (np.arange(1.0, A.nnz + 1.0), A.indices, A.indptr), shape=A.shape
-                )
-                permuted = marker[self._perm][:, self._perm].tocsc()
-                permuted.sort_indices()
-                self._map = permuted.data.astype(np.int64) - 1
-                self._permuted = (permuted.indices.copy(), permuted.indptr.copy())
+                if callable(self._ordering):
+                    perm = self._ordering(A)
+                    self._perm = None if perm is None else np.asarray(perm, dtype=np.int64)
+                if self._perm is not None:
+                    marker = sp.csc_matrix(
+                        (np.arange(1.0, A.nnz + 1.0), A.indices, A.indptr), shape=A.shape
+                    )
+                    permuted = marker[self._perm][:, self._perm].tocsc()
+                    permuted.sort_indices()
+                    self._map = permuted.data.astype(np.int64) - 1
+                    self._permuted = (permuted.indices.copy(), permuted.indptr.copy())
                 self._pattern = pattern
-            indices, indptr = self._permuted
-            A = sp.csc_matrix((A.data[self._map], indices, indptr), shape=A.shape)
+            if self._perm is not None:
+                indices, indptr = self._permuted
+                A = sp.csc_matrix((A.data[self._map], indices, indptr), shape=A.shape)
         self._lu = spla.splu(
             A,
-            permc_spec=self._permc_spec,
+            permc_spec="NATURAL" if self._perm is not None else self._permc_spec,
             diag_pivot_thresh=0.0,
             options={"SymmetricMode": True},
         )
@@ -122,7 +130,7 @@ def Factorize(A, method: str = DEFAULT_SOLVER, *, ordering=None):
         if ordering is None:
             from drakebots.fem.coupling import _NestedDissection
 
-            ordering = _NestedDissection(A)
+            ordering = _NestedDissection
         return OrderedSplu(ordering).Factor(A)
     if method == "splu":
         return OrderedSplu(permc_spec="MMD_AT_PLUS_A").Factor(A)

@@ -245,25 +245,22 @@ class _SuperLuFactor:
     solves by a fifth (scripts/bench_skinned.py). The order is computed once per pattern."""
 
     def __init__(self, dense_tail: int = 0):
-        self._tail = int(dense_tail)
-        self._pattern = None
-        self._splu = None
-
-    def Factor(self, K: sp.csc_matrix):
-        from drakebots.fem.coupling import _NestedDissection
         from drakebots.fem.solvers import OrderedSplu
 
-        K = sp.csc_matrix(K)
-        pattern = (K.shape, K.indptr.tobytes(), K.indices.tobytes())
-        if pattern != self._pattern:
-            nf = K.shape[0] - self._tail
-            # None (no pymetis, or not whole vertices): SuperLU's own ordering.
-            perm_f = _NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
-            ordering = None
-            if perm_f is not None:
-                ordering = np.concatenate([perm_f, nf + np.arange(self._tail)])
-            self._splu = OrderedSplu(ordering)
-            self._pattern = pattern
+        self._tail = int(dense_tail)
+        self._splu = OrderedSplu(self._Ordering)
+
+    def _Ordering(self, K: sp.csc_matrix) -> np.ndarray | None:
+        """None (no pymetis, or not whole vertices): SuperLU's own ordering."""
+        from drakebots.fem.coupling import _NestedDissection
+
+        nf = K.shape[0] - self._tail
+        perm_f = _NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
+        if perm_f is None:
+            return None
+        return np.concatenate([perm_f, nf + np.arange(self._tail)])
+
+    def Factor(self, K: sp.csc_matrix):
         self._splu.Factor(K)
 
     def Solve(self, b):
