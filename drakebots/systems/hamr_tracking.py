@@ -384,6 +384,13 @@ class TrackingGains:
     kf_lift: float = 1.0
 
 
+def _InterpolateRows(s: float, xs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """np.interp(s, xs, rows[:, i]) for every column i at once (xs increasing; clamped)."""
+    k = int(np.clip(np.searchsorted(xs, s, side="right") - 1, 0, len(xs) - 2))
+    w = min(max((s - xs[k]) / (xs[k + 1] - xs[k]), 0.0), 1.0)
+    return rows[k] + w * (rows[k + 1] - rows[k])
+
+
 class PlanReference(LeafSystem):
     """The plan, repeated periodically: feed-forward voltages and desired leg positions.
 
@@ -431,6 +438,13 @@ class PlanReference(LeafSystem):
         self._mid = mid_voltage
         self._home = self._legs[0] if home_legs is None else np.asarray(home_legs, float)
         self._periodic = periodic
+        # The linear drive's breakpoints: interval midpoints (wrapped once each way if periodic:
+        # the last interval's midpoint precedes the first's).
+        mids = 0.5 * (self._times[:-1] + self._times[1:])
+        self._mids, self._mid_values = mids, self._voltages
+        if periodic:
+            self._mids = np.concatenate([[mids[-1] - self._period], mids, [mids[0] + self._period]])
+            self._mid_values = np.vstack([self._voltages[-1], self._voltages, self._voltages[0]])
         self.DeclareVectorOutputPort("feedforward", self._voltages.shape[1], self._CalcVoltage)
         self.DeclareVectorOutputPort("desired", 2 * self._legs.shape[1], self._CalcDesired)
 
@@ -448,27 +462,14 @@ class PlanReference(LeafSystem):
             k = int(np.searchsorted(self._times, s, side="right")) - 1
             u = self._voltages[min(max(k, 0), len(self._voltages) - 1)]
         else:
-            mids = 0.5 * (self._times[:-1] + self._times[1:])
-            if self._periodic:  # wrap: the last interval's midpoint precedes the first's
-                mids = np.concatenate([[mids[-1] - self._period], mids, [mids[0] + self._period]])
-                values = np.vstack([self._voltages[-1], self._voltages, self._voltages[0]])
-            else:
-                values = self._voltages
-            u = np.array([np.interp(s, mids, values[:, i]) for i in range(values.shape[1])])
+            u = _InterpolateRows(s, self._mids, self._mid_values)
         return self._mid + self._Scale(t) * (u - self._mid)
 
     def Desired(self, t):
         s = self._Phase(t)
-        legs = np.array(
-            [np.interp(s, self._times, self._legs[:, i]) for i in range(self._legs.shape[1])]
-        )
+        legs = _InterpolateRows(s, self._times, self._legs)
         dt = 1e-3 * self._period
-        ahead = np.array(
-            [
-                np.interp(self._Phase(t + dt), self._times, self._legs[:, i])
-                for i in range(self._legs.shape[1])
-            ]
-        )
+        ahead = _InterpolateRows(self._Phase(t + dt), self._times, self._legs)
         velocity = (ahead - legs) / dt if self._Phase(t + dt) > s else np.zeros_like(legs)
         scale = self._Scale(t)
         return np.concatenate([self._home + scale * (legs - self._home), scale * velocity])
