@@ -140,21 +140,19 @@ def TrackingFigures(run, plan, summary, config) -> dict:
     from drakebots.analysis.locomotion import HeadingDisplacements, NormalizedSlip
 
     period = float(plan["times"][-1])
-    x = run.positions[:, 0]
-    edges = np.interp(np.arange(config.cycles + 1) * period, run.times, x)
+    cycle_starts = np.arange(config.cycles + 1) * period
+    edges, edges_y, edges_yaw = (
+        np.interp(cycle_starts, run.times, run.positions[:, i]) for i in (0, 1, 3)
+    )
     per_cycle = np.diff(edges)
     steady = per_cycle[2:] if len(per_cycle) > 2 else per_cycle[1:]
     # Along the heading: the robot may turn (yaw is not fed back), which world x undercounts.
-    along = HeadingDisplacements(
-        edges,
-        np.interp(np.arange(config.cycles + 1) * period, run.times, run.positions[:, 1]),
-        np.interp(np.arange(config.cycles + 1) * period, run.times, run.positions[:, 3]),
-    )
+    along = HeadingDisplacements(edges, edges_y, edges_yaw)
     along_steady = along[2:] if len(along) > 2 else along[1:]
     planned = float(summary.get("velocity_mm_per_cycle", plan["q"][-1, 0] - plan["q"][0, 0]))
     realized = float(np.mean(steady)) if len(steady) else float("nan")
     start = np.searchsorted(run.times, 2 * period if config.cycles > 2 else period)
-    tracked_slip = NormalizedSlip(x[start:], run.feet_world[start:, :, 0])
+    tracked_slip = NormalizedSlip(run.positions[start:, 0], run.feet_world[start:, :, 0])
     errors = run.legs_desired - run.legs_true
     estimate = run.legs_estimated - run.legs_true
     late = run.times >= period
