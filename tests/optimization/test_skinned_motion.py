@@ -232,12 +232,6 @@ def test_final_labels_satisfy_the_complementarity_through_a_lift_off(beetle):
     assert points[:5, 2].min() > 1e-3  # the front left sole is off the ground
 
 
-@pytest.mark.xfail(
-    reason="known limitation (issue 6 notes): the Gauss-Newton SQP leaves out the constraints' "
-    "curvature, so it crawls along a curved equality constraint; to be fixed with a "
-    "second-order correction or the multipliers' Hessian",
-    strict=False,
-)
 def test_gauss_newton_solves_a_constrained_least_squares_exactly():
     """min ||x - a||² s.t. ||x||² = 1 has the answer a / ||a|| (closed form)."""
     from pydrake.solvers import MathematicalProgram
@@ -258,6 +252,37 @@ def test_gauss_newton_solves_a_constrained_least_squares_exactly():
     result = SolveGaussNewton(prog, ResidualsOf(prog), np.array([1.0, 0.0, 0.0]))
     assert result.success, result.status
     np.testing.assert_allclose(result.x, a / np.linalg.norm(a), atol=1e-5)
+
+
+def test_generic_curvature_is_the_weighted_constraint_hessian():
+    """MathematicalProgramNlp.Curvature against the closed form: for c(x) = [x·x, x0 x1] with
+    bounds making row 0 an equality and row 1 an upper bound, Σ λ ∇²c = 2 λ_0 I + λ_1 E01."""
+    from pydrake.solvers import MathematicalProgram
+
+    from drakebots.optimization.gauss_newton import MathematicalProgramNlp
+    from drakebots.optimization.space_time import _Evaluator
+
+    prog = MathematicalProgram()
+    x = prog.NewContinuousVariables(3, "x")
+    prog.AddConstraint(
+        _Evaluator(
+            lambda y: (
+                np.array([y @ y, y[0] * y[1]]),
+                np.array([2 * y, [y[1], y[0], 0.0]]),
+            )
+        ),
+        [1.0, -np.inf],
+        [1.0, 0.5],
+        x,
+        description="c",
+    )
+    prog.AddLinearConstraint(x[0] + x[2] <= 3.0)  # linear: no curvature
+    nlp = MathematicalProgramNlp(prog, {})
+    lam_eq, lam_in = np.array([0.7]), np.array([0.4, 2.0])  # upper row of c, then the linear row
+    H = nlp.Curvature(np.array([0.3, -0.2, 0.9]), lam_eq, lam_in).toarray()
+    expected = 2 * 0.7 * np.eye(3)
+    expected[0, 1] = expected[1, 0] = 0.4
+    np.testing.assert_allclose(H, expected, atol=1e-7)  # PSD already: the projection keeps it
 
 
 def test_generators_make_valid_motions(beetle):
