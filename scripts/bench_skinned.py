@@ -41,6 +41,7 @@ def SpaceTimeSection(args) -> dict:
     from drakebots.optimization.skeleton_model import SkeletonModel
     from drakebots.optimization.space_time import (
         InitialGuess,
+        KinematicWarmStart,
         MakeSpaceTimeProgram,
         SolveSpaceTime,
         SpaceTimeConfig,
@@ -65,10 +66,7 @@ def SpaceTimeSection(args) -> dict:
     vectorised = time.perf_counter() - start
     # One space-time step: kinematic warm start, then the dynamic solve.
     start = time.perf_counter()
-    kin = MakeSpaceTimeProgram(
-        model, motion, SpaceTimeConfig(knot_frames=args.knot_frames, dynamics=False)
-    )
-    warm = SolveSpaceTime(model, kin, InitialGuess(model, kin))
+    warm = KinematicWarmStart(model, motion, config)
     result = SolveSpaceTime(model, problem, InitialGuess(model, problem, warm.q_knots))
     step = time.perf_counter() - start
     return {

@@ -40,6 +40,7 @@ from drakebots.optimization.skeleton_model import NUM_BASE, SkeletonModel
 from drakebots.optimization.space_time import (
     InitialGuess,
     InterpolateToFrames,
+    KinematicWarmStart,
     MakeSpaceTimeProgram,
     SolveSpaceTime,
     SpaceTimeConfig,
@@ -123,9 +124,7 @@ def _SpaceTime(model, motion, config, *, q_follow, follow_weight, loads, limits,
     cfg = config.space_time
     start = time.perf_counter()
     if q_init is None and config.kinematic_warm_start and cfg.dynamics:
-        kin = dataclasses.replace(cfg, dynamics=False)
-        problem = MakeSpaceTimeProgram(model, motion, kin, effort_limits=limits)
-        result = SolveSpaceTime(model, problem, InitialGuess(model, problem))
+        result = KinematicWarmStart(model, motion, cfg, effort_limits=limits)
         log(f"  kinematic warm start: {result.status} ({result.solve_time:.1f} s)")
         q_init = result.q_knots
     problem = MakeSpaceTimeProgram(
