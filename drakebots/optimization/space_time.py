@@ -83,6 +83,10 @@ class SpaceTimeConfig:
     dynamics: bool = True
     # Enforce the COP constraint (Eq. 5); off only to reproduce the paper's failed trot (Fig. 13c).
     cop_constraint: bool = True
+    # Ours: the planned motor torques (inverse dynamics, with the skin's coupling loads) stay
+    # within this fraction of U_m at every knot (`AddMotorLimitConstraints`; 0: off, as the
+    # paper's Eq. 9, which leaves |τ| <= U_m to the frame-by-frame step alone).
+    motor_limit_fraction: float = 1.0
     # How a stance foot pushes on the ground (see `AddSoleContactConstraints`): "soft_sole"
     # (ours: the frame-by-frame step's compliant sole, normal forces at the sole's four corners
     # and centre set by how far each is pressed into the ground) or "sole_center" (the paper's
@@ -770,6 +774,36 @@ def AddTorqueCost(prog, model, V, cache, *, weight, effort_limits, frames_per_kn
     return bindings
 
 
+def AddMotorLimitConstraints(prog, model, V, cache, *, effort_limits, fraction, interior):
+    """Ours: |τ_m| <= fraction U_m for the motor torques of inverse dynamics at every interior
+    knot ("motor_limits[k]", in units of U_m).
+
+    The paper bounds the torques only in the frame-by-frame step (Eq. 12). A plan that asks for
+    more than the motors give cannot be followed there: the lizard's crawl planned without it
+    needed 6.4 U_m at a knee and 6.2 U_m at the tail, and the frame-by-frame pass then ran with
+    its motors at the limit on 479 of 480 frames and lost the plan (measured).
+    """
+    bindings = []
+    sel = model.actuated_indices
+    U = np.asarray(effort_limits, float)
+    for k in interior:
+
+        def rows(x, k=k):
+            tau, J = cache.Evaluate(k, x)
+            return tau[sel] / U, J[sel] / U[:, None]
+
+        bindings.append(
+            prog.AddConstraint(
+                _Evaluator(rows),
+                np.full(len(sel), -fraction),
+                np.full(len(sel), fraction),
+                cache.KnotVariables(k),
+                description=f"motor_limits[{k}]",
+            )
+        )
+    return bindings
+
+
 def AddPeriodicConstraint(prog, model, V, displacement):
     """Eq. (6): J(q^1) = J(q^N); the base returns to its start shifted by the cycle's advance."""
     b = prog.AddLinearEqualityConstraint(
@@ -946,6 +980,16 @@ def MakeSpaceTimeProgram(
             frames_per_knot=frames_per_knot,
             interior=interior,
         )
+        if config.motor_limit_fraction > 0.0:
+            B["motor_limits"] = AddMotorLimitConstraints(
+                prog,
+                model,
+                V,
+                cache,
+                effort_limits=effort_limits,
+                fraction=config.motor_limit_fraction,
+                interior=interior,
+            )
     else:
         b = prog.AddBoundingBoxConstraint(0.0, 0.0, np.concatenate([force.ravel(), torque.ravel()]))
         b.evaluator().set_description("no_forces_kinematic_only")

@@ -598,6 +598,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
         if self.dynamics:
             sel = model.actuated_indices
             U = P.effort_limits
+            limit = P.config.motor_limit_fraction
             for k in P.interior:
                 tau, J, cols = self.KnotDynamics(x, k, jacobians)
                 equality(
@@ -612,6 +613,15 @@ class SpaceTimeNlp(LeastSquaresNlp):
                     None if J is None else self.c_t * J[sel] / U[:, None],
                     cols,
                 )
+                if limit > 0.0:  # space_time.AddMotorLimitConstraints: |τ / U| <= limit
+                    a = tau[sel] / U
+                    Ja = None if J is None else J[sel] / U[:, None]
+                    inequality(
+                        f"motor_limits[{k}]",
+                        np.concatenate([a - limit, -a - limit]),
+                        None if J is None else np.vstack([Ja, -Ja]),
+                        cols,
+                    )
             # The corner contact model (space_time.AddCornerContactConstraints).
             if self.iN is not None:
                 for k in range(K):

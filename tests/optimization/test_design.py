@@ -31,10 +31,16 @@ def beetle():
     return SkeletonModel("beetle")
 
 
-def test_vectorised_nlp_equals_the_programs_bindings(beetle):
+@pytest.mark.parametrize("motor_limit_fraction", [1.0, 0.002])
+def test_vectorised_nlp_equals_the_programs_bindings(beetle, motor_limit_fraction):
+    """Total violation and cost of the vectorised NLP against the MathematicalProgram's own
+    bindings; with motor limits at 0.2% of U_m the motor rows are violated and counted."""
     motion = SampleMotion(motions.Walk(beetle, speed=0.04, period=2.0))
     problem = MakeSpaceTimeProgram(
-        beetle, motion, SpaceTimeConfig(knot_frames=40), q_follow=np.tile(beetle.q_home, (11, 1))
+        beetle,
+        motion,
+        SpaceTimeConfig(knot_frames=40, motor_limit_fraction=motor_limit_fraction),
+        q_follow=np.tile(beetle.q_home, (11, 1)),
     )
     prog = problem.prog
     rng = np.random.default_rng(0)
@@ -55,6 +61,10 @@ def test_vectorised_nlp_equals_the_programs_bindings(beetle):
         + np.sum(np.maximum(0, np.hypot(z[:, 1], z[:, 2]) - z[:, 0]))
     )
     assert ours == pytest.approx(violation, rel=1e-10)
+    motor_rows = [(a, b) for name, a, b in nlp.in_names if name.startswith("motor_limits")]
+    assert len(motor_rows) == len(problem.interior)
+    worst_motor = max(ev.c_in[a:b].max() for a, b in motor_rows)
+    assert (worst_motor > 0) == (motor_limit_fraction < 0.01)
     # Jacobians against central differences along a random direction.
     d = rng.normal(size=len(x)) * 1e-6
     plus, minus = nlp.Evaluate(x + d, False), nlp.Evaluate(x - d, False)
