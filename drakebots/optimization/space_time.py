@@ -774,14 +774,34 @@ def AddTorqueCost(prog, model, V, cache, *, weight, effort_limits, frames_per_kn
     return bindings
 
 
+# Sharpness of the smooth maximum in `MotorLoad` (units of 1/U_m): it exceeds the true maximum
+# by at most ln(2 m) / MOTOR_LOAD_SHARPNESS (0.08 U_m for 12 motors when all are equally loaded,
+# far less when one dominates).
+MOTOR_LOAD_SHARPNESS = 40.0
+
+
+def MotorLoad(a: np.ndarray, J: np.ndarray | None = None, sharpness: float = MOTOR_LOAD_SHARPNESS):
+    """A smooth upper bound of max_i |a_i| (a: motor torques in units of U_m) and its gradient
+    from the rows J of ∂a: (1/s) ln Σ_i (e^{s a_i} + e^{-s a_i}) >= max |a_i|."""
+    a = np.asarray(a, float)
+    top = np.abs(a).max()
+    up, down = np.exp(sharpness * (a - top)), np.exp(sharpness * (-a - top))
+    total = up.sum() + down.sum()
+    value = top + np.log(total) / sharpness
+    if J is None:
+        return value, None
+    return value, ((up - down) / total) @ J
+
+
 def AddMotorLimitConstraints(prog, model, V, cache, *, effort_limits, fraction, interior):
-    """Ours: |τ_m| <= fraction U_m for the motor torques of inverse dynamics at every interior
-    knot ("motor_limits[k]", in units of U_m).
+    """Ours: the motor torques of inverse dynamics stay within fraction U_m at every interior
+    knot, as one smooth row per knot ("motor_limits[k]": `MotorLoad` of τ_m / U_m <= fraction).
 
     The paper bounds the torques only in the frame-by-frame step (Eq. 12). A plan that asks for
     more than the motors give cannot be followed there: the lizard's crawl planned without it
     needed 6.4 U_m at a knee and 6.2 U_m at the tail, and the frame-by-frame pass then ran with
-    its motors at the limit on 479 of 480 frames and lost the plan (measured).
+    its motors at the limit on 479 of 480 frames and lost the plan (measured). One row per knot
+    instead of two per motor: 2 x 12 x 49 rows made the beetle lift's QPs 40% slower.
     """
     bindings = []
     sel = model.actuated_indices
@@ -790,13 +810,14 @@ def AddMotorLimitConstraints(prog, model, V, cache, *, effort_limits, fraction, 
 
         def rows(x, k=k):
             tau, J = cache.Evaluate(k, x)
-            return tau[sel] / U, J[sel] / U[:, None]
+            value, grad = MotorLoad(tau[sel] / U, J[sel] / U[:, None])
+            return np.array([value]), grad[None]
 
         bindings.append(
             prog.AddConstraint(
                 _Evaluator(rows),
-                np.full(len(sel), -fraction),
-                np.full(len(sel), fraction),
+                np.array([-np.inf]),
+                np.array([fraction]),
                 cache.KnotVariables(k),
                 description=f"motor_limits[{k}]",
             )

@@ -26,7 +26,7 @@ from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
 from drakebots.optimization.skeleton_model import NUM_BASE, SOLE_SOFTNESS
-from drakebots.optimization.space_time import SoleLaw
+from drakebots.optimization.space_time import MotorLoad, SoleLaw
 
 
 class _Coo:
@@ -613,13 +613,12 @@ class SpaceTimeNlp(LeastSquaresNlp):
                     None if J is None else self.c_t * J[sel] / U[:, None],
                     cols,
                 )
-                if limit > 0.0:  # space_time.AddMotorLimitConstraints: |τ / U| <= limit
-                    a = tau[sel] / U
-                    Ja = None if J is None else J[sel] / U[:, None]
+                if limit > 0.0:  # space_time.AddMotorLimitConstraints
+                    load, grad = MotorLoad(tau[sel] / U, None if J is None else J[sel] / U[:, None])
                     inequality(
                         f"motor_limits[{k}]",
-                        np.concatenate([a - limit, -a - limit]),
-                        None if J is None else np.vstack([Ja, -Ja]),
+                        np.array([load - limit]),
+                        None if grad is None else grad[None],
                         cols,
                     )
             # The corner contact model (space_time.AddCornerContactConstraints).

@@ -73,6 +73,25 @@ def test_vectorised_nlp_equals_the_programs_bindings(beetle, motor_limit_fractio
     np.testing.assert_allclose(ev.A_in @ d, (plus.c_in - minus.c_in) / 2, rtol=1e-5, atol=1e-12)
 
 
+def test_motor_load_is_a_smooth_upper_bound_of_the_largest_torque_with_its_gradient():
+    """MotorLoad(a) lies in [max|a|, max|a| + ln(2m)/s]; its gradient along J against central
+    differences (a = J y, so the derivative in y is the chain rule through J)."""
+    from drakebots.optimization.space_time import MOTOR_LOAD_SHARPNESS, MotorLoad
+
+    rng = np.random.default_rng(3)
+    J = rng.normal(size=(12, 5))
+    y = rng.normal(size=5) * 0.2
+    value, grad = MotorLoad(J @ y, J)
+    top = np.abs(J @ y).max()
+    assert top <= value <= top + np.log(24) / MOTOR_LOAD_SHARPNESS
+    eps = 1e-6
+    for i in range(5):
+        e = np.zeros(5)
+        e[i] = eps
+        fd = (MotorLoad(J @ (y + e))[0] - MotorLoad(J @ (y - e))[0]) / (2 * eps)
+        assert grad[i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
 def test_kinematic_space_time_solution_satisfies_its_constraints(beetle):
     """Checked with Drake's kinematics directly: stance soles on the ground and still, the COM
     over the support polygon, joint limits."""
