@@ -76,6 +76,8 @@ def _Validate(args):
         raise InputError(f"--motor-limit must be > 0 N*m, got {args.motor_limit}")
     if not args.mass_scale > 0.0:
         raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
+    if not args.plan_motor_limits >= 0.0:
+        raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
     skin = None
     if args.skin:
         skin = _LoadSkin(Path(args.skin))
@@ -147,7 +149,9 @@ def RunDesign(args) -> int:
     make_dynamics, dynamics_name = _Factory(skin)
     out = args.out or DefaultOutput("design", robot.name)
     config = AlternatingConfig(
-        space_time=SpaceTimeConfig(knot_frames=args.knot_frames),
+        space_time=SpaceTimeConfig(
+            knot_frames=args.knot_frames, motor_limit_fraction=args.plan_motor_limits
+        ),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
     )
@@ -254,6 +258,7 @@ def RunDesign(args) -> int:
                 "iterations": args.iterations,
                 "knot_frames": args.knot_frames,
                 "motor_limits": limits,
+                "plan_motor_limits": args.plan_motor_limits,
                 "mass_scale": args.mass_scale,
                 "frame_dynamics": dynamics_name,
             },

@@ -77,6 +77,15 @@ def register(subparsers):
         "--motor-limit", type=float, default=None, help="U_m for every motor, N*m (default: model)"
     )
     parser.add_argument(
+        "--plan-motor-limits",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="ours: also bound the space-time plan's inverse-dynamics torques by FRACTION x U_m "
+        "(one smooth-max row per knot); 0 (default): only the frame-by-frame step bounds them, "
+        "as in the paper",
+    )
+    parser.add_argument(
         "--mass-scale",
         type=float,
         default=1.0,

@@ -43,6 +43,7 @@ def test_help_has_examples(capsys):
 def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     base = ["beetle", "--motion", "single-foot-lift"]
     _Exit2(base + ["--motor-limit", "0"], tmp_path, capsys, "--motor-limit")
+    _Exit2(base + ["--plan-motor-limits", "-1"], tmp_path, capsys, "--plan-motor-limits")
     _Exit2(["dragon", "--motion", "walk"], tmp_path, capsys, "beetle")
     _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
