@@ -607,14 +607,12 @@ class SpaceTimeNlp(LeastSquaresNlp):
                     None if J is None else J[:NUM_BASE] / self.weight,
                     cols,
                 )
-                residual(
-                    f"torque[{k}]",
-                    self.c_t * tau[sel] / U,
-                    None if J is None else self.c_t * J[sel] / U[:, None],
-                    cols,
-                )
+                # Motor torques in units of U_m, for E_τ and the optional motor-limit rows.
+                a = tau[sel] / U
+                Ja = None if J is None else J[sel] / U[:, None]
+                residual(f"torque[{k}]", self.c_t * a, None if Ja is None else self.c_t * Ja, cols)
                 if limit > 0.0:  # space_time.AddMotorLimitConstraints
-                    load, grad = MotorLoad(tau[sel] / U, None if J is None else J[sel] / U[:, None])
+                    load, grad = MotorLoad(a, Ja)
                     inequality(
                         f"motor_limits[{k}]",
                         np.array([load - limit]),
