@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from drakebots.fem import materials
 from drakebots.fem.mesh import TetMesh
+from drakebots.runtime import SingleThreadedBlas
 
 
 class ElementInversion(RuntimeError):
@@ -212,7 +213,10 @@ class FemModel:
         if project:
             dPdF = materials.ProjectToPsd(dPdF)
         B = self._B
-        He = self.rest_volumes[:, None, None] * (np.transpose(B, (0, 2, 1)) @ dPdF @ B)
+        # Batched 12x9 products: a second BLAS thread only spins (drakebots.runtime).
+        with SingleThreadedBlas():
+            He = np.transpose(B, (0, 2, 1)) @ dPdF @ B
+        He *= self.rest_volumes[:, None, None]
         return energy, grad, self.Assemble(He)
 
     def Hessian(self, x: np.ndarray, *, project: bool = False) -> sp.csr_matrix:

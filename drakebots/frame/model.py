@@ -631,9 +631,6 @@ def _Factorize(
     return Solve
 
 
-_BLAS_CONTROLLER = []
-
-
 def _SingleThreadedBlas(size: int):
     """BLAS limited to one thread for the multifrontal factorisation of a matrix of this size:
     its kernels are small to medium dense blocks, and on a shared machine idle-spinning BLAS
@@ -642,15 +639,9 @@ def _SingleThreadedBlas(size: int):
     """
     import contextlib
 
-    if size < 200:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl is a declared dependency
-        return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
+    from drakebots.runtime import SingleThreadedBlas
+
+    return contextlib.nullcontext() if size < 200 else SingleThreadedBlas()
 
 
 def FixNode(frame: Frame, node: int, *, translations=True, rotations=True, values=None) -> dict:

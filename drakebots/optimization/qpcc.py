@@ -49,6 +49,7 @@ from pydrake.solvers import ClarabelSolver, MathematicalProgram, OsqpSolver, Sol
 
 from drakebots.analysis.support import SupportPolygon
 from drakebots.optimization.skeleton_model import NUM_BASE, SkeletonModel
+from drakebots.runtime import SingleThreadedBlas
 
 STATIC, SLIDING, BREAKAGE = "static", "sliding", "breakage"
 # The friction pyramid's four tangent directions (the columns of D in Eq. 12).
@@ -692,7 +693,8 @@ class FrameQpcc:
             # lies in it (otherwise the contacts cannot all hold).
             A_eq = np.vstack([a for a, _ in eq_rows])
             b_eq = np.concatenate([r for _, r in eq_rows])
-            U, S, _ = np.linalg.svd(A_eq, full_matrices=False)
+            with SingleThreadedBlas():  # ~24 x 80: threads only spin (drakebots.runtime)
+                U, S, _ = np.linalg.svd(A_eq, full_matrices=False)
             keep = S > 1e-9 * max(S.max(), 1e-300)
             Uk = U[:, keep]
             if np.abs(b_eq - Uk @ (Uk.T @ b_eq)).max() > 1e-9 + 1e-6 * np.abs(b_eq).max():
