@@ -180,6 +180,15 @@ class SkeletonModel:
         self.context = plant.CreateDefaultContext()
         self.plant_ad = plant.ToAutoDiffXd()
         self.context_ad = self.plant_ad.CreateDefaultContext()
+        # Gravity as the base's fictitious acceleration (`InverseDynamicsPartials`): the first
+        # three joints translate the whole tree along the world axes, so the uniform field g
+        # acts on every body as an acceleration -g of the base would (the RNEA's a_0 = -g,
+        # Featherstone, Rigid Body Dynamics Algorithms, section 5.3). Valid while gravity is the
+        # plant's only force element.
+        self._base_gravity = None
+        if plant.num_force_elements() == 1:
+            self._base_gravity = np.zeros(plant.num_velocities())
+            self._base_gravity[:3] = -plant.gravity_field().gravity_vector()
         self.nq = plant.num_positions()
         self.nv = plant.num_velocities()
         assert self.nq == self.nv
@@ -383,11 +392,11 @@ class SkeletonModel:
         plant.SetPositions(context, q)
         plant.SetVelocities(context, v)
         forces = MultibodyForces_[float](plant)
-        # Gravity (and the joints' damping) are force elements: CalcInverseDynamics only sees
-        # what is in `forces`.
+        # Gravity and the joints' viscous damping (-D v) are what CalcForceElementsContribution
+        # puts in `forces`; CalcInverseDynamics only sees what is in there.
         plant.CalcForceElementsContribution(context, forces)
         self._AddForces(plant, context, forces, foot_wrenches, body_wrenches, float)
-        return plant.CalcInverseDynamics(context, vdot, forces) + self.damping * v
+        return plant.CalcInverseDynamics(context, vdot, forces)
 
     def InverseDynamicsWithGradient(
         self,
@@ -411,10 +420,7 @@ class SkeletonModel:
         plant.CalcForceElementsContribution(context, forces)
         self._AddForces(plant, context, forces, x[3 * n :].reshape(4, 6), body_wrenches, AutoDiffXd)
         tau = plant.CalcInverseDynamics(context, x[2 * n : 3 * n], forces)
-        value = ExtractValue(tau).ravel() + self.damping * v
-        gradient = ExtractGradient(tau)
-        gradient[:, n : 2 * n] += np.diag(self.damping)
-        return value, gradient
+        return ExtractValue(tau).ravel(), ExtractGradient(tau)  # D v is in the force elements
 
     def InverseDynamicsPartials(
         self,
@@ -441,7 +447,15 @@ class SkeletonModel:
         plant.SetPositions(context, x[:n])
         plant.SetVelocities(context, x[n:])
         forces = MultibodyForces_[AutoDiffXd](plant)
-        plant.CalcForceElementsContribution(context, forces)
+        vdot = np.asarray(vdot, float)
+        damping = np.zeros(n)
+        if self._base_gravity is not None:
+            # AutoDiff skips the force-element pass (gravity and joint damping): a fifth of the
+            # cost. The damping D v is then added below, with its exact v-derivative D.
+            vdot = vdot + self._base_gravity
+            damping = self.damping
+        else:
+            plant.CalcForceElementsContribution(context, forces)
         W = plant.world_frame()
         zeros = np.zeros((6, 2 * n))
         for j in range(4):
@@ -457,12 +471,12 @@ class SkeletonModel:
                 w = InitializeAutoDiff(np.asarray(wl, float), zeros).ravel()
                 F = SpatialForce_[AutoDiffXd](w[:3], w[3:])
                 body.AddInForce(context, origin, F, body.body_frame(), forces)
-        a = InitializeAutoDiff(np.asarray(vdot, float), np.zeros((n, 2 * n))).ravel()
+        a = InitializeAutoDiff(vdot, np.zeros((n, 2 * n))).ravel()
         tau_ad = plant.CalcInverseDynamics(context, a, forces)
-        tau = ExtractValue(tau_ad).ravel() + self.damping * v
+        tau = ExtractValue(tau_ad).ravel() + damping * v
         G = ExtractGradient(tau_ad)
         dtau_dq = G[:, :n]
-        dtau_dv = G[:, n:] + np.diag(self.damping)
+        dtau_dv = G[:, n:] + np.diag(damping)
         dtau_dvdot = self.MassMatrix(q)
         dtau_dw = np.zeros((n, 24))
         plant_d, context_d = self.plant, self.context

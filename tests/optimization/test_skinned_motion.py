@@ -99,6 +99,36 @@ def test_inverse_dynamics_gradient_matches_finite_differences(beetle):
     np.testing.assert_allclose(G, fd, atol=1e-6)
 
 
+def test_fast_inverse_dynamics_partials_match_the_force_element_path(beetle):
+    """InverseDynamicsPartials (gravity as the base's fictitious acceleration, closed-form v̇ and
+    wrench columns, skin loads on links) against InverseDynamics (Drake's gravity force element)
+    and central differences of it."""
+    q, v, rng = _RandomState(beetle, 3)
+    a = rng.normal(size=beetle.nv)
+    w = rng.normal(size=(4, 6))
+    links = [(beetle.plant.get_body(beetle.foot_bodies[1].index()).name(), rng.normal(size=6))]
+    n = beetle.nq
+
+    def f(x):
+        return beetle.InverseDynamics(
+            x[:n], x[n : 2 * n], x[2 * n : 3 * n], x[3 * n :].reshape(4, 6), links
+        )
+
+    # Independent of both: M v̇ + C v - τ_g + D v from Drake's mass matrix, bias term and
+    # gravity forces (no contact, no skin loads). The joints' viscous damping counts once.
+    no_load = np.zeros((4, 6))
+    reference = beetle.MassMatrix(q) @ a + beetle.BiasAndGravity(q, v)
+    np.testing.assert_allclose(beetle.InverseDynamics(q, v, a, no_load), reference, atol=1e-10)
+    np.testing.assert_allclose(
+        beetle.InverseDynamicsPartials(q, v, a, no_load)[0], reference, atol=1e-10
+    )
+    x0 = np.concatenate([q, v, a, w.ravel()])
+    tau, Gq, Gv, Ga, Gw = beetle.InverseDynamicsPartials(q, v, a, w, links)
+    np.testing.assert_allclose(tau, f(x0), atol=1e-10)
+    fd = np.array([(f(x0 + 1e-6 * e) - f(x0 - 1e-6 * e)) / 2e-6 for e in np.eye(len(x0))]).T
+    np.testing.assert_allclose(np.hstack([Gq, Gv, Ga, Gw]), fd, atol=1e-6)
+
+
 def test_static_equilibrium_from_inverse_dynamics(beetle):
     """At rest, the six base rows vanish exactly when the feet carry the weight (Eq. 7)."""
     q = beetle.q_home
