@@ -80,8 +80,8 @@ class LeastSquaresNlp:
 @dataclasses.dataclass
 class GaussNewtonOptions:
     max_iterations: int = 40
-    # Converged when constraints hold to feasibility_tolerance and the relative decrease of the
-    # cost or the step (max |d|) is below these.
+    # Converged when constraints hold to feasibility_tolerance and the relative change of the
+    # merit or of the cost, or the step (max |d|), is below these.
     feasibility_tolerance: float = 1e-6
     merit_tolerance: float = 1e-6
     step_tolerance: float = 1e-6
@@ -397,7 +397,12 @@ def SolveLeastSquaresSqp(
         )
         if progress is not None:
             progress(iteration, merit1, worst)
-        small_change = abs(merit0 - merit1) <= options.merit_tolerance * max(1.0, abs(merit1))
+        # The merit's change, or the cost's: once feasible, the penalty times a violation far
+        # below the tolerance (nu ~ 1e4 on the beetle's lift) keeps the merit moving for an
+        # iteration or two after the cost has settled.
+        small_change = abs(merit0 - merit1) <= options.merit_tolerance * max(
+            1.0, abs(merit1)
+        ) or abs(f0 - f1) <= options.merit_tolerance * max(1.0, abs(f1))
         small_step = np.max(np.abs(step)) <= options.step_tolerance * max(1.0, np.abs(x).max())
         if worst <= options.feasibility_tolerance and (small_change or small_step):
             status, success = "converged", True
