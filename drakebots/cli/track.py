@@ -65,6 +65,25 @@ def register(subparsers):
         default=21,
         help="H(x, z) samples per direction (the paper: 21)",
     )
+    parser.add_argument(
+        "--k-heading",
+        type=float,
+        default=None,
+        help="ours, not the paper's: steer by stride length, stride fraction per rad of heading "
+        "error (0: off, Eq. 22 alone)",
+    )
+    parser.add_argument(
+        "--k-heading-integral",
+        type=float,
+        default=None,
+        help="integral gain on the heading error, stride fraction per rad*ms",
+    )
+    parser.add_argument(
+        "--k-lateral",
+        type=float,
+        default=None,
+        help="heading set-point per mm of lateral offset from the start line, rad/mm",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
@@ -113,6 +132,12 @@ def Run(args) -> int:
             setattr(gains, name, value)
     if args.kf is not None:
         gains.kf_swing = gains.kf_lift = args.kf
+    for name in ("k_heading", "k_heading_integral", "k_lateral"):
+        value = getattr(args, name)
+        if value is not None:
+            if not (np.isfinite(value) and value >= 0.0):
+                raise InputError(f"--{name.replace('_', '-')} {value}: must be >= 0")
+            setattr(gains, name, value)
     config = TrackingConfig(
         cycles=args.cycles,
         time_step=args.time_step,

@@ -382,6 +382,14 @@ class TrackingGains:
     # Feed-forward gains K_f (the paper: 0.9 to 1.1), applied about the mid voltage.
     kf_swing: float = 1.0
     kf_lift: float = 1.0
+    # Ours, not in the paper (its Sec. VI names whole-body feedback as future work): steering by
+    # stride length (`HeadingController`). Gain on the heading error, stride fraction per rad
+    # (0: off, the paper's controller alone); heading set-point per mm of lateral offset from
+    # the start line, rad/mm; and the largest change of a side's stride, as a fraction.
+    k_heading: float = 0.0
+    k_heading_integral: float = 0.0
+    k_lateral: float = 0.0
+    max_stride_change: float = 0.5
 
 
 def _InterpolateRows(s: float, xs: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -481,6 +489,51 @@ class PlanReference(LeafSystem):
         output.SetFromVector(self.Desired(context.get_time()))
 
 
+class HeadingController(LeafSystem):
+    """Steers by stride length: longer strides on one side turn the robot to the other.
+
+    Double only. mocap ([y, yaw, frame time], 11 ms late) -> HeadingController -> stride_scale (4)
+
+    Ours, not the paper's (which feeds back leg positions only and leaves the body's pose to
+    future work). The heading set-point turns the robot back onto its start line,
+    ψ_ref = -atan(k_lateral y), and the error e = ψ - ψ_ref sets the swing stride of the left
+    legs to 1 + k_heading e and of the right legs to 1 - k_heading e (each within
+    1 ± max_stride_change): a robot that has turned left (e > 0) takes longer strides on its
+    left side. Updated at the controller's rate from the delayed motion-capture frame.
+    """
+
+    def __init__(self, gains: TrackingGains, *, period: float = XPC_PERIOD_MS):
+        super().__init__()
+        self._gains = gains
+        self._period = period
+        # +1 for the left legs (FL, RL), -1 for the right (FR, RR), in LEGS order.
+        self._side = np.array([1.0 if leg[1] == "L" else -1.0 for leg in LEGS])
+        self._mocap = self.DeclareVectorInputPort("mocap", 3)
+        self._state = self.DeclareDiscreteState(np.ones(len(LEGS)))
+        self._integral = self.DeclareDiscreteState(1)
+        self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Update)
+        self.DeclareStateOutputPort("stride_scale", self._state)
+
+    def Law(self, y: float, yaw: float, integral: float = 0.0):
+        """(stride scale per leg (4,), the heading error's new integral, rad*ms)."""
+        g = self._gains
+        error = yaw + np.arctan(g.k_lateral * y)
+        limit = g.max_stride_change
+        if g.k_heading_integral > 0.0:
+            # Clamped so that the integral alone never asks more than the largest change.
+            bound = limit / g.k_heading_integral
+            integral = float(np.clip(integral + error * self._period, -bound, bound))
+        change = g.k_heading * error + g.k_heading_integral * integral
+        return 1.0 + self._side * np.clip(change, -limit, limit), integral
+
+    def _Update(self, context, state):
+        y, yaw, _ = self._mocap.Eval(context)
+        integral = context.get_discrete_state(self._integral).get_value()[0]
+        scale, integral = self.Law(y, yaw, integral)
+        state.get_mutable_vector(self._state).SetFromVector(scale)
+        state.get_mutable_vector(self._integral).SetFromVector([integral])
+
+
 class TrackingController(LeafSystem):
     """The joint-space PD law of Eq. 22 around the feed-forward voltages, at the xPC rate.
 
@@ -491,6 +544,10 @@ class TrackingController(LeafSystem):
     the sign of d(foot coordinate)/dV of that actuator (drakebots.systems.hamr_simulation.
     ActuatorSigns), so that a positive error drives the foot towards the desired position.
     Output held between ticks (zero-order hold); clamped to [0, 225] V.
+
+    With `centers` (the plan's mean voltage per actuator and mean leg position per coordinate)
+    it also has a `stride_scale` input (4, from `HeadingController`): each leg's swing
+    feed-forward and desired x (and x velocity) are scaled by its factor about those means.
     """
 
     def __init__(
@@ -502,6 +559,7 @@ class TrackingController(LeafSystem):
         period: float = XPC_PERIOD_MS,
         mid_voltage: float = 112.5,
         limits=(0.0, 225.0),
+        centers=None,
     ):
         super().__init__()
         m = len(actuator_names)
@@ -523,6 +581,14 @@ class TrackingController(LeafSystem):
         self._ff = self.DeclareVectorInputPort("feedforward", m)
         self._desired = self.DeclareVectorInputPort("desired", 16)
         self._estimate = self.DeclareVectorInputPort("estimate", 16)
+        self._scale = None
+        if centers is not None:
+            self._u_center = np.asarray(centers[0], float)
+            self._leg_center = np.asarray(centers[1], float)
+            # Per actuator: its leg (for the scale) and whether it is a swing actuator.
+            self._leg_of = self._row // 2
+            self._is_swing = self._row % 2 == 0
+            self._scale = self.DeclareVectorInputPort("stride_scale", len(LEGS))
         self._state = self.DeclareDiscreteState(np.full(m, mid_voltage))
         self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Update)
         self.DeclareStateOutputPort("voltage", self._state)
@@ -537,10 +603,21 @@ class TrackingController(LeafSystem):
         )
         return np.clip(u, *self._limits)
 
+    def Steer(self, feedforward, desired, scale):
+        """The feed-forward and desired legs with each leg's swing scaled by `scale` (4,)."""
+        s = np.where(self._is_swing, scale[self._leg_of], 1.0)
+        feedforward = self._u_center + s * (feedforward - self._u_center)
+        desired = desired.copy()
+        x = slice(0, 8, 2)  # the legs' x rows of the 8 positions
+        desired[x] = self._leg_center[x] + scale * (desired[x] - self._leg_center[x])
+        desired[8:][x] *= scale
+        return feedforward, desired
+
     def _Update(self, context, state):
-        u = self.Law(
-            self._ff.Eval(context), self._desired.Eval(context), self._estimate.Eval(context)
-        )
+        feedforward, desired = self._ff.Eval(context), self._desired.Eval(context)
+        if self._scale is not None:
+            feedforward, desired = self.Steer(feedforward, desired, self._scale.Eval(context))
+        u = self.Law(feedforward, desired, self._estimate.Eval(context))
         state.get_mutable_vector(self._state).SetFromVector(u)
 
 
@@ -609,7 +686,7 @@ def SimulateTracking(
     from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlantConfig
     from pydrake.systems.analysis import Simulator
     from pydrake.systems.framework import DiagramBuilder
-    from pydrake.systems.primitives import VectorLogSink
+    from pydrake.systems.primitives import MatrixGain, VectorLogSink
 
     from drakebots.robots.hamr import ACTUATOR_ORIENTATION, AddHamr
     from drakebots.systems.hamr_simulation import (
@@ -658,7 +735,12 @@ def SimulateTracking(
     )
     sensor = builder.AddSystem(LegPositionSensor(plant))
     builder.Connect(plant.get_state_output_port(), sensor.get_input_port())
-    controller = builder.AddSystem(TrackingController(names, signs, config.gains))
+    steering = config.gains.k_heading > 0.0
+    centers = None
+    if steering:
+        # The plan's mean voltages (of the linear drive: the interval values' mean) and legs.
+        centers = (np.mean(voltages, axis=0), np.mean(np.asarray(desired_legs)[:-1], axis=0))
+    controller = builder.AddSystem(TrackingController(names, signs, config.gains, centers=centers))
     builder.Connect(plan.GetOutputPort("feedforward"), controller.GetInputPort("feedforward"))
     builder.Connect(plan.GetOutputPort("desired"), controller.GetInputPort("desired"))
     if config.use_estimator:
@@ -677,6 +759,18 @@ def SimulateTracking(
         builder.Connect(plant.get_state_output_port(), ideal.get_input_port())
         estimate_port = ideal.get_output_port()
     builder.Connect(estimate_port, controller.GetInputPort("estimate"))
+    if steering:
+        # The body's lateral position and yaw from the same motion capture (500 Hz, 11 ms late).
+        select = np.zeros((2, plant.num_multibody_states()))
+        select[0, HamrPositionIndex(plant, "base_y")] = 1.0
+        select[1, HamrPositionIndex(plant, "base_yaw")] = 1.0
+        body = builder.AddSystem(MatrixGain(select))
+        builder.Connect(plant.get_state_output_port(), body.get_input_port())
+        body_mocap = builder.AddSystem(MotionCapture(2))
+        builder.Connect(body.get_output_port(), body_mocap.get_input_port())
+        heading = builder.AddSystem(HeadingController(config.gains))
+        builder.Connect(body_mocap.get_output_port(), heading.get_input_port())
+        builder.Connect(heading.get_output_port(), controller.GetInputPort("stride_scale"))
     piezo = builder.AddSystem(
         PiezoBenders(
             [

@@ -161,6 +161,26 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
     for key in ("velocity_mm_per_cycle", "ratio_to_plan", "heading_velocity_mm_per_cycle"):
         assert key in summary, key
     assert (tracked / "replay.html").is_file()
+    steered = tmp_path / "steered"
+    result = drakebots(
+        "track",
+        str(plan),
+        "--cycles",
+        "2",
+        "--table-samples",
+        "7",
+        "--k-heading",
+        "0.5",
+        "--k-lateral",
+        "0.02",
+        "--quiet",
+        "--out",
+        str(steered),
+        timeout=3000,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    gains = json.loads((steered / "summary.json").read_text())["config"]["gains"]
+    assert gains["k_heading"] == 0.5 and gains["k_lateral"] == 0.02
 
 
 def test_auto_solver_picks_snopt_for_small_and_ipopt_for_large_programs():

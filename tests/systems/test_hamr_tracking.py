@@ -15,6 +15,7 @@ from drakebots.robots.hamr_model import FLEXURES
 from drakebots.systems.hamr_tracking import (
     ENCODER_SCALE,
     BuildTransmissionTable,
+    HeadingController,
     LegPositionEstimator,
     LegPositions,
     MotionCapture,
@@ -187,3 +188,76 @@ def test_linear_voltage_hold_keeps_the_plans_interval_averages():
     np.testing.assert_allclose(samples.mean(axis=0), voltages.mean(axis=0), rtol=1e-6)
     with pytest.raises(ValueError, match="hold"):
         PlanReference(times, voltages, legs, hold="cubic")
+
+
+def test_heading_controller_lengthens_the_outer_side_and_saturates():
+    """Ours: a robot turned left (yaw > 0, CCW seen from above) gets longer strides on its left
+    legs and shorter on its right; a lateral offset to the left (y > 0) asks for a right turn;
+    the change is clamped, and the integral stops growing once it alone would saturate."""
+    gains = TrackingGains(k_heading=0.5, k_lateral=0.02, max_stride_change=0.3)
+    heading = HeadingController(gains, period=0.4)
+    left = np.array([leg[1] == "L" for leg in LEGS])
+    scale, _ = heading.Law(0.0, 0.2)
+    np.testing.assert_allclose(scale[left], 1.1)
+    np.testing.assert_allclose(scale[~left], 0.9)
+    # 5 mm to the left with a straight heading: the set-point is atan(0.1) to the right.
+    scale, _ = heading.Law(5.0, 0.0)
+    np.testing.assert_allclose(scale[left], 1.0 + 0.5 * np.arctan(0.1))
+    # On the line and facing along it: strides unchanged; a large error saturates.
+    np.testing.assert_allclose(heading.Law(0.0, 0.0)[0], 1.0)
+    np.testing.assert_allclose(heading.Law(0.0, -3.0)[0][left], 0.7)
+    integrating = HeadingController(
+        TrackingGains(k_heading=0.0, k_heading_integral=0.01, max_stride_change=0.3), period=0.4
+    )
+    scale, integral = integrating.Law(0.0, 0.1, 0.0)
+    assert integral == pytest.approx(0.04)
+    np.testing.assert_allclose(scale[left], 1.0 + 0.01 * 0.04)
+    _, integral = integrating.Law(0.0, 0.1, 1e6)
+    assert integral == pytest.approx(0.3 / 0.01)
+
+
+def test_steering_scales_each_legs_swing_about_the_plans_means():
+    names = [f"{leg}_{kind}" for leg in LEGS for kind in ("swing", "lift")]
+    signs = {name: 1.0 for name in names}
+    rng = np.random.default_rng(3)
+    u_center, leg_center = rng.uniform(80, 140, 8), rng.uniform(-1, 1, 8)
+    controller = TrackingController(names, signs, TrackingGains(), centers=(u_center, leg_center))
+    ff, desired = rng.uniform(0, 225, 8), rng.uniform(-2, 2, 16)
+    same_ff, same_desired = controller.Steer(ff, desired, np.ones(4))
+    np.testing.assert_allclose(same_ff, ff)
+    np.testing.assert_allclose(same_desired, desired)
+    scale = np.array([1.2, 0.8, 1.1, 0.9])  # FL, RL, FR, RR
+    new_ff, new_desired = controller.Steer(ff, desired, scale)
+    for i, name in enumerate(names):
+        leg = LEGS.index(name.split("_")[0])
+        expected = u_center[i] + scale[leg] * (ff[i] - u_center[i]) if "swing" in name else ff[i]
+        assert new_ff[i] == pytest.approx(expected), name
+    x = np.arange(0, 8, 2)
+    np.testing.assert_allclose(new_desired[x], leg_center[x] + scale * (desired[x] - leg_center[x]))
+    np.testing.assert_allclose(new_desired[x + 1], desired[x + 1])  # lift (z) untouched
+    np.testing.assert_allclose(new_desired[8 + x], scale * desired[8 + x])  # x velocities
+    np.testing.assert_allclose(new_desired[9 + x], desired[9 + x])
+
+
+def test_steered_tracking_of_a_standing_plan_keeps_the_robot_in_place():
+    """The whole steered diagram (body pose through the 11 ms motion capture into the heading
+    controller) runs on the SAP plant: a plan that stands still at the mid voltage stays put,
+    heading unchanged."""
+    from drakebots.systems.hamr_tracking import SimulateTracking, TrackingConfig
+
+    plant = MultibodyPlant(0.0)
+    AddHamr(plant, loop_closure="none")
+    plant.Finalize()
+    home = LegPositions(plant, plant.CreateDefaultContext())[:, [0, 2]].ravel()
+    times = np.linspace(0.0, 33.0, 6)
+    config = TrackingConfig(
+        cycles=2,
+        table_samples=5,
+        gains=TrackingGains(k_heading=0.5, k_lateral=0.02, k_heading_integral=0.005),
+    )
+    run = SimulateTracking(
+        times, np.full((5, 8), 112.5), np.tile(home, (6, 1)), "cardstock", config
+    )
+    assert np.all(np.isfinite(run.positions))
+    assert np.max(np.abs(run.positions[:, [0, 1]])) < 0.5  # mm
+    assert np.max(np.abs(run.positions[:, 3])) < np.radians(1.0)
