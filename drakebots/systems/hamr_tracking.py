@@ -735,7 +735,7 @@ def SimulateTracking(
     )
     sensor = builder.AddSystem(LegPositionSensor(plant))
     builder.Connect(plant.get_state_output_port(), sensor.get_input_port())
-    steering = config.gains.k_heading > 0.0
+    steering = config.gains.k_heading > 0.0 or config.gains.k_heading_integral > 0.0
     centers = None
     if steering:
         # The plan's mean voltages (of the linear drive: the interval values' mean) and legs.
