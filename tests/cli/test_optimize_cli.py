@@ -143,42 +143,31 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
         assert key in summary, key
     for name in ("replay.html", "feet.png", "legs.png", "inputs.png", "forces.png", "solution.npz"):
         assert (plan / name).is_file(), name
+
+    def track(out, *extra):
+        result = drakebots(
+            "track",
+            str(plan),
+            "--cycles",
+            "2",
+            "--table-samples",
+            "7",
+            *extra,
+            "--quiet",
+            "--out",
+            str(out),
+            timeout=3000,
+        )
+        assert result.returncode in (0, 1), result.stderr
+
     tracked = tmp_path / "tracked"
-    result = drakebots(
-        "track",
-        str(plan),
-        "--cycles",
-        "2",
-        "--table-samples",
-        "7",
-        "--quiet",
-        "--out",
-        str(tracked),
-        timeout=3000,
-    )
-    assert result.returncode in (0, 1), result.stderr
+    track(tracked)
     summary = json.loads((tracked / "summary.json").read_text())
     for key in ("velocity_mm_per_cycle", "ratio_to_plan", "heading_velocity_mm_per_cycle"):
         assert key in summary, key
     assert (tracked / "replay.html").is_file()
     steered = tmp_path / "steered"
-    result = drakebots(
-        "track",
-        str(plan),
-        "--cycles",
-        "2",
-        "--table-samples",
-        "7",
-        "--k-heading",
-        "0.5",
-        "--k-lateral",
-        "0.02",
-        "--quiet",
-        "--out",
-        str(steered),
-        timeout=3000,
-    )
-    assert result.returncode in (0, 1), result.stderr
+    track(steered, "--k-heading", "0.5", "--k-lateral", "0.02")
     gains = json.loads((steered / "summary.json").read_text())["config"]["gains"]
     assert gains["k_heading"] == 0.5 and gains["k_lateral"] == 0.02
 
