@@ -171,7 +171,8 @@ def TrackingFigures(run, plan, summary, config) -> dict:
     )
     per_cycle = np.diff(edges)
     steady = per_cycle[2:] if len(per_cycle) > 2 else per_cycle[1:]
-    # Along the heading: the robot may turn (yaw is not fed back), which world x undercounts.
+    # Along the heading: the robot may turn (yaw is fed back only when steering), which world x
+    # undercounts.
     along = HeadingDisplacements(edges, edges_y, edges_yaw)
     along_steady = along[2:] if len(along) > 2 else along[1:]
     planned = float(summary.get("velocity_mm_per_cycle", plan["q"][-1, 0] - plan["q"][0, 0]))

@@ -14,6 +14,8 @@ Systems here (double only), all in HAMR's units (mm, ms, V):
     mocap, current -> LegPositionEstimator -> estimate (x, z per leg; velocities)
     estimate -> TrackingController (+ plan: feed-forward voltages, desired legs) -> voltage
     voltage -> PiezoBenders -> force -> plant (SAP, closed loops: drakebots.systems.hamr_simulation)
+    plant state -> [y, yaw] -> MotionCapture -> HeadingController -> stride_scale -> controller
+        (ours, optional: steering by stride length)
 
 `MakeHamrTrackingDiagram` wires them around the SAP plant of the HAMR-VI model issue, which is a
 different integrator and contact model from the transcription that produced the plan.
@@ -192,9 +194,12 @@ class LegPositionSensor(LeafSystem):
 
 
 class MotionCapture(LeafSystem):
-    """Samples leg positions at 500 Hz and delivers each frame `latency` ms late.
+    """Samples tracked positions at 500 Hz and delivers each frame `latency` ms late.
 
-    Double only. leg_positions -> MotionCapture -> mocap ([8 positions, frame time])
+    Double only. positions -> MotionCapture -> mocap ([size positions, frame time])
+
+    The positions are the 8 leg coordinates for the estimator, or the body's y and yaw for
+    `HeadingController`.
 
     The output is the newest frame whose delivery time (frame time + latency) has passed, and
     that frame's capture time (so the estimator knows how far to integrate).
@@ -208,7 +213,7 @@ class MotionCapture(LeafSystem):
         self._period = period
         self._latency = latency
         self._frames = int(np.ceil(latency / period)) + 2
-        self._input = self.DeclareVectorInputPort("leg_positions", size)
+        self._input = self.DeclareVectorInputPort("positions", size)
         # Ring of frames: [time, positions] per slot, oldest first.
         self._state = self.DeclareDiscreteState(np.full(self._frames * (size + 1), np.nan))
         self.DeclarePeriodicDiscreteUpdateEvent(period, 0.0, self._Capture)
