@@ -275,9 +275,18 @@ def RunDesign(args) -> int:
         if not args.no_replay:
             results.WriteText("replay.html", _Replay(robot, model, motion, outcome))
         results.Commit()
+    margin = figures["min_cop_margin_m"]
+    speed = figures["achieved_speed_m_per_s"]
     log(
         f"{'success' if success else 'FAILED: ' + str(reason)}; max |tau|/U_m "
-        f"{figures['max_torque_ratio']:.2f}, min COP margin {figures['min_cop_margin_m']}"
+        f"{figures['max_torque_ratio']:.2f} (at the limit on {figures['frames_at_motor_limit']}/"
+        f"{figures['frames_done']} frames), min COP margin "
+        + ("n/a" if margin is None else f"{1e3 * margin:.1f} mm")
+        + (
+            ""
+            if speed is None or not figures["planned_speed_m_per_s"]
+            else f", speed {speed:.4f} of {figures['planned_speed_m_per_s']:.4f} m/s planned"
+        )
     )
     if success and not outcome.final.space_time.success:
         log(

@@ -46,6 +46,8 @@ from drakebots.robots.skeleton import (
 
 BASE_JOINTS = ("x", "y", "z", "yaw", "pitch", "roll")
 NUM_BASE = 6
+# Joint kinds of the body itself, not of a leg (the lizard's spine, the necks and tails).
+BODY_JOINT_KINDS = ("spine", "neck", "tail")
 # Softness of the sole's smooth-minimum corner height (SkeletonModel.SoleLowest), m.
 SOLE_SOFTNESS = 1e-4
 
@@ -205,6 +207,15 @@ class SkeletonModel:
             [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
         )
         self.joint_kinds = JointKinds(self.params)
+        # q indices of the body's own joints (spine, neck, tail: not a leg's), sorted.
+        self.body_joint_indices = np.array(
+            sorted(
+                plant.GetJointByName(name, instance).position_start()
+                for name, kind in self.joint_kinds.items()
+                if kind in BODY_JOINT_KINDS
+            ),
+            dtype=int,
+        )
         lower = plant.GetPositionLowerLimits()
         upper = plant.GetPositionUpperLimits()
         self.q_lower, self.q_upper = lower, upper

@@ -198,7 +198,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
             self.cone_b = np.zeros(3 * c)
         else:
             self.cone_A, self.cone_b = None, None
-        # Constant (linear) residual rows: smoothness, follow, torso attitude.
+        # Constant (linear) residual rows: smoothness, torso attitude, posture, follow.
         lin = _Coo()
         offsets = []
         scale = np.ones(nq)
@@ -212,6 +212,12 @@ class SpaceTimeNlp(LeastSquaresNlp):
         for k in range(K):
             lin.Add(np.eye(3) * c_a, self.iq[k, 3:6])
             offsets.append(c_a * np.array([T.base_yaw[k], 0.0, 0.0]))
+        idx = model.body_joint_indices
+        if W.posture > 0.0 and idx.size:
+            c_p = np.sqrt(W.posture * fpk)
+            for k in range(K):
+                lin.Add(np.eye(idx.size) * c_p, self.iq[k, idx])
+                offsets.append(np.zeros(idx.size))
         if P.q_follow is not None:
             c_f = np.sqrt(P.follow_weight * fpk)
             for k in range(K):

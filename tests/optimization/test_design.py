@@ -31,20 +31,25 @@ def beetle():
     return SkeletonModel("beetle")
 
 
-@pytest.mark.parametrize("motor_limit_fraction", [1.0, 0.002])
-def test_vectorised_nlp_equals_the_programs_bindings(beetle, motor_limit_fraction):
+@pytest.mark.parametrize(
+    "robot, motor_limit_fraction", [("beetle", 1.0), ("beetle", 0.002), ("lizard", 1.0)]
+)
+def test_vectorised_nlp_equals_the_programs_bindings(beetle, robot, motor_limit_fraction):
     """Total violation and cost of the vectorised NLP against the MathematicalProgram's own
-    bindings; with motor limits at 0.2% of U_m the motor rows are violated and counted."""
-    motion = SampleMotion(motions.Walk(beetle, speed=0.04, period=2.0))
+    bindings; with motor limits at 0.2% of U_m the motor rows are violated and counted. The
+    lizard has spine, neck and tail joints, so its program also has the posture cost."""
+    model = beetle if robot == "beetle" else SkeletonModel(robot)
+    motion = SampleMotion(motions.Walk(model, speed=0.04, period=2.0))
     problem = MakeSpaceTimeProgram(
-        beetle,
+        model,
         motion,
         SpaceTimeConfig(knot_frames=40, motor_limit_fraction=motor_limit_fraction),
-        q_follow=np.tile(beetle.q_home, (11, 1)),
+        q_follow=np.tile(model.q_home, (11, 1)),
     )
+    assert bool(problem.bindings["posture"]) == (model.body_joint_indices.size > 0)
     prog = problem.prog
     rng = np.random.default_rng(0)
-    x = InitialGuess(beetle, problem) + rng.normal(scale=0.01, size=prog.num_vars())
+    x = InitialGuess(model, problem) + rng.normal(scale=0.01, size=prog.num_vars())
     nlp = SpaceTimeNlp(problem)
     ev = nlp.Evaluate(x, True)
     cost = sum(float(prog.EvalBinding(b, x)[0]) for b in prog.GetAllCosts())
