@@ -97,15 +97,26 @@ class SampledMotion:
         return self.spec.frame_dt
 
 
-def _Interpolate(times, values, sample_times, what: str) -> np.ndarray:
-    """Shape-preserving cubic (PCHIP) interpolation of keyframes; no overshoot below ground."""
+def _Interpolate(times, values, sample_times, what: str, *, periodic: bool = False) -> np.ndarray:
+    """Shape-preserving cubic (PCHIP) interpolation of keyframes; no overshoot below ground.
+
+    periodic: the keyframes span one cycle [0, T] of a periodic motion, the last one the first
+    moved on by a cycle's displacement; the slopes at 0 and T then come from the keyframes on
+    both sides of the seam (the last but one before 0, the second after T), as at every other
+    keyframe, instead of PCHIP's one-sided end formula (which left a velocity jump at the seam).
+    """
     from scipy.interpolate import PchipInterpolator
 
     times = np.asarray(times, float)
     values = np.asarray(values, float)
     if len(times) == 1:
         return np.repeat(values[None], len(sample_times), axis=0)
-    return PchipInterpolator(times, values, axis=0)(np.clip(sample_times, times[0], times[-1]))
+    clipped = np.clip(sample_times, times[0], times[-1])
+    if periodic and len(times) > 2:
+        period, shift = times[-1] - times[0], values[-1] - values[0]
+        times = np.concatenate([[times[-2] - period], times, [times[1] + period]])
+        values = np.concatenate([[values[-2] - shift], values, [values[1] + shift]])
+    return PchipInterpolator(times, values, axis=0)(clipped)
 
 
 def _CheckKeyframes(times, values, width, what: str, duration: float) -> None:
@@ -179,9 +190,10 @@ def SampleMotion(spec: MotionSpec, *, known_legs=LEG_NAMES) -> SampledMotion:
     ValidateMotion(spec, known_legs=known_legs)
     count = int(round(spec.duration / spec.frame_dt)) + 1
     times = np.arange(count) * spec.frame_dt
-    com = _Interpolate(spec.com_times, spec.com_positions, times, "com")
+    periodic = bool(spec.periodic)
+    com = _Interpolate(spec.com_times, spec.com_positions, times, "com", periodic=periodic)
     yaw = (
-        _Interpolate(spec.com_times, spec.base_yaw, times, "base_yaw")
+        _Interpolate(spec.com_times, spec.base_yaw, times, "base_yaw", periodic=periodic)
         if spec.base_yaw
         else np.zeros(count)
     )

@@ -300,8 +300,19 @@ def Walk(
         events[j].append(("swing", ts, te, position[j].copy(), target, step_height))
         position[j] = target
         last[j] = te
+    # The cycle's seam: the COM moves from the last swing's shift to the first one's as between
+    # the other swings (the ease of two keyframes with level ends, 3 s² - 2 s³, over the same 0.45
+    # of a quarter), and t = 0 (and T, one displacement on) is a point of that move. Returning
+    # to the centre at T instead squeezed a 1.3 cm sideways move into the last 0.03 s of the
+    # lizard's 2.4 s cycle: 13 m/s² in its plan.
+    shift = np.array([speed * T, 0.0, 0.0])
+    before_t, before = com_times[-1] - T, np.array(com_positions[-1]) - shift
+    after_t, after = com_times[1], np.array(com_positions[1])
+    s = (0.0 - before_t) / (after_t - before_t)
+    seam = before + (3 * s**2 - 2 * s**3) * (after - before)
+    com_positions[0] = seam.tolist()
     com_times.append(T)
-    com_positions.append([com[0] + speed * T, com[1], com[2]])
+    com_positions.append((seam + shift).tolist())
     tracks = {}
     for j, leg in enumerate(LEG_NAMES):
         events[j].append(("stand", last[j], T, position[j].copy()))

@@ -333,6 +333,44 @@ def test_generators_make_valid_motions(beetle):
     assert SampleMotion(motions.SingleFootLift(beetle)).contact.sum(axis=0).min() == 3
 
 
+def test_periodic_keyframes_interpolate_across_the_seam_as_across_any_keyframe():
+    """A periodic motion's COM keyframes over one cycle, interpolated, equal SciPy's PCHIP of the
+    same keyframes laid out over three cycles (each moved on by the cycle's displacement) in the
+    middle cycle, where the seam is an ordinary interior keyframe."""
+    from scipy.interpolate import PchipInterpolator
+
+    from drakebots.optimization.motion import _Interpolate
+
+    T = 2.0
+    times = np.array([0.0, 0.3, 0.9, 1.4, 2.0])
+    values = np.array([[0.0, 0.01, 0.2], [0.01, -0.02, 0.2], [0.02, -0.02, 0.21]])
+    values = np.vstack([values, [0.035, 0.015, 0.2], values[0] + [0.04, 0.0, 0.0]])
+    shift = values[-1] - values[0]
+    wide_t = np.concatenate([times[:-1] - T, times[:-1], times + T])
+    wide_v = np.vstack([values[:-1] - shift, values[:-1], values + shift])
+    sample = np.linspace(0.0, T, 201)
+    expected = PchipInterpolator(wide_t, wide_v, axis=0)(sample)
+    np.testing.assert_allclose(_Interpolate(times, values, sample, "com", periodic=True), expected)
+    # PCHIP's one-sided end slopes differ at the seam (what the periodic layout fixes).
+    plain = _Interpolate(times, values, sample, "com")
+    assert np.abs(plain - expected).max() > 1e-4
+
+
+@pytest.mark.parametrize("robot", ["beetle", "lizard"])
+def test_walk_com_is_no_harder_to_follow_at_the_cycles_seam(robot):
+    """The crawl's COM target accelerates no harder across the cycle's seam than inside it (the
+    generator once returned the COM to the centre in the cycle's last 0.03 s: 40-110 m/s²)."""
+    model = SkeletonModel(robot)
+    walk = SampleMotion(motions.Walk(model, speed=0.015))
+    c, dt = walk.com, walk.dt
+    shift = c[-1] - c[0]
+    wrapped = np.vstack([c[-6:-1] - shift, c, c[1:6] + shift])  # 5 frames either side of the seam
+    a = np.abs(np.diff(wrapped, 2, axis=0)) / dt**2
+    seam = np.r_[a[:10], a[-10:]].max()
+    inside = a[10:-10].max()
+    assert seam <= 1.5 * inside, (seam, inside)
+
+
 def test_bad_motion_inputs_name_what_is_wrong(beetle):
     spec = motions.SingleFootLift(beetle)
     broken = dataclasses.replace(spec, com_positions=spec.com_positions[:-1])
