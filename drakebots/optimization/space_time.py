@@ -77,6 +77,18 @@ class SpaceTimeConfig:
     knot_frames: int = 4
     # Tracking errors (COM, feet, torso position) are measured in units of this length, m.
     length_scale: float = 0.01
+    # E_S measures angles (torso and joints) in units of this angle, rad: the frame-by-frame
+    # step's angle unit (QpccConfig.angle_scale), as lengths are in its length unit. The paper
+    # writes E_S on q in m and rad; with lengths in cm and angles left in rad, a 1 cm wobble of
+    # the torso cost as much as a 57° one of a joint, and the plans zig-zagged their joints
+    # between knots: the lizard's spine at ±2° every 0.04 s, 2.4 U_m at its tail and 6.4 U_m at
+    # a knee. Measured with 1 / 0.05 / 0.01 rad (crawls of the four robots, the beetle's lift):
+    # the lizard's plan asks 6.4 / 2.7 / 1.2 U_m at most; the cow's space-time step
+    # failed its subproblem (DualInfeasible) / converges / converges; with 0.05 every design
+    # succeeds and every space-time step converges (the monster's on its second iteration),
+    # with 0.01 the beetle's crawl and the monster's walk stop short (iteration limit,
+    # DualInfeasible) and with 0.02 the beetle's crawl hops on one frame.
+    smoothness_angle_scale: float = 0.05
     # E_O is active while a foot is on the ground and this many frames around its contact changes
     # (the paper: 5).
     orientation_window_frames: int = 5
@@ -329,9 +341,10 @@ class _DynamicsCache:
 # Builders (one per term of Eqs. 3-8).
 
 
-def _Scale(model: SkeletonModel, length_scale: float) -> np.ndarray:
-    """Per-coordinate scale of q: base translations in units of length_scale, angles in rad."""
-    s = np.ones(model.nq)
+def _Scale(model: SkeletonModel, length_scale: float, angle_scale: float = 1.0) -> np.ndarray:
+    """Per-coordinate scale of q: base translations in units of length_scale, angles in units
+    of angle_scale (rad)."""
+    s = np.full(model.nq, 1.0 / angle_scale)
     s[:3] = 1.0 / length_scale
     return s
 
@@ -391,9 +404,17 @@ def AddFootOrientationCost(prog, model, V, targets, *, weight, frames_per_knot):
     return bindings
 
 
-def AddSmoothnessCost(prog, model, V, *, weight, length_scale, frames_per_knot):
-    """α_s E_S: ||q^{i+1} - 2 q^i + q^{i-1}||² per frame (Eq. 3), on knots rescaled to frames."""
-    s = _Scale(model, length_scale)
+def AddSmoothnessCost(
+    prog, model, V, *, weight, length_scale, frames_per_knot, displacement=None, angle_scale=1.0
+):
+    """α_s E_S: ||q^{i+1} - 2 q^i + q^{i-1}||² per frame (Eq. 3), on knots rescaled to frames.
+
+    `displacement` (nq,): the motion is periodic (knot K-1 is knot 0 moved by it), so knot 0 has
+    the neighbours q^{K-2} - displacement and q^1 and its term wraps around the cycle as the
+    momentum rows do (without it the crawl's plan may kink at the cycle's seam, where only E_τ
+    sees the acceleration: the lizard's torso accelerated sideways at 13 m/s² there).
+    """
+    s = _Scale(model, length_scale, angle_scale)
     # A knot second difference is frames_per_knot² frame second differences; there are
     # frames_per_knot frames per knot.
     c = weight * frames_per_knot / frames_per_knot**4
@@ -410,6 +431,19 @@ def AddSmoothnessCost(prog, model, V, *, weight, length_scale, frames_per_knot):
             )
         )
         bindings[-1].evaluator().set_description(f"smoothness[{k}]")
+    if displacement is not None and K > 2:
+        d = np.asarray(displacement, float)
+        W = c * Q
+        bindings.append(
+            prog.AddQuadraticCost(
+                2 * A.T @ W @ A,
+                -2 * A.T @ W @ d,
+                float(d @ W @ d),
+                np.concatenate([V.q[K - 2], V.q[0], V.q[1]]),
+                True,
+            )
+        )
+        bindings[-1].evaluator().set_description("smoothness[0]")
     return bindings
 
 
@@ -977,8 +1011,16 @@ def MakeSpaceTimeProgram(
     B["foot_flat"] = AddFootOrientationCost(
         prog, model, V, targets, weight=W.orientation, frames_per_knot=frames_per_knot
     )
+    periodic = motion.spec.periodic
     B["smoothness"] = AddSmoothnessCost(
-        prog, model, V, weight=W.smoothness, length_scale=ls, frames_per_knot=frames_per_knot
+        prog,
+        model,
+        V,
+        weight=W.smoothness,
+        length_scale=ls,
+        frames_per_knot=frames_per_knot,
+        displacement=targets.displacement if periodic else None,
+        angle_scale=config.smoothness_angle_scale,
     )
     B["base_attitude"] = AddBaseAttitudeCost(
         prog, model, V, targets, weight=W.base_attitude, frames_per_knot=frames_per_knot
@@ -996,7 +1038,6 @@ def MakeSpaceTimeProgram(
         )
     B["contact"] = AddContactConstraints(prog, model, V, targets, pressed=soft)
     B["clearance"] = AddClearanceConstraints(prog, model, V, targets)
-    periodic = motion.spec.periodic
     if periodic:
         B["periodic"] = AddPeriodicConstraint(prog, model, V, targets.displacement)
         interior = list(range(K - 1))  # knot K-1 is knot 0 shifted

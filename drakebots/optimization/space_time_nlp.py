@@ -204,10 +204,15 @@ class SpaceTimeNlp(LeastSquaresNlp):
         scale = np.ones(nq)
         scale[:3] = 1.0 / ls
         c_s = np.sqrt(W.smoothness * fpk / fpk**4)
+        smooth = np.full(nq, 1.0 / cfg.smoothness_angle_scale)
+        smooth[:3] = 1.0 / ls
+        block = np.hstack([np.diag(smooth), -2 * np.diag(smooth), np.diag(smooth)]) * c_s
         for k in range(1, K - 1):
-            block = np.hstack([np.diag(scale), -2 * np.diag(scale), np.diag(scale)]) * c_s
             lin.Add(block, np.concatenate([self.iq[k - 1], self.iq[k], self.iq[k + 1]]))
             offsets.append(np.zeros(nq))
+        if P.periodic and K > 2:  # knot 0 between q^{K-2} - displacement and q^1
+            lin.Add(block, np.concatenate([self.iq[K - 2], self.iq[0], self.iq[1]]))
+            offsets.append(c_s * smooth * T.displacement)
         c_a = np.sqrt(W.base_attitude * fpk)
         for k in range(K):
             lin.Add(np.eye(3) * c_a, self.iq[k, 3:6])
