@@ -191,6 +191,35 @@ def test_qpcc_holding_still_carries_the_weight_within_the_motor_limits(beetle):
     )
 
 
+def test_torque_regulariser_lowers_the_standing_torques_and_keeps_the_weight_carried(beetle):
+    """`QpccConfig.torque_regularization` (ours): standing on four compliant soles, the motor
+    torques are otherwise free in the null space of the step (legs may squeeze the ground); with
+    the regulariser the settled torques are smaller (in units of U_m) and the forces still carry
+    m g, each frame within the motor limits."""
+    dt = 0.005
+    dyn = RigidFrameDynamics(beetle, dt)
+    U = beetle.effort_limits
+    settled = {}
+    for weight in (0.0, 0.1):
+        config = dataclasses.replace(QpccConfig(), torque_regularization=weight)
+        qpcc = FrameQpcc(beetle, dyn, U, 0.8, config)
+        q, v = beetle.q_home.copy(), np.zeros(beetle.nv)
+        # Start from a squeeze: opposite knee torques on the two sides.
+        tau = np.zeros(beetle.nu)
+        knees = [i for i, n in enumerate(beetle.actuator_names) if n.endswith("knee")]
+        tau[knees] = 0.5 * U[knees] * np.array([1.0, -1.0, 1.0, -1.0])
+        for _ in range(40):
+            r = qpcc.SolveFrame(
+                q, v, beetle.q_home, v * dt, tau, flat_feet=range(4), support_feet=range(4)
+            )
+            q, v, tau = r.q_next, r.v_next, r.tau
+            assert np.all(np.abs(tau) <= U + 1e-6)
+        assert not r.infeasible
+        assert r.forces[:, 2].sum() == pytest.approx(beetle.total_mass * beetle.gravity, rel=5e-3)
+        settled[weight] = np.linalg.norm(tau / U)
+    assert settled[0.1] < 0.5 * settled[0.0], settled
+
+
 def test_final_labels_satisfy_the_complementarity_through_a_lift_off(beetle):
     """The labelling loop's final labels, checked frame by frame against Drake's kinematics at
     the returned configuration (not the QP's linearisation): a loaded patch pushes and sits on
