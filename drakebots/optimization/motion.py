@@ -97,13 +97,14 @@ class SampledMotion:
         return self.spec.frame_dt
 
 
-def _Interpolate(times, values, sample_times, what: str, *, periodic: bool = False) -> np.ndarray:
+def _Interpolate(times, values, sample_times, what: str, *, period: float | None = None):
     """Shape-preserving cubic (PCHIP) interpolation of keyframes; no overshoot below ground.
 
-    periodic: the keyframes span one cycle [0, T] of a periodic motion, the last one the first
-    moved on by a cycle's displacement; the slopes at 0 and T then come from the keyframes on
-    both sides of the seam (the last but one before 0, the second after T), as at every other
-    keyframe, instead of PCHIP's one-sided end formula (which left a velocity jump at the seam).
+    period: the motion is periodic with this cycle time T. When the keyframes span exactly one
+    cycle (the last one is the first moved on by a cycle's displacement), the slopes at 0 and T
+    come from the keyframes on both sides of the seam (the last but one before 0, the second
+    after T), as at every other keyframe, instead of PCHIP's one-sided end formula (which left a
+    velocity jump at the seam).
     """
     from scipy.interpolate import PchipInterpolator
 
@@ -112,8 +113,8 @@ def _Interpolate(times, values, sample_times, what: str, *, periodic: bool = Fal
     if len(times) == 1:
         return np.repeat(values[None], len(sample_times), axis=0)
     clipped = np.clip(sample_times, times[0], times[-1])
-    if periodic and len(times) > 2:
-        period, shift = times[-1] - times[0], values[-1] - values[0]
+    if period is not None and len(times) > 2 and abs(times[-1] - times[0] - period) < 1e-9:
+        shift = values[-1] - values[0]
         times = np.concatenate([[times[-2] - period], times, [times[1] + period]])
         values = np.concatenate([[values[-2] - shift], values, [values[1] + shift]])
     return PchipInterpolator(times, values, axis=0)(clipped)
@@ -190,10 +191,10 @@ def SampleMotion(spec: MotionSpec, *, known_legs=LEG_NAMES) -> SampledMotion:
     ValidateMotion(spec, known_legs=known_legs)
     count = int(round(spec.duration / spec.frame_dt)) + 1
     times = np.arange(count) * spec.frame_dt
-    periodic = bool(spec.periodic)
-    com = _Interpolate(spec.com_times, spec.com_positions, times, "com", periodic=periodic)
+    period = spec.duration if spec.periodic else None
+    com = _Interpolate(spec.com_times, spec.com_positions, times, "com", period=period)
     yaw = (
-        _Interpolate(spec.com_times, spec.base_yaw, times, "base_yaw", periodic=periodic)
+        _Interpolate(spec.com_times, spec.base_yaw, times, "base_yaw", period=period)
         if spec.base_yaw
         else np.zeros(count)
     )

@@ -86,8 +86,8 @@ class SpaceTimeConfig:
     # the lizard's plan asks 6.4 / 2.7 / 1.2 U_m at most; the cow's space-time step
     # failed its subproblem (DualInfeasible) / converges / converges; with 0.05 every design
     # succeeds and every space-time step converges (the monster's on its second iteration),
-    # with 0.01 the beetle's crawl and the monster's walk stop short (iteration limit,
-    # DualInfeasible) and with 0.02 the beetle's crawl hops on one frame.
+    # with 0.01 the space-time steps of the beetle's crawl and the monster's walk stop short
+    # (iteration limit, DualInfeasible) and with 0.02 the beetle's crawl hops on one frame.
     smoothness_angle_scale: float = 0.05
     # E_O is active while a foot is on the ground and this many frames around its contact changes
     # (the paper: 5).
@@ -411,8 +411,8 @@ def AddSmoothnessCost(
 
     `displacement` (nq,): the motion is periodic (knot K-1 is knot 0 moved by it), so knot 0 has
     the neighbours q^{K-2} - displacement and q^1 and its term wraps around the cycle as the
-    momentum rows do (without it the crawl's plan may kink at the cycle's seam, where only E_τ
-    sees the acceleration: the lizard's torso accelerated sideways at 13 m/s² there).
+    momentum rows do (without it a plan may kink at the cycle's seam, where only E_τ sees the
+    acceleration).
     """
     s = _Scale(model, length_scale, angle_scale)
     # A knot second difference is frames_per_knot² frame second differences; there are

@@ -379,7 +379,7 @@ def test_periodic_keyframes_interpolate_across_the_seam_as_across_any_keyframe()
     wide_v = np.vstack([values[:-1] - shift, values[:-1], values + shift])
     sample = np.linspace(0.0, T, 201)
     expected = PchipInterpolator(wide_t, wide_v, axis=0)(sample)
-    np.testing.assert_allclose(_Interpolate(times, values, sample, "com", periodic=True), expected)
+    np.testing.assert_allclose(_Interpolate(times, values, sample, "com", period=T), expected)
     # PCHIP's one-sided end slopes differ at the seam (what the periodic layout fixes).
     plain = _Interpolate(times, values, sample, "com")
     assert np.abs(plain - expected).max() > 1e-4
