@@ -101,9 +101,10 @@ class SpaceTimeConfig:
     # Ours: the planned motor torques (inverse dynamics, with the skin's coupling loads) stay
     # within this fraction of U_m at every knot (`AddMotorLimitConstraints`; 0: off, as the
     # paper's Eq. 9, which leaves |τ| <= U_m to the frame-by-frame step alone). Off by default:
-    # on the lizard's crawl it removed the infeasible frames (2.34 -> 1.00 U_m) but the loop still
-    # did not converge, and it turned the monster's 0.06 m/s walk from a success into a failure
-    # (both measured); `drakebots design --plan-motor-limits 1` turns it on.
+    # with it the space-time step of the lizard's crawl and of the monster's 0.06 m/s walk stops
+    # at its iteration limit with rows violated (48 and 51; both designs still pass the
+    # frame-by-frame checks; measured with the smoothness angle unit below);
+    # `drakebots design --plan-motor-limits 1` turns it on.
     motor_limit_fraction: float = 0.0
     # How a stance foot pushes on the ground (see `AddSoleContactConstraints`): "soft_sole"
     # (ours: the frame-by-frame step's compliant sole, normal forces at the sole's four corners
