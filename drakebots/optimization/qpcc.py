@@ -152,6 +152,11 @@ class FrameLinearization:
     rigid_soles: bool = False
 
 
+class FrameDynamicsError(RuntimeError):
+    """A frame's dynamics cannot be linearised at this state (e.g. the coupled system's matrix
+    is not positive definite because a skin element inverted): the pass stops at that frame."""
+
+
 class FrameDynamics(Protocol):
     """What the QPCC needs from a (coupled) dynamics model, one frame at a time."""
 
@@ -159,7 +164,8 @@ class FrameDynamics(Protocol):
     num_patches: int
 
     def Linearize(self, q: np.ndarray, v: np.ndarray) -> FrameLinearization:
-        """The condensed step from state (q, v) with the inputs left free."""
+        """The condensed step from state (q, v) with the inputs left free (raises
+        FrameDynamicsError where the model has none)."""
 
     def Step(self, q: np.ndarray, v: np.ndarray, lin: FrameLinearization, z: np.ndarray):
         """Applies the inputs: returns (q_next, v_next)."""
@@ -979,6 +985,10 @@ def RunFrameByFrame(
             kwargs["q_ahead"] = q_plan[min(i + 1 + qpcc.config.lookahead_frames, N - 1)]
         try:
             r = qpcc.SolveFrame(q, v, q_plan[i + 1], dq_prev, tau_prev, **kwargs)
+        except FrameDynamicsError as e:
+            infeasible.append((i, [f"dynamics ({e})"]))
+            done = i
+            break
         except RuntimeError as e:
             # Even the elastic QP (slack on the motor and COP constraints) has no solution: the
             # contact constraints themselves cannot hold. Record the frame and stop the pass.
@@ -1038,6 +1048,7 @@ __all__ = [
     "BREAKAGE",
     "FrameByFrameResult",
     "FrameDynamics",
+    "FrameDynamicsError",
     "FrameLinearization",
     "FrameQpcc",
     "NUM_BASE",

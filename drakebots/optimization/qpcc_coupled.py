@@ -65,7 +65,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from drakebots.optimization.qpcc import STATIC, FrameLinearization
+from drakebots.optimization.qpcc import STATIC, FrameDynamicsError, FrameLinearization
 from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.runtime import SingleThreadedBlas
 from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
@@ -568,8 +568,14 @@ class CoupledFrameDynamics:
         try:
             self._factor.Factor(K_red)
         except Exception as e:  # CHOLMOD: not positive definite
-            if self._project or "positive definite" not in str(e).lower():
+            if "positive definite" not in str(e).lower():
                 raise
+            if self._project:
+                raise FrameDynamicsError(
+                    "the coupled system's matrix is not positive definite even with every "
+                    "element's Hessian projected to PSD (a skin element inverted or the state is "
+                    "not finite)"
+                ) from e
             # A compressed element made the exact stiffness indefinite: from now on project
             # every element's Hessian to PSD (as the coupled simulator's Newton does).
             self._project = True

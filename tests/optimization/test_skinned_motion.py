@@ -220,6 +220,30 @@ def test_torque_regulariser_lowers_the_standing_torques_and_keeps_the_weight_car
     assert settled[0.1] < 0.5 * settled[0.0], settled
 
 
+def test_a_frame_without_dynamics_stops_the_pass_and_is_named(beetle, monkeypatch):
+    """A dynamics model that cannot linearise a state (the coupled system's matrix indefinite
+    after a skin element inverted) ends the pass at that frame, recorded as infeasible with the
+    reason, the frames before it kept (no traceback out of `drakebots design`)."""
+    from drakebots.optimization.qpcc import FrameDynamicsError, RunFrameByFrame
+
+    dyn = RigidFrameDynamics(beetle, 0.005)
+    qpcc = FrameQpcc(beetle, dyn, beetle.effort_limits, 0.8, QpccConfig())
+    linearize, calls = dyn.Linearize, []
+
+    def failing(q, v):
+        calls.append(1)
+        if len(calls) > 4:
+            raise FrameDynamicsError("not positive definite")
+        return linearize(q, v)
+
+    monkeypatch.setattr(dyn, "Linearize", failing)
+    plan = np.tile(beetle.q_home, (10, 1))
+    result = RunFrameByFrame(beetle, dyn, qpcc, plan, np.ones((4, 10), dtype=bool))
+    frame, names = result.infeasible[-1]
+    assert "not positive definite" in names[0] and names[0].startswith("dynamics")
+    assert result.frames_done == frame < 9 and len(result.tau) == frame
+
+
 def test_final_labels_satisfy_the_complementarity_through_a_lift_off(beetle):
     """The labelling loop's final labels, checked frame by frame against Drake's kinematics at
     the returned configuration (not the QP's linearisation): a loaded patch pushes and sits on
