@@ -26,7 +26,7 @@ from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
 from drakebots.optimization.skeleton_model import NUM_BASE, SOLE_SOFTNESS
-from drakebots.optimization.space_time import MotorLoad, SoleLaw
+from drakebots.optimization.space_time import MotorLoad, SoleLaw, _Scale
 
 
 class _Coo:
@@ -201,11 +201,9 @@ class SpaceTimeNlp(LeastSquaresNlp):
         # Constant (linear) residual rows: smoothness, torso attitude, posture, follow.
         lin = _Coo()
         offsets = []
-        scale = np.ones(nq)
-        scale[:3] = 1.0 / ls
+        scale = _Scale(model, ls)  # E_F, as AddFollowCost
         c_s = np.sqrt(W.smoothness * fpk / fpk**4)
-        smooth = np.full(nq, 1.0 / cfg.smoothness_angle_scale)
-        smooth[:3] = 1.0 / ls
+        smooth = _Scale(model, ls, cfg.smoothness_angle_scale)  # E_S, as AddSmoothnessCost
         block = np.hstack([np.diag(smooth), -2 * np.diag(smooth), np.diag(smooth)]) * c_s
         for k in range(1, K - 1):
             lin.Add(block, np.concatenate([self.iq[k - 1], self.iq[k], self.iq[k + 1]]))
