@@ -35,6 +35,7 @@ from pydrake.multibody.tree import (
     SpatialInertia,
 )
 
+from drakebots.optimization.tree_inverse_dynamics import BatchInverseDynamics
 from drakebots.robots.quadruped import AddSkinnedQuadruped
 from drakebots.robots.skeleton import (
     LEG_NAMES,
@@ -505,6 +506,48 @@ class SkeletonModel:
             dtau_dw[:, 6 * j : 6 * j + 3] = -Jw.T
             dtau_dw[:, 6 * j + 3 : 6 * j + 6] = -Jv[0].T
         return tau, dtau_dq, dtau_dv, dtau_dvdot, dtau_dw
+
+    @cached_property
+    def batch_dynamics(self) -> BatchInverseDynamics:
+        """The plant's recursive Newton-Euler inverse dynamics over many states at once."""
+        return BatchInverseDynamics(self.plant, self.context)
+
+    def _BatchWrenches(self, foot_wrenches, body_wrenches):
+        """The feet's world wrenches at the sole centres and the links' own-frame wrenches in
+        the form `BatchInverseDynamics` takes them."""
+        tid = self.batch_dynamics
+        world = []
+        for j in range(4):
+            slot, X_SB = tid.BodySlot(self.foot_bodies[j].index())
+            world.append((slot, X_SB.multiply(self.sole_centers[j]), foot_wrenches[:, j]))
+        local = []
+        for link, W in body_wrenches or ():
+            slot, X_SB = tid.BodySlot(self.plant.GetBodyByName(link, self.instance).index())
+            W = np.asarray(W, float)
+            R, p = X_SB.rotation().matrix(), X_SB.translation()
+            f = W[:, 3:] @ R.T
+            local.append((slot, np.hstack([W[:, :3] @ R.T + np.cross(p, f), f])))
+        return world, local
+
+    def InverseDynamicsBatch(self, q, v, vdot, foot_wrenches, body_wrenches=None, *, partials):
+        """`InverseDynamics` (and `InverseDynamicsPartials`) at K states at once.
+
+        Args:
+            q, v, vdot: (K, nv).
+            foot_wrenches: (K, 4, 6) [torque; force] on each foot at its sole centre, world.
+            body_wrenches: list of (link name, (K, 6) [torque; force] about the link origin in
+                the link frame).
+            partials: also return the partial derivatives.
+
+        Returns:
+            tau (K, nv); with partials, (tau, dtau_dq, dtau_dv, dtau_dvdot, dtau_dw) with
+            dtau_dw (K, nv, 24) ordered as `InverseDynamicsPartials`'.
+        """
+        world, local = self._BatchWrenches(np.asarray(foot_wrenches, float), body_wrenches)
+        tid = self.batch_dynamics
+        if not partials:
+            return tid.InverseDynamics(q, v, vdot, local_wrenches=local, world_wrenches=world)
+        return tid.Partials(q, v, vdot, local_wrenches=local, world_wrenches=world)
 
     def Kinematics(self, q: np.ndarray):
         """Everything the space-time step needs at one configuration, in one pass.

@@ -7,8 +7,9 @@ QP from thousands of bindings every Gauss-Newton iteration costs seconds in Pyth
 `SpaceTimeNlp` evaluates the *same* terms knot by knot into flat arrays and sparse Jacobians:
 
 - kinematics once per knot (COM, sole centres, sole normals and their Jacobians from Drake);
-- inverse dynamics once per knot with its partials (`SkeletonModel.InverseDynamicsPartials`),
-  shared by the momentum constraint (Eq. 7) and the torque cost (E_τ);
+- inverse dynamics of all knots in one batched pass with exact partials
+  (`SkeletonModel.InverseDynamicsBatch`, drakebots.optimization.tree_inverse_dynamics), shared
+  by the momentum constraint (Eq. 7) and the torque cost (E_τ);
 - the quadratic terms (E_S, E_F, the torso-attitude term) and the periodic/rest constraints as
   constant sparse rows;
 - bounds (joint limits, F_z >= 0, no wrench on a swing foot) and friction cones (Eq. 8) exactly.
@@ -454,34 +455,44 @@ class SpaceTimeNlp(LeastSquaresNlp):
     def KnotDynamics(self, x, k, jacobians):
         """Inverse dynamics at knot k (central differences): τ and d τ / d x (dense over the
         knot's variables: q_prev, q_k, q_next, F_k, T_k) with those variables' indices."""
+        tau, J, cols = self.KnotsDynamics(x, [k], jacobians)
+        return tau[0], None if J is None else J[0], cols[0]
+
+    def KnotsDynamics(self, x, knots, jacobians):
+        """`KnotDynamics` at several knots in one batched pass (`SkeletonModel.
+        InverseDynamicsBatch`): τ (m, nv), d τ / d x (m, nv, 3 nv + 24) or None, columns."""
         P, model = self.problem, self.model
-        h = P.h
-        prev, next_, shift_prev, shift_next = P.cache.Neighbours(k)
-        q0 = x[self.iq[prev]] + shift_prev
-        q1 = x[self.iq[k]]
-        q2 = x[self.iq[next_]] + shift_next
+        h, n = P.h, model.nq
+        m = len(knots)
+        q0, q1, q2 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
+        cols = np.empty((m, 3 * n + 24), dtype=int)
+        for r, k in enumerate(knots):
+            prev, next_, shift_prev, shift_next = P.cache.Neighbours(k)
+            q0[r] = x[self.iq[prev]] + shift_prev
+            q1[r] = x[self.iq[k]]
+            q2[r] = x[self.iq[next_]] + shift_next
+            cols[r] = np.concatenate(
+                [self.iq[prev], self.iq[k], self.iq[next_], self.iF[k].ravel(), self.iT[k].ravel()]
+            )
         v = (q2 - q0) / (2 * h)
         a = (q2 - 2 * q1 + q0) / h**2
-        f = x[self.iF[k]] * self.fs
-        t = x[self.iT[k]] * self.ts
-        wrenches = np.hstack([t, f])
+        f = x[self.iF[knots]] * self.fs  # (m, 4, 3)
+        t = x[self.iT[knots]] * self.ts
+        wrenches = np.concatenate([t, f], axis=2)
         body = None
         if P.loads is not None:
-            body = list(zip(P.loads.bodies, P.loads.wrenches[k]))
-        cols = np.concatenate(
-            [self.iq[prev], self.iq[k], self.iq[next_], self.iF[k].ravel(), self.iT[k].ravel()]
-        )
+            loads = np.asarray(P.loads.wrenches)[knots]  # (m, bodies, 6)
+            body = [(name, loads[:, b]) for b, name in enumerate(P.loads.bodies)]
         if not jacobians:
-            return model.InverseDynamics(q1, v, a, wrenches, body), None, cols
-        tau, Gq, Gv, Ga, Gw = model.InverseDynamicsPartials(q1, v, a, wrenches, body)
-        n = model.nq
-        J = np.zeros((n, 3 * n + 24))
-        J[:, :n] = -Gv / (2 * h) + Ga / h**2
-        J[:, n : 2 * n] = Gq - 2 * Ga / h**2
-        J[:, 2 * n : 3 * n] = Gv / (2 * h) + Ga / h**2
-        Gw = Gw.reshape(n, 4, 6)
-        J[:, 3 * n : 3 * n + 12] = Gw[:, :, 3:].reshape(n, 12) * self.fs
-        J[:, 3 * n + 12 :] = Gw[:, :, :3].reshape(n, 12) * self.ts
+            return model.InverseDynamicsBatch(q1, v, a, wrenches, body, partials=False), None, cols
+        tau, Gq, Gv, Ga, Gw = model.InverseDynamicsBatch(q1, v, a, wrenches, body, partials=True)
+        J = np.empty((m, n, 3 * n + 24))
+        J[:, :, :n] = -Gv / (2 * h) + Ga / h**2
+        J[:, :, n : 2 * n] = Gq - 2 * Ga / h**2
+        J[:, :, 2 * n : 3 * n] = Gv / (2 * h) + Ga / h**2
+        Gw = Gw.reshape(m, n, 4, 6)
+        J[:, :, 3 * n : 3 * n + 12] = Gw[..., 3:].reshape(m, n, 12) * self.fs
+        J[:, :, 3 * n + 12 :] = Gw[..., :3].reshape(m, n, 12) * self.ts
         return tau, J, cols
 
     def _SoleRows(self, x, k, j, pts, Jpts, equality, jacobians=True):
@@ -608,8 +619,9 @@ class SpaceTimeNlp(LeastSquaresNlp):
             sel = model.actuated_indices
             U = P.effort_limits
             limit = P.config.motor_limit_fraction
-            for k in P.interior:
-                tau, J, cols = self.KnotDynamics(x, k, jacobians)
+            taus, Js, colss = self.KnotsDynamics(x, list(P.interior), jacobians)
+            for row, k in enumerate(P.interior):
+                tau, J, cols = taus[row], None if Js is None else Js[row], colss[row]
                 equality(
                     f"momentum[{k}]",
                     tau[:NUM_BASE] / self.weight,
