@@ -8,6 +8,8 @@ and second-order cones on affine maps of x. Each iteration:
 - evaluates r, c_eq, c_in and their sparse Jacobians in one call (no per-term Python objects);
 - solves the QP with the Gauss-Newton Hessian 2 JᵀJ (+ a small Levenberg-Marquardt damping),
   the constraints linearised, bounds and cones exact, with Clarabel (sparse interior point, SOCP);
+  equality rows that give one variable explicitly (`LeastSquaresNlp.explicit_rows`: the soft
+  sole's patch forces) are substituted out first, the same QP with fewer variables and rows;
   a subproblem whose linearisation is infeasible is re-solved elastic (l1-penalised slacks);
 - accepts the step by an Armijo line search on the l1 merit f + ν (||c_eq||₁ + ||c_in⁺||₁), with
   ν kept above the QP's multipliers, and a *second-order correction* when the full step is
@@ -61,6 +63,10 @@ class LeastSquaresNlp:
         cone_A, cone_b: second-order cones C x + e ∈ SOC₃ per 3 rows (sparse (3 c, n), (3 c,)),
             or None: (t, u, v) with t >= ||(u, v)||.
         eq_names, in_names: list of (name, first row, end row) naming the constraint rows.
+        explicit_rows: optional (rows, pivots): equality rows that each give one variable
+            explicitly (row rows[i] has a nonzero coefficient on variable pivots[i], and no
+            other pivot appears in it). The QP eliminates those variables and rows by
+            substitution (`_Qp`), an exact reduction of the same subproblem.
     """
 
     num_vars: int
@@ -72,6 +78,7 @@ class LeastSquaresNlp:
     cone_b = None
     eq_names: list = []
     in_names: list = []
+    explicit_rows = None
 
     def Evaluate(self, x: np.ndarray, jacobians: bool) -> NlpEvaluation:
         raise NotImplementedError
@@ -155,6 +162,16 @@ class _Qp:
         # Variables fixed by their bounds (a swing foot's force) leave the subproblem.
         self.free = np.flatnonzero(~(upper <= lower))
         self.lower, self.upper = lower[self.free], upper[self.free]
+        # Explicit equality rows whose pivot is free: eliminated from every (non-elastic) QP.
+        self.explicit = None
+        explicit = getattr(nlp, "explicit_rows", None)
+        if explicit is not None and len(explicit[0]):
+            position = np.full(len(lower), -1)
+            position[self.free] = np.arange(len(self.free))
+            rows, pivots = np.asarray(explicit[0], int), position[np.asarray(explicit[1], int)]
+            keep = pivots >= 0
+            if np.any(keep):
+                self.explicit = (rows[keep], pivots[keep])
 
     def Solve(self, P, q, ev: NlpEvaluation, x, *, elastic_penalty=None):
         """Returns (d, λ_eq, λ_in, status) (d None when the QP failed)."""
@@ -227,23 +244,81 @@ class _Qp:
             blocks.append(pad(-C))
             rhs.append(nlp.cone_A @ x_all + nlp.cone_b)
             cones.extend([cl.SecondOrderConeT(3)] * (C.shape[0] // 3))
-        A = sp.vstack(blocks, format="csc")
+        A = sp.vstack(blocks, format="csr")
         b = np.concatenate(rhs)
         if ns:
             P = sp.block_diag([P, sp.csr_matrix((ns, ns))], format="csc")
             q = np.concatenate([q, np.full(ns, elastic_penalty)])
-        P = sp.triu(P, format="csc")
-        solver = cl.DefaultSolver(P, q, A, b, cones, self.settings)
-        sol = solver.solve()
-        status = str(sol.status)
-        if "Solved" not in status:
-            return None, None, None, status
-        z = np.asarray(sol.z)
+        x_free = None
+        if self.explicit is not None and ns == 0 and p:
+            x_free, z, status = self._SolveEliminated(P, q, A, b, cones, p)
+            if x_free is None and status != "no pivot":
+                return None, None, None, status
+        if x_free is None:
+            P = sp.triu(P, format="csc")
+            solver = cl.DefaultSolver(P, q, A.tocsc(), b, cones, self.settings)
+            sol = solver.solve()
+            status = str(sol.status)
+            if "Solved" not in status:
+                return None, None, None, status
+            z = np.asarray(sol.z)
+            x_free = np.asarray(sol.x)
         d = np.zeros(n_all)
-        d[free] = np.asarray(sol.x)[:n]
+        d[free] = x_free[:n]
         lam_eq = z[:p] if p else np.zeros(0)
         lam_in = z[p : p + m] if m else np.zeros(0)
         return d, lam_eq, lam_in, status
+
+    def _SolveEliminated(self, P, q, A, b, cones, p):
+        """The QP with the explicit rows' pivot variables substituted out.
+
+        Row r of the zero cone reads a_r · d = b_r with coefficient a_rc on its pivot c, so
+        d_c = (b_r - Σ_{j≠c} a_rj d_j) / a_rc: d = T y + t₀ over the other variables y, and the
+        QP in y has Tᵀ P T, Tᵀ (P t₀ + q), A' T and b' - A' t₀ over the remaining rows A'. The
+        eliminated rows' multipliers follow from stationarity in the pivot variables,
+        (P d + q)_c + Σ_rows A_ic z_i = 0. Returns (d, z in the original row order, status);
+        d is None when the QP failed, or with status "no pivot" when a pivot's coefficient is 0.
+        """
+        cl = self.clarabel
+        rows, pivots = self.explicit
+        n = P.shape[0]
+        A = A.tocsr()
+        key = (n, A.shape[0])
+        if getattr(self, "_explicit_key", None) != key:
+            self._explicit_key = key
+            self._others = np.setdiff1d(np.arange(n), pivots)
+            self._rest = np.setdiff1d(np.arange(A.shape[0]), rows)
+        others, rest = self._others, self._rest
+        # Row r's coefficient on its pivot, and the other entries S (d_c = t₀_c - (S d)_c).
+        E = A[rows].tocoo()
+        on_pivot = E.col == pivots[E.row]
+        coef = np.zeros(len(rows))
+        coef[E.row[on_pivot]] = E.data[on_pivot]
+        if np.any(coef == 0.0):
+            return None, None, "no pivot"
+        off = ~on_pivot
+        S = sp.csc_matrix(
+            (E.data[off] / coef[E.row[off]], (pivots[E.row[off]], E.col[off])), shape=(n, n)
+        )
+        T = (sp.eye(n, format="csc") - S)[:, others]
+        t0 = np.zeros(n)
+        t0[pivots] = b[rows] / coef
+        A_rest = A[rest]
+        P = sp.csc_matrix(P)
+        P_y = sp.triu(T.T @ P @ T, format="csc")
+        q_y = T.T @ (P @ t0 + q)
+        A_y = (A_rest @ T).tocsc()
+        b_y = b[rest] - A_rest @ t0
+        cones = [cl.ZeroConeT(p - len(rows))] + list(cones[1:])
+        sol = cl.DefaultSolver(P_y, q_y, A_y, b_y, cones, self.settings).solve()
+        status = str(sol.status)
+        if "Solved" not in status:
+            return None, None, status
+        d = T @ np.asarray(sol.x) + t0
+        z = np.zeros(A.shape[0])
+        z[rest] = np.asarray(sol.z)
+        z[rows] = -((P @ d + q)[pivots] + (A_rest.T @ z[rest])[pivots]) / coef
+        return d, z, f"{status} (eliminated)"
 
 
 def SolveLeastSquaresSqp(

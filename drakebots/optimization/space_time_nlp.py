@@ -279,6 +279,13 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 self._rows_moment.append((*indices(name), first, end))
             elif name.startswith("sole_law["):
                 self._rows_law.append((*indices(name), first, end))
+        # The sole law rows n - f(z(q)) = 0 give each patch force explicitly (coefficient 1):
+        # the QP substitutes them (gauss_newton._Qp), a third fewer variables and rows.
+        if self._rows_law:
+            self.explicit_rows = (
+                np.concatenate([np.arange(first, end) for _, _, first, end in self._rows_law]),
+                np.concatenate([self.iN[k, j] for k, j, _, _ in self._rows_law]),
+            )
         for name, first, end in self.in_names:
             if name.startswith("contact_height["):
                 self._rows_height_in.append((*indices(name), first, end))

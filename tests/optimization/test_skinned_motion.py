@@ -439,3 +439,64 @@ def test_bad_motion_inputs_name_what_is_wrong(beetle):
     feet.pop("rear_left")
     with pytest.raises(InputError, match="rear_left"):
         SampleMotion(dataclasses.replace(spec, feet=feet))
+
+
+def test_qp_with_explicit_rows_substituted_equals_the_full_qp():
+    """gauss_newton._Qp eliminates explicit equality rows (the soft sole's patch forces) by
+    substitution; the step and every multiplier equal Clarabel's on the full subproblem."""
+    import scipy.sparse as sp
+
+    from drakebots.optimization.gauss_newton import NlpEvaluation, _Qp
+
+    rng = np.random.default_rng(5)
+    n, p_other, m = 30, 4, 6
+    pivots = np.array([3, 7, 11, 20, 25])  # explicit rows give these variables
+    k = len(pivots)
+
+    class Toy:
+        num_vars = n
+        lower = np.full(n, -np.inf)
+        upper = np.full(n, np.inf)
+        cone_A = None  # noqa: N815 (the NLP interface's name)
+        cone_b = None
+
+    Toy.lower[7] = -0.05  # a bound on a pivot, near enough to enter the QP
+    Toy.upper[0] = Toy.lower[0] = 0.3  # a fixed variable leaves the QP
+    explicit = np.zeros((k, n))
+    explicit[:, :] = rng.normal(size=(k, n)) * (rng.random((k, n)) < 0.3)
+    explicit[:, pivots] = 0.0
+    explicit[np.arange(k), pivots] = rng.uniform(0.5, 2.0, k)  # coefficient on its own pivot
+    other = rng.normal(size=(p_other, n))  # the pivots appear in other rows too
+    A_eq = np.vstack([other[:2], explicit, other[2:]])
+    A_in = rng.normal(size=(m, n))
+    cone = np.zeros((3, n))
+    cone[0, 1], cone[1, 2], cone[2, 7] = 1.0, 1.0, 1.0  # t >= ||(x2, x7)|| with t = x1 + 1
+    Toy.cone_A, Toy.cone_b = sp.csr_matrix(cone), np.array([1.0, 0.0, 0.0])
+    ev = NlpEvaluation(
+        r=np.zeros(0),
+        c_eq=rng.normal(size=len(A_eq)) * 0.1,
+        c_in=rng.normal(size=m) * 0.1,
+        A_eq=sp.csr_matrix(A_eq),
+        A_in=sp.csr_matrix(A_in),
+    )
+    L = rng.normal(size=(n, n))
+    P = sp.csc_matrix(L @ L.T / n + 0.1 * np.eye(n))
+    q = rng.normal(size=n)
+    x = rng.normal(size=n) * 0.01
+    x[0] = 0.3
+    full = _Qp(Toy())
+    assert full.explicit is None
+    Toy.explicit_rows = (np.arange(2, 2 + k), pivots)
+    reduced = _Qp(Toy())
+    assert reduced.explicit is not None
+    for qp in (full, reduced):  # tight, so that the comparison tests the algebra
+        qp.settings.tol_gap_abs = qp.settings.tol_gap_rel = qp.settings.tol_feas = 1e-12
+    d0, eq0, in0, status0 = full.Solve(P, q, ev, x)
+    d1, eq1, in1, status1 = reduced.Solve(P, q, ev, x)
+    assert "Solved" in status0 and status1 == "Solved (eliminated)", status1
+    np.testing.assert_allclose(d1, d0, atol=1e-6)
+    np.testing.assert_allclose(eq1, eq0, atol=1e-6)
+    np.testing.assert_allclose(in1, in0, atol=1e-6)
+    # The eliminated rows hold at the step.
+    np.testing.assert_allclose(A_eq[2 : 2 + k] @ d1, -ev.c_eq[2 : 2 + k], atol=1e-9)
+    assert np.abs(eq0).max() > 1e-3  # the multipliers are not all trivially zero
