@@ -56,6 +56,19 @@ class _Coo:
         self.count += m
         return first
 
+    def AddBlocks(self, values, cols):
+        """Appends P blocks of m rows: block p is values[p] (m, w) at columns cols[p] (w,).
+        Returns the first row (block p's rows are first + p m .. first + (p + 1) m)."""
+        P, m, w = values.shape
+        first = self.count
+        if values.size:
+            self.vals.append(values.ravel())
+            if self.pattern is None:
+                self.rows.append(np.repeat(np.arange(first, first + P * m), w))
+                self.cols.append(np.repeat(np.asarray(cols, int)[:, None, :], m, axis=1).ravel())
+        self.count += P * m
+        return first
+
     def AddTo(self, first, values, cols):
         """Adds `values` into rows first.. (for rows that depend on several variable groups)."""
         values = np.atleast_2d(values)
@@ -251,6 +264,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
             None if poly is None else poly.HalfSpaces(margin=cfg.cop_margin) for poly in T.polygons
         ]
         self.targets = T
+        # The stance feet as (knots, feet), knot-major: the soft sole's row blocks' order.
+        self._stance = np.nonzero(np.asarray(T.contact).T)
         self.eq_names, self.in_names = [], []
         self._patterns = (None, None, None)  # the Jacobians' CSR structures (first Evaluate)
         self._DryRun()
@@ -502,37 +517,49 @@ class SpaceTimeNlp(LeastSquaresNlp):
         J[:, :, 3 * n + 12 :] = Gw[..., :3].reshape(m, n, 12) * self.ts
         return tau, J, cols
 
-    def _SoleRows(self, x, k, j, pts, Jpts, equality, jacobians=True):
-        """The soft sole's rows of stance foot j at knot k (AddSoleContactConstraints), from the
-        foot's patch points (5, 3) and their Jacobians (5, 3, nq) (corners, then the centre)."""
+    def _SoleRows(self, x, pts, Jpts, equalities, jacobians=True):
+        """The soft sole's rows of every stance foot (AddSoleContactConstraints), from the
+        feet's patch points (K, 4, 5, 3) and their Jacobians (K, 4, 5, 3, nq) (corners, then
+        the centre): sole_force, sole_moment and sole_law blocks, one per stance foot and knot
+        in `self._stance` order."""
         fs, ts, nq = self.fs, self.ts, self.model.nq
+        k, j = self._stance
         iN, iF, iT, iq = self.iN[k, j], self.iF[k, j], self.iT[k, j], self.iq[k]
-        n = x[iN]
-        equality(
-            f"sole_force[{k},{j}]",
-            np.array([x[iF[2]] - n.sum()]),
-            self._sole_force_row,
-            np.concatenate([[iF[2]], iN]),
-        )
-        r = pts - pts[4]  # space_time.PatchOffsets
+        S = len(k)
+        n = x[iN]  # (S, 5)
+        pts = pts[k, j]  # (S, 5, 3)
+        force = (x[iF[:, 2]] - n.sum(axis=1))[:, None]
+        J = np.broadcast_to(self._sole_force_row, (S, 1, 6)) if jacobians else None
+        equalities("sole_force", force, J, np.hstack([iF[:, 2:3], iN]))
+        r = pts - pts[:, 4:5]  # space_time.PatchOffsets
         t = x[iT]
-        value = np.array([t[0] * ts - fs * n @ r[:, 1], t[1] * ts + fs * n @ r[:, 0], t[2] * ts])
+        value = np.stack(
+            [
+                t[:, 0] * ts - fs * np.einsum("si,si->s", n, r[:, :, 1]),
+                t[:, 1] * ts + fs * np.einsum("si,si->s", n, r[:, :, 0]),
+                t[:, 2] * ts,
+            ],
+            axis=1,
+        )
         J = None
         if jacobians:
-            Jr = Jpts - Jpts[4]
-            J = np.zeros((3, nq + 8))
-            J[0, :nq] = -fs * n @ Jr[:, 1]
-            J[1, :nq] = fs * n @ Jr[:, 0]
-            J[0, nq : nq + 5] = -fs * r[:, 1]
-            J[1, nq : nq + 5] = fs * r[:, 0]
-            J[0, nq + 5] = J[1, nq + 6] = J[2, nq + 7] = ts
+            Jp = Jpts[k, j]  # (S, 5, 3, nq)
+            Jr = Jp - Jp[:, 4:5]
+            J = np.zeros((S, 3, nq + 8))
+            J[:, 0, :nq] = -fs * np.einsum("si,siq->sq", n, Jr[:, :, 1])
+            J[:, 1, :nq] = fs * np.einsum("si,siq->sq", n, Jr[:, :, 0])
+            J[:, 0, nq : nq + 5] = -fs * r[:, :, 1]
+            J[:, 1, nq : nq + 5] = fs * r[:, :, 0]
+            J[:, 0, nq + 5] = J[:, 1, nq + 6] = J[:, 2, nq + 7] = ts
             J /= fs
-        equality(f"sole_moment[{k},{j}]", value / fs, J, np.concatenate([iq, iN, iT]))
-        f, d1, _ = SoleLaw(pts[:, 2], self.sole_k, self.sole_width, fs)
+        equalities("sole_moment", value / fs, J, np.hstack([iq, iN, iT]))
+        f, d1, _ = SoleLaw(pts[:, :, 2], self.sole_k, self.sole_width, fs)
         J = None
         if jacobians:
-            J = np.hstack([-d1[:, None] * Jpts[:, 2], self._eye5])
-        equality(f"sole_law[{k},{j}]", n - f, J, np.concatenate([iq, iN]))
+            J = np.concatenate(
+                [-d1[:, :, None] * Jp[:, :, 2], np.broadcast_to(self._eye5, (S, 5, 5))], axis=2
+            )
+        equalities("sole_law", n - f, J, np.hstack([iq, iN]))
 
     def Evaluate(self, x, jacobians):
         try:
@@ -567,6 +594,18 @@ class SpaceTimeNlp(LeastSquaresNlp):
             ceq.append(value)
             if naming:
                 eq_names.append((name, first, first + len(value)))
+            return first
+
+        def equalities(name, values, jac, cols):
+            """Blocks of rows named name[k,j] for the stance feet (`self._stance` order)."""
+            S, m = values.shape
+            first = Req.AddBlocks(
+                jac if jacobians else np.zeros((S, m, 0)), cols if jacobians else np.zeros((S, 0))
+            )
+            ceq.append(values.ravel())
+            if naming:
+                for p, (k, j) in enumerate(zip(*self._stance)):
+                    eq_names.append((f"{name}[{k},{j}]", first + p * m, first + (p + 1) * m))
             return first
 
         def inequality(name, value, jac, cols):
@@ -648,10 +687,10 @@ class SpaceTimeNlp(LeastSquaresNlp):
                         cols,
                     )
             # The corner contact model (space_time.AddCornerContactConstraints).
-            if self.iN is not None:
-                for k in range(K):
-                    for j in np.flatnonzero(T.contact[:, k]):
-                        self._SoleRows(x, k, j, kin[k][6][j], kin[k][7][j], equality, jacobians)
+            if self.iN is not None and len(self._stance[0]):
+                pts = np.array([kin[k][6] for k in range(K)])
+                Jpts = np.array([kin[k][7] for k in range(K)]) if jacobians else None
+                self._SoleRows(x, pts, Jpts, equalities, jacobians)
             # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
             for k in range(K):
                 for j in range(4):
