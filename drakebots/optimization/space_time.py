@@ -1250,8 +1250,6 @@ def SummarizeSpaceTime(
         if not prog.CheckSatisfied(b, x, tol=tol)
     ]
     costs = {}
-    ev = nlp.Evaluate(x, False)
-    del ev
     for name, bindings in problem.bindings.items():
         values = [
             float(np.sum(prog.EvalBinding(b, x)))
@@ -1264,12 +1262,10 @@ def SummarizeSpaceTime(
     if problem.cache is not None:
         sel = model.actuated_indices
         U = problem.effort_limits
-        total = 0.0
-        for k in problem.interior:
-            tau, _, _ = nlp.KnotDynamics(x, k, False)
-            joint_torques[k] = tau[sel]
-            total += float(np.sum((nlp.c_t * tau[sel] / U) ** 2))
-        costs["torque"] = total
+        interior = list(problem.interior)
+        tau = nlp.KnotsDynamics(x, interior, False)[0][:, sel]
+        joint_torques[interior] = tau
+        costs["torque"] = float(np.sum((nlp.c_t * tau / U) ** 2))
         if motion_is_periodic(problem):
             joint_torques[-1] = joint_torques[0]
         else:
