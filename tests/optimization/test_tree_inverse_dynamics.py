@@ -67,14 +67,19 @@ def _DrakeInverseDynamics(plant, q, v, a, wrenches):
     return plant.CalcInverseDynamics(context, a, forces)
 
 
+def _RandomStates(plant, K, seed):
+    """The plant's batch dynamics, K random states (q, v, a) and the random generator."""
+    rng = np.random.default_rng(seed)
+    n = plant.num_positions()
+    q, v, a = (rng.uniform(-1.5, 1.5, (K, n)) for _ in range(3))
+    return BatchInverseDynamics(plant), q, v, a, rng
+
+
 @pytest.mark.parametrize("make", [_WeldedTree, _TreeWithWeldedLink])
 def test_values_match_drake_calc_inverse_dynamics(make):
     plant = make()
-    tid = BatchInverseDynamics(plant)
-    rng = np.random.default_rng(0)
-    n = plant.num_positions()
     K = 6
-    q, v, a = (rng.uniform(-1.5, 1.5, (K, n)) for _ in range(3))
+    tid, q, v, a, rng = _RandomStates(plant, K, 0)
     instance = plant.GetModelInstanceByName("DefaultModelInstance")
     body = plant.get_body(plant.GetBodyIndices(instance)[-1])
     slot, X_SB = tid.BodySlot(body.index())
@@ -88,11 +93,8 @@ def test_values_match_drake_calc_inverse_dynamics(make):
 
 def test_partials_match_drake_autodiff_and_central_differences():
     plant = _TreeWithWeldedLink()
-    tid = BatchInverseDynamics(plant)
-    rng = np.random.default_rng(1)
-    n = plant.num_positions()
-    K = 3
-    q, v, a = (rng.uniform(-1.5, 1.5, (K, n)) for _ in range(3))
+    n, K = plant.num_positions(), 3
+    tid, q, v, a, rng = _RandomStates(plant, K, 1)
     body = plant.GetBodyByName("c")
     slot, X_SB = tid.BodySlot(body.index())
     p_BQ = np.array([0.1, -0.05, 0.2])
