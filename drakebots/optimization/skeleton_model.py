@@ -183,15 +183,6 @@ class SkeletonModel:
         self.context = plant.CreateDefaultContext()
         self.plant_ad = plant.ToAutoDiffXd()
         self.context_ad = self.plant_ad.CreateDefaultContext()
-        # Gravity as the base's fictitious acceleration (`InverseDynamicsPartials`): the first
-        # three joints translate the whole tree along the world axes, so the uniform field g
-        # acts on every body as an acceleration -g of the base would (the RNEA's a_0 = -g,
-        # Featherstone, Rigid Body Dynamics Algorithms, section 5.3). Valid while gravity is the
-        # plant's only force element.
-        self._base_gravity = None
-        if plant.num_force_elements() == 1:
-            self._base_gravity = np.zeros(plant.num_velocities())
-            self._base_gravity[:3] = -plant.gravity_field().gravity_vector()
         self.nq = plant.num_positions()
         self.nv = plant.num_velocities()
         assert self.nq == self.nv
@@ -434,79 +425,6 @@ class SkeletonModel:
         tau = plant.CalcInverseDynamics(context, x[2 * n : 3 * n], forces)
         return ExtractValue(tau).ravel(), ExtractGradient(tau)  # D v is in the force elements
 
-    def InverseDynamicsPartials(
-        self,
-        q: np.ndarray,
-        v: np.ndarray,
-        vdot: np.ndarray,
-        foot_wrenches: np.ndarray,
-        body_wrenches=None,
-    ):
-        """Inverse dynamics and its partial derivatives, the fast way (for the space-time step).
-
-        τ = M(q) v̇ + C(q, v) v - τ_g(q) + D v - Σ_j J_j(q)ᵀ w_j - Σ_l J_l(q)ᵀ w_l. The q and v
-        partials come from AutoDiff over [q, v] only (36 derivatives instead of the 3 nv + 24 of
-        `InverseDynamicsWithGradient`); ∂τ/∂v̇ = M(q) and ∂τ/∂w_j = -[J_ω,j; J_v,j]ᵀ (the foot's
-        angular Jacobian and the sole centre's translational Jacobian) are exact closed forms.
-
-        Returns:
-            (tau (nv,), dtau_dq (nv, nq), dtau_dv (nv, nv), dtau_dvdot (nv, nv),
-            dtau_dw (nv, 24) with the columns of foot j at 6 j .. 6 j + 5 = [torque; force]).
-        """
-        plant, context = self.plant_ad, self.context_ad
-        n = self.nv
-        x = InitializeAutoDiff(np.concatenate([q, v]))
-        plant.SetPositions(context, x[:n])
-        plant.SetVelocities(context, x[n:])
-        forces = MultibodyForces_[AutoDiffXd](plant)
-        vdot = np.asarray(vdot, float)
-        damping = np.zeros(n)
-        if self._base_gravity is not None:
-            # AutoDiff skips the force-element pass (gravity and joint damping): a fifth of the
-            # cost. The damping D v is then added below, with its exact v-derivative D.
-            vdot = vdot + self._base_gravity
-            damping = self.damping
-        else:
-            plant.CalcForceElementsContribution(context, forces)
-        W = plant.world_frame()
-        zeros = np.zeros((6, 2 * n))
-        for j in range(4):
-            w = InitializeAutoDiff(np.asarray(foot_wrenches[j], float), zeros).ravel()
-            body = plant.get_body(self.foot_bodies[j].index())
-            R_WB = plant.EvalBodyPoseInWorld(context, body).rotation()
-            p_W = R_WB.multiply(InitializeAutoDiff(self.sole_centers[j], zeros[:3]).ravel())
-            body.AddInForce(context, p_W, SpatialForce_[AutoDiffXd](w[:3], w[3:]), W, forces)
-        if body_wrenches:
-            origin = InitializeAutoDiff(np.zeros(3), zeros[:3]).ravel()
-            for link, wl in body_wrenches:
-                body = plant.GetBodyByName(link, self.instance)
-                w = InitializeAutoDiff(np.asarray(wl, float), zeros).ravel()
-                F = SpatialForce_[AutoDiffXd](w[:3], w[3:])
-                body.AddInForce(context, origin, F, body.body_frame(), forces)
-        a = InitializeAutoDiff(vdot, np.zeros((n, 2 * n))).ravel()
-        tau_ad = plant.CalcInverseDynamics(context, a, forces)
-        tau = ExtractValue(tau_ad).ravel() + damping * v
-        G = ExtractGradient(tau_ad)
-        dtau_dq = G[:, :n]
-        dtau_dv = G[:, n:] + np.diag(damping)
-        dtau_dvdot = self.MassMatrix(q)
-        dtau_dw = np.zeros((n, 24))
-        plant_d, context_d = self.plant, self.context
-        plant_d.SetPositions(context_d, q)
-        for j in range(4):
-            frame = self.foot_bodies[j].body_frame()
-            Jw = plant_d.CalcJacobianAngularVelocity(
-                context_d,
-                JacobianWrtVariable.kV,
-                frame,
-                plant_d.world_frame(),
-                plant_d.world_frame(),
-            )
-            _, Jv = self.FootPoints(q, j, self.sole_centers[j])
-            dtau_dw[:, 6 * j : 6 * j + 3] = -Jw.T
-            dtau_dw[:, 6 * j + 3 : 6 * j + 6] = -Jv[0].T
-        return tau, dtau_dq, dtau_dv, dtau_dvdot, dtau_dw
-
     @cached_property
     def batch_dynamics(self) -> BatchInverseDynamics:
         """The plant's recursive Newton-Euler inverse dynamics over many states at once."""
@@ -530,7 +448,7 @@ class SkeletonModel:
         return world, local
 
     def InverseDynamicsBatch(self, q, v, vdot, foot_wrenches, body_wrenches=None, *, partials):
-        """`InverseDynamics` (and `InverseDynamicsPartials`) at K states at once.
+        """`InverseDynamics` at K states at once, and its exact partial derivatives.
 
         Args:
             q, v, vdot: (K, nv).
@@ -541,7 +459,7 @@ class SkeletonModel:
 
         Returns:
             tau (K, nv); with partials, (tau, dtau_dq, dtau_dv, dtau_dvdot, dtau_dw) with
-            dtau_dw (K, nv, 24) ordered as `InverseDynamicsPartials`'.
+            dtau_dw (K, nv, 24): the columns of foot j at 6 j .. 6 j + 5 = [torque; force].
         """
         world, local = self._BatchWrenches(np.asarray(foot_wrenches, float), body_wrenches)
         tid = self.batch_dynamics

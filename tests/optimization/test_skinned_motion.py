@@ -99,10 +99,10 @@ def test_inverse_dynamics_gradient_matches_finite_differences(beetle):
     np.testing.assert_allclose(G, fd, atol=1e-6)
 
 
-def test_fast_inverse_dynamics_partials_match_the_force_element_path(beetle):
-    """InverseDynamicsPartials (gravity as the base's fictitious acceleration, closed-form v̇ and
-    wrench columns, skin loads on links) against InverseDynamics (Drake's gravity force element)
-    and central differences of it."""
+def test_batched_inverse_dynamics_partials_match_the_force_element_path(beetle):
+    """InverseDynamicsBatch (the space-time step's batched RNEA with complex-step partials, skin
+    loads on links) against InverseDynamics (Drake's gravity force element) and central
+    differences of it."""
     q, v, rng = _RandomState(beetle, 3)
     a = rng.normal(size=beetle.nv)
     w = rng.normal(size=(4, 6))
@@ -120,10 +120,18 @@ def test_fast_inverse_dynamics_partials_match_the_force_element_path(beetle):
     reference = beetle.MassMatrix(q) @ a + beetle.BiasAndGravity(q, v)
     np.testing.assert_allclose(beetle.InverseDynamics(q, v, a, no_load), reference, atol=1e-10)
     np.testing.assert_allclose(
-        beetle.InverseDynamicsPartials(q, v, a, no_load)[0], reference, atol=1e-10
+        beetle.InverseDynamicsBatch(q[None], v[None], a[None], no_load[None], partials=True)[0][0],
+        reference,
+        atol=1e-10,
     )
     x0 = np.concatenate([q, v, a, w.ravel()])
-    tau, Gq, Gv, Ga, Gw = beetle.InverseDynamicsPartials(q, v, a, w, links)
+    batch_links = [(name, W[None]) for name, W in links]
+    tau, Gq, Gv, Ga, Gw = (
+        G[0]
+        for G in beetle.InverseDynamicsBatch(
+            q[None], v[None], a[None], w[None], batch_links, partials=True
+        )
+    )
     np.testing.assert_allclose(tau, f(x0), atol=1e-10)
     fd = np.array([(f(x0 + 1e-6 * e) - f(x0 - 1e-6 * e)) / 2e-6 for e in np.eye(len(x0))]).T
     np.testing.assert_allclose(np.hstack([Gq, Gv, Ga, Gw]), fd, atol=1e-6)
