@@ -277,7 +277,7 @@ class BatchInverseDynamics:
         B, n = q.shape
         L = len(self.links)
         qT, vT, aT = q.T, v.T, a.T
-        sinq, cosq = np.sin(qT), 1.0 - np.cos(qT)
+        sinq, versq = np.sin(qT), 1.0 - np.cos(qT)  # sin q and 1 - cos q
         coef = []  # per link: the batch's coefficients of its pose polynomial
         vel = [None] * L
         acc = [None] * L
@@ -287,7 +287,7 @@ class BatchInverseDynamics:
             a_world[3:] = -self.gravity[:, None]
         for i, link in enumerate(self.links):
             j = link.index
-            c = (sinq[j], cosq[j]) if link.revolute else (qT[j],)
+            c = (sinq[j], versq[j]) if link.revolute else (qT[j],)
             coef.append(c)
             if link.parent < 0:
                 vp, ap = v_world, a_world
