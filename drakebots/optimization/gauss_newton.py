@@ -164,6 +164,7 @@ class _Qp:
         self.lower, self.upper = lower[self.free], upper[self.free]
         # Explicit equality rows whose pivot is free: eliminated from every (non-elastic) QP.
         self.explicit = None
+        self._explicit_key = None  # (n, rows) of the QP the cached index sets below belong to
         explicit = getattr(nlp, "explicit_rows", None)
         if explicit is not None and len(explicit[0]):
             position = np.full(len(lower), -1)
@@ -284,7 +285,7 @@ class _Qp:
         n = P.shape[0]
         A = A.tocsr()
         key = (n, A.shape[0])
-        if getattr(self, "_explicit_key", None) != key:
+        if self._explicit_key != key:
             self._explicit_key = key
             self._others = np.setdiff1d(np.arange(n), pivots)
             self._rest = np.setdiff1d(np.arange(A.shape[0]), rows)

@@ -474,15 +474,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
         """(K, 4, 5) normal forces at the sole patches, N (None without the soft sole)."""
         return None if self.iN is None else x[self.iN] * self.fs
 
-    def KnotDynamics(self, x, k, jacobians):
-        """Inverse dynamics at knot k (central differences): τ and d τ / d x (dense over the
-        knot's variables: q_prev, q_k, q_next, F_k, T_k) with those variables' indices."""
-        tau, J, cols = self.KnotsDynamics(x, [k], jacobians)
-        return tau[0], None if J is None else J[0], cols[0]
-
     def KnotsDynamics(self, x, knots, jacobians):
-        """`KnotDynamics` at several knots in one batched pass (`SkeletonModel.
-        InverseDynamicsBatch`): τ (m, nv), d τ / d x (m, nv, 3 nv + 24) or None, columns."""
+        """Inverse dynamics at the given knots (central differences of q) in one batched pass
+        (`SkeletonModel.InverseDynamicsBatch`): τ (m, nv), d τ / d x (m, nv, 3 nv + 24; dense
+        over each knot's variables q_prev, q_k, q_next, F_k, T_k) or None, and those variables'
+        indices (m, 3 nv + 24)."""
         P, model = self.problem, self.model
         h, n = P.h, model.nq
         m = len(knots)

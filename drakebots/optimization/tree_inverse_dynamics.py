@@ -40,12 +40,9 @@ from pydrake.multibody.tree import (
     WeldJoint,
 )
 
+from drakebots.optimization.tree_lagrangian import _Skew
+
 COMPLEX_STEP = 1e-30
-
-
-def _Skew(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, float)
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def _Cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
