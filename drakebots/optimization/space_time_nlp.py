@@ -160,6 +160,13 @@ class SpaceTimeNlp(LeastSquaresNlp):
 
         self.patch_points = [SolePatchPoints(model, j) for j in range(4)]
         self._patch_T = [np.ascontiguousarray(p.T) for p in self.patch_points]
+        # The same points in the frames of the batched kinematics' links (for `Curvature`).
+        self._patch_slots = []
+        for j in range(4):
+            slot, X_SB = model.batch_dynamics.BodySlot(model.foot_bodies[j].index())
+            self._patch_slots.append(
+                (slot, (X_SB.GetAsMatrix4() @ np.vstack([self._patch_T[j], np.ones(5)]))[:3].T)
+            )
         self._frames = [body.body_frame() for body in model.foot_bodies]
         self._world = model.plant.world_frame()
         self._sole_force_row = np.array([[1.0, -1.0, -1.0, -1.0, -1.0, -1.0]])
@@ -352,10 +359,11 @@ class SpaceTimeNlp(LeastSquaresNlp):
         difference of its exact gradient Σ_j J_j(q)ᵀ μ_kj + J_com(q)ᵀ ν_k. Without it the SQP
         crawls along curved constraints (a foot held on the ground while the leg turns).
 
-        Cost: per knot, nq + 1 configurations x one Drake Jacobian call per foot over its five
-        sole points (plus the COM); the q-dependent weights (smooth lowest corner, sole law) and
-        the gradients of all nq + 1 configurations are then one vectorised product. Checked
-        against central differences of Evaluate's Jacobians in test_space_time_nlp.py.
+        Cost: the nq + 1 configurations of every knot go through the tree's batched kinematics
+        at once (`BatchInverseDynamics.Poses`, `.JacobianTransposeTimes`,
+        `.ComJacobianTransposeTimes`: Σ Jᵀw without forming J); then the q-dependent weights
+        (smooth lowest corner, sole law) per knot. Checked against central differences of
+        Evaluate's Jacobians in test_space_time_nlp.py.
         """
         model, K = self.model, self.K
         mu = np.zeros((K, 4, 3))
@@ -400,10 +408,8 @@ class SpaceTimeNlp(LeastSquaresNlp):
         rows, cols, vals = [], [], []
         eps = 1e-6
         nq = model.nq
-        plant, context, world = model.plant, model.context, self._world
-        kV = JacobianWrtVariable.kV
-        # The configurations of one knot's forward differences: q, then q + ε e_i.
-        steps = np.vstack([np.zeros(nq), eps * np.eye(nq)])
+        # The knots with any curved row, and their feet.
+        active = []
         for k in range(K):
             feet = np.flatnonzero(
                 np.any(mu[k], axis=1)
@@ -411,54 +417,54 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 | np.any(patch_w[k], axis=(1, 2))
                 | np.any(law[k], axis=1)
             )
-            with_com = bool(np.any(nu[k]))
-            if not (len(feet) or with_com):
-                continue
-            need_z = (heights[k, feet] != 0.0) | np.any(law[k, feet], axis=1)
-            # Drake first (one SetPositions per configuration, one call per foot), then the
-            # gradients g(q) = Σ_j Jp_j(q)ᵀ w_j(q) + J_com(q)ᵀ ν_k of all nq + 1 configurations
-            # at once.
-            Qs = x[self.iq[k]] + steps
-            S, F = len(Qs), len(feet)
-            J = np.empty((S, F, 15, nq))
-            Z = np.zeros((S, F, 5))
-            G = np.zeros((S, nq))
-            for s, qq in enumerate(Qs):
-                plant.SetPositions(context, qq)
-                if with_com:
-                    G[s] = (
-                        plant.CalcJacobianCenterOfMassTranslationalVelocity(
-                            context, kV, world, world
-                        ).T
-                        @ nu[k]
-                    )
-                for f, j in enumerate(feet):
-                    frame, points = self._frames[j], self._patch_T[j]
-                    J[s, f] = plant.CalcJacobianTranslationalVelocity(
-                        context, kV, frame, points, world, world
-                    )
-                    if need_z[f]:
-                        Z[s, f] = plant.CalcPointsPositions(context, frame, points, world)[2]
+            if len(feet) or np.any(nu[k]):
+                active.append((k, feet))
+        if active:
+            # The configurations of each knot's forward differences (q, then q + ε e_i), all
+            # knots in one batch of the tree's kinematics (`BatchInverseDynamics`).
+            steps = np.vstack([np.zeros(nq), eps * np.eye(nq)])
+            S = len(steps)
+            Q = np.concatenate([x[self.iq[k]] + steps for k, _ in active])
+            tid = model.batch_dynamics
+            poses = tid.Poses(Q)
+            pts = [tid.Points(poses, slot, p) for slot, p in self._patch_slots]  # (B, 5, 3) each
             # Weights on the five patch points' world coordinates (corners, then the centre):
             # μ on the centre, the moment rows' weights, and the q-dependent ones of the
             # smooth lowest corner (SkeletonModel.SoleLowest) and of the sole law.
-            W = np.broadcast_to(patch_w[k, feet], (S, F, 5, 3)).copy()
-            W[:, :, 4] += mu[k, feet]
-            corners = Z[:, :, :4]
-            e = np.exp(-(corners - corners.min(axis=2, keepdims=True)) / SOLE_SOFTNESS)
-            W[:, :, :4, 2] += heights[k, feet][None, :, None] * e / e.sum(axis=2, keepdims=True)
-            if np.any(law[k, feet]):
-                d1 = SoleLaw(Z, self.sole_k, self.sole_width, self.fs)[1]
-                W[:, :, :, 2] -= law[k, feet][None] * d1
-            G += np.einsum("sfrn,sfr->sn", J, W.reshape(S, F, 15))
-            Hk = ((G[1:] - G[0]) / eps).T
-            Hk = 0.5 * (Hk + Hk.T)
-            w, V = np.linalg.eigh(Hk)
-            Hk = (V * np.maximum(w, 0.0)) @ V.T
-            idx = self.iq[k]
-            rows.append(np.repeat(idx, model.nq))
-            cols.append(np.tile(idx, model.nq))
-            vals.append(Hk.ravel())
+            W = np.zeros((len(Q), 4, 5, 3))
+            NU = np.zeros((len(Q), 3))
+            for a, (k, feet) in enumerate(active):
+                block = slice(a * S, (a + 1) * S)
+                NU[block] = nu[k]
+                if not len(feet):
+                    continue
+                Z = np.stack([pts[j][block, :, 2] for j in feet], axis=1)  # (S, F, 5)
+                Wk = np.broadcast_to(patch_w[k, feet], (S, len(feet), 5, 3)).copy()
+                Wk[:, :, 4] += mu[k, feet]
+                corners = Z[:, :, :4]
+                e = np.exp(-(corners - corners.min(axis=2, keepdims=True)) / SOLE_SOFTNESS)
+                Wk[:, :, :4, 2] += (
+                    heights[k, feet][None, :, None] * e / e.sum(axis=2, keepdims=True)
+                )
+                if np.any(law[k, feet]):
+                    d1 = SoleLaw(Z, self.sole_k, self.sole_width, self.fs)[1]
+                    Wk[:, :, :, 2] -= law[k, feet][None] * d1
+                W[block, feet] = Wk
+            # The gradients g(q) = Σ_j Jp_j(q)ᵀ w_j(q) + J_com(q)ᵀ ν_k of every configuration.
+            G = tid.ComJacobianTransposeTimes(poses, NU)
+            for j, (slot, _) in enumerate(self._patch_slots):
+                if np.any(W[:, j]):
+                    G += tid.JacobianTransposeTimes(poses, slot, pts[j], W[:, j])
+            for a, (k, _) in enumerate(active):
+                Gk = G[a * S : (a + 1) * S]
+                Hk = ((Gk[1:] - Gk[0]) / eps).T
+                Hk = 0.5 * (Hk + Hk.T)
+                w, V = np.linalg.eigh(Hk)
+                Hk = (V * np.maximum(w, 0.0)) @ V.T
+                idx = self.iq[k]
+                rows.append(np.repeat(idx, model.nq))
+                cols.append(np.tile(idx, model.nq))
+                vals.append(Hk.ravel())
         n = self.num_vars
         if not rows:
             return sp.csr_matrix((n, n))

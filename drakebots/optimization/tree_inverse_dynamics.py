@@ -45,6 +45,13 @@ from drakebots.optimization.tree_lagrangian import _Skew
 COMPLEX_STEP = 1e-30
 
 
+def _Cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b over the last axis of broadcastable (..., 3) arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def _Cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b for (3, B) arrays (real or complex)."""
     out = np.empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b))
@@ -206,11 +213,13 @@ class BatchInverseDynamics:
         if len(slot_of_body) != plant.num_bodies():
             raise ValueError("some bodies are not connected to the world by joints")
         self._slot_of_body = slot_of_body
+        self.total_mass = 0.0  # every body's, those welded to the world included
         for b in range(1, plant.num_bodies()):
             slot, X_SB = slot_of_body[b]
+            M_BBo_B = plant.get_body(BodyIndex(b)).CalcSpatialInertiaInBodyFrame(context)
+            self.total_mass += M_BBo_B.get_mass()
             if slot < 0:
                 continue
-            M_BBo_B = plant.get_body(BodyIndex(b)).CalcSpatialInertiaInBodyFrame(context)
             # Shift into the slot's frame: rotate, then move the reference point to its origin.
             M = M_BBo_B.ReExpress(X_SB.rotation()).Shift(-X_SB.translation())
             self.links[slot].AddInertia(
@@ -371,6 +380,98 @@ class BatchInverseDynamics:
                     below.append(m)
             cache[key] = below
         return cache[key]
+
+    # ------------------------------------------------------------------------------------------
+    # Forward kinematics of the same tree, batched.
+
+    def Poses(self, q):
+        """World poses of every link at each of B states: (R_WC (L, B, 3, 3), p_WC (L, B, 3)).
+
+        R_WC = R_WP R_PC(q), p_WC = p_WP + R_WP p_PC(q), parents first.
+        """
+        q = np.asarray(q, float)
+        B = len(q)
+        L = len(self.links)
+        R_W = np.empty((L, B, 3, 3))
+        p_W = np.empty((L, B, 3))
+        for i, link in enumerate(self.links):
+            qi = q[:, link.index, None, None]
+            if link.revolute:
+                s, c = np.sin(qi), 1.0 - np.cos(qi)
+                R = link.R0 + s * link.R1 + c * link.R2
+                p = link.p0 + s[:, :, 0] * link.p1 + c[:, :, 0] * link.p2
+            else:
+                R = link.R0
+                p = link.p0 + qi[:, :, 0] * link.p1
+            if link.parent < 0:
+                R_W[i], p_W[i] = R, p
+            else:
+                Rp = R_W[link.parent]
+                R_W[i] = Rp @ R
+                p_W[i] = p_W[link.parent] + np.einsum("bij,bj->bi", Rp, p)
+        return R_W, p_W
+
+    def Points(self, poses, slot, p_CP):
+        """World positions (B, P, 3) of points p_CP (P, 3) fixed in a link's frame."""
+        R_W, p_W = poses
+        return p_W[slot][:, None, :] + np.einsum("bij,pj->bpi", R_W[slot], np.asarray(p_CP))
+
+    def JacobianTransposeTimes(self, poses, slot, p_WP, f_W):
+        """Σ_P J_Pᵀ f_P (B, n) for points of one link at world positions p_WP (B, P, 3) and
+        world vectors f_W (B, P, 3), J_P = ∂p_WP/∂q (= Drake's translational Jacobian with
+        respect to v, q̇ = v).
+
+        Coordinate i on the link's path moves P at R_Wi v_i + ω_i x (p_WP - p_Wi) with
+        ω_i = R_Wi w_i (motion subspace s_i = [w_i; v_i]), so its entry is
+        v_i·F + ω_i·(M - p_Wi x F), F = Σ_P f_P and M = Σ_P p_WP x f_P.
+        """
+        R_W, p_W = poses
+        F = f_W.sum(axis=1)
+        M = _Cross(p_WP, f_W).sum(axis=1)
+        out = np.zeros((len(F), self.num_positions))
+        for i in self._Path(slot):
+            link = self.links[i]
+            w = R_W[i] @ link.s[:3]
+            v = R_W[i] @ link.s[3:]
+            out[:, link.index] = np.einsum("bi,bi->b", v, F) + np.einsum(
+                "bi,bi->b", w, M - _Cross(p_W[i], F)
+            )
+        return out
+
+    def ComJacobianTransposeTimes(self, poses, f_W):
+        """J_comᵀ f (B, n) for world vectors f_W (B, 3), J_com = ∂com/∂q of the moving bodies'
+        centre of mass: coordinate i moves its subtree (mass m_i, first moment c_i about the
+        world origin), so its entry is (v_i·f m_i + ω_i·((c_i - m_i p_Wi) x f)) / M, M the
+        plant's total mass (bodies welded to the world count in M, not in any subtree)."""
+        R_W, p_W = poses
+        L = len(self.links)
+        mass = np.array([link.mass for link in self.links])
+        moment = np.empty_like(p_W)  # m_l p_Wl + R_Wl (m c)_l, then summed over subtrees
+        for i, link in enumerate(self.links):
+            moment[i] = mass[i] * p_W[i] + R_W[i] @ link.com
+        sub_mass = mass.copy()
+        for i in range(L - 1, -1, -1):
+            parent = self.links[i].parent
+            if parent >= 0:
+                moment[parent] += moment[i]
+                sub_mass[parent] += sub_mass[i]
+        out = np.zeros((len(f_W), self.num_positions))
+        for i, link in enumerate(self.links):
+            w = R_W[i] @ link.s[:3]
+            v = R_W[i] @ link.s[3:]
+            out[:, link.index] = (
+                sub_mass[i] * np.einsum("bi,bi->b", v, f_W)
+                + np.einsum("bi,bi->b", w, _Cross(moment[i] - sub_mass[i] * p_W[i], f_W))
+            ) / self.total_mass
+        return out
+
+    def _Path(self, slot):
+        """The links from the root to `slot`, root first."""
+        path = []
+        while slot >= 0:
+            path.append(slot)
+            slot = self.links[slot].parent
+        return path[::-1]
 
     def Partials(self, q, v, a, *, local_wrenches=None, world_wrenches=None):
         """τ and its exact partial derivatives at K states.

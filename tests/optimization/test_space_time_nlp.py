@@ -25,11 +25,14 @@ _KINEMATIC = (
 )
 
 
-@pytest.fixture(scope="module")
-def walk():
+@pytest.fixture(scope="module", params=["dynamic", "kinematic"])
+def walk(request):
+    """A beetle walk's NLP near its initial guess: the dynamic program (soft soles, forces) and
+    the kinematic one (COP from the COM: the curvature's centre-of-mass term)."""
     beetle = SkeletonModel("beetle")
     motion = SampleMotion(motions.Walk(beetle, speed=0.04, period=2.0))
-    problem = MakeSpaceTimeProgram(beetle, motion, SpaceTimeConfig(knot_frames=40))
+    config = SpaceTimeConfig(knot_frames=40, dynamics=request.param == "dynamic")
+    problem = MakeSpaceTimeProgram(beetle, motion, config)
     nlp = SpaceTimeNlp(problem)
     rng = np.random.default_rng(1)
     x = InitialGuess(beetle, problem) + rng.normal(scale=0.01, size=nlp.num_vars)

@@ -10,6 +10,7 @@ from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import (
     BallRpyJoint,
     FixedOffsetFrame,
+    JacobianWrtVariable,
     MultibodyForces,
     MultibodyForces_,
     PrismaticJoint,
@@ -172,3 +173,43 @@ def test_unsupported_joints_and_force_elements_are_clear_errors():
     spring_plant, _ = MakeRandomTree(0, floating=False, springs=True)
     with pytest.raises(ValueError, match="RevoluteSpring.*not modelled"):
         BatchInverseDynamics(spring_plant)
+
+
+@pytest.mark.parametrize("make", [_WeldedTree, _TreeWithWeldedLink])
+def test_batched_kinematics_match_drakes_points_and_jacobians(make):
+    """Poses, Points, JacobianTransposeTimes and ComJacobianTransposeTimes against Drake's
+    CalcPointsPositions, translational Jacobian and centre-of-mass Jacobian."""
+    plant = make()
+    K = 4
+    tid, q, _, _, rng = _RandomStates(plant, K, 3)
+    poses = tid.Poses(q)
+    context = plant.CreateDefaultContext()
+    W = plant.world_frame()
+    f_com = rng.normal(size=(K, 3))
+    com_term = tid.ComJacobianTransposeTimes(poses, f_com)
+    instance = plant.GetModelInstanceByName("DefaultModelInstance")
+    for index in plant.GetBodyIndices(instance):
+        body = plant.get_body(index)
+        try:
+            slot, X_SB = tid.BodySlot(index)
+        except ValueError:  # welded to the world: no coordinate moves it
+            continue
+        p_BP = rng.uniform(-0.2, 0.2, (3, 3))
+        points = tid.Points(poses, slot, np.array([X_SB.multiply(p) for p in p_BP]))
+        f = rng.normal(size=(K, 3, 3))
+        ours = tid.JacobianTransposeTimes(poses, slot, points, f)
+        for k in range(K):
+            plant.SetPositions(context, q[k])
+            frame = body.body_frame()
+            reference = plant.CalcPointsPositions(context, frame, p_BP.T, W).T
+            np.testing.assert_allclose(points[k], reference, atol=1e-12)
+            J = plant.CalcJacobianTranslationalVelocity(
+                context, JacobianWrtVariable.kV, frame, p_BP.T, W, W
+            ).reshape(3, 3, -1)
+            np.testing.assert_allclose(ours[k], np.einsum("pin,pi->n", J, f[k]), atol=1e-12)
+    for k in range(K):
+        plant.SetPositions(context, q[k])
+        J_com = plant.CalcJacobianCenterOfMassTranslationalVelocity(
+            context, JacobianWrtVariable.kV, W, W
+        )
+        np.testing.assert_allclose(com_term[k], J_com.T @ f_com[k], atol=1e-12)
