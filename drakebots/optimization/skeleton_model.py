@@ -221,9 +221,11 @@ class SkeletonModel:
             [corners[f"{leg}_foot"] - [0.0, 0.0, r] for leg in LEG_NAMES]
         )  # (4, 4, 3)
         self.sole_centers = self.sole_corners.mean(axis=1)  # (4, 3)
-        half = 0.5 * np.ptp(self.sole_corners[0], axis=0)
-        # Circumradius of the sole: ν_b and ν_t of Eq. (8).
-        self.sole_radius = float(np.hypot(half[0], half[1]))
+        # Circumradius of the sole (the corners' largest distance from its centre in the sole's
+        # plane): ν_b and ν_t of Eq. (8). The soles are rotated in their foot frames, so half
+        # the diagonal of the corners' axis-aligned box overstates it (beetle: 57 mm for 41).
+        offsets = (self.sole_corners - self.sole_centers[:, None])[..., :2]
+        self.sole_radius = float(np.linalg.norm(offsets, axis=-1).max())
         # Viscous joint damping (the gearboxes'; SDF <damping>), N·m·s/rad: Drake's forward
         # dynamics applies it, so the optimizers' dynamics must too.
         self.damping = np.zeros(self.nv)

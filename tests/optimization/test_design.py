@@ -79,6 +79,20 @@ def test_vectorised_nlp_equals_the_programs_bindings(beetle, robot, motor_limit_
     np.testing.assert_allclose(ev.A_in @ d, (plus.c_in - minus.c_in) / 2, rtol=1e-5, atol=1e-12)
 
 
+@pytest.mark.parametrize("robot", ["beetle", "monster"])
+def test_sole_radius_is_the_soles_circumradius(beetle, robot):
+    """ν_b of Eq. (8): the largest distance of a sole corner from the sole's centre, measured
+    with Drake's kinematics on the feet at home (level soles), not from the model's arrays."""
+    model = beetle if robot == "beetle" else SkeletonModel(robot)
+    farthest = 0.0
+    for j in range(4):
+        corners = _Corners(model, model.q_home, j)
+        assert np.ptp(corners[:, 2]) < 1e-9  # level at home
+        centre = _Sole(model, model.q_home, j)
+        farthest = max(farthest, np.linalg.norm(corners[:, :2] - centre[:2], axis=1).max())
+    assert model.sole_radius == pytest.approx(farthest, rel=1e-9)
+
+
 def test_motor_load_is_a_smooth_upper_bound_of_the_largest_torque_with_its_gradient():
     """MotorLoad(a) lies in [max|a|, max|a| + ln(2m)/s]; its gradient along J against central
     differences (a = J y, so the derivative in y is the chain rule through J)."""
