@@ -764,11 +764,22 @@ def _Skew(v):
     return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
 
-def AddFrictionConstraints(prog, model, V, targets, *, friction):
+def AddFrictionConstraints(prog, model, V, targets, *, friction, soft_sole=False):
     """Eq. (8): contact forces in the friction cone, contact torques bounded by the force.
 
     μ F_⊥ >= ||F_∥|| (a Lorentz cone) and ||F||² - ||τ_∥/ν_b||² - (τ_⊥/ν_t)² >= 0 with ν_b = ν_t
     the sole's circumradius; feet in the air carry no wrench.
+
+    With the soft sole (`AddSoleContactConstraints`, soft_sole=True) the second line is left
+    out: a foot's torque is Σ_p r_p × n_p ẑ over its patches with n_p >= 0 (the sole law's
+    softplus), so τ_⊥ = 0 and the COP lies in the patches' hull, inside the circumcircle:
+    ||τ_∥|| <= ν_b F_⊥ holds by construction. Stating it anyway made the QP subproblems
+    degenerate at a foot whose wrench nearly vanishes (the quadratic row's gradient is 0 at
+    F = τ = 0; as a cone F_⊥ >= ||τ_∥ / ν_b|| it duplicates the sole_moment rows there): on the
+    monster's walks they gave it and the sole_moment rows multipliers of 1e6-1e11, which drove
+    the merit's penalty to 1e13-1e17 and Clarabel to fail (measured: with the quadratic row the
+    0.11 m/s walk's space-time steps fail, with the cone the 0.06 m/s walk's; without either
+    both converge).
     """
     bindings = []
     K = len(V.knot_times)
@@ -788,6 +799,8 @@ def AddFrictionConstraints(prog, model, V, targets, *, friction):
             )
             b.evaluator().set_description(f"friction_cone[{k},{j}]")
             bindings.append(b)
+            if soft_sole:
+                continue
             # Units: torque variables are τ / (m g ν_b), so ||τ/ν||² = (m g)² ||t||².
             Q = np.diag([1, 1, 1, -1, -1, -1]) * 2.0
             b = prog.AddQuadraticConstraint(Q, np.zeros(6), 0.0, np.inf, np.concatenate([f, t]))
@@ -1049,7 +1062,7 @@ def MakeSpaceTimeProgram(
     if config.dynamics:
         cache = _DynamicsCache(model, h, V, loads, targets.displacement, periodic)
         B["friction"] = AddFrictionConstraints(
-            prog, model, V, targets, friction=motion.spec.friction
+            prog, model, V, targets, friction=motion.spec.friction, soft_sole=soft
         )
         if soft:
             B["sole"] = AddSoleContactConstraints(

@@ -693,8 +693,9 @@ class SpaceTimeNlp(LeastSquaresNlp):
                 pts = np.array([kin[k][6] for k in range(K)])
                 Jpts = np.array([kin[k][7] for k in range(K)]) if jacobians else None
                 self._SoleRows(x, pts, Jpts, equalities, jacobians)
-            # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0.
-            for k in range(K):
+            # Eq. (8)'s second line: ||F||² >= ||τ_c / ν||² (normalised units), as c <= 0
+            # (implied by the soft sole's patch forces: space_time.AddFrictionConstraints).
+            for k in range(K if self.iN is None else 0):
                 for j in range(4):
                     if not T.contact[j, k]:
                         continue

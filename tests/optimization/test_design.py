@@ -21,6 +21,7 @@ from drakebots.optimization.space_time import (
     InitialGuess,
     KinematicWarmStart,
     MakeSpaceTimeProgram,
+    PatchOffsets,
     SolveSpaceTime,
     SpaceTimeConfig,
 )
@@ -91,6 +92,29 @@ def test_sole_radius_is_the_soles_circumradius(beetle, robot):
         centre = _Sole(model, model.q_home, j)
         farthest = max(farthest, np.linalg.norm(corners[:, :2] - centre[:2], axis=1).max())
     assert model.sole_radius == pytest.approx(farthest, rel=1e-9)
+
+
+def test_the_soft_sole_implies_eq_8s_torque_bound(beetle):
+    """Eq. (8)'s ||τ / ν_b|| <= ||F|| (ν_b the sole's circumradius) is a row only with the paper's
+    sole-centre contact: with the soft sole a foot's torque is Σ r_p × n_p ẑ over its patches with
+    n_p >= 0, which meets the tighter ||τ / ν_b|| <= F_z for any tilt of the foot and any patch
+    forces, so the program leaves the row out."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        q = beetle.q_home.copy()
+        q[beetle.q_home.size - beetle.nu :] += rng.uniform(-0.4, 0.4, beetle.nu)
+        for j in range(4):
+            r, _ = PatchOffsets(beetle, q, j)
+            n = rng.exponential(size=5) * (rng.random(5) < 0.6)
+            tau = np.cross(r, n[:, None] * np.array([0.0, 0.0, 1.0])).sum(axis=0)
+            assert abs(tau[2]) < 1e-12
+            assert np.linalg.norm(tau) <= beetle.sole_radius * n.sum() * (1 + 1e-12)
+    motion = SampleMotion(motions.Walk(beetle, speed=0.04, period=2.0))
+    for model, quadratic in (("soft_sole", False), ("sole_center", True)):
+        config = SpaceTimeConfig(knot_frames=40, contact_model=model)
+        problem = MakeSpaceTimeProgram(beetle, motion, config)
+        names = [b.evaluator().get_description() for b in problem.prog.GetAllConstraints()]
+        assert any(name.startswith("contact_torque") for name in names) == quadratic
 
 
 def test_motor_load_is_a_smooth_upper_bound_of_the_largest_torque_with_its_gradient():
