@@ -78,6 +78,8 @@ def _Validate(args):
         raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
     if not args.plan_motor_limits >= 0.0:
         raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
+    if args.space_time_iterations < 1:
+        raise InputError(f"--space-time-iterations must be >= 1, got {args.space_time_iterations}")
     skin = None
     if args.skin:
         skin = _LoadSkin(Path(args.skin))
@@ -150,7 +152,9 @@ def RunDesign(args) -> int:
     out = args.out or DefaultOutput("design", robot.name)
     config = AlternatingConfig(
         space_time=SpaceTimeConfig(
-            knot_frames=args.knot_frames, motor_limit_fraction=args.plan_motor_limits
+            knot_frames=args.knot_frames,
+            motor_limit_fraction=args.plan_motor_limits,
+            max_iterations=args.space_time_iterations,
         ),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
@@ -259,6 +263,7 @@ def RunDesign(args) -> int:
                 "knot_frames": args.knot_frames,
                 "motor_limits": limits,
                 "plan_motor_limits": args.plan_motor_limits,
+                "space_time_iterations": args.space_time_iterations,
                 "mass_scale": args.mass_scale,
                 "frame_dynamics": dynamics_name,
             },

@@ -86,6 +86,13 @@ def register(subparsers):
         "as in the paper",
     )
     parser.add_argument(
+        "--space-time-iterations",
+        type=int,
+        default=40,
+        help="Gauss-Newton iteration limit of each space-time step (default 40; the motor rows of "
+        "--plan-motor-limits can need more)",
+    )
+    parser.add_argument(
         "--mass-scale",
         type=float,
         default=1.0,
