@@ -6,7 +6,8 @@ of quadratic programs. `SolveLeastSquaresSqp` does that for an NLP given as vect
 and second-order cones on affine maps of x. Each iteration:
 
 - evaluates r, c_eq, c_in and their sparse Jacobians in one call (no per-term Python objects);
-- solves the QP with the Gauss-Newton Hessian 2 JᵀJ (+ a small Levenberg-Marquardt damping),
+- solves the QP with the Gauss-Newton Hessian 2 JᵀJ (+ a Levenberg-Marquardt damping that
+  shrinks after full steps and grows after steps the line search cut short),
   the constraints linearised, bounds and cones exact, with Clarabel (sparse interior point, SOCP);
   equality rows that give one variable explicitly (`LeastSquaresNlp.explicit_rows`: the soft
   sole's patch forces) are substituted out first, the same QP with fewer variables and rows;

@@ -101,9 +101,9 @@ class SpaceTimeConfig:
     # Ours: the planned motor torques (inverse dynamics, with the skin's coupling loads) stay
     # within this fraction of U_m at every knot (`AddMotorLimitConstraints`; 0: off, as the
     # paper's Eq. 9, which leaves |τ| <= U_m to the frame-by-frame step alone). Off by default:
-    # with it the space-time step of the lizard's crawl stops at its iteration limit with 9 rows
-    # violated (the monster's 0.06 m/s walk, before the damping change in gauss_newton: 51; both
-    # designs still pass the frame-by-frame checks);
+    # with it the space-time step of the lizard's crawl stops at the default 40-iteration limit
+    # with 9 rows violated (it converges in 52; the monster's 0.06 m/s walk, before the damping
+    # change in gauss_newton: 51 rows; both designs still pass the frame-by-frame checks);
     # `drakebots design --plan-motor-limits 1` turns it on.
     motor_limit_fraction: float = 0.0
     # How a stance foot pushes on the ground (see `AddSoleContactConstraints`): "soft_sole"
