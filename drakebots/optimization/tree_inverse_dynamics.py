@@ -45,13 +45,6 @@ from drakebots.optimization.tree_lagrangian import _Skew
 COMPLEX_STEP = 1e-30
 
 
-def _Cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b over the last axis of broadcastable (..., 3) arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
 def _Cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b for (3, B) arrays (real or complex)."""
     out = np.empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b))
@@ -213,6 +206,7 @@ class BatchInverseDynamics:
         if len(slot_of_body) != plant.num_bodies():
             raise ValueError("some bodies are not connected to the world by joints")
         self._slot_of_body = slot_of_body
+        self._below = {}  # (wrench slots, link) -> `_WrenchesBelow`
         self.total_mass = 0.0  # every body's, those welded to the world included
         for b in range(1, plant.num_bodies()):
             slot, X_SB = slot_of_body[b]
@@ -342,7 +336,7 @@ class BatchInverseDynamics:
                 }
             }
             for i, link in enumerate(self.links):
-                here = [m for m in self._WrenchesBelow(world_wrenches, i)]
+                here = self._WrenchesBelow(world_wrenches, i)
                 if not here:
                     continue
                 above = carry[link.parent]
@@ -369,7 +363,7 @@ class BatchInverseDynamics:
     def _WrenchesBelow(self, world_wrenches, i):
         """Indices of the wrenches applied to link i or to a link below it."""
         key = (tuple(slot for slot, _, _ in world_wrenches), i)
-        cache = self.__dict__.setdefault("_below", {})
+        cache = self._below
         if key not in cache:
             below = []
             for m, (slot, _, _) in enumerate(world_wrenches):
@@ -427,14 +421,14 @@ class BatchInverseDynamics:
         """
         R_W, p_W = poses
         F = f_W.sum(axis=1)
-        M = _Cross(p_WP, f_W).sum(axis=1)
+        M = np.cross(p_WP, f_W).sum(axis=1)
         out = np.zeros((len(F), self.num_positions))
         for i in self._Path(slot):
             link = self.links[i]
             w = R_W[i] @ link.s[:3]
             v = R_W[i] @ link.s[3:]
             out[:, link.index] = np.einsum("bi,bi->b", v, F) + np.einsum(
-                "bi,bi->b", w, M - _Cross(p_W[i], F)
+                "bi,bi->b", w, M - np.cross(p_W[i], F)
             )
         return out
 
@@ -461,7 +455,7 @@ class BatchInverseDynamics:
             v = R_W[i] @ link.s[3:]
             out[:, link.index] = (
                 sub_mass[i] * np.einsum("bi,bi->b", v, f_W)
-                + np.einsum("bi,bi->b", w, _Cross(moment[i] - sub_mass[i] * p_W[i], f_W))
+                + np.einsum("bi,bi->b", w, np.cross(moment[i] - sub_mass[i] * p_W[i], f_W))
             ) / self.total_mass
         return out
 
