@@ -145,6 +145,7 @@ def RunDesign(args) -> int:
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
     from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
     from drakebots.optimization.motion import MotionToYaml
+    from drakebots.optimization.qpcc import QpccConfig, ResolveLookahead
     from drakebots.optimization.space_time import SpaceTimeConfig
 
     robot, model, spec, motion, limits, skin = _Validate(args)
@@ -156,6 +157,7 @@ def RunDesign(args) -> int:
             motor_limit_fraction=args.plan_motor_limits,
             max_iterations=args.space_time_iterations,
         ),
+        qpcc=QpccConfig(lookahead_target=args.lookahead),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
     )
@@ -264,6 +266,7 @@ def RunDesign(args) -> int:
                 "motor_limits": limits,
                 "plan_motor_limits": args.plan_motor_limits,
                 "space_time_iterations": args.space_time_iterations,
+                "lookahead": ResolveLookahead(args.lookahead, motion.contact),
                 "mass_scale": args.mass_scale,
                 "frame_dynamics": dynamics_name,
             },

@@ -93,6 +93,14 @@ def register(subparsers):
         "--plan-motor-limits can need more)",
     )
     parser.add_argument(
+        "--lookahead",
+        choices=("auto", "chord", "tangent"),
+        default="auto",
+        help="ours: what the frame-by-frame step's 10-frame lookahead aims at: the plan 10 frames "
+        "on (chord), or the plan continued along its velocity (tangent; position plus velocity "
+        "error); auto (default): tangent for gaits with flight phases, else chord",
+    )
+    parser.add_argument(
         "--mass-scale",
         type=float,
         default=1.0,

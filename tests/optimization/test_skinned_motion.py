@@ -394,6 +394,35 @@ def test_generators_make_valid_motions(beetle):
     assert SampleMotion(motions.SingleFootLift(beetle)).contact.sum(axis=0).min() == 3
 
 
+def test_lookahead_targets_are_the_plans_chord_and_tangent(beetle):
+    """E_F's lookahead targets (`QpccConfig.lookahead_target`) against closed forms: on a plan
+    linear in the frame index the chord q̄^{i+1+L} and the tangent q̄^{i+1} + L q̄' coincide;
+    on q̄_k = a k² the chord exceeds the tangent by exactly a L² (Taylor's remainder, the plan's
+    curvature over the horizon: what makes aiming at the chord a low-pass filter). "auto" is the
+    tangent for a contact plan with flight phases (the trot), the chord for a crawl."""
+    from drakebots.optimization.qpcc import LookaheadTarget, ResolveLookahead
+
+    N, L = 40, 10
+    k = np.arange(N, dtype=float)[:, None]
+    a, b = np.array([[0.3, -1.2]]), np.array([[2.0, 0.5]])
+    line, parabola = a * k + b, a * k**2
+    for i in (0, 7, N - 2 - L):
+        np.testing.assert_allclose(
+            LookaheadTarget(line, i, L, "chord"), LookaheadTarget(line, i, L, "tangent")
+        )
+        chord = LookaheadTarget(parabola, i, L, "chord")
+        np.testing.assert_allclose(chord - LookaheadTarget(parabola, i, L, "tangent"), a[0] * L**2)
+        np.testing.assert_allclose(chord, a[0] * (i + 1 + L) ** 2)
+    trot = SampleMotion(motions.Trot(beetle, speed=0.2)).contact
+    walk = SampleMotion(motions.Walk(beetle, speed=0.04)).contact
+    assert not trot.any(axis=0).all() and walk.any(axis=0).all()
+    assert ResolveLookahead("auto", trot) == "tangent"
+    assert ResolveLookahead("auto", walk) == "chord"
+    assert ResolveLookahead("chord", trot) == "chord"
+    with pytest.raises(ValueError, match="lookahead_target"):
+        ResolveLookahead("secant", walk)
+
+
 def test_periodic_keyframes_interpolate_across_the_seam_as_across_any_keyframe():
     """A periodic motion's COM keyframes over one cycle, interpolated, equal SciPy's PCHIP of the
     same keyframes laid out over three cycles (each moved on by the cycle's displacement) in the
