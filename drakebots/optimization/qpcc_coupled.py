@@ -419,25 +419,27 @@ class CoupledFrameDynamics:
         self.pass_records = []
         self.initial = state.copy()
 
-    def SkinState(self, q) -> tuple[np.ndarray, np.ndarray]:
+    def SkinState(self, q, v=None) -> tuple[np.ndarray, np.ndarray]:
         """(x, w) of the skin recorded for skeleton configuration q."""
         hit = self._states.get(self._Key(q))
         if hit is None:
             # A new pass from a configuration this object has not stepped to (the alternating
-            # loop's next frame-by-frame pass starts at the new plan's first frame): the skin at
-            # rest posed by linear blend skinning, glue vertices on their links, at rest.
-            x = self.PosedSkin(q)
-            self.Reset(
-                CoupledState(
-                    np.asarray(q, float).copy(), np.zeros(self.model.nv), x, np.zeros_like(x)
-                )
-            )
+            # loop's next frame-by-frame pass starts at the new plan's first frame): the skin
+            # posed by linear blend skinning, glue vertices on their links, moving with its links
+            # at the skeleton's velocity v (at rest when v is None). Starting a moving skeleton
+            # in a resting skin made the glue stop the trot (0.45 m/s) in one frame: its first
+            # frame needed a motor 83 N·m beyond its limit.
+            v = np.zeros(self.model.nv) if v is None else np.asarray(v, float)
+            x, w = self.PosedSkin(q, v)
+            self.Reset(CoupledState(np.asarray(q, float).copy(), v.copy(), x, w))
             hit = self._states[self._Key(q)]
         return hit
 
-    def PosedSkin(self, q) -> np.ndarray:
+    def PosedSkin(self, q, v=None):
         """(3n,) skin positions at configuration q: the rest skin (standing at q_stand) moved
-        with its links by the skinning weights (section 5.4), glue vertices on their points."""
+        with its links by the skinning weights (section 5.4), glue vertices on their points.
+        With skeleton velocities v, also (3n,) their time derivative: each link's part moves
+        with the link, ẋ_l = v_B + ω_B × (x_l - p_B), glue vertices J_G v."""
         m, st = self.model, self.stepper
         plant, ctx = m.plant, m.context
         rest = self.initial.x.reshape(-1, 3) if hasattr(self, "initial") else None
@@ -445,6 +447,7 @@ class CoupledFrameDynamics:
         if rest is not None and self._Key(self.initial.q) == self._Key(self.q_stand):
             X0 = rest
         out = np.zeros_like(X0)
+        out_dot = np.zeros_like(X0)
         for col, link in enumerate(self.skin.skin_links):
             w = self.skin.weights[:, col]
             if not np.any(w > 0):
@@ -456,16 +459,25 @@ class CoupledFrameDynamics:
             X_now = plant.EvalBodyPoseInWorld(ctx, body)
             moved = (X_now.multiply(X_home.inverse().multiply(X0.T))).T
             out += w[:, None] * moved
+            if v is not None:
+                plant.SetVelocities(ctx, v)
+                V = plant.EvalBodySpatialVelocityInWorld(ctx, body)
+                r = moved - X_now.translation()
+                out_dot += w[:, None] * (V.translational() + np.cross(V.rotational(), r))
         x = out.ravel()
-        p_WG, _ = st.GluePoints(q)
+        p_WG, J_G = st.GluePoints(q)
         x[self.pinned] = p_WG.ravel()
-        return x
+        if v is None:
+            return x
+        x_dot = out_dot.ravel()
+        x_dot[self.pinned] = J_G @ v
+        return x, x_dot
 
     # ---- one frame ---------------------------------------------------------------------------
     def System(self, q: np.ndarray, v: np.ndarray) -> FrameSystem:
         """The uncondensed Eq. (2) of the frame starting at (q, v) (linearised at the predictor)."""
         m, st, h = self.model, self.stepper, self.dt
-        x, w = self.SkinState(q)
+        x, w = self.SkinState(q, v)
         y0 = x + h * w
         plant, ctx = m.plant, m.context
         plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
@@ -697,7 +709,7 @@ class CoupledFrameDynamics:
 
     def CoupledState(self, q, v) -> CoupledState:
         """The full coupled state (skeleton + skin) at (q, v) of this pass."""
-        x, w = self.SkinState(q)
+        x, w = self.SkinState(q, v)
         return CoupledState(
             np.asarray(q, float).copy(), np.asarray(v, float).copy(), x.copy(), w.copy()
         )

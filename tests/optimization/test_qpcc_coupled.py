@@ -384,3 +384,29 @@ def test_sole_patches_leave_out_excluded_vertices(beetle):
     # And the frame dynamics leave the glue vertices out of the patches.
     glue = dyn.stepper.glue.vertices
     assert not any(np.isin(idx, glue).any() for idx in dyn.patches.vertices)
+
+
+def test_a_new_pass_starts_the_skin_moving_with_its_links(beetle):
+    """A pass that starts at a moving skeleton state (the trot at 0.45 m/s) poses the skin
+    moving with its links: the skin's starting velocity is the time derivative of the linear
+    blend skinning, checked against central differences of the posed positions along q̇ = v
+    (the model's Euler coordinates), and the glue holds to first order (J_G v)."""
+    model, _, dyn = beetle
+    rng = np.random.default_rng(3)
+    q = model.q_home.copy()
+    q[3:6] += rng.normal(scale=0.1, size=3)
+    q[6:] += rng.normal(scale=0.1, size=model.nq - 6)
+    v = rng.normal(scale=0.5, size=model.nv)
+    v[0] = 0.45
+    x, w = dyn.PosedSkin(q, v)
+    eps = 1e-6
+    fd = (dyn.PosedSkin(q + eps * v) - dyn.PosedSkin(q - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(w, fd, atol=1e-6 * np.abs(fd).max())
+    assert np.abs(w).max() > 0.1
+    np.testing.assert_allclose(x, dyn.PosedSkin(q))
+    initial = dyn.initial.copy()
+    q_new = q + 0.01  # a configuration the object has not stepped to: a new pass
+    x0, w0 = dyn.SkinState(q_new, v)
+    np.testing.assert_allclose(w0, dyn.PosedSkin(q_new, v)[1])
+    np.testing.assert_allclose(dyn.CoupledState(q_new, v).w, w0)
+    dyn.Reset(initial)
