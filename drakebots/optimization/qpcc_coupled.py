@@ -426,9 +426,9 @@ class CoupledFrameDynamics:
             # A new pass from a configuration this object has not stepped to (the alternating
             # loop's next frame-by-frame pass starts at the new plan's first frame): the skin
             # posed by linear blend skinning, glue vertices on their links, moving with its links
-            # at the skeleton's velocity v (at rest when v is None). Starting a moving skeleton
-            # in a resting skin made the glue stop the trot (0.45 m/s) in one frame: its first
-            # frame needed a motor 83 N·m beyond its limit.
+            # at the skeleton's velocity v (at rest when v is None): a resting skin on a moving
+            # skeleton (the trot starts at 0.45 m/s) would be dragged along by the glue in the
+            # first frame.
             v = np.zeros(self.model.nv) if v is None else np.asarray(v, float)
             x, w = self.PosedSkin(q, v)
             self.Reset(CoupledState(np.asarray(q, float).copy(), v.copy(), x, w))
@@ -438,8 +438,8 @@ class CoupledFrameDynamics:
     def PosedSkin(self, q, v=None):
         """(3n,) skin positions at configuration q: the rest skin (standing at q_stand) moved
         with its links by the skinning weights (section 5.4), glue vertices on their points.
-        With skeleton velocities v, also (3n,) their time derivative: each link's part moves
-        with the link, ẋ_l = v_B + ω_B × (x_l - p_B), glue vertices J_G v."""
+        With skeleton velocities v, returns (x, ẋ), ẋ (3n,) the time derivative of the blend:
+        each link's part moves with the link, ẋ_l = v_B + ω_B × (x_l - p_B), glue vertices J_G v."""
         m, st = self.model, self.stepper
         plant, ctx = m.plant, m.context
         rest = self.initial.x.reshape(-1, 3) if hasattr(self, "initial") else None
