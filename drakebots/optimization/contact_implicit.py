@@ -316,6 +316,14 @@ def SolveContactImplicit(
         options.SetOption(sid, "acceptable_compl_inf_tol", 1e-3)
         options.SetOption(sid, "acceptable_obj_change_tol", 1e-4)
         options.SetOption(sid, "mu_strategy", "adaptive")
+        # IPOPT's linear solver in Drake's build is SPRAL, with Drake's own (unoptimised) dense
+        # kernels: on these KKT systems (a few dense ~40 x 180 blocks per knot) its time goes to
+        # dense supernodes, so amalgamate none of them (spral_nemin 1; default 32) and skip the
+        # matching-based scaling, which redoes a symbolic analysis per factorization. Measured
+        # on the 10 Hz gait, 30 iterations with identical iterates: factorization 10.4 -> 4.3 s
+        # at 21 knots, 15 iterations 24.3 -> 13.3 s CPU in all at 51 knots.
+        options.SetOption(sid, "spral_nemin", 1)
+        options.SetOption(sid, "spral_scaling", "none")
         options.SetOption(sid, "output_file", str(log_file))
         options.SetOption(sid, "print_level", 0)
         options.SetOption(sid, "file_print_level", 5)
