@@ -56,6 +56,9 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         "min_voltage_v": float(np.min(raw.u)) if raw.u.size else None,
     }
     figures["objective"] = Objective(problem, x)
+    modes = getattr(outcome, "modes", None)
+    if modes is not None:
+        figures["fixed_contact_modes"] = modes.Counts()
     first = getattr(outcome, "first_stage", None)
     if first is not None and first is not outcome:
         figures["first_stage_objective"] = Objective(problem, first.result.get_x_val())

@@ -32,6 +32,7 @@ from drakebots.optimization import contact_implicit_constraints as constraints
 from drakebots.optimization.contact_implicit import (
     CheckContactImplicitSolution,
     ContactGuessFromKnots,
+    IdentifyContactModes,
     MakeContactImplicitProblem,
     ReconstructTrajectory,
     ResampleKnots,
@@ -39,6 +40,7 @@ from drakebots.optimization.contact_implicit import (
     SolveContactImplicit,
     SolveProximalFeasibility,
     SolverConfig,
+    SolveWithFixedContactModes,
     SolveWithSlackHomotopy,
 )
 from drakebots.optimization.contact_implicit_constraints import BlockConstraintFunction
@@ -215,6 +217,62 @@ def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs(keep_
     assert [b.evaluator().get_description() for b in prog.GetAllCosts()] == costs_before
     np.testing.assert_array_equal(slack.evaluator().lower_bound(), bounds_before[0])
     np.testing.assert_array_equal(slack.evaluator().upper_bound(), bounds_before[1])
+
+
+def test_fixed_contact_modes_make_the_relaxed_answer_exactly_complementary():
+    """IdentifyContactModes + SolveWithFixedContactModes (the second stage of the HAMR solves):
+    from the sliding block's answer to the RELAXED problem (slack up to 1e-2), the modes read off
+    are the physical ones (on the ground throughout, sliding on one pyramid edge while it
+    moves, sticking at rest),
+    and the fixed-mode solve returns a point on every binding whose complementary products are
+    all zero, with the stop distance v0^2 / (2 mu g); the program's bounds are as before."""
+    mu = 0.5
+    dyn = PointMassDynamics(mu=mu)
+    v0, a = 500.0, mu * G
+    h, N = 0.004, 31
+    problem = MakeContactImplicitProblem(
+        dyn, num_knots=N, time_step=h, initial=("velocity", [v0, 0, 0]), slack_bounds=(0.0, 1.0)
+    )
+    constraints.AddFixedPositions(problem.prog, problem.vars, 0, [0, 0, 0])
+    AddComplementarityPenalty(problem.prog, problem.vars, weight=100.0)
+    guess_q = DrakeSimulationGuess(mu, [0, 0, 0], [v0, 0, 0], h * (N - 1), N)
+    guess = ContactGuessFromKnots(dyn, guess_q, h, contact_tolerance=0.05)
+    guess["q"] = guess_q
+    SetInitialGuess(problem, guess)
+    relaxed = SolveWithSlackHomotopy(problem, TIGHT, upper_bounds=(1e-2,))
+    x = relaxed.result.get_x_val()
+    relaxed_check = CheckContactImplicitSolution(problem, x)
+    assert relaxed_check.max_violation <= 1e-6
+    assert relaxed_check.max_complementarity_violation > 1e-8 * G  # the relaxation shows
+
+    modes = IdentifyContactModes(problem, x)
+    traj = ReconstructTrajectory(problem, x)
+    assert modes.touching.all()
+    moving = traj.qdot[:, 0] > 0.05 * v0  # interval k: from knot k to k+1
+    # Resting: this interval and the one before it without motion (in the interval where it
+    # stops, friction still acts).
+    still = np.abs(traj.qdot[:, 0]) <= 1e-3 * v0
+    resting = still & np.concatenate([[False], still[:-1]])
+    assert moving.sum() >= 10 and modes.sliding[moving].all()
+    assert resting.sum() >= 3 and not modes.sliding[resting].any()
+    # Sliding, only the edge against the motion may carry force (eta = d.v + psi > 0 on the
+    # other three); at rest v = psi = 0, so every eta is zero.
+    assert (modes.edge_free[moving].sum(axis=1) == 1).all()
+    assert modes.edge_free[resting].all()
+
+    prog = problem.prog
+    contact0 = problem.bindings["contact"][1].evaluator()
+    before = (contact0.upper_bound().copy(), len(prog.bounding_box_constraints()))
+    fixed = SolveWithFixedContactModes(problem, x, TIGHT, modes=modes, keep_costs=True)
+    y = fixed.result.get_x_val()
+    after = CheckContactImplicitSolution(problem, y, tolerance=1e-6)
+    assert fixed.success, fixed.status
+    assert after.max_violation <= 1e-6, after.MostViolated()
+    assert after.max_complementarity_violation <= 1e-9 * G, after.complementarity
+    polished = ReconstructTrajectory(problem, y)
+    assert polished.q[-1, 0] == pytest.approx(v0**2 / (2 * a), rel=0.02)
+    np.testing.assert_array_equal(contact0.upper_bound(), before[0])
+    assert len(prog.bounding_box_constraints()) == before[1]
 
 
 def DoublePendulumPlant():
