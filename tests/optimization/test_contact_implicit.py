@@ -219,17 +219,10 @@ def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs(keep_
     np.testing.assert_array_equal(slack.evaluator().upper_bound(), bounds_before[1])
 
 
-def test_fixed_contact_modes_make_the_relaxed_answer_exactly_complementary():
-    """IdentifyContactModes + SolveWithFixedContactModes (the second stage of the HAMR solves):
-    from the sliding block's answer to the RELAXED problem (slack up to 1e-2), the modes read off
-    are the physical ones (on the ground throughout, sliding on one pyramid edge while it
-    moves, sticking at rest),
-    and the fixed-mode solve returns a point on every binding whose complementary products are
-    all zero, with the stop distance v0^2 / (2 mu g); the program's bounds are as before."""
-    mu = 0.5
+def RelaxedSlidingBlock(mu=0.5, v0=500.0, h=0.004, N=31):
+    """The sliding block solved with its complementarity relaxed to a slack up to 1e-2 (what
+    the first stage of the HAMR solves hands on): (problem, x)."""
     dyn = PointMassDynamics(mu=mu)
-    v0, a = 500.0, mu * G
-    h, N = 0.004, 31
     problem = MakeContactImplicitProblem(
         dyn, num_knots=N, time_step=h, initial=("velocity", [v0, 0, 0]), slack_bounds=(0.0, 1.0)
     )
@@ -240,7 +233,19 @@ def test_fixed_contact_modes_make_the_relaxed_answer_exactly_complementary():
     guess["q"] = guess_q
     SetInitialGuess(problem, guess)
     relaxed = SolveWithSlackHomotopy(problem, TIGHT, upper_bounds=(1e-2,))
-    x = relaxed.result.get_x_val()
+    return problem, relaxed.result.get_x_val()
+
+
+def test_fixed_contact_modes_make_the_relaxed_answer_exactly_complementary():
+    """IdentifyContactModes + SolveWithFixedContactModes (the second stage of the HAMR solves):
+    from the sliding block's answer to the RELAXED problem (slack up to 1e-2), the modes read off
+    are the physical ones (on the ground throughout, sliding on one pyramid edge while it
+    moves, sticking at rest), and the fixed-mode solve returns a point on every binding whose
+    complementary products are all zero, with the stop distance v0^2 / (2 mu g); the program's
+    bounds are as before."""
+    mu, v0 = 0.5, 500.0
+    a = mu * G
+    problem, x = RelaxedSlidingBlock(mu, v0)
     relaxed_check = CheckContactImplicitSolution(problem, x)
     assert relaxed_check.max_violation <= 1e-6
     assert relaxed_check.max_complementarity_violation > 1e-8 * G  # the relaxation shows
@@ -273,6 +278,31 @@ def test_fixed_contact_modes_make_the_relaxed_answer_exactly_complementary():
     assert polished.q[-1, 0] == pytest.approx(v0**2 / (2 * a), rel=0.02)
     np.testing.assert_array_equal(contact0.upper_bound(), before[0])
     assert len(prog.bounding_box_constraints()) == before[1]
+
+
+def test_misread_contact_modes_fail_visibly_and_leave_the_program_as_it_was():
+    """Modes that contradict the physics (the block never touching the ground: every normal
+    force fixed at zero, so it must fall through phi >= 0) admit no feasible point: the solve
+    says so (no success, a violated binding), which is what sends SolveHamrProblem to its
+    fallback, and every bound of the program is restored afterwards."""
+    problem, x = RelaxedSlidingBlock()
+    modes = IdentifyContactModes(problem, x)
+    modes.touching[:] = False
+    prog = problem.prog
+    bounds_before = [
+        (b.evaluator().lower_bound().copy(), b.evaluator().upper_bound().copy())
+        for b in prog.GetAllConstraints()
+    ]
+    wrong = SolveWithFixedContactModes(problem, x, TIGHT, modes=modes, max_iterations=100)
+    check = CheckContactImplicitSolution(problem, wrong.result.get_x_val())
+    assert not (wrong.success and check.max_violation <= 1e-6), wrong.status
+    bounds_after = [
+        (b.evaluator().lower_bound(), b.evaluator().upper_bound()) for b in prog.GetAllConstraints()
+    ]
+    assert len(bounds_after) == len(bounds_before)
+    for (lb0, ub0), (lb1, ub1) in zip(bounds_before, bounds_after, strict=True):
+        np.testing.assert_array_equal(lb0, lb1)
+        np.testing.assert_array_equal(ub0, ub1)
 
 
 def DoublePendulumPlant():
