@@ -586,8 +586,15 @@ COMPLEMENTARITY_TARGET = 1e-4  # the true complementarity a plan must reach (N*m
 FEASIBILITY_TARGET = 1e-4  # the largest violation of any binding a plan may have
 
 
+SECOND_STAGES = ("proximal", "fixed-modes")
+
+
 def SolveHamrProblem(
-    problem: ContactImplicitProblem, config=None, *, first_stage_iterations: int | None = None
+    problem: ContactImplicitProblem,
+    config=None,
+    *,
+    first_stage_iterations: int | None = None,
+    second_stage: str = "proximal",
 ):
     """Solves a HAMR problem in two stages and returns the SolveOutcome of the last one, with
     the total time and iterations; `outcome.stages` lists (status, seconds) of each stage and
@@ -601,18 +608,19 @@ def SolveHamrProblem(
        gait: 300-600 iterations without meeting its tolerances), so a budget is the useful
        stopping rule.
     2. If the first stage's point is not feasible to FEASIBILITY_TARGET with a true
-       complementarity within COMPLEMENTARITY_TARGET: the contact modes are read off that point
-       (IdentifyContactModes: which member of each complementary pair is zero) and fixed, and
-       the nearest point that satisfies every constraint with them is solved for, the
-       program's costs kept beside the proximal term (SolveWithFixedContactModes). Every
-       product is then exactly zero, and the problem is an ordinary NLP rather than a
-       complementarity problem, which the quasi-Newton interior point solves in fewer
-       iterations (10 Hz cardstock, 21 knots: 106 against 199).
-    3. Only if that point fails the same check (modes misread): the nearest point with every
-       complementarity slack fixed at 1e-6 (SolveProximalFeasibility), the costs kept. Without
+       complementarity within COMPLEMENTARITY_TARGET, `second_stage` decides:
+       "proximal" (default): the nearest point with every complementarity slack fixed at 1e-6
+       (SolveProximalFeasibility), the program's costs kept beside the proximal term. Without
        the costs that repair is free to skid loaded feet (measured, 21 knots: the 2 Hz teflon
        gait's objective rose from 1.0e3 to 1.2e5 with 231 mm of loaded slide per stride; with
        them 309 and 0.8 mm).
+       "fixed-modes": the contact modes are read off that point (IdentifyContactModes) and
+       fixed, and the nearest point with them is solved for, costs kept
+       (SolveWithFixedContactModes): every product exactly zero and an ordinary NLP, faster
+       (10 Hz cardstock, 21 knots: 106 iterations, 53 s against 199, 86 s) but, with no
+       contact allowed to change mode, a plan that walks less at 2 Hz (cardstock 8.44 against
+       9.57 mm/cycle, sandpaper 7.72 against 9.39; teflon reached its 300-iteration cap);
+       if its answer fails the same check the proximal stage runs after it.
     """
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
@@ -636,6 +644,8 @@ def SolveHamrProblem(
         if outcome.iterations is not None and earlier.iterations is not None:
             outcome.iterations += earlier.iterations
 
+    if second_stage not in SECOND_STAGES:
+        raise ValueError(f"second_stage {second_stage!r}: one of {', '.join(SECOND_STAGES)}")
     config = config or SolverConfig()
     first_config = dataclasses.replace(config)
     if first_stage_iterations:
@@ -644,15 +654,16 @@ def SolveHamrProblem(
     first = outcome
     stages = [("paper problem: " + outcome.status, outcome.solve_time_s)]
     x = outcome.result.get_x_val()
-    if not Acceptable(outcome):
+    if not Acceptable(outcome) and second_stage == "fixed-modes":
         fixed = SolveWithFixedContactModes(problem, x, config, keep_costs=True)
         stages.append(("fixed contact modes: " + fixed.status, fixed.solve_time_s))
         Accumulate(fixed, first)
         outcome = fixed
-        if not Acceptable(fixed):
-            outcome = SolveProximalFeasibility(problem, x, config, keep_costs=True)
-            stages.append(("true complementarity: " + outcome.status, outcome.solve_time_s))
-            Accumulate(outcome, fixed)
+    if not Acceptable(outcome):
+        earlier = outcome
+        outcome = SolveProximalFeasibility(problem, x, config, keep_costs=True)
+        stages.append(("true complementarity: " + outcome.status, outcome.solve_time_s))
+        Accumulate(outcome, earlier)
     outcome.stages = stages
     outcome.first_stage = first
     return outcome
