@@ -126,7 +126,7 @@ def register(subparsers):
             help="how the relaxed answer is made exactly complementary: proximal (default; the "
             "nearest point with the slack at 1e-6) or fixed-modes (the contact modes read off "
             "and fixed: about 2x faster on the 10 Hz gait, but no contact may change mode and "
-            "the 2 Hz plans walk 10-18 %% less; README)",
+            "the 2 Hz plans walk 12-18 %% less; README)",
         )
         sub.add_argument(
             "--config",

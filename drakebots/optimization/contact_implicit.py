@@ -565,13 +565,12 @@ def FixedContactModes(problem: ContactImplicitProblem, modes: ContactModes):
         for k in range(vars.num_intervals):
             contact = by_name[f"contact[{k}]"].evaluator()
             upper = contact.upper_bound().copy()
-            saved.append((contact, upper.copy()))
+            saved.append((contact, contact.upper_bound().copy()))
             upper[:nc] = np.where(modes.touching[k], 0.0, upper[:nc])
             contact.UpdateUpperBound(upper)
             cone = by_name[f"friction_cone[{k}]"].evaluator()
-            upper = cone.upper_bound().copy()
-            saved.append((cone, upper.copy()))
-            cone.UpdateUpperBound(np.where(modes.sliding[k], 0.0, upper))
+            saved.append((cone, cone.upper_bound().copy()))
+            cone.UpdateUpperBound(np.where(modes.sliding[k], 0.0, cone.upper_bound()))
             zero.append(np.asarray(vars.gamma[k])[~modes.touching[k]])
             zero.append(np.asarray(vars.psi[k])[~modes.sliding[k]])
             edges = modes.edge_free[k]

@@ -118,9 +118,9 @@ def DrakeSimulationGuess(mu, q0, v0, duration, num_knots):
     return q
 
 
-def SolveSimulationProblem(dyn, q0, v0, h, num_knots):
-    """The transcription used as a simulator: no cost but the exact penalty, the relaxation
-    driven to 1e-6 in stages."""
+def SimulationProblem(dyn, q0, v0, h, num_knots):
+    """The transcription used as a simulator (no cost but the exact penalty), warm-started from
+    Drake's simulation."""
     problem = MakeContactImplicitProblem(
         dyn, num_knots=num_knots, time_step=h, initial=("velocity", v0), slack_bounds=(0.0, 1.0)
     )
@@ -130,6 +130,12 @@ def SolveSimulationProblem(dyn, q0, v0, h, num_knots):
     guess = ContactGuessFromKnots(dyn, guess_q, h, contact_tolerance=0.05)
     guess["q"] = guess_q
     SetInitialGuess(problem, guess)
+    return problem
+
+
+def SolveSimulationProblem(dyn, q0, v0, h, num_knots):
+    """SimulationProblem solved with the relaxation driven to 1e-6 in stages."""
+    problem = SimulationProblem(dyn, q0, v0, h, num_knots)
     outcome = SolveWithSlackHomotopy(problem, TIGHT, upper_bounds=HOMOTOPY)
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x, tolerance=1e-6)
@@ -222,16 +228,7 @@ def test_proximal_stage_restores_exact_complementarity_and_keeps_the_costs(keep_
 def RelaxedSlidingBlock(mu=0.5, v0=500.0, h=0.004, N=31):
     """The sliding block solved with its complementarity relaxed to a slack up to 1e-2 (what
     the first stage of the HAMR solves hands on): (problem, x)."""
-    dyn = PointMassDynamics(mu=mu)
-    problem = MakeContactImplicitProblem(
-        dyn, num_knots=N, time_step=h, initial=("velocity", [v0, 0, 0]), slack_bounds=(0.0, 1.0)
-    )
-    constraints.AddFixedPositions(problem.prog, problem.vars, 0, [0, 0, 0])
-    AddComplementarityPenalty(problem.prog, problem.vars, weight=100.0)
-    guess_q = DrakeSimulationGuess(mu, [0, 0, 0], [v0, 0, 0], h * (N - 1), N)
-    guess = ContactGuessFromKnots(dyn, guess_q, h, contact_tolerance=0.05)
-    guess["q"] = guess_q
-    SetInitialGuess(problem, guess)
+    problem = SimulationProblem(PointMassDynamics(mu=mu), [0, 0, 0], np.array([v0, 0, 0]), h, N)
     relaxed = SolveWithSlackHomotopy(problem, TIGHT, upper_bounds=(1e-2,))
     return problem, relaxed.result.get_x_val()
 
