@@ -106,6 +106,9 @@ class CoupledFrameConfig:
     # which then pulled with -100..-700 N alternating between the diagonals); per foot, 100 %,
     # foot forces 0-26 N.
     foot_friction: bool = False
+    # Quasi-static continuation steps from the standing skin to a pass's first pose, used when
+    # linear blend skinning inverts elements there (`CoupledFrameDynamics.SettledSkin`).
+    settle_steps: int = 4
 
 
 # ----------------------------------------------------------------------------------------------
@@ -172,7 +175,7 @@ def MakeSolePatches(
     for j in range(4):
         mine = outer[nearest == j]
         # Only vertices below the foot's link (the sole), not the leg's skin above it.
-        low = mine[X[mine, 2] < X[mine, 2].min() + band]
+        low = mine[X[mine, 2] < X[mine, 2].min() + band] if len(mine) else mine
         if len(low) < PATCHES_PER_FOOT:
             raise ValueError(
                 f"the skin's {model.legs[j]} sole has {len(low)} vertices within "
@@ -431,21 +434,23 @@ class CoupledFrameDynamics:
             # first frame.
             v = np.zeros(self.model.nv) if v is None else np.asarray(v, float)
             x, w = self.PosedSkin(q, v)
+            if self.stepper.fem.FirstInverted(x) is not None:
+                # Blend skinning folds the skin over itself at this pose (the trot's first pose,
+                # legs bent 10-23 degrees: 89 inverted elements on the monster's skin, infinite
+                # elastic energy): start from the skin's elastic equilibrium there instead.
+                x = self.SettledSkin(q)
             self.Reset(CoupledState(np.asarray(q, float).copy(), v.copy(), x, w))
             hit = self._states[self._Key(q)]
         return hit
 
-    def PosedSkin(self, q, v=None):
-        """(3n,) skin positions at configuration q: the rest skin (standing at q_stand) moved
-        with its links by the skinning weights (section 5.4), glue vertices on their points.
-        With skeleton velocities v, returns (x, ẋ), ẋ (3n,) the time derivative of the blend:
-        each link's part moves with the link, ẋ_l = v_B + ω_B × (x_l - p_B), glue vertices J_G v."""
-        m, st = self.model, self.stepper
+    def _Blend(self, x, q_from, q, v=None):
+        """Positions x (3n,) carried from configuration q_from to q by the skinning weights:
+        Σ_l w_l X_l(q) X_l(q_from)⁻¹ x (linear blend skinning of section 5.4 applied to x).
+        With skeleton velocities v also returns their time derivative, each link's part moving
+        with the link: ẋ_l = v_B + ω_B × (x_l - p_B)."""
+        m = self.model
         plant, ctx = m.plant, m.context
-        rest = self.initial.x.reshape(-1, 3) if hasattr(self, "initial") else None
-        X0 = st.fem.RestPositions().reshape(-1, 3) + [0.0, 0.0, self.lift]
-        if rest is not None and self._Key(self.initial.q) == self._Key(self.q_stand):
-            X0 = rest
+        X0 = np.asarray(x, float).reshape(-1, 3)
         out = np.zeros_like(X0)
         out_dot = np.zeros_like(X0)
         for col, link in enumerate(self.skin.skin_links):
@@ -453,25 +458,103 @@ class CoupledFrameDynamics:
             if not np.any(w > 0):
                 continue
             body = plant.GetBodyByName(link, m.instance)
-            plant.SetPositions(ctx, self.q_stand)
-            X_home = plant.EvalBodyPoseInWorld(ctx, body)
+            plant.SetPositions(ctx, q_from)
+            X_from = plant.EvalBodyPoseInWorld(ctx, body)
             plant.SetPositions(ctx, q)
             X_now = plant.EvalBodyPoseInWorld(ctx, body)
-            moved = (X_now.multiply(X_home.inverse().multiply(X0.T))).T
+            moved = (X_now.multiply(X_from.inverse().multiply(X0.T))).T
             out += w[:, None] * moved
             if v is not None:
                 plant.SetVelocities(ctx, v)
                 V = plant.EvalBodySpatialVelocityInWorld(ctx, body)
                 r = moved - X_now.translation()
                 out_dot += w[:, None] * (V.translational() + np.cross(V.rotational(), r))
-        x = out.ravel()
-        p_WG, J_G = st.GluePoints(q)
-        x[self.pinned] = p_WG.ravel()
+        return out.ravel() if v is None else (out.ravel(), out_dot.ravel())
+
+    def PosedSkin(self, q, v=None):
+        """(3n,) skin positions at configuration q: the rest skin (standing at q_stand) moved
+        with its links by the skinning weights (section 5.4), glue vertices on their points.
+        With skeleton velocities v, returns (x, ẋ), ẋ (3n,) the time derivative of the blend:
+        each link's part moves with the link, ẋ_l = v_B + ω_B × (x_l - p_B), glue vertices J_G v."""
+        X0 = self._StandingSkin()
+        p_WG, J_G = self.stepper.GluePoints(q)
         if v is None:
+            x = self._Blend(X0, self.q_stand, q)
+            x[self.pinned] = p_WG.ravel()
             return x
-        x_dot = out_dot.ravel()
+        x, x_dot = self._Blend(X0, self.q_stand, q, v)
+        x[self.pinned] = p_WG.ravel()
         x_dot[self.pinned] = J_G @ v
         return x, x_dot
+
+    def _StandingSkin(self) -> np.ndarray:
+        """(3n,) the skin at q_stand: the pass's initial skin when it started standing, else the
+        rest shape raised onto its soles."""
+        initial = getattr(self, "initial", None)
+        if initial is not None and self._Key(initial.q) == self._Key(self.q_stand):
+            return initial.x.copy()
+        x = self.stepper.fem.RestPositions()
+        x[2::3] += self.lift
+        return x
+
+    def SettledSkin(self, q, steps: int | None = None) -> np.ndarray:
+        """(3n,) the skin at elastic equilibrium with its glue vertices on their links at q.
+
+        A quasi-static continuation from the standing skin (zero elastic energy at q_stand):
+        the skeleton moves from q_stand to q in `steps` equal steps of its coordinates (a step
+        that fails is halved, up to 4 times); each step carries the skin along with its links
+        (the blend of `_Blend`, exact for a part that moves rigidly with one link), moves the
+        glue vertices onto their new points with the linear response of the current tangent
+        stiffness (Δu_f = -K_ff⁻¹ K_fg Δu_g), and then solves ∇E(x) = 0 on the free vertices by
+        Newton with a line search that rejects inverted elements (drakebots.fem.integrator.
+        BackwardEuler with a huge step and no gravity: the inertia term only regularises).
+        Gravity is left to the pass's dynamics, as for the standing start. Unlike linear blend
+        skinning (PosedSkin) the result has no inverted element; its geometry does not depend
+        on Young's modulus (which scales the energy, not the equilibrium).
+
+        Raises:
+            FrameDynamicsError: an element inverts even in the smallest step.
+        """
+        from drakebots.fem.integrator import BackwardEuler, NewtonFailure, NewtonOptions
+        from drakebots.fem.model import ElementInversion
+        from drakebots.fem.solvers import Factorize
+
+        st, fem = self.stepper, self.stepper.fem
+        steps = int(self.config.settle_steps if steps is None else steps)
+        if steps < 1:
+            raise ValueError(f"SettledSkin: steps must be >= 1 (got {steps})")
+        newton = BackwardEuler(
+            fem,
+            gravity=(0.0, 0.0, 0.0),
+            fixed_vertices=st.glue.vertices,
+            options=NewtonOptions(max_iterations=60, max_cuts=0),
+        )
+        h = 1e3  # s: M/h^2 is ~1e-6 of the stiffness
+        pinned, free = self.pinned, self.free
+
+        def Settle(x, q_from, q_to, depth):
+            guess = self._Blend(x, q_from, q_to)
+            p_WG, _ = st.GluePoints(q_to)
+            du_g = p_WG.ravel() - guess[pinned]
+            _, _, K = fem.EnergyGradientHessian(x, project=True)
+            K_f = K.tocsr()[free]
+            guess[pinned] += du_g
+            guess[free] -= Factorize(K_f[:, free]).solve(K_f[:, pinned] @ du_g)
+            try:  # (Newton starts from x with the glue moved if the predictor inverts)
+                return newton.Step(x, (guess - x) / h, h, targets=guess)[0]
+            except (ElementInversion, NewtonFailure) as e:
+                if depth >= 4:
+                    raise FrameDynamicsError(
+                        f"settling the skin into the pass's first pose: {e}"
+                    ) from e
+                q_mid = 0.5 * (q_from + q_to)
+                return Settle(Settle(x, q_from, q_mid, depth + 1), q_mid, q_to, depth + 1)
+
+        x, q_last = self._StandingSkin(), self.q_stand
+        for k in range(1, steps + 1):
+            q_k = self.q_stand + (k / steps) * (np.asarray(q, float) - self.q_stand)
+            x, q_last = Settle(x, q_last, q_k, 0), q_k
+        return x
 
     # ---- one frame ---------------------------------------------------------------------------
     def System(self, q: np.ndarray, v: np.ndarray) -> FrameSystem:

@@ -30,9 +30,19 @@ def _RoundBoxField(half, radius):
 
 
 def MakeFootPadSkin(
-    model, *, voxel: float = 0.006, youngs_modulus: float = 0.09e9, glue: int = 40
+    model,
+    *,
+    voxel: float = 0.006,
+    youngs_modulus: float = 0.09e9,
+    glue: int = 40,
+    bridge_ankles: bool = False,
 ) -> Skin:
-    """Four hollow foot pads glued to the feet of `model` (a SkeletonModel) at its home pose."""
+    """Four hollow foot pads glued to the feet of `model` (a SkeletonModel) at its home pose.
+
+    With `bridge_ankles`, each pad spans its ankle as a limb's skin spans a joint: the glue
+    vertices of its inner top face hold it to the lower leg (the ankle's parent link), those of
+    its inner bottom face to the foot, and the skinning weights blend the two links linearly in
+    height (sole: the foot, top: the lower leg). Bending an ankle then deforms the pad."""
     corners = model.sole_corners[0]
     half_sole = 0.5 * np.ptp(corners[:, :2], axis=0)
     margin = 0.006
@@ -75,14 +85,30 @@ def MakeFootPadSkin(
     V_all = np.concatenate(verts)
     mesh_all = TetMesh(V_all, np.concatenate(tets))
     n = len(V_all)
+    skin_links = [b.name() for b in model.foot_bodies]
+    weights = np.repeat(np.eye(4), len(V), axis=0)
+    glued_all, points_all = np.concatenate(glued), np.concatenate(points)
+    if bridge_ankles:
+        s = (V[:, 2] - V[:, 2].min()) / np.ptp(V[:, 2])  # 0 at the outer sole, 1 at the top
+        weights = np.hstack([weights * (1.0 - np.tile(s, 4))[:, None], np.zeros((n, 4))])
+        top = np.flatnonzero(V[glue_local, 2] > V[glue_local, 2].mean())
+        for j, leg_name in enumerate(model.legs):
+            leg = plant.GetJointByName(f"{leg_name}_ankle", model.instance).parent_body()
+            skin_links.append(leg.name())
+            weights[j * len(V) : (j + 1) * len(V), 4 + j] = s
+            rows = j * len(glue_local) + top
+            X_WL = plant.EvalBodyPoseInWorld(ctx, leg)
+            points_all[rows] = X_WL.inverse().multiply(V_all[glued_all[rows]].T).T
+            for i in rows:
+                links[i] = leg.name()
     return Skin(
         robot=model.robot,
         mesh=mesh_all,
-        glue_vertices=np.concatenate(glued),
+        glue_vertices=glued_all,
         glue_links=links,
-        glue_points=np.concatenate(points),
-        skin_links=[b.name() for b in model.foot_bodies],
-        weights=np.repeat(np.eye(4), len(V), axis=0),
+        glue_points=points_all,
+        skin_links=skin_links,
+        weights=weights,
         thickness=np.full(n, PAD_THICKNESS),
         outer=np.concatenate(outer),
         fold=np.zeros(len(mesh_all.tets), dtype=bool),

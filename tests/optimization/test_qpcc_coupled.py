@@ -410,3 +410,39 @@ def test_a_new_pass_starts_the_skin_moving_with_its_links(beetle):
     np.testing.assert_allclose(w0, dyn.PosedSkin(q_new, v)[1])
     np.testing.assert_allclose(dyn.CoupledState(q_new, v).w, w0)
     dyn.Reset(initial)
+
+
+def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equilibrium():
+    """Pads that span the ankles (top glued to the lower leg, sole to the foot): at 8 degrees
+    of ankle bend linear blend skinning inverts elements (infinite energy: the monster's trot
+    starts so). A new pass there starts from the skin's elastic equilibrium instead: no element
+    inverted, the glue vertices exactly on their links, no elastic force on a free vertex, a
+    local minimum of the energy (random free perturbations raise it, the second-order test),
+    the same equilibrium when reached in 3 continuation steps instead of 4, and the skin moving
+    with its links as before."""
+    model = SkeletonModel("beetle", skin_load=SkinLoad())
+    skin = MakeFootPadSkin(model, voxel=0.008, bridge_ankles=True)
+    dyn = CoupledFrameDynamics(model, skin, DT)
+    fem = dyn.stepper.fem
+    q = dyn.q_stand.copy()
+    for name in ("front_left_ankle", "rear_right_ankle"):
+        q[model.plant.GetJointByName(name, model.instance).position_start()] += np.radians(8)
+    assert fem.FirstInverted(dyn.PosedSkin(q)) is not None
+    v = np.zeros(model.nv)
+    v[0] = 0.2
+    x, w = dyn.SkinState(q, v)
+    assert np.linalg.det(fem.DeformationGradients(x)).min() > 0.3
+    p_WG, _ = dyn.stepper.GluePoints(q)
+    np.testing.assert_allclose(x[dyn.pinned], p_WG.ravel(), atol=1e-12)
+    # Equilibrium: the glue carries the skin's elastic forces, the free vertices none.
+    force = fem.Gradient(x)
+    assert np.abs(force[dyn.free]).max() <= 1e-5 * np.abs(force[dyn.pinned]).max()
+    energy = fem.Energy(x)
+    assert 0.0 < energy < np.inf
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        d = np.zeros_like(x)
+        d[dyn.free] = rng.normal(scale=2e-5, size=len(dyn.free))
+        assert fem.Energy(x + d) > energy and fem.Energy(x - d) > energy
+    np.testing.assert_allclose(dyn.SettledSkin(q, steps=3), x, atol=1e-7)
+    np.testing.assert_allclose(w, dyn.PosedSkin(q, v)[1])
