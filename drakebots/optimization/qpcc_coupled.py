@@ -502,10 +502,8 @@ class CoupledFrameDynamics:
 
         A quasi-static continuation from the standing skin (zero elastic energy at q_stand):
         the skeleton moves from q_stand to q in `steps` equal steps of its coordinates (a step
-        that fails is halved, up to 4 times); each step carries the skin along with its links
-        (the blend of `_Blend`, exact for a part that moves rigidly with one link), moves the
-        glue vertices onto their new points with the linear response of the current tangent
-        stiffness (Δu_f = -K_ff⁻¹ K_fg Δu_g), and then solves ∇E(x) = 0 on the free vertices by
+        that fails is halved, up to 4 times); each step predicts the skin (below), moves the
+        glue vertices onto their new points, and then solves ∇E(x) = 0 on the free vertices by
         Newton with a line search that rejects inverted elements (drakebots.fem.integrator.
         BackwardEuler with a huge step and no gravity: the inertia term only regularises).
         Gravity is left to the pass's dynamics, as for the standing start. Unlike linear blend
@@ -533,13 +531,22 @@ class CoupledFrameDynamics:
         pinned, free = self.pinned, self.free
 
         def Settle(x, q_from, q_to, depth):
-            guess = self._Blend(x, q_from, q_to)
+            # Two predictors, the first without an inverted element taken: the skin carried
+            # along by its links (`_Blend`: exact for a part that moves with one link, the
+            # test's pads) plus the linear response of the tangent stiffness to what is left
+            # of the glue's move (Δu_f = -K_ff⁻¹ K_fg Δu_g); or that linear response to the
+            # whole glue move (the monster's trot, where blending the bent skin folds it).
             p_WG, _ = st.GluePoints(q_to)
-            du_g = p_WG.ravel() - guess[pinned]
+            carried = self._Blend(x, q_from, q_to)
             _, _, K = fem.EnergyGradientHessian(x, project=True)
             K_f = K.tocsr()[free]
-            guess[pinned] += du_g
-            guess[free] -= Factorize(K_f[:, free]).solve(K_f[:, pinned] @ du_g)
+            guesses = [carried, x.copy()]
+            du_g = np.column_stack([p_WG.ravel() - g[pinned] for g in guesses])
+            du_f = -Factorize(K_f[:, free]).solve(K_f[:, pinned] @ du_g)
+            for i, g in enumerate(guesses):
+                g[pinned] += du_g[:, i]
+                g[free] += du_f[:, i]
+            guess = next((g for g in guesses if fem.FirstInverted(g) is None), guesses[-1])
             try:  # (Newton starts from x with the glue moved if the predictor inverts)
                 return newton.Step(x, (guess - x) / h, h, targets=guess)[0]
             except (ElementInversion, NewtonFailure) as e:
