@@ -133,12 +133,27 @@ def _Factory(skin):
 
     fem_skin, bare = skin
     config = CoupledFrameConfig(foot_friction=True)
+
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
-    # kinematics come from the space-time model, the same skeleton.
-    return (
-        lambda model, dt: CoupledFrameDynamics(bare, fem_skin, dt, config),
-        "coupled skin-skeleton (Eq. 10 condensation)",
-    )
+    # kinematics come from the space-time model, the same skeleton. The factory remembers what
+    # it made, so the summary can say how the last pass started its skin.
+    def make(model, dt):
+        make.made = CoupledFrameDynamics(bare, fem_skin, dt, config)
+        return make.made
+
+    make.made = None
+    return make, "coupled skin-skeleton (Eq. 10 condensation)"
+
+
+def _SkinStart(make_dynamics, limits) -> dict | None:
+    """How the last coupled pass started its skin (CoupledFrameDynamics.start_report), with
+    the holding torques against the motor limits; None without a FEM skin."""
+    dyn = getattr(make_dynamics, "made", None)
+    report = getattr(dyn, "start_report", None)
+    if report is None:
+        return None
+    tau = np.abs(np.asarray(report["holding_torque_nm"]))
+    return dict(report, holding_torque_max_ratio=float(np.max(tau / np.asarray(limits))))
 
 
 def RunDesign(args) -> int:
@@ -207,6 +222,14 @@ def RunDesign(args) -> int:
                 log=log,
             )
         figures = DesignFigures(model, motion, outcome, limits)
+        skin_start = _SkinStart(make_dynamics, limits)
+        if skin_start is not None:
+            figures["skin_at_first_frame"] = skin_start
+            log(
+                f"  the last pass started its skin by {skin_start['skin']}: elastic energy "
+                f"{skin_start['elastic_energy_j']:.3g} J, holding it takes up to "
+                f"{skin_start['holding_torque_max_ratio']:.2f} U_m"
+            )
         if baseline is not None:
             figures["kinematic_only"] = DesignFigures(model, motion, baseline, limits)
             figures["root_roll_variation_ratio_kinematic_over_ours"] = _Ratio(

@@ -406,6 +406,8 @@ class CoupledFrameDynamics:
         self._project = False
         self._states = {}
         self.records = {}
+        # How the last new pass started its skin (SkinState): dict or None.
+        self.start_report = None
         self.Reset(
             CoupledState(self.q_stand.copy(), np.zeros(model.nv), x_home, np.zeros(3 * self.n))
         )
@@ -434,12 +436,18 @@ class CoupledFrameDynamics:
             # first frame.
             v = np.zeros(self.model.nv) if v is None else np.asarray(v, float)
             x, w = self.PosedSkin(q, v)
-            if self.stepper.fem.FirstInverted(x) is not None:
+            settled = self.stepper.fem.FirstInverted(x) is not None
+            if settled:
                 # Blend skinning folds the skin over itself at this pose (the trot's first pose,
                 # legs bent 10-23 degrees: 89 inverted elements on the monster's skin, infinite
                 # elastic energy): start from the skin's elastic equilibrium there instead.
                 x = self.SettledSkin(q)
             self.Reset(CoupledState(np.asarray(q, float).copy(), v.copy(), x, w))
+            self.start_report = {
+                "skin": "elastic equilibrium (settled)" if settled else "blend skinning",
+                "elastic_energy_j": float(self.stepper.fem.Energy(x)),
+                "holding_torque_nm": self.SkinHoldingTorques(q, x).tolist(),
+            }
             hit = self._states[self._Key(q)]
         return hit
 
@@ -496,6 +504,16 @@ class CoupledFrameDynamics:
         x = self.stepper.fem.RestPositions()
         x[2::3] += self.lift
         return x
+
+    def SkinHoldingTorques(self, q, x) -> np.ndarray:
+        """(nu,) motor torques that hold the skin's elastic forces at skeleton configuration q
+        and skin positions x: τ = Bᵀ J_Gᵀ ∇E(x)_G, the glue vertices' share of the elastic
+        forces carried into the joints (gravity and contact left out). At the skin's
+        equilibrium (SettledSkin) the free vertices carry none, and τ is the gradient of the
+        settled elastic energy in the joint angles (the envelope theorem; q̇ = v here)."""
+        _, J = self.stepper.GluePoints(q)
+        grad = self.stepper.fem.Gradient(np.asarray(x, float))
+        return self.model.B.T @ (J.T @ grad[self.pinned])
 
     def SettledSkin(self, q, steps: int | None = None) -> np.ndarray:
         """(3n,) the skin at elastic equilibrium with its glue vertices on their links at q.

@@ -412,25 +412,38 @@ def test_a_new_pass_starts_the_skin_moving_with_its_links(beetle):
     dyn.Reset(initial)
 
 
-def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equilibrium():
-    """Pads that span the ankles (top glued to the lower leg, sole to the foot): at 8 degrees
-    of ankle bend linear blend skinning inverts elements (infinite energy: the monster's trot
-    starts so). A new pass there starts from the skin's elastic equilibrium instead: no element
-    inverted, the glue vertices exactly on their links, no elastic force on a free vertex, a
-    local minimum of the energy (random free perturbations raise it, the second-order test),
-    the same equilibrium when reached in 3 continuation steps instead of 4, and the skin moving
-    with its links as before."""
+@pytest.fixture(scope="module")
+def bent_pads():
+    """Pads that span the ankles (top glued to the lower leg, sole to the foot), both diagonal
+    ankles bent 8 degrees, and a new pass started there."""
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     skin = MakeFootPadSkin(model, voxel=0.008, bridge_ankles=True)
     dyn = CoupledFrameDynamics(model, skin, DT)
-    fem = dyn.stepper.fem
     q = dyn.q_stand.copy()
-    for name in ("front_left_ankle", "rear_right_ankle"):
-        q[model.plant.GetJointByName(name, model.instance).position_start()] += np.radians(8)
-    assert fem.FirstInverted(dyn.PosedSkin(q)) is not None
+    ankles = [
+        model.plant.GetJointByName(name, model.instance).position_start()
+        for name in ("front_left_ankle", "rear_right_ankle")
+    ]
+    q[ankles] += np.radians(8)
     v = np.zeros(model.nv)
     v[0] = 0.2
+    posed = dyn.PosedSkin(q)
     x, w = dyn.SkinState(q, v)
+    return model, dyn, q, v, ankles, posed, x, w
+
+
+def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equilibrium(
+    bent_pads,
+):
+    """At 8 degrees of ankle bend linear blend skinning inverts elements of the ankle-spanning
+    pads (infinite energy: the monster's trot starts so). A new pass there starts from the
+    skin's elastic equilibrium instead: no element inverted, the glue vertices exactly on their
+    links, no elastic force on a free vertex, a local minimum of the energy (random free
+    perturbations raise it, the second-order test), the same equilibrium when reached in 3
+    continuation steps instead of 4, and the skin moving with its links as before."""
+    model, dyn, q, v, _, posed, x, w = bent_pads
+    fem = dyn.stepper.fem
+    assert fem.FirstInverted(posed) is not None
     assert np.linalg.det(fem.DeformationGradients(x)).min() > 0.3
     p_WG, _ = dyn.stepper.GluePoints(q)
     np.testing.assert_allclose(x[dyn.pinned], p_WG.ravel(), atol=1e-12)
@@ -439,6 +452,8 @@ def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equ
     assert np.abs(force[dyn.free]).max() <= 1e-5 * np.abs(force[dyn.pinned]).max()
     energy = fem.Energy(x)
     assert 0.0 < energy < np.inf
+    assert dyn.start_report["skin"].startswith("elastic equilibrium")
+    assert dyn.start_report["elastic_energy_j"] == pytest.approx(energy)
     rng = np.random.default_rng(5)
     for _ in range(3):
         d = np.zeros_like(x)
@@ -446,3 +461,23 @@ def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equ
         assert fem.Energy(x + d) > energy and fem.Energy(x - d) > energy
     np.testing.assert_allclose(dyn.SettledSkin(q, steps=3), x, atol=1e-7)
     np.testing.assert_allclose(w, dyn.PosedSkin(q, v)[1])
+
+
+def test_skin_holding_torques_are_the_gradient_of_the_settled_energy(bent_pads):
+    """The torque that holds the settled skin at the front-left ankle (the glue reactions
+    carried into the joint) against central differences of the settled skin's elastic energy
+    in that ankle's angle (the envelope theorem: the free vertices are at equilibrium).
+    Measured: 1767.7 against 1768.0 N·m (the paper's 90 MPa pads sheared across the ankle)."""
+    model, dyn, q, _, ankles, _, x, _ = bent_pads
+    fem = dyn.stepper.fem
+    tau = dyn.SkinHoldingTorques(q, x)
+    np.testing.assert_allclose(dyn.start_report["holding_torque_nm"], tau)
+    motor_of = {int(i): k for k, i in enumerate(model.actuated_indices)}
+    eps = 2e-3
+    i = ankles[0]
+    dq = np.zeros_like(q)
+    dq[i] = eps
+    E_plus, E_minus = (fem.Energy(dyn.SettledSkin(q + s * dq, steps=2)) for s in (1, -1))
+    fd = (E_plus - E_minus) / (2 * eps)
+    assert tau[motor_of[i]] == pytest.approx(fd, rel=2e-3)
+    assert abs(fd) > 0.1  # N·m: a real load, not a zero against a zero
