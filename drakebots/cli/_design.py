@@ -210,6 +210,7 @@ def RunDesign(args) -> int:
         )
         if bar is not None:
             bar.close()
+        skin_start = _SkinStart(make_dynamics, limits)  # (before the baseline makes its own)
         baseline = None
         if args.compare_kinematic_only and not args.kinematic_only:
             log("kinematic-only baseline (section 7)")
@@ -222,7 +223,6 @@ def RunDesign(args) -> int:
                 log=log,
             )
         figures = DesignFigures(model, motion, outcome, limits)
-        skin_start = _SkinStart(make_dynamics, limits)
         if skin_start is not None:
             figures["skin_at_first_frame"] = skin_start
             log(
