@@ -388,6 +388,7 @@ class CoupledFrameDynamics:
         self.lift = max(0.0, -float(skin.mesh.vertices[:, 2].min()))
         x_home = st.fem.RestPositions()
         x_home[2::3] += self.lift
+        self._x_home = x_home.copy()
         self.q_stand = model.q_home.copy()
         self.q_stand[2] += self.lift
         self.patches = MakeSolePatches(model, skin, x_home, cfg.sole_band, exclude=st.glue.vertices)
@@ -498,12 +499,9 @@ class CoupledFrameDynamics:
     def _StandingSkin(self) -> np.ndarray:
         """(3n,) the skin at q_stand: the pass's initial skin when it started standing, else the
         rest shape raised onto its soles."""
-        initial = getattr(self, "initial", None)
-        if initial is not None and self._Key(initial.q) == self._Key(self.q_stand):
-            return initial.x.copy()
-        x = self.stepper.fem.RestPositions()
-        x[2::3] += self.lift
-        return x
+        if self._Key(self.initial.q) == self._Key(self.q_stand):
+            return self.initial.x.copy()
+        return self._x_home.copy()
 
     def SkinHoldingTorques(self, q, x) -> np.ndarray:
         """(nu,) motor torques that hold the skin's elastic forces at skeleton configuration q
