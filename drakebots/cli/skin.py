@@ -19,6 +19,30 @@ from drakebots.cli import AddOutputArguments, AddVerb
 from drakebots.errors import InputError
 
 
+def AddFoldArguments(parser):
+    """The folding region's shape (Fig. 8): tooth depth, count and pitch."""
+    parser.add_argument(
+        "--fold-depth",
+        type=float,
+        default=0.008,
+        help="depth of the folding teeth, m (paper: 8 mm)",
+    )
+    parser.add_argument(
+        "--fold-teeth", type=int, default=3, help="number of teeth of a folding region"
+    )
+    parser.add_argument(
+        "--fold-pitch", type=float, default=0.014, help="tooth pitch along the limb, m"
+    )
+
+
+def ValidateFold(args):
+    for name in ("fold_depth", "fold_pitch"):
+        if not getattr(args, name) > 0.0:
+            raise InputError(f"--{name.replace('_', '-')} must be > 0 m, got {getattr(args, name)}")
+    if not args.fold_teeth >= 1:
+        raise InputError(f"--fold-teeth must be >= 1, got {args.fold_teeth}")
+
+
 def register(subparsers):
     parser = AddVerb(subparsers, "skin", __doc__)
     parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
@@ -32,9 +56,7 @@ def register(subparsers):
     parser.add_argument(
         "--foot-thickness", type=float, default=0.008, help="skin thickness at the feet, m"
     )
-    parser.add_argument(
-        "--fold-depth", type=float, default=0.008, help="depth of the folding teeth, m"
-    )
+    AddFoldArguments(parser)
     parser.add_argument(
         "--voxel",
         type=float,
@@ -78,8 +100,7 @@ def MakeOptions(args):
         raise InputError(f"--thickness must be > 0 m, got {args.thickness}")
     if not args.foot_thickness > 0.0:
         raise InputError(f"--foot-thickness must be > 0 m, got {args.foot_thickness}")
-    if not args.fold_depth > 0.0:
-        raise InputError(f"--fold-depth must be > 0 m, got {args.fold_depth}")
+    ValidateFold(args)
     if not -1.0 < args.poissons_ratio < 0.5:
         raise InputError(
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
@@ -107,6 +128,8 @@ def MakeOptions(args):
         foot_thickness=args.foot_thickness,
         folding_regions=folding,
         fold_depth=args.fold_depth,
+        fold_teeth=args.fold_teeth,
+        fold_pitch=args.fold_pitch,
         poissons_ratio=args.poissons_ratio,
         youngs_modulus=args.youngs_modulus,
         soft_regions=soft_regions,

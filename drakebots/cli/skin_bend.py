@@ -7,13 +7,20 @@ to --torque-limit, towards --target-deg within --time seconds with skeleton and 
 time (angle_torque.png), the bent skins (bent.png, ParaView .vtu) and a replay per skin. The goal
 is the paper's: the folded skin reaches the target (exit 1 if it does not).
 
+Each skin's small-strain prediction comes first, in seconds: the static condensation of its rest
+stiffness onto the joint (k, N*m/rad; the angle tau/k) and the fold's relief k_smooth/k_folded.
+--linear-only stops there (a quick way to compare folding-region shapes); the coupled runs at
+large angles can take many minutes on a soft skin.
+
 Examples:
   drakebots skin-bend beetle --joint front_left_ankle --target-deg 70 --time 2 \\
       --torque-limit 1.96 --out runs/bend
   drakebots skin-bend beetle --youngs-modulus 1e6 --out runs/bend_soft   # a softer silicone
+  drakebots skin-bend beetle --linear-only --fold-teeth 7 --out runs/bend_7teeth
 """
 
 from drakebots.cli import AddOutputArguments, AddVerb
+from drakebots.cli.skin import AddFoldArguments, ValidateFold
 from drakebots.errors import InputError
 
 
@@ -34,6 +41,12 @@ def register(subparsers):
     )
     parser.add_argument("--poissons-ratio", type=float, default=0.46, help="(paper: 0.46)")
     parser.add_argument("--time-step", type=float, default=0.02, help="coupled time step, s")
+    AddFoldArguments(parser)
+    parser.add_argument(
+        "--linear-only",
+        action="store_true",
+        help="only the small-strain predictions (static condensation, seconds); no coupled runs",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
@@ -50,6 +63,7 @@ def _Validate(args, robot):
         )
     if not 0.0 < abs(args.target_deg) <= 120.0:
         raise InputError(f"--target-deg must be in (0, 120] in magnitude, got {args.target_deg}")
+    ValidateFold(args)
     for name in ("time", "torque_limit", "youngs_modulus", "time_step"):
         if not getattr(args, name) > 0.0:
             raise InputError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
@@ -73,7 +87,7 @@ def Run(args) -> int:
     from drakebots.fem.skin import MakeSkin, SkinOptions, WriteSkin
     from drakebots.robots import GetRobot
     from drakebots.robots.skeleton import _Build
-    from drakebots.systems.skin_bend import CLEARANCE, BendConfig, RunBend
+    from drakebots.systems.skin_bend import CLEARANCE, BendConfig, LinearBendStiffness, RunBend
 
     robot = GetRobot(args.robot)
     if robot.family != "skinned_quadruped":
@@ -90,7 +104,7 @@ def Run(args) -> int:
     )
     show = not args.no_progress and sys.stderr.isatty()
     out = args.out or DefaultOutput("skin-bend", robot.name)
-    results_by_skin, skins = {}, {}
+    results_by_skin, skins, stiffness = {}, {}, {}
     with ResultsFolder(out, force=args.force) as results:
         for label, folds, voxel in (("smooth", (), 0.006), ("folded", (args.joint,), 0.004)):
             print(f"[{label}] skin piece of {joint.parent} + {joint.child}", flush=True)
@@ -98,6 +112,9 @@ def Run(args) -> int:
                 links=(joint.parent, joint.child),
                 folding_regions=folds,
                 voxel=voxel,
+                fold_depth=args.fold_depth,
+                fold_pitch=args.fold_pitch,
+                fold_teeth=args.fold_teeth,
                 glue_per_link=20,
                 mass_density=1100.0,  # silicone rubber; a piece is not the paper's whole skin
                 youngs_modulus=args.youngs_modulus,
@@ -107,10 +124,16 @@ def Run(args) -> int:
             skins[label] = skin
             results.File(f"{label}/skin.vtk")
             WriteSkin(results.directory / label, skin)
+            stiffness[label], _ = LinearBendStiffness(params, skin, args.joint)
             print(
-                f"    {skin.mesh.num_vertices} vertices, {skin.mesh.num_tets} tets; bending...",
+                f"    {skin.mesh.num_vertices} vertices, {skin.mesh.num_tets} tets; small strain: "
+                f"k = {stiffness[label]:.4g} N*m/rad, {args.torque_limit:g} N*m turns it "
+                f"{np.rad2deg(args.torque_limit / stiffness[label]):.3g} deg",
                 flush=True,
             )
+            if args.linear_only:
+                continue
+            print("    bending...", flush=True)
             start = time.perf_counter()
             bar = None
             if show:
@@ -140,32 +163,60 @@ def Run(args) -> int:
                 f"{result.wall:.0f} s" + (f"; {result.failure}" if result.failure else ""),
                 flush=True,
             )
-        results.SaveFigure("angle_torque.png", _PlotBend(results_by_skin, config, args))
-        results.SaveFigure("bent.png", _PlotBent(skins, results_by_skin))
-        for label in results_by_skin:
-            results.WriteText(
-                f"replay_{label}.html",
-                _Replay(robot, skins[label], results_by_skin[label], args.joint),
+        linear = {label: args.torque_limit / k for label, k in stiffness.items()}
+        figures = {
+            f"{label}_{key}": value
+            for label, k in stiffness.items()
+            for key, value in (
+                ("stiffness_nm_per_rad", k),
+                ("linear_deg", float(np.rad2deg(linear[label]))),
+                ("skin_vertices", int(skins[label].mesh.num_vertices)),
             )
-        results.SaveNpz(
-            "bend.npz",
-            {
-                f"{label}_{key}": getattr(r, key)
-                for label, r in results_by_skin.items()
-                for key in ("times", "angle", "target", "torque", "glue_residual")
-            },
-        )
-        folded = results_by_skin["folded"]
+        }
+        figures["fold_relief"] = stiffness["smooth"] / stiffness["folded"]
         tolerance = np.deg2rad(2.0)
-        reached = abs(folded.reached - config.target) <= tolerance
         reason = None
-        if not reached:
-            reason = (
-                f"the folded skin stopped the motor at {np.rad2deg(folded.reached):.2f} deg, "
-                f"short of {args.target_deg:g} deg"
+        if args.linear_only:
+            if linear["folded"] < abs(config.target) - tolerance:
+                reason = (
+                    f"at small strain the folded skin stops the motor at "
+                    f"{np.rad2deg(linear['folded']):.3g} deg, short of {args.target_deg:g} deg"
+                )
+        else:
+            results.SaveFigure("angle_torque.png", _PlotBend(results_by_skin, config, args))
+            results.SaveFigure("bent.png", _PlotBent(skins, results_by_skin))
+            for label in results_by_skin:
+                results.WriteText(
+                    f"replay_{label}.html",
+                    _Replay(robot, skins[label], results_by_skin[label], args.joint),
+                )
+            results.SaveNpz(
+                "bend.npz",
+                {
+                    f"{label}_{key}": getattr(r, key)
+                    for label, r in results_by_skin.items()
+                    for key in ("times", "angle", "target", "torque", "glue_residual")
+                },
             )
-        if any(r.failure for r in results_by_skin.values()):
-            reason = "; ".join(f"{k}: {r.failure}" for k, r in results_by_skin.items() if r.failure)
+            folded = results_by_skin["folded"]
+            if not abs(folded.reached - config.target) <= tolerance:
+                reason = (
+                    f"the folded skin stopped the motor at {np.rad2deg(folded.reached):.2f} deg, "
+                    f"short of {args.target_deg:g} deg"
+                )
+            if any(r.failure for r in results_by_skin.values()):
+                reason = "; ".join(
+                    f"{k}: {r.failure}" for k, r in results_by_skin.items() if r.failure
+                )
+            for label, r in results_by_skin.items():
+                figures.update(
+                    {
+                        f"{label}_reached_deg": float(np.rad2deg(r.reached)),
+                        f"{label}_max_torque": float(np.abs(r.torque).max()),
+                        f"{label}_glue_residual_max": float(np.nanmax(r.glue_residual)),
+                        f"{label}_wall_time_s": r.wall,
+                    }
+                )
         summary = MakeSummary(
             "skin-bend",
             {
@@ -179,32 +230,29 @@ def Run(args) -> int:
                     "youngs_modulus",
                     "poissons_ratio",
                     "time_step",
+                    "fold_depth",
+                    "fold_teeth",
+                    "fold_pitch",
+                    "linear_only",
                 )
             },
             robot=robot.name,
             success=reason is None,
             reason=reason,
-            figures={
-                f"{label}_{key}": value
-                for label, r in results_by_skin.items()
-                for key, value in (
-                    ("reached_deg", float(np.rad2deg(r.reached))),
-                    ("max_torque", float(np.abs(r.torque).max())),
-                    ("glue_residual_max", float(np.nanmax(r.glue_residual))),
-                    ("skin_vertices", int(skins[label].mesh.num_vertices)),
-                    ("wall_time_s", r.wall),
-                )
-            },
+            figures=figures,
             paper={"smooth_reached_deg": 20.0, "folded_reached_deg": 70.0},
         )
         results.WriteJson("summary.json", summary)
         results.Commit()
     print(f"results: {results.final}")
-    for label, r in results_by_skin.items():
+    for label in stiffness:
+        reached = results_by_skin[label].reached if label in results_by_skin else None
         print(
-            f"  {label:<7} reached {np.rad2deg(r.reached):6.2f} deg (paper: "
-            f"{'~20' if label == 'smooth' else '70'} deg)"
+            f"  {label:<7} small strain {np.rad2deg(linear[label]):6.3g} deg"
+            + (f", reached {np.rad2deg(reached):6.2f} deg" if reached is not None else "")
+            + f" (paper: {'~20' if label == 'smooth' else '70'} deg)"
         )
+    print(f"  fold relief k_smooth / k_folded = {figures['fold_relief']:.3g}")
     if reason:
         print(f"  did not reach the goal: {reason}")
     return 0 if reason is None else 1

@@ -35,6 +35,8 @@ def drakebots(capsys):
         (["--folding-regions", "elbows"], "elbows"),
         (["--soft-regions", "wings"], "--soft-regions: unknown region 'wings'"),
         (["--soft-scale", "0"], "--soft-scale must be in (0, 1]"),
+        (["--fold-teeth", "0"], "--fold-teeth must be >= 1"),
+        (["--fold-pitch", "-0.01"], "--fold-pitch must be > 0"),
     ],
 )
 def test_skin_bad_input(drakebots, tmp_path, args, message):
@@ -102,6 +104,43 @@ def test_skin_bend_unknown_joint(drakebots, tmp_path):
     result = drakebots("skin-bend", "beetle", "--joint", "front_left_wrist", "--out", str(out))
     assert result.returncode == 2 and "front_left_wrist" in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--fold-depth", "0"], "--fold-depth must be > 0"),
+        (["--fold-teeth", "0"], "--fold-teeth must be >= 1"),
+        (["--torque-limit", "0"], "--torque-limit must be > 0"),
+    ],
+)
+def test_skin_bend_bad_input(drakebots, tmp_path, args, message):
+    out = tmp_path / "bend"
+    result = drakebots("skin-bend", "beetle", *args, "--linear-only", "--out", str(out))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_skin_bend_linear_only_compares_the_skins_in_seconds(drakebots, tmp_path):
+    """--linear-only: both skin pieces, their small-strain stiffness and the fold's relief, no
+    coupled run; exit 1 since no skin of ours lets 1.96 N*m reach 70 deg at 0.09 GPa."""
+    import json
+
+    out = tmp_path / "bend"
+    result = drakebots("skin-bend", "beetle", "--linear-only", "--out", str(out))
+    assert result.returncode == 1, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    figures = summary["figures"]
+    assert not summary["success"] and "short of 70 deg" in summary["reason"]
+    for label in ("smooth", "folded"):
+        k = figures[f"{label}_stiffness_nm_per_rad"]
+        assert figures[f"{label}_linear_deg"] == pytest.approx(np.rad2deg(1.96 / k), rel=1e-12)
+        assert (out / label / "skin.vtk").exists()
+    # Cutting grooves into the tube makes it easier to bend (measured: 1.84 at the 4 mm voxel).
+    assert figures["fold_relief"] > 1.5
+    assert not (out / "angle_torque.png").exists()
 
 
 def test_simulate_with_a_skin_writes_every_file(drakebots, tmp_path):

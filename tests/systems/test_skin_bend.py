@@ -15,7 +15,7 @@ import pytest
 from drakebots.fem.skin import MakeSkin, SkinOptions
 from drakebots.robots import GetRobot
 from drakebots.robots.skeleton import _Build
-from drakebots.systems.skin_bend import BendConfig, RunBend
+from drakebots.systems.skin_bend import BendConfig, LinearBendStiffness, RunBend
 
 JOINT = "front_left_ankle"
 YOUNGS = 9e7  # Pa, the paper's skin
@@ -99,3 +99,40 @@ def test_smooth_skin_bend_matches_a_timoshenko_tube(smooth_bend):
     # sections; 25 % covers that, and a wrong modulus, mass matrix or coupling would not pass.
     assert abs(result.reached) == pytest.approx(expected, rel=0.25)
     assert np.max(result.glue_residual[:-1]) <= 1e-8
+
+
+def test_linear_bend_stiffness_predicts_the_coupled_bend_at_small_strain(smooth_bend):
+    """The static condensation of the rest stiffness (no dynamics, no Drake plant, no Newton)
+    against the coupled simulation's steady state: at 0.15 deg the strains are ~1e-3, where the
+    neo-Hookean skin is linear, so tau / k must give the angle the servo stops at (gravity on the
+    skin and the foot, in the simulation only, is what the 1 % leaves room for)."""
+    built, joint, skin, result = smooth_bend
+    params = GetRobot("beetle").params
+    k, mode = LinearBendStiffness(params, skin, JOINT)
+    # Measured: tau / k = 0.14891 deg against the simulation's 0.14856 deg.
+    assert abs(result.reached) == pytest.approx(TORQUE / k, rel=0.01)
+    # The mode turns the foot's glue rigidly by one radian and leaves the lower leg's in place.
+    links = np.asarray(skin.glue_links)
+    parent = skin.glue_vertices[links == joint.parent]
+    child = skin.glue_vertices[links == joint.child]
+    assert np.all(mode[parent] == 0.0)
+    arm = skin.mesh.vertices[child] - built.links[joint.child].origin
+    assert np.allclose(mode[child], np.cross(joint.axis / np.linalg.norm(joint.axis), arm))
+    # The free vertices are at their equilibrium: the condensed energy is the minimum over them.
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+
+    K = FemModel(skin.mesh, Material(youngs_modulus=YOUNGS, poissons_ratio=POISSON)).RestStiffness()
+    u = mode.ravel()
+    assert u @ (K @ u) == pytest.approx(k, rel=1e-12)
+    free = np.ones(skin.mesh.num_vertices, bool)
+    free[skin.glue_vertices] = False
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        d = np.zeros_like(mode)
+        d[free] = 1e-3 * rng.standard_normal((free.sum(), 3))
+        d = d.ravel()
+        assert (u + d) @ (K @ (u + d)) > k
+        assert abs(d @ (K @ u)) <= 1e-8 * np.sqrt((d @ (K @ d)) * k)
+    with pytest.raises(KeyError):
+        LinearBendStiffness(params, skin, "no_such_joint")
