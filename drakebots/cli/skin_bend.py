@@ -45,7 +45,8 @@ def register(subparsers):
     parser.add_argument(
         "--linear-only",
         action="store_true",
-        help="only the small-strain predictions (static condensation, seconds); no coupled runs",
+        help="only the small-strain predictions (static condensation; about 35 s with meshing), no "
+        "coupled runs",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     AddOutputArguments(parser)
