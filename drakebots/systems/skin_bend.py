@@ -24,10 +24,10 @@ from pydrake.multibody.tree import (
     SpatialInertia,
 )
 
+from drakebots.fem.coupling import SolveKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.model import FemModel
 from drakebots.fem.skin import Skin
-from drakebots.fem.solvers import Factorize
 from drakebots.robots.skeleton import SkeletonParams, _Build, _MassProperties
 from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
 
@@ -76,13 +76,13 @@ class BendResult:
 def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> tuple:
     """(k, mode): the skin piece's small-strain resistance to turning the joint, N*m/rad.
 
-    The static condensation of the coupled KKT system (Eq. 2) at rest: the glue vertices on the
-    joint's parent stay put, those on its child turn with it about the joint axis (u_g = a x
-    (x - p) per radian), and the free vertices take their elastic equilibrium,
-    u_f = -K_ff^-1 K_fg u_g, with K the skin's rest stiffness (neo-Hookean at F = I: linear
-    elasticity with the same E and nu). k = u^T K u is the torque per radian the motor needs;
-    tau / k is the angle a motor limited to tau reaches while strains stay small, without
-    gravity. `mode` (n, 3) is u per radian, m/rad.
+    The coupled KKT system (Eq. 2, `SolveKkt`) at rest with the joint angle as the skeleton's
+    only coordinate and no inertia: the glue vertices on the joint's parent stay put, those on
+    its child turn with it about the joint axis (G = a x (x - p) per radian), the free vertices
+    take their elastic equilibrium, and K is the skin's rest stiffness (neo-Hookean at F = I:
+    linear elasticity with the same E and nu). A unit torque turns the joint by 1 / k; tau / k
+    is the angle a motor limited to tau reaches while strains stay small, without gravity.
+    `mode` (n, 3) is the skin's displacement per radian, m/rad.
     """
     built = _Build(params)
     joint = next((j for j in built.joints if j.name == joint_name), None)
@@ -96,22 +96,26 @@ def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> 
     x0 = skin.mesh.vertices
     links = np.asarray(skin.glue_links)
     glue = np.asarray(skin.glue_vertices)
-    moved = glue[links == joint.child]
-    if not len(moved) or not np.any(links == joint.parent):
+    on_child = links == joint.child
+    if not np.any(on_child) or not np.any(links == joint.parent):
         raise ValueError(
-            f"the skin piece has no glue on {joint.child if not len(moved) else joint.parent}: "
+            f"the skin piece has no glue on {joint.parent if np.any(on_child) else joint.child}: "
             f"it cannot resist {joint_name}"
         )
     axis = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
-    mode = np.zeros_like(x0)
-    mode[moved] = np.cross(axis, x0[moved] - built.links[joint.child].origin)
-    glued = np.zeros(len(x0), bool)
-    glued[glue] = True
-    g, f = np.repeat(glued, 3), np.repeat(~glued, 3)
-    K = fem.RestStiffness().tocsr()
-    u = mode.ravel()
-    u[f] = -Factorize(K[f][:, f].tocsc()).solve(K[f][:, g] @ u[g])
-    return float(u @ (K @ u)), u.reshape(-1, 3)
+    G = np.zeros((len(glue), 3))
+    G[on_child] = np.cross(axis, x0[glue[on_child]] - built.links[joint.child].origin)
+    pinned = (3 * glue[:, None] + np.arange(3)).ravel()
+    dq, du, _ = SolveKkt(
+        np.zeros((1, 1)),
+        fem.RestStiffness(),
+        G.reshape(-1, 1),
+        pinned,
+        np.ones(1),
+        np.zeros(3 * len(x0)),
+        np.zeros(len(pinned)),
+    )
+    return float(1.0 / dq[0]), (du / dq[0]).reshape(-1, 3)
 
 
 def MakeLimbPlant(params: SkeletonParams, joint_name: str, torque_limit: float):
