@@ -65,8 +65,8 @@ class SolverConfig:
     optimality_tolerance: float = 1e-5
     feasibility_tolerance: float = 1e-5
     # Extra solver options by name, e.g. {"Superbasics limit": 4000} or {"mu_strategy": "adaptive"}.
-    snopt_options: dict = dataclasses.field(default_factory=dict)
-    ipopt_options: dict = dataclasses.field(default_factory=dict)
+    snopt_options: dict[str, int | float | str] = dataclasses.field(default_factory=dict)
+    ipopt_options: dict[str, int | float | str] = dataclasses.field(default_factory=dict)
     # Wall-clock limit for IPOPT (s; 0 = none). SNOPT stops by iterations only.
     time_limit: float = 0.0
 

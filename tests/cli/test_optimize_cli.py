@@ -94,6 +94,38 @@ def test_failed_solve_exits_1_with_status_violations_and_best_iterate(tmp_path, 
         assert data["var_q"].shape == (5, 38)
 
 
+def test_solver_options_from_a_config_file_reach_the_solver(tmp_path):
+    """`--config` sets IPOPT's options by name (ints, floats and strings keep their YAML types):
+    max_iter 2 on each stage of a 5-knot jump leaves at most 2 + 2 iterations."""
+    config = tmp_path / "solver.yaml"
+    config.write_text(
+        "solver:\n  solver: ipopt\n  ipopt_options:\n    max_iter: 2\n"
+        "    mu_init: 0.01\n    mu_strategy: monotone\n"
+    )
+    out = tmp_path / "run"
+    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5", "--solver", "ipopt"]
+    args += ["--config", str(config), "--quiet", "--out", str(out)]
+    assert main(args) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["solver_config"]["ipopt_options"] == {
+        "max_iter": 2,
+        "mu_init": 0.01,
+        "mu_strategy": "monotone",
+    }
+    assert "Max iteration" in summary["solver_status"]
+    assert summary["iterations"] <= 4
+
+
+def test_a_solver_option_of_the_wrong_type_exits_2_naming_it(tmp_path, capsys):
+    config = tmp_path / "solver.yaml"
+    config.write_text("solver:\n  ipopt_options:\n    max_iter: [1, 2]\n")
+    out = tmp_path / "run"
+    args = ["optimize", "hamr-gait", "--frequency", "10", "--config", str(config)]
+    assert main(args + ["--out", str(out)]) == 2
+    assert "ipopt_options" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_track_rejects_a_folder_that_is_not_a_gait_plan(tmp_path, capsys):
     assert main(["track", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "no such results folder" in capsys.readouterr().err
