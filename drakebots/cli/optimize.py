@@ -320,6 +320,19 @@ def Run(args) -> int:
     )
 
 
+def SolverLog(outcome) -> str:
+    """The solver's own log of every stage (IPOPT's iterations and timing, SNOPT's print file),
+    each under a header with the stage's status and seconds."""
+    stages = getattr(outcome, "stages", None) or [(outcome.status, outcome.solve_time_s)]
+    logs = getattr(outcome, "stage_logs", None) or [outcome.log]
+    parts = [
+        f"===== stage {i + 1}: {name} ({seconds:.1f} s) =====\n{log}"
+        for i, ((name, seconds), log) in enumerate(zip(stages, logs))
+        if log
+    ]
+    return "\n".join(parts)
+
+
 def _WriteResults(
     args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
 ) -> int:
@@ -365,6 +378,9 @@ def _WriteResults(
         for name, figure in SolutionFigures(model, report, args.problem).items():
             results.SaveFigure(name, figure)
         results.WriteText("replay.html", SolutionReplay(model, report, args.problem))
+        log = SolverLog(outcome)
+        if log:
+            results.WriteText("solver.log", log)
         results.WriteJson("summary.json", summary)
         results.Commit()
     figures = report["figures"]

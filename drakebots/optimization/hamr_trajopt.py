@@ -597,8 +597,9 @@ def SolveHamrProblem(
     second_stage: str = "proximal",
 ):
     """Solves a HAMR problem in two stages and returns the SolveOutcome of the last one, with
-    the total time and iterations; `outcome.stages` lists (status, seconds) of each stage and
-    `outcome.first_stage` holds the first stage's outcome.
+    the total time and iterations; `outcome.stages` lists (status, seconds) of each stage,
+    `outcome.stage_logs` the solver's log of each and `outcome.first_stage` holds the first
+    stage's outcome.
 
     1. The paper's problem: Eq. 15 with the costs of Eq. 16 or 17 and the complementarity
        relaxed to a slack in [1e-6, 1] under the exact penalty (the authors' settings), from
@@ -653,18 +654,22 @@ def SolveHamrProblem(
     outcome = SolveContactImplicit(problem, first_config)
     first = outcome
     stages = [("paper problem: " + outcome.status, outcome.solve_time_s)]
+    logs = [outcome.log]
     x = outcome.result.get_x_val()
     if not Acceptable(outcome) and second_stage == "fixed-modes":
         fixed = SolveWithFixedContactModes(problem, x, config, keep_costs=True)
         stages.append(("fixed contact modes: " + fixed.status, fixed.solve_time_s))
+        logs.append(fixed.log)
         Accumulate(fixed, first)
         outcome = fixed
     if not Acceptable(outcome):
         earlier = outcome
         outcome = SolveProximalFeasibility(problem, x, config, keep_costs=True)
         stages.append(("true complementarity: " + outcome.status, outcome.solve_time_s))
+        logs.append(outcome.log)
         Accumulate(outcome, earlier)
     outcome.stages = stages
+    outcome.stage_logs = logs
     outcome.first_stage = first
     return outcome
 

@@ -114,6 +114,10 @@ def test_solver_options_from_a_config_file_reach_the_solver(tmp_path):
     }
     assert "Max iteration" in summary["solver_status"]
     assert summary["iterations"] <= 4
+    # The solver's own log of both stages is kept beside the results.
+    log = (out / "solver.log").read_text()
+    assert "===== stage 1: paper problem" in log and "===== stage 2:" in log
+    assert log.count("Number of Iterations....:") == 2
 
 
 def test_a_solver_option_of_the_wrong_type_exits_2_naming_it(tmp_path, capsys):
