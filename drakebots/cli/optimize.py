@@ -149,6 +149,7 @@ def _LoadConfig(args):
 
     settings = GaitSettings() if args.problem == "hamr-gait" else JumpSettings()
     solver = SolverConfig()
+    source = "--solver"
     if args.config:
         import dataclasses
 
@@ -167,6 +168,11 @@ def _LoadConfig(args):
             solver = LoadTypedYaml(
                 SolverConfig, data=yaml.safe_dump(data["solver"]), defaults=solver
             )
+            # A solver the file names is a request, as --solver is (the command line wins).
+            if isinstance(data["solver"], dict) and "solver" in data["solver"]:
+                if args.solver == "auto":
+                    args.solver = solver.solver
+                    source = f"--config {args.config}: solver.solver"
         if "settings" in data:
             settings = LoadTypedYaml(
                 type(settings), data=yaml.safe_dump(data["settings"]), defaults=settings
@@ -176,7 +182,7 @@ def _LoadConfig(args):
         solver.solver = args.solver
         ok, reason = SolverAvailable(args.solver)
         if not ok:
-            raise InputError(f"--solver {args.solver}: {reason}")
+            raise InputError(f"{source} {args.solver}: {reason}")
     else:
         for name in ("snopt", "ipopt"):
             ok, reason = SolverAvailable(name)

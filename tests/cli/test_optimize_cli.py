@@ -103,7 +103,8 @@ def test_solver_options_from_a_config_file_reach_the_solver(tmp_path):
         "    mu_init: 0.01\n    mu_strategy: monotone\n"
     )
     out = tmp_path / "run"
-    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5", "--solver", "ipopt"]
+    # No --solver: the file's choice stands (auto would pick SNOPT for 5 knots).
+    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5"]
     args += ["--config", str(config), "--quiet", "--out", str(out)]
     assert main(args) == 1
     summary = json.loads((out / "summary.json").read_text())
@@ -112,12 +113,33 @@ def test_solver_options_from_a_config_file_reach_the_solver(tmp_path):
         "mu_init": 0.01,
         "mu_strategy": "monotone",
     }
+    assert summary["solver"] == "ipopt"
     assert "Max iteration" in summary["solver_status"]
     assert summary["iterations"] <= 4
     # The solver's own log of both stages is kept beside the results.
     log = (out / "solver.log").read_text()
     assert "===== stage 1: paper problem" in log and "===== stage 2:" in log
     assert log.count("Number of Iterations....:") == 2
+
+
+def test_a_solver_named_in_the_config_file_is_used_and_checked(tmp_path, capsys, monkeypatch):
+    """solver.solver in --config is a request like --solver: `auto` (the default) does not
+    override it, and an unavailable one exits 2 naming the file's key."""
+    from drakebots.optimization import contact_implicit
+
+    config = tmp_path / "solver.yaml"
+    config.write_text("solver:\n  solver: snopt\n")
+    monkeypatch.setattr(
+        contact_implicit,
+        "SolverAvailable",
+        lambda name: (name != "snopt", f"solver '{name}' is not available in this Drake build"),
+    )
+    out = tmp_path / "run"
+    args = ["optimize", "hamr-gait", "--frequency", "10", "--config", str(config)]
+    assert main(args + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "solver.solver snopt" in err and "not available" in err
+    assert not out.exists()
 
 
 def test_a_solver_option_of_the_wrong_type_exits_2_naming_it(tmp_path, capsys):
