@@ -327,13 +327,11 @@ def Run(args) -> int:
 
 
 def SolverLog(outcome) -> str:
-    """The solver's own log of every stage (IPOPT's iterations and timing, SNOPT's print file),
-    each under a header with the stage's status and seconds."""
-    stages = getattr(outcome, "stages", None) or [(outcome.status, outcome.solve_time_s)]
-    logs = getattr(outcome, "stage_logs", None) or [outcome.log]
+    """The solver's own log of every stage of a SolveHamrProblem outcome (IPOPT's iterations
+    and timing, SNOPT's print file), each under a header with the stage's status and seconds."""
     parts = [
         f"===== stage {i + 1}: {name} ({seconds:.1f} s) =====\n{log}"
-        for i, ((name, seconds), log) in enumerate(zip(stages, logs))
+        for i, ((name, seconds), log) in enumerate(zip(outcome.stages, outcome.stage_logs))
         if log
     ]
     return "\n".join(parts)
