@@ -142,14 +142,16 @@ def register(subparsers):
 
 
 def _LoadConfig(args):
-    """(SolverConfig, settings) from --config and the command line; InputError on mistakes."""
+    """(SolverConfig, settings, requested solver) from --config and the command line;
+    InputError on mistakes. The requested solver is --solver, or the file's solver.solver when
+    --solver is auto (the command line wins); "auto" when neither names one."""
     from drakebots.config import LoadTypedYaml
     from drakebots.optimization.contact_implicit import SolverAvailable, SolverConfig
     from drakebots.optimization.hamr_trajopt import GaitSettings, JumpSettings
 
     settings = GaitSettings() if args.problem == "hamr-gait" else JumpSettings()
     solver = SolverConfig()
-    source = "--solver"
+    requested, source = args.solver, "--solver"
     if args.config:
         import dataclasses
 
@@ -170,19 +172,19 @@ def _LoadConfig(args):
             )
             # A solver the file names is a request, as --solver is (the command line wins).
             if isinstance(data["solver"], dict) and "solver" in data["solver"]:
-                if args.solver == "auto":
-                    args.solver = solver.solver
+                if requested == "auto":
+                    requested = solver.solver
                     source = f"--config {args.config}: solver.solver"
         if "settings" in data:
             settings = LoadTypedYaml(
                 type(settings), data=yaml.safe_dump(data["settings"]), defaults=settings
             )
         del dataclasses
-    if args.solver != "auto":
-        solver.solver = args.solver
-        ok, reason = SolverAvailable(args.solver)
+    if requested != "auto":
+        solver.solver = requested
+        ok, reason = SolverAvailable(requested)
         if not ok:
-            raise InputError(f"{source} {args.solver}: {reason}")
+            raise InputError(f"{source} {requested}: {reason}")
     else:
         for name in ("snopt", "ipopt"):
             ok, reason = SolverAvailable(name)
@@ -207,7 +209,7 @@ def _LoadConfig(args):
         if not args.scuff_height > 0:
             raise InputError(f"--scuff-height {args.scuff_height}: must be > 0 mm")
         settings.scuff_height = args.scuff_height
-    return solver, settings
+    return solver, settings, requested
 
 
 def Validate(args) -> None:
@@ -267,7 +269,7 @@ def Run(args) -> int:
     from drakebots.cli._results import CheckOutputFolder, DefaultOutput
 
     Validate(args)
-    solver_config, settings = _LoadConfig(args)
+    solver_config, settings, requested = _LoadConfig(args)
     out = Path(args.out) if args.out else DefaultOutput("optimize", args.problem)
     CheckOutputFolder(out, args.force)
     from drakebots.optimization import hamr_trajopt as ht
@@ -300,7 +302,7 @@ def Run(args) -> int:
         problem = ht.MakeHamrJumpProblem(model, warm, settings)
         label = f"hamr-jump {args.height:g} mm"
     warm_time = time.perf_counter() - start
-    solver_config.solver = ChooseSolver(args.solver, problem.prog.num_vars())
+    solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
     say(
         f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
         f"{len(problem.prog.GetAllConstraints())} constraint bindings"
@@ -322,7 +324,17 @@ def Run(args) -> int:
     )
     say(f"  {outcome.status}; {outcome.solve_time_s:.1f} s")
     return _WriteResults(
-        args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
+        args,
+        out,
+        model,
+        problem,
+        warm,
+        outcome,
+        report,
+        solver_config,
+        settings,
+        warm_time,
+        requested=requested,
     )
 
 
@@ -338,7 +350,18 @@ def SolverLog(outcome) -> str:
 
 
 def _WriteResults(
-    args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
+    args,
+    out,
+    model,
+    problem,
+    warm,
+    outcome,
+    report,
+    solver_config,
+    settings,
+    warm_time,
+    *,
+    requested: str,
 ) -> int:
     import dataclasses
 
@@ -356,7 +379,7 @@ def _WriteResults(
         success=failure is None,
         reason=failure,
         solver=outcome.solver,
-        solver_requested=args.solver,
+        solver_requested=requested,
         solver_status=outcome.status,
         solver_success=outcome.success,
         solve_time_s=outcome.solve_time_s,
