@@ -323,18 +323,9 @@ def Run(args) -> int:
         frequency=getattr(args, "frequency", None),
     )
     say(f"  {outcome.status}; {outcome.solve_time_s:.1f} s")
+    report["solver_requested"] = requested
     return _WriteResults(
-        args,
-        out,
-        model,
-        problem,
-        warm,
-        outcome,
-        report,
-        solver_config,
-        settings,
-        warm_time,
-        requested=requested,
+        args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
     )
 
 
@@ -350,18 +341,7 @@ def SolverLog(outcome) -> str:
 
 
 def _WriteResults(
-    args,
-    out,
-    model,
-    problem,
-    warm,
-    outcome,
-    report,
-    solver_config,
-    settings,
-    warm_time,
-    *,
-    requested: str,
+    args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
 ) -> int:
     import dataclasses
 
@@ -379,7 +359,7 @@ def _WriteResults(
         success=failure is None,
         reason=failure,
         solver=outcome.solver,
-        solver_requested=requested,
+        solver_requested=report["solver_requested"],
         solver_status=outcome.status,
         solver_success=outcome.success,
         solve_time_s=outcome.solve_time_s,
