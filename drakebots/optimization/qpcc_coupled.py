@@ -17,13 +17,14 @@ step from the predictor v⁺ = v, y = x + Δt w, as Eq. 2 is one linear solve pe
     A_r = M(q) + Δt D_j                      (skeleton rows are impulses)
     A_d = K(y) + M_s/Δt² + D_s/Δt             (skin rows are forces; K PSD-projected)
     G_q = Δt ∂(R(q)r + t)/∂v, G_u = -S_c      (the glue constraint, Eq. 1)
-    b_r0 = Δt (τ_g - C v - D_j v), b_d0 = -(∇E(y) + D_s w - f_g - f_penalty), c = -C(q + Δt v, y)
+    b_r0 = Δt (τ_g - C v - D_j v + τ_penalty), b_d0 = -(∇E(y) + D_s w - f_g - f_penalty),
+    c = -C(q + Δt v, y)
 
 and Δq = Δt (v + Δv) (q̇ = v in the skeleton model's Euler-angle coordinates). W (3n × 3P)
 spreads a patch force evenly over the patch's vertices, so Wᵀ Δu is the patch's mean displacement
 (work-conjugate to its force). The explicit penalty forces of skin self- and skin-skeleton
-collisions are constants of b_d0 (section 5.2: "pre-determined quantities ... merged into the
-constant terms").
+collisions are constants of b_d0, their reactions on the skeleton (τ_penalty) of b_r0 (section
+5.2: "pre-determined quantities ... merged into the constant terms").
 
 Condensation (Eq. 10). The glue rows pin skin coordinates (G_u = -S_c), so eliminating the glued
 coordinates and λ leaves one symmetric positive definite matrix K_red in (Δu_free, Δv) (the
@@ -592,12 +593,15 @@ class CoupledFrameDynamics:
         tau_g = plant.CalcGravityGeneralizedForces(ctx)
         D = st.joint_damping
         A_r = M + h * np.diag(D)
-        b_r0 = h * (tau_g - bias - D * v)
+        # Skin-skeleton and self-collision penalties (section 5.2: "merged into the constant
+        # terms in b_r and b_d"): the skin's forces and their reactions on the skeleton.
+        penalties = st.Penalties(q, x) if self.config.penalties else None
+        b_r0 = h * (tau_g - bias - D * v + (penalties.skeleton if penalties else 0.0))
         p_WG, J = st.GluePoints(q + h * v)
         c = -st.glue.Residual(p_WG, y0)
         _, grad, K = st.fem.EnergyGradientHessian(y0, project=self._project)
         A_d = (K + sp.diags(st.mass / h**2) + st.damping / h).tocsr()
-        f_ext = st.gravity + (st.PenaltyForces(q, x) if self.config.penalties else 0.0)
+        f_ext = st.gravity + (penalties.forces if penalties else 0.0)
         b_d0 = -(grad + st.damping @ w - f_ext)
         nu = m.nu
         E_r = np.zeros((m.nv, self.nz))

@@ -9,9 +9,9 @@ constraint residual is below `glue_tolerance` (1e-9 m by default) at the end of 
 
 Per step of size h, with unknowns v+ (skeleton velocities) and y (skin positions):
 
-    skeleton rows (impulses):  M(q) (v+ - v) - h [B tau(q+, v+) - c(q, v) + tau_g(q) - D_j v+]
-                               + G_q^T lam = 0
-    skin rows (forces):        M_s (y - x - h w)/h^2 + dE/dx(y) + D (y - x)/h - f_g - f_pen
+    skeleton rows (impulses):  M(q) (v+ - v) - h [B tau(q+, v+) - c(q, v) + tau_g(q) - D_j v+
+                               + tau_pen(q+, y)] + G_q^T lam = 0
+    skin rows (forces):        M_s (y - x - h w)/h^2 + dE/dx(y) + D (y - x)/h - f_g - f_pen(y)
                                - f_friction + G_u^T lam_all = 0
     glue rows:                 C(q+(v+), y) = 0, G_q = h dp/dv, G_u = -S_c
 
@@ -24,8 +24,10 @@ the paper's active-set labelling: a vertex below the ground is pinned (static fr
 coordinates; the multipliers are its contact force); a pinned vertex whose normal force is
 negative is released (contact breakage); one whose tangential force exceeds mu times its normal
 force slides: only its height is pinned and the Coulomb force mu lam_n opposes its slip
-(Eqs. 15-17). Skin self-collision and skin-skeleton collision use explicit penalty forces
-(section 4.2), evaluated at the start of each step.
+(Eqs. 15-17). Skin self-collision and skin-skeleton collision use penalty forces (section 4.2;
+the skeleton feels the reactions), by default re-evaluated at every Newton iterate with a diagonal
+bound of their stiffness in the Newton matrix (`implicit_penalties`); the paper's explicit ones
+(forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
 
 `SkinnedRobotSystem` wraps the stepper as a Drake LeafSystem (double only) with a periodic
 discrete update:
@@ -87,6 +89,12 @@ class CouplingConfig:
     penalty_stiffness: float = 2000.0
     # Self-collision: skin vertices closer than this that are far apart on the rest skin, m.
     self_collision_distance: float = 0.003
+    # Penalties re-evaluated at every Newton iterate with their stiffness in the Newton matrix
+    # (backward Euler in the penalties too); False: forces from the step's start, constant
+    # through the step (the paper's explicit penalties, section 4.2). An explicit penalty as
+    # stiff as the skin around a vertex overshoots from step to step (a soft skin's fold:
+    # measured in stop 24, elements inverted at 0.67 MPa); the implicit one cannot.
+    implicit_penalties: bool = True
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
     # How contact-label changes are solved: "schur" keeps the factorisation of the glue-only
@@ -132,6 +140,15 @@ class StepInfo:
     glue_forces: np.ndarray | None = None  # (k, 3) N on the skin
     contact_forces: np.ndarray | None = None  # (n, 3) N on the skin from the ground
     actuation: np.ndarray | None = None  # (nu,) N*m
+
+
+@dataclasses.dataclass
+class Penalties:
+    """Collision penalty forces at one configuration (CoupledSkinSkeleton.Penalties)."""
+
+    forces: np.ndarray  # (3n,) N on the skin
+    skeleton: np.ndarray  # (nv,) generalized forces on the skeleton (the reactions)
+    stiffness: np.ndarray  # (3n,) diagonal bound on -d forces / dx, N/m
 
 
 class CoupledSkinSkeleton:
@@ -280,15 +297,36 @@ class CoupledSkinSkeleton:
         return boxes
 
     def PenaltyForces(self, q, x) -> np.ndarray:
-        """Skin-skeleton and skin self-collision penalty forces (3n,), N."""
+        """Skin-skeleton and skin self-collision penalty forces on the skin (3n,), N."""
+        return self.Penalties(q, x).forces
+
+    def Penalties(self, q, x) -> "Penalties":
+        """The collision penalties of section 4.2 at skeleton configuration q, skin positions x.
+
+        Skin-skeleton: a free inner-surface skin vertex inside a skeleton box (one it did not
+        overlap in the home pose) is pushed out through the nearest face by k * depth, and the
+        box's body feels the opposite force at the vertex (Newton's third law; the paper merges
+        the penalties into both b_r and b_d, section 5.2). Self-collision: two outer vertices
+        closer than r that were more than 4 r apart at rest repel with k (r - d) along their
+        line (the force of the energy k/2 (r - d)^2).
+
+        Returns forces (3n,) on the skin, N; skeleton (nv,) generalized forces on the skeleton,
+        N*m or N; and stiffness (3n,), a diagonal bound on the penalties' stiffness -df/dx
+        (k per vertex in a box, 2k per self-collision pair member: each is >= the largest
+        eigenvalue of the vertex's block), which the implicit step adds to its Newton matrix.
+        """
         k = self.config.penalty_stiffness
         f = np.zeros(3 * self.n)
-        X = x.reshape(-1, 3)
+        diag = np.zeros(self.n)
+        skeleton = np.zeros(self.nv)
         if k <= 0.0:
-            return f
+            return Penalties(f, skeleton, np.zeros(3 * self.n))
+        X = x.reshape(-1, 3)
+        F = f.reshape(-1, 3)
         plant, ctx = self.plant, self.context
         plant.SetPositions(ctx, q)
         P = X[self._inner]
+        world = plant.world_frame()
         for body, center, R, half, exempt in self._boxes:
             X_WB = plant.EvalBodyPoseInWorld(ctx, body)
             R_WBox = X_WB.rotation().matrix() @ R
@@ -303,7 +341,15 @@ class CoupledSkinSkeleton:
             normal_local = np.zeros((len(rows), 3))
             normal_local[np.arange(len(rows)), axis] = np.sign(local[rows, axis])
             push = k * depth[rows, axis][:, None] * (normal_local @ R_WBox.T)
-            np.add.at(f.reshape(-1, 3), self._inner[rows], push)
+            vertices = self._inner[rows]
+            np.add.at(F, vertices, push)
+            np.add.at(diag, vertices, k)
+            # The reaction -push on the body, applied at the skin vertex.
+            p_BV = X_WB.inverse().multiply(X[vertices].T)
+            Jv = plant.CalcJacobianTranslationalVelocity(
+                ctx, JacobianWrtVariable.kV, body.body_frame(), p_BV, world, world
+            )
+            skeleton -= Jv.T @ push.ravel()
         # Self-collision: outer vertices closer than r that were far apart at rest.
         r = self.config.self_collision_distance
         O = X[self._outer]
@@ -316,10 +362,10 @@ class CoupledSkinSkeleton:
                 d = O[pairs[:, 0]] - O[pairs[:, 1]]
                 dist = np.maximum(np.linalg.norm(d, axis=1), 1e-9)
                 push = (k * (r - dist) / dist)[:, None] * d
-                F = f.reshape(-1, 3)
                 np.add.at(F, self._outer[pairs[:, 0]], push)
                 np.add.at(F, self._outer[pairs[:, 1]], -push)
-        return f
+                np.add.at(diag, self._outer[pairs.ravel()], 2.0 * k)
+        return Penalties(f, skeleton, np.repeat(diag, 3))
 
     # ---- the step ------------------------------------------------------------------------------
     def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
@@ -374,8 +420,10 @@ class CoupledSkinSkeleton:
         M = plant.CalcMassMatrix(ctx)
         bias = plant.CalcBiasTerm(ctx)
         tau_g = plant.CalcGravityGeneralizedForces(ctx)
-        f_pen = self.PenaltyForces(q, x)
-        f_ext = self.gravity + f_pen
+        # Collision penalties: re-evaluated at every Newton iterate (implicit) or once at the
+        # step's start (explicit, the paper's section 4.2).
+        implicit_penalties = cfg.implicit_penalties
+        penalties = self.Penalties(q, x)
         mu = cfg.friction
         # Unknowns and the contact active set (0 free, 1 stick, 2 slide).
         v_next = v.copy()
@@ -416,6 +464,8 @@ class CoupledSkinSkeleton:
         contraction, previous_norm, labels_changed = 0.0, None, True
         for iteration in range(cfg.max_iterations):
             q_next = self._Integrate(q, v_next, h)
+            if implicit_penalties and iteration > 0:
+                penalties = self.Penalties(q_next, y)
             p_WG, J = self.GluePoints(q_next)
             C = self.glue.Residual(p_WG, y)
             # Motor torques and their derivative (implicit while unsaturated).
@@ -428,7 +478,9 @@ class CoupledSkinSkeleton:
             else:
                 tau = np.clip(tau_ff, -self.effort_limits, self.effort_limits)
                 slope = np.zeros(nu)
-            generalized = self.B @ tau - bias + tau_g - self.joint_damping * v_next
+            generalized = (
+                self.B @ tau - bias + tau_g - self.joint_damping * v_next + penalties.skeleton
+            )
             r_r = M @ (v_next - v) - h * generalized
             A_r = M + h * np.diag(self.joint_damping)
             A_r[np.ix_(self.actuated_v, self.actuated_v)] += h * np.diag(slope)
@@ -447,7 +499,8 @@ class CoupledSkinSkeleton:
                 self.mass * (y - x - h * w) / h**2
                 + self.fem.Gradient(y)
                 + self.damping @ e / h
-                - f_ext
+                - self.gravity
+                - penalties.forces
                 - friction
             )
             # Pinned coordinates: glue (Eq. 1) and contact (stick: xyz, slide: z).
@@ -486,6 +539,8 @@ class CoupledSkinSkeleton:
             if refactored_now:
                 _, _, K = self.fem.EnergyGradientHessian(y, project=True)
                 A_d = K + sp.diags(self.mass / h**2) + self.damping / h
+                if implicit_penalties:
+                    A_d = A_d + sp.diags(penalties.stiffness)
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
                 if schur:

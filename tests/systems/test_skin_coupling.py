@@ -110,9 +110,9 @@ def test_leaf_system_ports(ball):
     assert np.all(np.isfinite(updated.get_vector(0).get_value()))
 
 
-def test_skin_skeleton_penalty_pushes_out_along_the_box_normal():
-    """Section 4.2's explicit penalty: an inner skin vertex pushed into the beetle's torso
-    structure feels k * depth along the nearest face's outward normal (and none at rest)."""
+def _TorsoShell(center_height):
+    """A small shell (2 cm radius, 4 mm thick) centred center_height above the beetle torso
+    box's top face, glued to the torso at three inner vertices: clear of the box at rest."""
     from drakebots.robots import GetRobot
     from drakebots.robots.skeleton import _Build
 
@@ -123,20 +123,20 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal():
     torso = _Build(robot.params).links["torso"]
     box = next(b for b in torso.boxes if b.name.endswith("_shell"))
     top = box.center + [0.0, 0.0, 0.5 * box.size[2]]
-    # A small shell just above the torso box's top face (clear of it at rest).
+    center = top + [0.0, 0.0, center_height]
     mesh = MakeShellMesh(
-        lambda P: np.linalg.norm(P - (top + [0, 0, 0.03]), axis=-1) - 0.02,
-        top - 0.03,
-        top + 0.06,
+        lambda P: np.linalg.norm(P - center, axis=-1) - 0.02,
+        center - 0.03,
+        center + 0.03,
         0.004,
         0.006,
     )
-    r = np.linalg.norm(mesh.vertices - (top + [0, 0, 0.03]), axis=1)
+    r = np.linalg.norm(mesh.vertices - center, axis=1)
     boundary = np.unique(BoundaryFaces(mesh.tets))
     outer = np.zeros(mesh.num_vertices, dtype=bool)
     outer[boundary[r[boundary] > 0.018]] = True
     inner = boundary[r[boundary] < 0.018]
-    glue = inner[:3]
+    glue = inner[np.argsort(mesh.vertices[inner, 2])[-3:]]  # the top of the shell
     skin = Skin(
         robot="beetle",
         mesh=mesh,
@@ -153,19 +153,96 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal():
         poissons_ratio=0.45,
         info={},
     )
+    # The lowest free inner vertex: the one pushed into the box through its top face.
+    free_inner = np.setdiff1d(inner, glue)
+    pushed = free_inner[np.argmin(mesh.vertices[free_inner, 2])]
+    return plant, instance, skin, top, pushed
+
+
+@pytest.fixture(scope="module")
+def torso_shell():
+    return _TorsoShell(0.03)
+
+
+def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
+    """Section 4.2's penalty: an inner skin vertex pushed into the beetle's torso structure feels
+    k * depth along the nearest face's outward normal (and none at rest); the torso feels the
+    opposite force at the vertex (Newton's third law): on its floating base, the generalized
+    force is the rigid-body wrench [p x (-F); -F] about the torso's origin (Drake's quaternion
+    floating joint: angular velocity, then translational velocity, both in the world)."""
+    plant, instance, skin, top, k = torso_shell
     config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
     stepper = CoupledSkinSkeleton(plant, instance, skin, config)
-    q = plant.GetPositions(plant.CreateDefaultContext())
+    context = plant.CreateDefaultContext()
+    q = plant.GetPositions(context)
     x = stepper.fem.RestPositions()
-    assert np.abs(stepper.PenaltyForces(q, x)).max() == 0.0
-    # Push the lowest free inner vertex 3 mm into the box through its top face.
-    free_inner = np.setdiff1d(inner, glue)
-    k = free_inner[np.argmin(mesh.vertices[free_inner, 2])]
+    at_rest = stepper.Penalties(q, x)
+    assert np.abs(at_rest.forces).max() == 0.0
+    assert np.abs(at_rest.skeleton).max() == 0.0
+    # Push the vertex 3 mm into the box through its top face.
     X = x.reshape(-1, 3)
     X[k] = [top[0], top[1], top[2] - 0.003]
-    F = stepper.PenaltyForces(q, X.ravel()).reshape(-1, 3)
+    penalties = stepper.Penalties(q, X.ravel())
+    F = penalties.forces.reshape(-1, 3)
     np.testing.assert_allclose(F[k], [0.0, 0.0, 2000.0 * 0.003], atol=1e-9)
     assert np.abs(np.delete(F, k, axis=0)).max() == 0.0
+    torso = plant.GetBodyByName("torso", instance)
+    start = torso.floating_velocities_start_in_v()
+    p_WTo = plant.EvalBodyPoseInWorld(context, torso).translation()
+    expected = np.zeros(plant.num_velocities())
+    expected[start : start + 3] = np.cross(X[k] - p_WTo, -F[k])
+    expected[start + 3 : start + 6] = -F[k]
+    np.testing.assert_allclose(penalties.skeleton, expected, atol=1e-12)
+    # The stiffness bound: k on the pushed vertex's three coordinates, nothing elsewhere.
+    stiffness = penalties.stiffness.reshape(-1, 3)
+    np.testing.assert_allclose(stiffness[k], 2000.0)
+    assert np.abs(np.delete(stiffness, k, axis=0)).max() == 0.0
+
+
+def test_implicit_penalty_is_stable_where_the_explicit_one_overshoots():
+    """A penalty far stiffer than the skin around a vertex (2e5 N/m against about E * 4 mm =
+    4e3 N/m here): the bottom of a shell, 2.5 mm above the torso box at rest, is dented 1.5 mm
+    into it and released, weightless. The explicit force of section 4.2 (constant through the
+    step, k * 1.5 mm = 300 N on a vertex of 0.1 g) throws the dent out far past the rest shape
+    or inverts elements; the implicit one (re-evaluated at each Newton iterate, backward Euler)
+    ends the step with the dent between the box face and the rest shape."""
+    from drakebots.fem.model import ElementInversion
+    from drakebots.systems.skin_coupling import CoupledStepFailure
+
+    plant, instance, skin, top, k = _TorsoShell(0.016 + 0.0025 + 0.001)
+    rest = skin.mesh.vertices
+    clearance = rest[k, 2] - top[2]
+    assert 0.0021 < clearance < 0.004  # outside the home-pose exemption band, close to the box
+    # A smooth dent (no element inverted): the lowest vertex down by clearance + 1.5 mm.
+    dent = (clearance + 0.0015) * np.exp(-((np.linalg.norm(rest - rest[k], axis=1) / 0.008) ** 2))
+    moved = dent > 1e-5
+    assert not np.isin(np.flatnonzero(moved), skin.glue_vertices).any()
+
+    def Stepped(implicit):
+        config = CouplingConfig(
+            penalty_stiffness=2e5,
+            self_collision_distance=1e-9,
+            implicit_penalties=implicit,
+            time_step=0.002,
+            max_cuts=0,
+        )
+        stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+        stepper.gravity = np.zeros_like(stepper.gravity)
+        state = stepper.DefaultState()
+        X = state.x.reshape(-1, 3)
+        X[:, 2] -= dent
+        pushed = stepper.Penalties(state.q, state.x).forces.reshape(-1, 3)[:, 2] > 0.0
+        return stepper.Step(state)[0].x.reshape(-1, 3), pushed
+
+    after, pushed = Stepped(implicit=True)
+    assert pushed[k]  # the penalised vertices: the shell's inner surface inside the box
+    assert after[pushed, 2].min() >= top[2] - 2e-4  # pushed (almost) out of the box
+    assert np.all(after[moved, 2] <= rest[moved, 2] + 1e-4)  # and not past the rest shape
+    try:
+        explicit, _ = Stepped(implicit=False)
+    except (ElementInversion, CoupledStepFailure):
+        return  # the explicit step could not even be solved
+    assert explicit[k, 2] > rest[k, 2] + 0.0015  # overshoots by more than the dent's depth
 
 
 def test_schur_contact_updates_match_refactorising(ball):
