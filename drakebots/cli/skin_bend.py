@@ -10,7 +10,8 @@ is the paper's: the folded skin reaches the target (exit 1 if it does not).
 Each skin's small-strain prediction comes first: the static condensation of its rest stiffness
 onto the joint (k, N*m/rad; the angle tau/k) and the fold's relief k_smooth/k_folded.
 --linear-only stops there (about 35 s with meshing: a quick way to compare folding-region
-shapes); the coupled runs at large angles can take many minutes on a soft skin.
+shapes); the coupled runs at large angles can take many minutes on a soft skin (the folded piece
+at 0.67 MPa: over an hour here).
 
 Examples:
   drakebots skin-bend beetle --joint front_left_ankle --target-deg 70 --time 2 \\
