@@ -92,8 +92,8 @@ class CouplingConfig:
     # Penalties re-evaluated at every Newton iterate with their stiffness in the Newton matrix
     # (backward Euler in the penalties too); False: forces from the step's start, constant
     # through the step (the paper's explicit penalties, section 4.2). An explicit penalty as
-    # stiff as the skin around a vertex overshoots from step to step (a soft skin's fold:
-    # measured in stop 24, elements inverted at 0.67 MPa); the implicit one cannot.
+    # stiff as the skin around a vertex overshoots from step to step: the folded ankle skin at
+    # 0.67 MPa inverted an element in a fold at 32 deg (README, Fig. 17); implicit: 65 deg.
     implicit_penalties: bool = True
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
@@ -311,9 +311,10 @@ class CoupledSkinSkeleton:
         line (the force of the energy k/2 (r - d)^2).
 
         Returns forces (3n,) on the skin, N; skeleton (nv,) generalized forces on the skeleton,
-        N*m or N; and stiffness (3n,), a diagonal bound on the penalties' stiffness -df/dx
-        (k per vertex in a box, 2k per self-collision pair member: each is >= the largest
-        eigenvalue of the vertex's block), which the implicit step adds to its Newton matrix.
+        N*m or N; and stiffness (3n,), a diagonal matrix that bounds the penalties' stiffness
+        -df/dx from above (k per vertex in a box, whose stiffness is k n n^T; 2k per member of
+        a self-collision pair, whose 6 x 6 stiffness has eigenvalues 2k and below), which the
+        implicit step adds to its Newton matrix.
         """
         k = self.config.penalty_stiffness
         f = np.zeros(3 * self.n)
@@ -420,8 +421,8 @@ class CoupledSkinSkeleton:
         M = plant.CalcMassMatrix(ctx)
         bias = plant.CalcBiasTerm(ctx)
         tau_g = plant.CalcGravityGeneralizedForces(ctx)
-        # Collision penalties: re-evaluated at every Newton iterate (implicit) or once at the
-        # step's start (explicit, the paper's section 4.2).
+        # Collision penalties: at the step's start, then (implicit) re-evaluated at every later
+        # Newton iterate, or (explicit, the paper's section 4.2) constant through the step.
         implicit_penalties = cfg.implicit_penalties
         penalties = self.Penalties(q, x)
         mu = cfg.friction
