@@ -296,10 +296,6 @@ class CoupledSkinSkeleton:
                 boxes.append((body, box.center - link.origin, box.R, 0.5 * box.size, overlap))
         return boxes
 
-    def PenaltyForces(self, q, x) -> np.ndarray:
-        """Skin-skeleton and skin self-collision penalty forces on the skin (3n,), N."""
-        return self.Penalties(q, x).forces
-
     def Penalties(self, q, x) -> "Penalties":
         """The collision penalties of section 4.2 at skeleton configuration q, skin positions x.
 

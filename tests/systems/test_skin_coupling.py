@@ -316,7 +316,7 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
     stepper = CoupledSkinSkeleton(plant, instance, skin, config)
     q = plant.GetPositions(plant.CreateDefaultContext())
     x0 = stepper.fem.RestPositions()
-    assert np.abs(stepper.PenaltyForces(q, x0)).max() == 0.0
+    assert np.abs(stepper.Penalties(q, x0).forces).max() == 0.0
     X0 = x0.reshape(-1, 3)
     outer = np.flatnonzero(skin.outer)
     top = outer[np.argmax(X0[outer, 2])]
@@ -329,20 +329,20 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
         return X.ravel()
 
     d = 0.001
-    F = stepper.PenaltyForces(q, Placed(d)).reshape(-1, 3)
+    F = stepper.Penalties(q, Placed(d)).forces.reshape(-1, 3)
     expected = k * (r - d) * direction  # on the top vertex, pushed away from the bottom one
     np.testing.assert_allclose(F[top], expected, rtol=1e-9)
     np.testing.assert_allclose(F[bottom], -expected, rtol=1e-9)
     assert np.abs(np.delete(F, [top, bottom], axis=0)).max() == 0.0
     assert np.abs(F.sum(axis=0)).max() < 1e-12
     # Out of range (d > r): no force.
-    assert np.abs(stepper.PenaltyForces(q, Placed(1.2 * r))).max() == 0.0
+    assert np.abs(stepper.Penalties(q, Placed(1.2 * r)).forces).max() == 0.0
     # Rest neighbours closer than r (a compressed element) are the elastic model's business.
     neighbour = outer[np.argsort(np.linalg.norm(X0[outer] - X0[top], axis=1))[1]]
     X = X0.copy()
     X[neighbour] = X0[top] - 0.5 * r * direction
     assert np.linalg.norm(X0[neighbour] - X0[top]) < 4 * r
-    assert np.abs(stepper.PenaltyForces(q, X.ravel())).max() == 0.0
+    assert np.abs(stepper.Penalties(q, X.ravel()).forces).max() == 0.0
 
     # Conservative: F = -dE/dx for E = k/2 (r - |x_top - x_bottom|)^2, by central differences.
     def Energy(x):
@@ -351,7 +351,7 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
         return 0.5 * k * max(r - dist, 0.0) ** 2
 
     x = Placed(d)
-    f = stepper.PenaltyForces(q, x)
+    f = stepper.Penalties(q, x).forces
     eps = 1e-7
     for dof in [3 * top, 3 * top + 1, 3 * top + 2, 3 * bottom, 3 * bottom + 2]:
         e = np.zeros_like(x)
