@@ -25,9 +25,9 @@ coordinates; the multipliers are its contact force); a pinned vertex whose norma
 negative is released (contact breakage); one whose tangential force exceeds mu times its normal
 force slides: only its height is pinned and the Coulomb force mu lam_n opposes its slip
 (Eqs. 15-17). Skin self-collision and skin-skeleton collision use penalty forces (section 4.2;
-the skeleton feels the reactions), by default re-evaluated at every Newton iterate with a diagonal
-bound of their stiffness in the Newton matrix (`implicit_penalties`); the paper's explicit ones
-(forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
+the skeleton feels the reactions), by default re-evaluated at every Newton iterate with their
+stiffness's 3 x 3 vertex blocks in the Newton matrix (`implicit_penalties`); the paper's explicit
+ones (forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
 
 `SkinnedRobotSystem` wraps the stepper as a Drake LeafSystem (double only) with a periodic
 discrete update:
@@ -148,7 +148,10 @@ class Penalties:
 
     forces: np.ndarray  # (3n,) N on the skin
     skeleton: np.ndarray  # (nv,) generalized forces on the skeleton (the reactions)
-    stiffness: np.ndarray  # (3n,) diagonal bound on -d forces / dx, N/m
+    # (3n, 3n) sparse, block diagonal (one 3 x 3 block per vertex), positive semi-definite:
+    # the penalties' stiffness -d forces / dx, exact for a vertex in a box, a bound from above
+    # for a self-collision pair (see CoupledSkinSkeleton.Penalties), N/m.
+    stiffness: sp.csr_matrix
 
 
 class CoupledSkinSkeleton:
@@ -307,17 +310,22 @@ class CoupledSkinSkeleton:
         line (the force of the energy k/2 (r - d)^2).
 
         Returns forces (3n,) on the skin, N; skeleton (nv,) generalized forces on the skeleton,
-        N*m or N; and stiffness (3n,), a diagonal matrix that bounds the penalties' stiffness
-        -df/dx from above (k per vertex in a box, whose stiffness is k n n^T; 2k per member of
-        a self-collision pair, whose 6 x 6 stiffness has eigenvalues 2k and below), which the
-        implicit step adds to its Newton matrix.
+        N*m or N; and stiffness, the 3 x 3 vertex blocks the implicit step adds to its Newton
+        matrix (they lie in the FEM's own sparsity pattern): k n n^T for a vertex in a box, the
+        exact -df/dx there; for a self-collision pair along the unit vector e, 2 k e e^T on each
+        member. The pair's exact stiffness, positive part, is [[H, -H], [-H, H]] with H = k e e^T
+        (the tangential part -k (r - d) / d (I - e e^T) is negative and left out, as the FEM's
+        element projection does): the blocks equal it for the pair's relative motion and bound
+        it from above for their common one, along e only (a bound of 2k in every direction made
+        Newton contract by only ~0.75 per iteration where the skin is as soft as the penalty).
         """
         k = self.config.penalty_stiffness
         f = np.zeros(3 * self.n)
-        diag = np.zeros(self.n)
         skeleton = np.zeros(self.nv)
+        # Vertex indices and unit directions of the blocks c k u u^T (c = 1 box, 2 pair).
+        block_vertices, block_normals, block_scales = [], [], []
         if k <= 0.0:
-            return Penalties(f, skeleton, np.zeros(3 * self.n))
+            return Penalties(f, skeleton, sp.csr_matrix((3 * self.n, 3 * self.n)))
         X = x.reshape(-1, 3)
         F = f.reshape(-1, 3)
         plant, ctx = self.plant, self.context
@@ -340,7 +348,9 @@ class CoupledSkinSkeleton:
             push = k * depth[rows, axis][:, None] * (normal_local @ R_WBox.T)
             vertices = self._inner[rows]
             np.add.at(F, vertices, push)
-            np.add.at(diag, vertices, k)
+            block_vertices.append(vertices)
+            block_normals.append(normal_local @ R_WBox.T)
+            block_scales.append(np.full(len(vertices), k))
             # The reaction -push on the body, applied at the skin vertex.
             p_BV = X_WB.inverse().multiply(X[vertices].T)
             Jv = plant.CalcJacobianTranslationalVelocity(
@@ -361,8 +371,28 @@ class CoupledSkinSkeleton:
                 push = (k * (r - dist) / dist)[:, None] * d
                 np.add.at(F, self._outer[pairs[:, 0]], push)
                 np.add.at(F, self._outer[pairs[:, 1]], -push)
-                np.add.at(diag, self._outer[pairs.ravel()], 2.0 * k)
-        return Penalties(f, skeleton, np.repeat(diag, 3))
+                e = d / dist[:, None]
+                block_vertices += [self._outer[pairs[:, 0]], self._outer[pairs[:, 1]]]
+                block_normals += [e, e]
+                block_scales += [np.full(len(pairs), 2.0 * k)] * 2
+        stiffness = self._VertexBlocks(block_vertices, block_normals, block_scales)
+        return Penalties(f, skeleton, stiffness)
+
+    def _VertexBlocks(self, vertices, normals, scales) -> sp.csr_matrix:
+        """sum over the lists of scale * u u^T on each vertex's 3 x 3 diagonal block, (3n, 3n)."""
+        size = 3 * self.n
+        if not vertices:
+            return sp.csr_matrix((size, size))
+        v = np.concatenate(vertices)
+        u = np.concatenate(normals)
+        c = np.concatenate(scales)
+        rows = np.broadcast_to((3 * v[:, None] + np.arange(3))[:, :, None], (len(v), 3, 3))
+        cols = np.transpose(rows, (0, 2, 1))
+        values = c[:, None, None] * u[:, :, None] * u[:, None, :]
+        # Duplicates (a vertex in two boxes or pairs) are summed by the conversion.
+        return sp.coo_matrix(
+            (values.ravel(), (rows.ravel(), cols.ravel())), shape=(size, size)
+        ).tocsr()
 
     # ---- the step ------------------------------------------------------------------------------
     def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
@@ -537,7 +567,7 @@ class CoupledSkinSkeleton:
                 _, _, K = self.fem.EnergyGradientHessian(y, project=True)
                 A_d = K + sp.diags(self.mass / h**2) + self.damping / h
                 if implicit_penalties:
-                    A_d = A_d + sp.diags(penalties.stiffness)
+                    A_d = A_d + penalties.stiffness
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
                 if schur:

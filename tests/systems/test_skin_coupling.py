@@ -193,10 +193,25 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     expected[start : start + 3] = np.cross(X[k] - p_WTo, -F[k])
     expected[start + 3 : start + 6] = -F[k]
     np.testing.assert_allclose(penalties.skeleton, expected, atol=1e-12)
-    # The stiffness bound: k on the pushed vertex's three coordinates, nothing elsewhere.
-    stiffness = penalties.stiffness.reshape(-1, 3)
-    np.testing.assert_allclose(stiffness[k], 2000.0)
-    assert np.abs(np.delete(stiffness, k, axis=0)).max() == 0.0
+    # The stiffness in the Newton matrix is the exact -dF/dx (central differences: inside a
+    # face's region the force is linear in the vertex's position), k n n^T on the pushed vertex
+    # and nothing elsewhere.
+    S = penalties.stiffness.toarray()
+    rows = slice(3 * k, 3 * k + 3)
+    step = 1e-5
+    numeric = np.zeros((3, 3))
+    for j in range(3):
+        plus, minus = X.copy(), X.copy()
+        plus[k, j] += step
+        minus[k, j] -= step
+        numeric[:, j] = -(
+            stepper.Penalties(q, plus.ravel()).forces[rows]
+            - stepper.Penalties(q, minus.ravel()).forces[rows]
+        ) / (2 * step)
+    np.testing.assert_allclose(S[rows, rows], numeric, atol=1e-6)
+    np.testing.assert_allclose(S[rows, rows], np.diag([0.0, 0.0, 2000.0]), atol=1e-9)
+    S[rows, rows] = 0.0
+    assert np.abs(S).max() == 0.0
 
 
 def test_implicit_penalty_is_stable_where_the_explicit_one_overshoots():
@@ -335,6 +350,30 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
     np.testing.assert_allclose(F[bottom], -expected, rtol=1e-9)
     assert np.abs(np.delete(F, [top, bottom], axis=0)).max() == 0.0
     assert np.abs(F.sum(axis=0)).max() < 1e-12
+    # The stiffness blocks in the Newton matrix against -dF/dx by central differences over the
+    # pair's six coordinates: positive semi-definite, equal to it for the pair's relative motion
+    # along the line and above its positive part in every direction; on no other vertex.
+    pair = np.concatenate([3 * top + np.arange(3), 3 * bottom + np.arange(3)])
+    x = Placed(d)
+    numeric = np.zeros((6, 6))
+    for j, dof in enumerate(pair):
+        plus, minus = x.copy(), x.copy()
+        plus[dof] += 1e-7
+        minus[dof] -= 1e-7
+        numeric[:, j] = (
+            -(stepper.Penalties(q, plus).forces[pair] - stepper.Penalties(q, minus).forces[pair])
+            / 2e-7
+        )
+    numeric = 0.5 * (numeric + numeric.T)
+    S_all = stepper.Penalties(q, x).stiffness
+    S = S_all[pair][:, pair].toarray()
+    assert abs(S_all).sum() == pytest.approx(abs(S).sum(), rel=1e-12)
+    assert np.linalg.eigvalsh(S).min() >= -1e-9
+    relative = np.concatenate([direction, -direction])  # the pair closing along its line
+    assert relative @ S @ relative == pytest.approx(relative @ numeric @ relative, rel=1e-5)
+    w, Q = np.linalg.eigh(numeric)
+    positive = (Q * np.maximum(w, 0.0)) @ Q.T
+    assert np.linalg.eigvalsh(S - positive).min() >= -1e-6 * k
     # Out of range (d > r): no force.
     assert np.abs(stepper.Penalties(q, Placed(1.2 * r)).forces).max() == 0.0
     # Rest neighbours closer than r (a compressed element) are the elastic model's business.
