@@ -45,6 +45,9 @@ class BendConfig:
     target: float = np.deg2rad(70.0)
     # Time to reach the target, s (paper: 2 s).
     duration: float = 2.0
+    # Time the motor then holds the target, s, so the reached angle is where the servo settles
+    # (the paper reports the angle the motor reaches, not where the ramp's end finds it).
+    hold: float = 0.5
     # Motor torque limit, N*m (paper: 1.96, MG995R).
     torque_limit: float = 1.96
     # Coupled time step, s (the bend is slow: quasi-static).
@@ -63,10 +66,19 @@ class BendResult:
     glue_residual: np.ndarray
     newton_iterations: np.ndarray
     failure: str | None
+    # The servo's proportional band U_m / K_p, rad: short of its target by more than this, a
+    # servo tau = K_p (q_d - q) is at its torque limit.
+    servo_band: float = np.inf
 
     @property
     def reached(self) -> float:
         return float(self.angle[-1])
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the skin stopped the motor: at the end the servo is short of its target by
+        more than its proportional band, so it pushes at its torque limit and cannot go on."""
+        return bool(abs(self.target[-1] - self.angle[-1]) >= self.servo_band)
 
     @property
     def max_angle(self) -> float:
@@ -178,6 +190,9 @@ def _FixedOffsetFrame(name, body, offset):
 def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=None) -> BendResult:
     """Bends the joint with the skin piece attached; returns the histories.
 
+    The servo's target ramps to `config.target` over `config.duration`, then stays there for
+    `config.hold` while the joint settles.
+
     Args:
         params: the skeleton's parameters.
         skin: a skin piece of the joint's two links (MakeSkin with options.links).
@@ -195,7 +210,7 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
     )
     state = stepper.DefaultState()
     h = config.time_step
-    steps = int(round(config.duration / h))
+    steps = int(round((config.duration + config.hold) / h))
     rate = config.target / config.duration
     times, angle, target, torque, frames, residual, iterations = [], [], [], [], [], [], []
     failure = None
@@ -234,4 +249,5 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
         glue_residual=np.array(residual),
         newton_iterations=np.array(iterations),
         failure=failure,
+        servo_band=config.torque_limit / params.motor.kp,
     )
