@@ -89,6 +89,12 @@ class CouplingConfig:
     penalty_stiffness: float = 2000.0
     # Self-collision: skin vertices closer than this that are far apart on the rest skin, m.
     self_collision_distance: float = 0.003
+    # Depth over which a penalty's stiffness ramps from 0 to penalty_stiffness, m: the force is
+    # k z^2 / (2 delta) at depth z < delta and k (z - delta / 2) beyond, continuous with its
+    # derivative (C^1). With the plain k z (a stiffness jump at the surface) Newton cycled on a
+    # vertex crossing a box face (Fig. 17's folded run: in, out, in, ... for 35 iterations).
+    # 0: the plain law.
+    penalty_onset: float = 2.5e-4
     # Penalties re-evaluated at every Newton iterate with their stiffness in the Newton matrix
     # (backward Euler in the penalties too); False: forces from the step's start, constant
     # through the step (the paper's explicit penalties, section 4.2). An explicit penalty as
@@ -303,18 +309,20 @@ class CoupledSkinSkeleton:
         """The collision penalties of section 4.2 at skeleton configuration q, skin positions x.
 
         Skin-skeleton: a free inner-surface skin vertex inside a skeleton box (one it did not
-        overlap in the home pose) is pushed out through the nearest face by k * depth, and the
+        overlap in the home pose) is pushed out through the nearest face by p(depth), and the
         box's body feels the opposite force at the vertex (Newton's third law; the paper merges
         the penalties into both b_r and b_d, section 5.2). Self-collision: two outer vertices
-        closer than r that were more than 4 r apart at rest repel with k (r - d) along their
-        line (the force of the energy k/2 (r - d)^2).
+        closer than r that were more than 4 r apart at rest repel with p(r - d) along their
+        line. p is the penalty law k z, made C^1 near the surface (`_PenaltyLaw`, onset depth
+        `penalty_onset`): p(z) = k z^2 / (2 delta) for z < delta, k (z - delta / 2) beyond.
 
         Returns forces (3n,) on the skin, N; skeleton (nv,) generalized forces on the skeleton,
         N*m or N; and stiffness, the 3 x 3 vertex blocks the implicit step adds to its Newton
-        matrix (they lie in the FEM's own sparsity pattern): k n n^T for a vertex in a box, the
-        exact -df/dx there; for a self-collision pair along the unit vector e, 2 k e e^T on each
-        member. The pair's exact stiffness, positive part, is [[H, -H], [-H, H]] with H = k e e^T
-        (the tangential part -k (r - d) / d (I - e e^T) is negative and left out, as the FEM's
+        matrix (they lie in the FEM's own sparsity pattern), with k' = p'(z): k' n n^T for a
+        vertex in a box, the exact -df/dx there; for a self-collision pair along the unit vector
+        e, 2 k' e e^T on each member. The pair's exact stiffness, positive part, is
+        [[H, -H], [-H, H]] with H = k' e e^T (the tangential part -p / d (I - e e^T) is
+        negative and left out, as the FEM's
         element projection does): the blocks equal it for the pair's relative motion and bound
         it from above for their common one, along e only (a bound of 2k in every direction made
         Newton contract by only ~0.75 per iteration where the skin is as soft as the penalty).
@@ -345,12 +353,13 @@ class CoupledSkinSkeleton:
             rows = np.flatnonzero(inside)
             normal_local = np.zeros((len(rows), 3))
             normal_local[np.arange(len(rows)), axis] = np.sign(local[rows, axis])
-            push = k * depth[rows, axis][:, None] * (normal_local @ R_WBox.T)
+            magnitude, slope = self._PenaltyLaw(depth[rows, axis])
+            push = magnitude[:, None] * (normal_local @ R_WBox.T)
             vertices = self._inner[rows]
             np.add.at(F, vertices, push)
             block_vertices.append(vertices)
             block_normals.append(normal_local @ R_WBox.T)
-            block_scales.append(np.full(len(vertices), k))
+            block_scales.append(slope)
             # The reaction -push on the body, applied at the skin vertex.
             p_BV = X_WB.inverse().multiply(X[vertices].T)
             Jv = plant.CalcJacobianTranslationalVelocity(
@@ -368,15 +377,27 @@ class CoupledSkinSkeleton:
             if len(pairs):
                 d = O[pairs[:, 0]] - O[pairs[:, 1]]
                 dist = np.maximum(np.linalg.norm(d, axis=1), 1e-9)
-                push = (k * (r - dist) / dist)[:, None] * d
+                e = d / dist[:, None]
+                magnitude, slope = self._PenaltyLaw(r - dist)
+                push = magnitude[:, None] * e
                 np.add.at(F, self._outer[pairs[:, 0]], push)
                 np.add.at(F, self._outer[pairs[:, 1]], -push)
-                e = d / dist[:, None]
                 block_vertices += [self._outer[pairs[:, 0]], self._outer[pairs[:, 1]]]
                 block_normals += [e, e]
-                block_scales += [np.full(len(pairs), 2.0 * k)] * 2
+                block_scales += [2.0 * slope] * 2
         stiffness = self._VertexBlocks(block_vertices, block_normals, block_scales)
         return Penalties(f, skeleton, stiffness)
+
+    def _PenaltyLaw(self, depth):
+        """(force magnitude N, its derivative N/m) of the penalty at penetration depth (m, > 0):
+        k z^2 / (2 delta) below the onset depth delta, k (z - delta / 2) beyond; the force of
+        the energy k z^3 / (6 delta), then k (z^2 / 2 - delta z / 2 + delta^2 / 6)."""
+        k, delta = self.config.penalty_stiffness, self.config.penalty_onset
+        if delta <= 0.0:
+            return k * depth, np.full(len(depth), k)
+        ramp = depth < delta
+        magnitude = np.where(ramp, 0.5 * k * depth**2 / delta, k * (depth - 0.5 * delta))
+        return magnitude, np.where(ramp, k * depth / delta, k)
 
     def _VertexBlocks(self, vertices, normals, scales) -> sp.csr_matrix:
         """sum over the lists of scale * u u^T on each vertex's 3 x 3 diagonal block, (3n, 3n)."""

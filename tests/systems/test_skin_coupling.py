@@ -184,7 +184,10 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     X[k] = [top[0], top[1], top[2] - 0.003]
     penalties = stepper.Penalties(q, X.ravel())
     F = penalties.forces.reshape(-1, 3)
-    np.testing.assert_allclose(F[k], [0.0, 0.0, 2000.0 * 0.003], atol=1e-9)
+    # 3 mm is past the C^1 onset: k (z - delta / 2).
+    np.testing.assert_allclose(
+        F[k], [0.0, 0.0, 2000.0 * (0.003 - 0.5 * config.penalty_onset)], atol=1e-9
+    )
     assert np.abs(np.delete(F, k, axis=0)).max() == 0.0
     torso = plant.GetBodyByName("torso", instance)
     start = torso.floating_velocities_start_in_v()
@@ -345,7 +348,10 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
 
     d = 0.001
     F = stepper.Penalties(q, Placed(d)).forces.reshape(-1, 3)
-    expected = k * (r - d) * direction  # on the top vertex, pushed away from the bottom one
+    delta = config.penalty_onset
+    assert r - d > delta
+    # On the top vertex, pushed away from the bottom one; past the onset, k (r - d - delta / 2).
+    expected = k * (r - d - 0.5 * delta) * direction
     np.testing.assert_allclose(F[top], expected, rtol=1e-9)
     np.testing.assert_allclose(F[bottom], -expected, rtol=1e-9)
     assert np.abs(np.delete(F, [top, bottom], axis=0)).max() == 0.0
@@ -383,11 +389,15 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
     assert np.linalg.norm(X0[neighbour] - X0[top]) < 4 * r
     assert np.abs(stepper.Penalties(q, X.ravel()).forces).max() == 0.0
 
-    # Conservative: F = -dE/dx for E = k/2 (r - |x_top - x_bottom|)^2, by central differences.
+    # Conservative: F = -dE/dx for the penalty energy of z = r - |x_top - x_bottom|, by central
+    # differences: k z^3 / (6 delta) below the onset, k (z^2 / 2 - delta z / 2 + delta^2 / 6)
+    # beyond (the C^1 form of k/2 z^2).
     def Energy(x):
         X = x.reshape(-1, 3)
-        dist = np.linalg.norm(X[top] - X[bottom])
-        return 0.5 * k * max(r - dist, 0.0) ** 2
+        z = max(r - np.linalg.norm(X[top] - X[bottom]), 0.0)
+        if z < delta:
+            return k * z**3 / (6 * delta)
+        return k * (0.5 * z * z - 0.5 * delta * z + delta * delta / 6)
 
     x = Placed(d)
     f = stepper.Penalties(q, x).forces
@@ -397,6 +407,35 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
         e[dof] = eps
         numeric = -(Energy(x + e) - Energy(x - e)) / (2 * eps)
         assert f[dof] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+def test_penalty_law_is_continuously_differentiable_at_the_surface(ball):
+    """The penalty law p(z) of the collision penalties: zero at the surface with zero slope, the
+    derivative of its energy, its slope the derivative of p (central differences, both across the
+    onset depth, where the two pieces meet with equal value and slope), and k z - k delta / 2 far
+    inside. A stiffness that jumps from 0 to k at the surface made Newton cycle on a vertex
+    crossing a box face."""
+    plant, instance, skin = ball
+    k, delta = 2000.0, 2.5e-4
+    stepper = CoupledSkinSkeleton(
+        plant, instance, skin, CouplingConfig(penalty_stiffness=k, penalty_onset=delta)
+    )
+
+    def Energy(z):
+        return np.where(
+            z < delta, k * z**3 / (6 * delta), k * (0.5 * z * z - 0.5 * delta * z + delta**2 / 6)
+        )
+
+    z = np.array([1e-7, 0.3 * delta, delta * (1 - 1e-6), delta * (1 + 1e-6), 4 * delta, 0.003])
+    p, slope = stepper._PenaltyLaw(z)
+    eps = 1e-5 * np.minimum(z, np.abs(z - delta))  # steps that stay on one piece
+    np.testing.assert_allclose(p, (Energy(z + eps) - Energy(z - eps)) / (2 * eps), rtol=1e-5)
+    p_plus, _ = stepper._PenaltyLaw(z + eps)
+    p_minus, _ = stepper._PenaltyLaw(z - eps)
+    np.testing.assert_allclose(slope, (p_plus - p_minus) / (2 * eps), rtol=1e-4)
+    assert p[0] < 1e-7 and slope[0] < 1e-3 * k  # no jump at the surface
+    assert abs(p[2] - p[3]) < 1e-5 * p[2] and abs(slope[2] - slope[3]) < 1e-5 * k
+    assert p[-1] == pytest.approx(k * (0.003 - delta / 2), rel=1e-12) and slope[-1] == k
 
 
 @pytest.fixture(scope="module")
