@@ -322,15 +322,15 @@ class CoupledSkinSkeleton:
         vertex in a box, the exact -df/dx there; for a self-collision pair along the unit vector
         e, 2 k' e e^T on each member. The pair's exact stiffness, positive part, is
         [[H, -H], [-H, H]] with H = k' e e^T (the tangential part -p / d (I - e e^T) is
-        negative and left out, as the FEM's
-        element projection does): the blocks equal it for the pair's relative motion and bound
-        it from above for their common one, along e only (a bound of 2k in every direction made
-        Newton contract by only ~0.75 per iteration where the skin is as soft as the penalty).
+        negative and left out, as the FEM's element projection does): the blocks equal it for
+        the pair's relative motion and bound it from above for their common one, along e only
+        (a bound of 2k in every direction made Newton contract by only ~0.75 per iteration
+        where the skin is as soft as the penalty).
         """
         k = self.config.penalty_stiffness
         f = np.zeros(3 * self.n)
         skeleton = np.zeros(self.nv)
-        # Vertex indices and unit directions of the blocks c k u u^T (c = 1 box, 2 pair).
+        # Vertex indices, unit directions and scales of the stiffness blocks scale * u u^T.
         block_vertices, block_normals, block_scales = [], [], []
         if k <= 0.0:
             return Penalties(f, skeleton, sp.csr_matrix((3 * self.n, 3 * self.n)))
