@@ -154,9 +154,9 @@ class Penalties:
 
     forces: np.ndarray  # (3n,) N on the skin
     skeleton: np.ndarray  # (nv,) generalized forces on the skeleton (the reactions)
-    # (3n, 3n) sparse, block diagonal (one 3 x 3 block per vertex), positive semi-definite:
-    # the penalties' stiffness -d forces / dx, exact for a vertex in a box, a bound from above
-    # for a self-collision pair (see CoupledSkinSkeleton.Penalties), N/m.
+    # (3n, 3n) sparse, positive semi-definite: the penalties' stiffness -d forces / dx, exact
+    # for a vertex in a box, its positive part for a self-collision pair (see
+    # CoupledSkinSkeleton.Penalties), N/m.
     stiffness: sp.csr_matrix
 
 
@@ -305,7 +305,7 @@ class CoupledSkinSkeleton:
                 boxes.append((body, box.center - link.origin, box.R, 0.5 * box.size, overlap))
         return boxes
 
-    def Penalties(self, q, x) -> "Penalties":
+    def Penalties(self, q, x, faces: dict | None = None) -> "Penalties":
         """The collision penalties of section 4.2 at skeleton configuration q, skin positions x.
 
         Skin-skeleton: a free inner-surface skin vertex inside a skeleton box (one it did not
@@ -316,22 +316,27 @@ class CoupledSkinSkeleton:
         line. p is the penalty law k z, made C^1 near the surface (`_PenaltyLaw`, onset depth
         `penalty_onset`): p(z) = k z^2 / (2 delta) for z < delta, k (z - delta / 2) beyond.
 
+        `faces`, a dict kept through one step, holds the face each penalised vertex was first
+        pushed through ((box, vertex) -> (axis, sign)); a vertex keeps it while it stays in the
+        box. Without it the nearest face is taken each time, and a vertex near the plane where
+        two faces are equally deep has its push flip between them (Newton cycled on one such
+        vertex in Fig. 17's folded piece).
+
         Returns forces (3n,) on the skin, N; skeleton (nv,) generalized forces on the skeleton,
         N*m or N; and stiffness, the 3 x 3 vertex blocks the implicit step adds to its Newton
-        matrix (they lie in the FEM's own sparsity pattern), with k' = p'(z): k' n n^T for a
-        vertex in a box, the exact -df/dx there; for a self-collision pair along the unit vector
-        e, 2 k' e e^T on each member. The pair's exact stiffness, positive part, is
-        [[H, -H], [-H, H]] with H = k' e e^T (the tangential part -p / d (I - e e^T) is
-        negative and left out, as the FEM's element projection does): the blocks equal it for
-        the pair's relative motion and bound it from above for their common one, along e only
-        (a bound of 2k in every direction made Newton contract by only ~0.75 per iteration
-        where the skin is as soft as the penalty).
+        matrix, with k' = p'(z): k' n n^T on a vertex in a box, the exact -df/dx there; for a
+        self-collision pair along the unit vector e, [[H, -H], [-H, H]] with H = k' e e^T on
+        the pair's two vertices: the positive part of its exact stiffness (the tangential part
+        -p / d (I - e e^T) is negative and left out, as the FEM's element projection does).
+        A bound of k (or 2k) in every direction instead made Newton contract by only ~0.75 per
+        iteration where the skin is as soft as the penalty.
         """
         k = self.config.penalty_stiffness
         f = np.zeros(3 * self.n)
         skeleton = np.zeros(self.nv)
-        # Vertex indices, unit directions and scales of the stiffness blocks scale * u u^T.
-        block_vertices, block_normals, block_scales = [], [], []
+        # Row and column vertices, unit directions and scales of the stiffness blocks
+        # scale * u u^T.
+        block_rows, block_cols, block_normals, block_scales = [], [], [], []
         if k <= 0.0:
             return Penalties(f, skeleton, sp.csr_matrix((3 * self.n, 3 * self.n)))
         X = x.reshape(-1, 3)
@@ -340,7 +345,7 @@ class CoupledSkinSkeleton:
         plant.SetPositions(ctx, q)
         P = X[self._inner]
         world = plant.world_frame()
-        for body, center, R, half, exempt in self._boxes:
+        for box, (body, center, R, half, exempt) in enumerate(self._boxes):
             X_WB = plant.EvalBodyPoseInWorld(ctx, body)
             R_WBox = X_WB.rotation().matrix() @ R
             c_W = X_WB.multiply(center)
@@ -349,16 +354,24 @@ class CoupledSkinSkeleton:
             inside = np.all(depth > 0.0, axis=1) & ~exempt[self._inner]
             if not inside.any():
                 continue
-            axis = np.argmin(depth[inside], axis=1)
             rows = np.flatnonzero(inside)
-            normal_local = np.zeros((len(rows), 3))
-            normal_local[np.arange(len(rows)), axis] = np.sign(local[rows, axis])
-            magnitude, slope = self._PenaltyLaw(depth[rows, axis])
-            push = magnitude[:, None] * (normal_local @ R_WBox.T)
             vertices = self._inner[rows]
+            axis = np.argmin(depth[rows], axis=1)
+            sign = np.sign(local[rows, axis])
+            if faces is not None:
+                for i, vertex in enumerate(vertices):
+                    axis[i], sign[i] = faces.setdefault((box, int(vertex)), (axis[i], sign[i]))
+            normal_local = np.zeros((len(rows), 3))
+            normal_local[np.arange(len(rows)), axis] = sign
+            normal = normal_local @ R_WBox.T
+            # Depth below the face pushing it (the nearest face: half - |local|).
+            below = half[axis] - sign * local[rows, axis]
+            magnitude, slope = self._PenaltyLaw(below)
+            push = magnitude[:, None] * normal
             np.add.at(F, vertices, push)
-            block_vertices.append(vertices)
-            block_normals.append(normal_local @ R_WBox.T)
+            block_rows.append(vertices)
+            block_cols.append(vertices)
+            block_normals.append(normal)
             block_scales.append(slope)
             # The reaction -push on the body, applied at the skin vertex.
             p_BV = X_WB.inverse().multiply(X[vertices].T)
@@ -380,12 +393,14 @@ class CoupledSkinSkeleton:
                 e = d / dist[:, None]
                 magnitude, slope = self._PenaltyLaw(r - dist)
                 push = magnitude[:, None] * e
-                np.add.at(F, self._outer[pairs[:, 0]], push)
-                np.add.at(F, self._outer[pairs[:, 1]], -push)
-                block_vertices += [self._outer[pairs[:, 0]], self._outer[pairs[:, 1]]]
-                block_normals += [e, e]
-                block_scales += [2.0 * slope] * 2
-        stiffness = self._VertexBlocks(block_vertices, block_normals, block_scales)
+                a, b = self._outer[pairs[:, 0]], self._outer[pairs[:, 1]]
+                np.add.at(F, a, push)
+                np.add.at(F, b, -push)
+                block_rows += [a, b, a, b]
+                block_cols += [a, b, b, a]
+                block_normals += [e] * 4
+                block_scales += [slope, slope, -slope, -slope]
+        stiffness = self._VertexBlocks(block_rows, block_cols, block_normals, block_scales)
         return Penalties(f, skeleton, stiffness)
 
     def _PenaltyLaw(self, depth):
@@ -399,16 +414,17 @@ class CoupledSkinSkeleton:
         magnitude = np.where(ramp, 0.5 * k * depth**2 / delta, k * (depth - 0.5 * delta))
         return magnitude, np.where(ramp, k * depth / delta, k)
 
-    def _VertexBlocks(self, vertices, normals, scales) -> sp.csr_matrix:
-        """sum over the lists of scale * u u^T on each vertex's 3 x 3 diagonal block, (3n, 3n)."""
+    def _VertexBlocks(self, row_vertices, col_vertices, normals, scales) -> sp.csr_matrix:
+        """(3n, 3n): the sum of scale * u u^T on the 3 x 3 blocks (row vertex, column vertex)."""
         size = 3 * self.n
-        if not vertices:
+        if not row_vertices:
             return sp.csr_matrix((size, size))
-        v = np.concatenate(vertices)
+        a = np.concatenate(row_vertices)
+        b = np.concatenate(col_vertices)
         u = np.concatenate(normals)
         c = np.concatenate(scales)
-        rows = np.broadcast_to((3 * v[:, None] + np.arange(3))[:, :, None], (len(v), 3, 3))
-        cols = np.transpose(rows, (0, 2, 1))
+        rows = np.broadcast_to((3 * a[:, None] + np.arange(3))[:, :, None], (len(a), 3, 3))
+        cols = np.broadcast_to((3 * b[:, None] + np.arange(3))[:, None, :], (len(b), 3, 3))
         values = c[:, None, None] * u[:, :, None] * u[:, None, :]
         # Duplicates (a vertex in two boxes or pairs) are summed by the conversion.
         return sp.coo_matrix(
@@ -471,7 +487,8 @@ class CoupledSkinSkeleton:
         # Collision penalties: at the step's start, then (implicit) re-evaluated at every later
         # Newton iterate, or (explicit, the paper's section 4.2) constant through the step.
         implicit_penalties = cfg.implicit_penalties
-        penalties = self.Penalties(q, x)
+        faces = {}  # the box face each penalised vertex is pushed through, kept for the step
+        penalties = self.Penalties(q, x, faces)
         mu = cfg.friction
         # Unknowns and the contact active set (0 free, 1 stick, 2 slide).
         v_next = v.copy()
@@ -513,7 +530,7 @@ class CoupledSkinSkeleton:
         for iteration in range(cfg.max_iterations):
             q_next = self._Integrate(q, v_next, h)
             if implicit_penalties and iteration > 0:
-                penalties = self.Penalties(q_next, y)
+                penalties = self.Penalties(q_next, y, faces)
             p_WG, J = self.GluePoints(q_next)
             C = self.glue.Residual(p_WG, y)
             # Motor torques and their derivative (implicit while unsaturated).
