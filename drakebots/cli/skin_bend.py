@@ -15,12 +15,16 @@ Each skin's small-strain prediction comes first: the static condensation of its 
 onto the joint (k, N*m/rad; the angle tau/k) and the fold's relief k_smooth/k_folded.
 --linear-only stops there (about 35 s with meshing: a quick way to compare folding-region
 shapes); the coupled runs at large angles can take many minutes on a soft skin (the folded piece
-at 0.67 MPa: over an hour here).
+at 0.67 MPa: about 15 minutes here).
 
 Examples:
   drakebots skin-bend beetle --joint front_left_ankle --target-deg 70 --time 2 \\
       --torque-limit 1.96 --out runs/bend
   drakebots skin-bend beetle --youngs-modulus 1e6 --out runs/bend_soft   # a softer silicone
+  # Fig. 17 at the modulus where the smooth skin's small-strain angle is the paper's 20 deg, with
+  # 12 mm teeth (our limb needs > 10.5 mm for the paper's relief): smooth stalls, folded reaches.
+  drakebots skin-bend beetle --youngs-modulus 6.7e5 --fold-depth 0.012 --fold-pitch 0.024 \\
+      --out runs/bend_fig17
   drakebots skin-bend beetle --linear-only --fold-teeth 7 --out runs/bend_7teeth
 """
 
