@@ -195,10 +195,12 @@ def Run(args) -> int:
             )
         }
         figures["fold_relief"] = stiffness["smooth"] / stiffness["folded"]
-        tolerance = np.deg2rad(2.0)
         reason = None
         if args.linear_only:
-            if linear["folded"] < abs(config.target) - tolerance:
+            # The servo against a linear skin k: two springs in series, settling at
+            # q = K_p q_d / (K_p + k) with torque k q; the skin stalls it where k q >= U_m.
+            kp, k_folded = params.motor.kp, stiffness["folded"]
+            if k_folded * kp * abs(config.target) / (kp + k_folded) >= args.torque_limit:
                 reason = (
                     f"at small strain the folded skin stops the motor at "
                     f"{np.rad2deg(linear['folded']):.3g} deg, short of {args.target_deg:g} deg"
