@@ -241,7 +241,7 @@ def Run(args) -> int:
                     {
                         f"{label}_reached_deg": float(np.rad2deg(r.reached)),
                         f"{label}_short_of_target_deg": float(
-                            np.rad2deg(config.target - r.reached)
+                            np.rad2deg(abs(config.target - r.reached))
                         ),
                         f"{label}_motor_stalled": r.stalled,
                         f"{label}_max_torque": float(np.abs(r.torque).max()),

@@ -216,11 +216,12 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
     failure = None
     for k in range(steps + 1):
         t = k * h
-        q_d = min(rate * (t + h), config.target)
+        # The ramp toward the target, of either sign, then the target held.
+        q_d = config.target * min((t + h) / config.duration, 1.0)
         v_d = rate if t + h < config.duration else 0.0
         times.append(t)
         angle.append(float(state.q[0]))
-        target.append(min(rate * t, config.target))
+        target.append(config.target * min(t / config.duration, 1.0))
         frames.append(state.x.astype(np.float32))
         if k == steps:
             torque.append(torque[-1] if torque else 0.0)
