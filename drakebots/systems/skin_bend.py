@@ -212,16 +212,20 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
     h = config.time_step
     steps = int(round((config.duration + config.hold) / h))
     rate = config.target / config.duration
+
+    def Ramp(t):
+        # The ramp toward the target, of either sign, then the target held.
+        return config.target * min(t / config.duration, 1.0)
+
     times, angle, target, torque, frames, residual, iterations = [], [], [], [], [], [], []
     failure = None
     for k in range(steps + 1):
         t = k * h
-        # The ramp toward the target, of either sign, then the target held.
-        q_d = config.target * min((t + h) / config.duration, 1.0)
+        q_d = Ramp(t + h)
         v_d = rate if t + h < config.duration else 0.0
         times.append(t)
         angle.append(float(state.q[0]))
-        target.append(config.target * min(t / config.duration, 1.0))
+        target.append(Ramp(t))
         frames.append(state.x.astype(np.float32))
         if k == steps:
             torque.append(torque[-1] if torque else 0.0)
