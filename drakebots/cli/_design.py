@@ -76,6 +76,13 @@ def _Validate(args):
         raise InputError(f"--motor-limit must be > 0 N*m, got {args.motor_limit}")
     if not args.mass_scale > 0.0:
         raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
+    # Unset: SpaceTimeConfig's defaults (one place for them; the parser does not import it).
+    from drakebots.optimization.space_time import SpaceTimeConfig
+
+    if args.plan_motor_limits is None:
+        args.plan_motor_limits = SpaceTimeConfig.motor_limit_fraction
+    if args.space_time_iterations is None:
+        args.space_time_iterations = SpaceTimeConfig.max_iterations
     if not args.plan_motor_limits >= 0.0:
         raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
     if args.space_time_iterations < 1:

@@ -79,18 +79,18 @@ def register(subparsers):
     parser.add_argument(
         "--plan-motor-limits",
         type=float,
-        default=0.0,
+        default=None,
         metavar="FRACTION",
         help="ours: also bound the space-time plan's inverse-dynamics torques by FRACTION x U_m "
-        "(one smooth-max row per knot); 0 (default): only the frame-by-frame step bounds them, "
-        "as in the paper",
+        "(one smooth-max row per knot; default 1: without it the lizard's crawl plans up to "
+        "2.7 U_m and fails); 0: only the frame-by-frame step bounds them, as in the paper",
     )
     parser.add_argument(
         "--space-time-iterations",
         type=int,
-        default=40,
-        help="Gauss-Newton iteration limit of each space-time step (default 40; the motor rows of "
-        "--plan-motor-limits can need more)",
+        default=None,
+        help="Gauss-Newton iteration limit of each space-time step (default 80; the motor rows "
+        "of --plan-motor-limits need more than 40)",
     )
     parser.add_argument(
         "--lookahead",
