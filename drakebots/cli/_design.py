@@ -263,6 +263,23 @@ def RunDesign(args) -> int:
                 f"{pb['max_joint_error_deg']:.2f} deg, {pb['frames_without_ground_contact']} "
                 "frames airborne"
             )
+            # The torques alone, open loop (the replay; a legged robot's feed-forward
+            # drifts without feedback, so this says how far the torques carry it by themselves).
+            figures["playback_in_drake_open_loop"], _ = PlaybackFrames(
+                robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt, pd_scale=0.0
+            )
+            ol = figures["playback_in_drake_open_loop"]
+            span = motion.dt * len(fr.tau)
+            kept = (
+                f"for {ol['torso_within_2cm_s']:.2f} of {span:.2f} s"
+                if ol["torso_within_2cm_s"] < span
+                else f"over the whole {span:.2f} s"
+            )
+            log(
+                f"  open loop (torques only): torso within 2 cm {kept}, at most "
+                f"{1e3 * ol['max_torso_position_error_m']:.1f} mm off, roll/pitch/yaw within "
+                f"{ol['max_torso_rpy_error_deg']} deg"
+            )
         success = (
             bool(outcome.converged)
             and figures["within_motor_limits"]

@@ -31,6 +31,8 @@ from drakebots.robots.base import Robot
 from drakebots.systems.ground import AddGround
 
 FOOT_NAMES = ("front_left_foot", "front_right_foot", "rear_left_foot", "rear_right_foot")
+# PlaybackFrames reports how long the torso stays within this distance of the plan, m.
+TORSO_TOLERANCE_M = 0.02
 
 
 @dataclasses.dataclass
@@ -215,13 +217,14 @@ def SimulatePlan(
 
 def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: float = 1.0):
     """Plays a frame-by-frame result (q̃ (N, nq) in the SkeletonModel's coordinates, τ (N-1, nu)
-    N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ plus τ as
-    feed-forward) and compares: returns (figures dict, PlaybackResult).
+    N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ scaled by
+    `pd_scale` plus τ as feed-forward; pd_scale 0: the torques alone, open loop) and compares:
+    returns (figures dict, PlaybackResult).
 
-    Figures: the torso's largest position (m) and roll/pitch/yaw (deg) differences from q̃ over
-    the motion and at its end, the motors' largest joint-angle difference (deg), frames where no
-    foot touches the ground, the largest net motor torque over U_m and the largest PD
-    correction |u - τ| (N·m)."""
+    Figures: how long the torso stays within TORSO_TOLERANCE_M of q̃ (s), the torso's largest
+    position (m) and roll/pitch/yaw (deg) differences from q̃ over the motion and at its end,
+    the motors' largest joint-angle difference (deg), frames where no foot touches the ground,
+    the largest net motor torque over U_m and the largest PD correction |u - τ| (N·m)."""
     q = np.asarray(q_frames, float)
     tau = np.asarray(tau, float)
     times = dt * np.arange(len(q))
@@ -248,8 +251,11 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
     floating = np.array([model.ToFloatingPositions(qq) for qq in q])
     joint_err = np.abs(res.positions[:, 7:] - floating[:, 7:])
     fz = res.foot_forces[:, :, 2]
+    # How long the torso stays within 2 cm of the plan (the whole motion if it never strays).
+    strayed = np.flatnonzero(np.linalg.norm(err, axis=1) > TORSO_TOLERANCE_M)
     figures = {
         "pd_scale": pd_scale,
+        "torso_within_2cm_s": float(times[strayed[0]] if len(strayed) else times[-1]),
         "max_torso_position_error_m": float(np.abs(err).max()),
         "final_torso_position_error_m": float(np.linalg.norm(err[-1])),
         "max_torso_rpy_error_deg": np.degrees(np.abs(rpy).max(axis=0)).round(3).tolist(),
