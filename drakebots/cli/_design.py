@@ -163,6 +163,38 @@ def _SkinStart(make_dynamics, limits) -> dict | None:
     return dict(report, holding_torque_max_ratio=float(np.max(tau / np.asarray(limits))))
 
 
+def _CoupledOpenLoop(dyn, model, fr, dt, log) -> dict:
+    """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
+    skin-skeleton simulator (Newton to convergence, per-vertex contact), from the pass's own
+    skeleton and skin state; the tracking error against the kept frames."""
+    from drakebots.systems.plan_playback import PlaybackFramesCoupled
+    from drakebots.systems.skin_coupling import CoupledSkinSkeleton
+
+    # The coupled pass ran on the plan raised onto the skin's soles (alternating.py).
+    q = fr.q[: len(fr.tau) + 1].copy()
+    q[:, 2] += dyn.lift
+    log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
+    initial = dyn.CoupledState(q[0], fr.v[0])
+    # A fresh simulator with the pass's settings (the pass's own keeps its last contact labels
+    # and factorisation).
+    stepper = CoupledSkinSkeleton(dyn.model.plant, dyn.model.instance, dyn.skin, dyn.stepper.config)
+    figures, _, _ = PlaybackFramesCoupled(stepper, initial, q, fr.tau, model.actuated_indices)
+    span = dt * len(fr.tau)
+    kept = (
+        f"for {figures['torso_within_2cm_s']:.2f} of {span:.2f} s"
+        if figures["torso_within_2cm_s"] < span
+        else f"over the whole {span:.2f} s"
+    )
+    log(
+        f"  coupled open loop: torso within 2 cm {kept}, at most "
+        f"{1e3 * figures['max_torso_position_error_m']:.1f} mm off (end "
+        f"{1e3 * figures['final_torso_position_error_m']:.1f} mm), joints within "
+        f"{figures['max_joint_error_deg']:.2f} deg ({figures['wall_time_s']:.0f} s)"
+        + (f"; {figures['failure']}" if figures["failure"] else "")
+    )
+    return figures
+
+
 def RunDesign(args) -> int:
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
     from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
@@ -218,6 +250,7 @@ def RunDesign(args) -> int:
         if bar is not None:
             bar.close()
         skin_start = _SkinStart(make_dynamics, limits)  # (before the baseline makes its own)
+        coupled_dynamics = getattr(make_dynamics, "made", None)
         baseline = None
         if args.compare_kinematic_only and not args.kinematic_only:
             log("kinematic-only baseline (section 7)")
@@ -280,6 +313,10 @@ def RunDesign(args) -> int:
                 f"{1e3 * ol['max_torso_position_error_m']:.1f} mm off, roll/pitch/yaw within "
                 f"{ol['max_torso_rpy_error_deg']} deg"
             )
+            if coupled_dynamics is not None:
+                figures["playback_coupled_open_loop"] = _CoupledOpenLoop(
+                    coupled_dynamics, model, fr, motion.dt, log
+                )
         success = (
             bool(outcome.converged)
             and figures["within_motor_limits"]

@@ -481,3 +481,43 @@ def test_skin_holding_torques_are_the_gradient_of_the_settled_energy(bent_pads):
     fd = (E_plus - E_minus) / (2 * eps)
     assert tau[motor_of[i]] == pytest.approx(fd, rel=2e-3)
     assert abs(fd) > 0.1  # N·m: a real load, not a zero against a zero
+
+
+def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
+    """The issue's check on a FEM skin (`drakebots design --skin`): a standing pass's torques
+    replayed open loop in issue 5's coupled simulator (SkinnedRobotSystem in a Drake Simulator, a
+    fresh CoupledSkinSkeleton: Newton to convergence, per-vertex contact, nothing of the QPCC's
+    patches) keep the robot on the pass; frame i is driven by τ_i (the first replayed frame is one
+    Step with τ_0); half a newton-metre more on one motor and the same replay leaves the pass."""
+    from drakebots.optimization.qpcc import RunFrameByFrame
+    from drakebots.systems.plan_playback import PlaybackFramesCoupled
+    from drakebots.systems.skin_coupling import CoupledSkinSkeleton
+
+    model, skin, dyn = beetle
+    dyn.Reset(dyn.initial)
+    qpcc = _Qpcc(model, dyn)
+    N = 5
+    plan = np.tile(dyn.q_stand, (N, 1))
+    passed = RunFrameByFrame(
+        model, dyn, qpcc, plan, np.ones((4, N), dtype=bool), v0=np.zeros(model.nv)
+    )
+    assert passed.frames_done == N - 1 and not passed.infeasible
+    start = dyn.initial.copy()
+
+    def Replay(tau):
+        fresh = CoupledSkinSkeleton(model.plant, model.instance, skin, dyn.stepper.config)
+        return PlaybackFramesCoupled(fresh, start, passed.q, tau, model.actuated_indices)
+
+    figures, times, q = Replay(passed.tau)
+    assert figures["failure"] is None and figures["frames_replayed"] == N - 1
+    assert np.allclose(times, DT * np.arange(N))
+    fresh = CoupledSkinSkeleton(model.plant, model.instance, skin, dyn.stepper.config)
+    first, _ = fresh.Step(start, tau_ff=passed.tau[0])
+    assert np.abs(q[1] - first.q).max() <= 1e-12
+    assert figures["max_torso_position_error_m"] < 5e-6, figures
+    assert figures["max_joint_error_deg"] < 0.01, figures
+    pushed = passed.tau.copy()
+    pushed[:, 0] += 0.5
+    wrong, _, _ = Replay(pushed)
+    assert wrong["max_joint_error_deg"] > 100 * max(figures["max_joint_error_deg"], 1e-3), wrong
+    dyn.Reset(dyn.initial)
