@@ -12,7 +12,8 @@ effort limit, as a hobby servo saturates):
 Nothing of the optimizer's contact model is used, so the playback answers "is the plan
 physically executable?" independently: does the torso follow, do the feet stay where they were put,
 where do the ground forces act (COP), and how much of the torque do the PD corrections add.
-Units: SI.
+A plan made on a FEM skin (`drakebots design --skin`) is also replayed open loop in the coupled
+skin-skeleton simulator (`PlaybackFramesCoupled`). Units: SI.
 """
 
 from __future__ import annotations
