@@ -39,8 +39,10 @@ response (z = 0), and `Step` solves once more for the chosen z (to update the wh
 choice of factorisation is measured in scripts/bench_skinned.py (`qpcc` section).
 
 Contact patches. The generated skins' soles are marching-cubes surfaces (not exactly planar), so
-a patch's height is its lowest vertex's height (the patch touches when that vertex does) and its
-horizontal position its vertices' mean. Each sole's vertices within `sole_band` of the foot's
+a patch's position is its vertices' mean, its height lowered by the rest sole's relief (the mean's
+height above the patch's lowest vertex on the rest skin): the patch touches where its lowest
+vertex touched at rest, and its height moves with the mean displacement the QP constrains
+(`SolePatches.Positions`). Each sole's vertices within `sole_band` of the foot's
 lowest point form its planar part; the five patches are the centre (the inner 40% of the sole's
 extent) and the four quadrants around it.
 
@@ -124,23 +126,35 @@ class SolePatches:
         vertices: list of P arrays of skin vertex indices.
         foot: (P,) leg index (0..3, SkeletonModel.legs order) of each patch.
         W: (3n, 3P) sparse force distribution (a patch force shared evenly by its vertices).
+        relief: (P,) how far each patch's mean height lies above its lowest vertex on the skin
+            the patches were made from (the rest skin standing on its soles), m.
     """
 
     vertices: list
     foot: np.ndarray
     W: sp.csc_matrix
+    relief: np.ndarray
 
     @property
     def num_patches(self) -> int:
         return len(self.vertices)
 
     def Positions(self, x: np.ndarray) -> np.ndarray:
-        """(P, 3): vertices' mean x, y and the lowest vertex's height, m."""
+        """(P, 3): the vertices' mean, its height less the patch's rest `relief`, m.
+
+        The height is that of the patch's mean (the point Wᵀ Δu moves, work-conjugate to the
+        patch force), lowered by the relief of the rest sole (marching-cubes soles are not
+        planar), so a patch touches where its lowest vertex touched on the rest skin and the
+        QP's contact row constrains the same point it measures. With the lowest vertex's height
+        and the mean's displacement, a soft sole that deformed unevenly looked penetrated and
+        the next frame's contact row pushed it out by the difference: the beetle standing on
+        a 0.67 MPa skin bounced higher every 45 ms (ground force 0 to 3.4 times its weight within
+        0.1 s; measured), where issue 5's simulator stands it within 0.1 mm."""
         X = np.asarray(x, float).reshape(-1, 3)
         out = np.empty((self.num_patches, 3))
         for p, idx in enumerate(self.vertices):
-            out[p, :2] = X[idx, :2].mean(axis=0)
-            out[p, 2] = X[idx, 2].min()
+            out[p] = X[idx].mean(axis=0)
+        out[:, 2] -= self.relief
         return out
 
     def Displacements(self, du: np.ndarray) -> np.ndarray:
@@ -207,7 +221,8 @@ def MakeSolePatches(
     W = sp.csc_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(3 * n, 3 * P)
     )
-    return SolePatches(vertices=vertices, foot=np.array(foot), W=W)
+    relief = np.array([X[idx, 2].mean() - X[idx, 2].min() for idx in vertices])
+    return SolePatches(vertices=vertices, foot=np.array(foot), W=W, relief=relief)
 
 
 # ----------------------------------------------------------------------------------------------
