@@ -163,18 +163,20 @@ def _SkinStart(make_dynamics, limits) -> dict | None:
     return dict(report, holding_torque_max_ratio=float(np.max(tau / np.asarray(limits))))
 
 
-def _CoupledOpenLoop(dyn, model, fr, dt, log) -> dict:
+def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
-    skin-skeleton simulator (Newton to convergence, per-vertex contact), from the pass's own
-    skeleton and skin state; the tracking error against the kept frames."""
+    skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
+    started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
+    last pass's CoupledFrameDynamics (the same skin, settings and lift as every pass's)."""
     from drakebots.systems.plan_playback import PlaybackFramesCoupled
     from drakebots.systems.skin_coupling import CoupledSkinSkeleton
 
+    fr = kept.frames
     # The coupled pass ran on the plan raised onto the skin's soles (alternating.py).
     q = fr.q[: len(fr.tau) + 1].copy()
     q[:, 2] += dyn.lift
     log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
-    initial = dyn.CoupledState(q[0], fr.v[0])
+    initial = kept.start_state
     # A fresh simulator with the pass's settings (the pass's own keeps its last contact labels
     # and factorisation).
     stepper = CoupledSkinSkeleton(dyn.model.plant, dyn.model.instance, dyn.skin, dyn.stepper.config)
@@ -315,7 +317,7 @@ def RunDesign(args) -> int:
             )
             if coupled_dynamics is not None:
                 figures["playback_coupled_open_loop"] = _CoupledOpenLoop(
-                    coupled_dynamics, model, fr, motion.dt, log
+                    coupled_dynamics, model, outcome.final, motion.dt, log
                 )
         success = (
             bool(outcome.converged)

@@ -82,6 +82,9 @@ class IterationRecord:
     agreed: bool
     time_space_time: float
     time_frames: float
+    # The state the pass started from, when its dynamics has more than the skeleton's (a FEM
+    # skin: qpcc_coupled.CoupledFrameDynamics.initial), for replaying the pass; else None.
+    start_state: object = None
 
 
 @dataclasses.dataclass
@@ -101,6 +104,12 @@ class AlternatingResult:
     @property
     def final(self) -> IterationRecord:
         return self.iterations[self.best]
+
+
+def _StartState(dynamics):
+    """A copy of the coupled state a pass started from (None for skeleton-only dynamics)."""
+    initial = getattr(dynamics, "initial", None)
+    return initial.copy() if initial is not None else None
 
 
 def _Score(record: IterationRecord) -> tuple:
@@ -233,6 +242,7 @@ def RunAlternating(
                 agreed=agreed,
                 time_space_time=t_st,
                 time_frames=t_fb,
+                start_state=_StartState(dynamics),
             )
         )
         best = max(range(len(records)), key=lambda i: _Score(records[i]))
