@@ -192,7 +192,7 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
         f"{1e3 * figures['max_torso_position_error_m']:.1f} mm off (end "
         f"{1e3 * figures['final_torso_position_error_m']:.1f} mm), joints within "
         f"{figures['max_joint_error_deg']:.2f} deg ({figures['wall_time_s']:.0f} s)"
-        + (f"; {figures['failure']}" if figures["failure"] else "")
+        + "".join(f"; {figures[k]}" for k in ("failure", "stopped") if figures[k])
     )
     return figures
 

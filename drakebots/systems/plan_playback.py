@@ -270,7 +270,9 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
     return figures, res
 
 
-def PlaybackFramesCoupled(stepper, initial, q_frames, tau, actuated_indices):
+def PlaybackFramesCoupled(
+    stepper, initial, q_frames, tau, actuated_indices, *, stop_beyond_m=0.1, max_wall_s=900.0
+):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
     simulator (`drakebots.systems.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
     --skin` runs: Newton to convergence on the FEM skin glued to the skeleton, per-vertex ground
@@ -288,8 +290,14 @@ def PlaybackFramesCoupled(stepper, initial, q_frames, tau, actuated_indices):
         tau: (N - 1, nu) torques held over each frame, N·m.
         actuated_indices: (nu,) the motors' position indices (joint-angle errors).
 
+        stop_beyond_m: end the replay once the torso is this far from the plan, m (the check
+            has its answer; a robot falling over its soft skin takes the simulator minutes
+            per step).
+        max_wall_s: end the replay after this much wall time, s.
+
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
-    invert) ends the replay there; figures["failure"] says when and why.
+    invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
+    when it ended early by `stop_beyond_m` or `max_wall_s`.
     """
     from drakebots.fem.model import ElementInversion
     from drakebots.systems.skin_coupling import CoupledStepFailure, SkinnedRobotSystem
@@ -314,13 +322,20 @@ def PlaybackFramesCoupled(stepper, initial, q_frames, tau, actuated_indices):
     start = time.perf_counter()
     simulator.Initialize()
     sim_q = [system.UnpackState(system_context).q]
-    failure = None
+    failure = stopped = None
     try:
         for i in range(len(tau)):
             # The periodic update at t = i dt (taken at the start of this advance) reads τ_i.
             ff_context.get_mutable_numeric_parameter(0).set_value(tau[i])
             simulator.AdvanceTo((i + 1) * dt)
             sim_q.append(system.UnpackState(system_context).q)
+            off = float(np.linalg.norm(sim_q[-1][:3] - q[i + 1, :3]))
+            if off > stop_beyond_m:
+                stopped = f"torso {1e3 * off:.0f} mm off the plan at t = {(i + 1) * dt:.3f} s"
+            elif time.perf_counter() - start > max_wall_s and i + 1 < len(tau):
+                stopped = f"wall-time budget ({max_wall_s:.0f} s) spent at t = {(i + 1) * dt:.3f} s"
+            if stopped:
+                break
     except (CoupledStepFailure, ElementInversion, RuntimeError) as e:
         failure = f"stopped in frame {len(sim_q) - 1} (t = {(len(sim_q) - 1) * dt:.3f} s): {e}"
     wall = time.perf_counter() - start
@@ -338,6 +353,7 @@ def PlaybackFramesCoupled(stepper, initial, q_frames, tau, actuated_indices):
         "frames_replayed": int(done),
         "frames_planned": int(len(tau)),
         "failure": failure,
+        "stopped": stopped,
         "torso_within_2cm_s": float(times[strayed[0]] if len(strayed) else times[-1]),
         "max_torso_position_error_m": float(err.max()),
         "final_torso_position_error_m": float(err[-1]),

@@ -504,9 +504,9 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     assert passed.frames_done == N - 1 and not passed.infeasible
     start = dyn.initial.copy()
 
-    def Replay(tau):
+    def Replay(tau, **kwargs):
         fresh = CoupledSkinSkeleton(model.plant, model.instance, skin, dyn.stepper.config)
-        return PlaybackFramesCoupled(fresh, start, passed.q, tau, model.actuated_indices)
+        return PlaybackFramesCoupled(fresh, start, passed.q, tau, model.actuated_indices, **kwargs)
 
     figures, times, q = Replay(passed.tau)
     assert figures["failure"] is None and figures["frames_replayed"] == N - 1
@@ -520,6 +520,11 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     pushed[:, 0] += 0.5
     wrong, _, _ = Replay(pushed)
     assert wrong["max_joint_error_deg"] > 100 * max(figures["max_joint_error_deg"], 1e-3), wrong
+    assert figures["stopped"] is None and wrong["stopped"] is None
+    # A replay that has left the plan by stop_beyond_m ends there (here after its first frame).
+    off = float(np.linalg.norm(q[1, :3] - passed.q[1, :3]))
+    early, _, _ = Replay(passed.tau, stop_beyond_m=0.5 * off)
+    assert early["stopped"].startswith("torso") and early["frames_replayed"] == 1
     dyn.Reset(dyn.initial)
 
 
