@@ -182,13 +182,13 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     stepper = CoupledSkinSkeleton(dyn.model.plant, dyn.model.instance, dyn.skin, dyn.stepper.config)
     figures, _, _ = PlaybackFramesCoupled(stepper, initial, q, fr.tau, model.actuated_indices)
     span = dt * len(fr.tau)
-    kept = (
+    held = (
         f"for {figures['torso_within_2cm_s']:.2f} of {span:.2f} s"
         if figures["torso_within_2cm_s"] < span
         else f"over the whole {span:.2f} s"
     )
     log(
-        f"  coupled open loop: torso within 2 cm {kept}, at most "
+        f"  coupled open loop: torso within 2 cm {held}, at most "
         f"{1e3 * figures['max_torso_position_error_m']:.1f} mm off (end "
         f"{1e3 * figures['final_torso_position_error_m']:.1f} mm), joints within "
         f"{figures['max_joint_error_deg']:.2f} deg ({figures['wall_time_s']:.0f} s)"

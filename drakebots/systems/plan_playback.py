@@ -284,12 +284,12 @@ def PlaybackFramesCoupled(
     is taken from the plan. The motors apply only τ (clamped at U_m, no servo feedback).
 
     Args:
-        stepper: the CoupledSkinSkeleton the plan was made with (its time step is the frame step).
+        stepper: a CoupledSkinSkeleton of the plan's skeleton, skin and settings, not stepped
+            before (its time step is the frame step).
         initial: the CoupledState the plan starts from (skeleton and skin).
         q_frames: (N, nq) planned positions in the stepper's plant coordinates.
         tau: (N - 1, nu) torques held over each frame, N·m.
         actuated_indices: (nu,) the motors' position indices (joint-angle errors).
-
         stop_beyond_m: end the replay once the torso is this far from the plan, m (the check
             has its answer; a robot falling over its soft skin takes the simulator minutes
             per step).
@@ -337,7 +337,8 @@ def PlaybackFramesCoupled(
             if stopped:
                 break
     except (CoupledStepFailure, ElementInversion, RuntimeError) as e:
-        failure = f"stopped in frame {len(sim_q) - 1} (t = {(len(sim_q) - 1) * dt:.3f} s): {e}"
+        frame = len(sim_q) - 1
+        failure = f"the simulator failed in frame {frame} (t = {frame * dt:.3f} s): {e}"
     wall = time.perf_counter() - start
     done = len(sim_q) - 1
     sim_q = np.array(sim_q)
