@@ -163,6 +163,15 @@ def _SkinStart(make_dynamics, limits) -> dict | None:
     return dict(report, holding_torque_max_ratio=float(np.max(tau / np.asarray(limits))))
 
 
+def _HeldText(held_s: float, span_s: float) -> str:
+    """'for 0.53 of 1.99 s' or 'over the whole 1.99 s' (how long a replay stayed near the plan)."""
+    return (
+        f"for {held_s:.2f} of {span_s:.2f} s"
+        if held_s < span_s
+        else f"over the whole {span_s:.2f} s"
+    )
+
+
 def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
     skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
@@ -181,12 +190,7 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     # and factorisation).
     stepper = CoupledSkinSkeleton(dyn.model.plant, dyn.model.instance, dyn.skin, dyn.stepper.config)
     figures, _, _ = PlaybackFramesCoupled(stepper, initial, q, fr.tau, model.actuated_indices)
-    span = dt * len(fr.tau)
-    held = (
-        f"for {figures['torso_within_2cm_s']:.2f} of {span:.2f} s"
-        if figures["torso_within_2cm_s"] < span
-        else f"over the whole {span:.2f} s"
-    )
+    held = _HeldText(figures["torso_within_2cm_s"], dt * len(fr.tau))
     log(
         f"  coupled open loop: torso within 2 cm {held}, at most "
         f"{1e3 * figures['max_torso_position_error_m']:.1f} mm off (end "
@@ -304,14 +308,9 @@ def RunDesign(args) -> int:
                 robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt, pd_scale=0.0
             )
             ol = figures["playback_in_drake_open_loop"]
-            span = motion.dt * len(fr.tau)
-            kept = (
-                f"for {ol['torso_within_2cm_s']:.2f} of {span:.2f} s"
-                if ol["torso_within_2cm_s"] < span
-                else f"over the whole {span:.2f} s"
-            )
+            held = _HeldText(ol["torso_within_2cm_s"], motion.dt * len(fr.tau))
             log(
-                f"  open loop (torques only): torso within 2 cm {kept}, at most "
+                f"  open loop (torques only): torso within 2 cm {held}, at most "
                 f"{1e3 * ol['max_torso_position_error_m']:.1f} mm off, roll/pitch/yaw within "
                 f"{ol['max_torso_rpy_error_deg']} deg"
             )

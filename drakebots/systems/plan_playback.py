@@ -297,7 +297,8 @@ def PlaybackFramesCoupled(
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
-    when it ended early by `stop_beyond_m` or `max_wall_s`.
+    when it ended early by `stop_beyond_m` or `max_wall_s`. The torso errors are distances (m)
+    over the frames replayed (PlaybackFrames' largest error is per component).
     """
     from drakebots.fem.model import ElementInversion
     from drakebots.systems.skin_coupling import CoupledStepFailure, SkinnedRobotSystem
