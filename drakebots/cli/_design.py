@@ -178,7 +178,6 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
     last pass's CoupledFrameDynamics (the same skin, settings and lift as every pass's)."""
     from drakebots.systems.plan_playback import PlaybackFramesCoupled
-    from drakebots.systems.skin_coupling import CoupledSkinSkeleton
 
     fr = kept.frames
     # The coupled pass ran on the plan raised onto the skin's soles (alternating.py).
@@ -186,10 +185,9 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     q[:, 2] += dyn.lift
     log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
     initial = kept.start_state
-    # A fresh simulator with the pass's settings (the pass's own keeps its last contact labels
-    # and factorisation).
-    stepper = CoupledSkinSkeleton(dyn.model.plant, dyn.model.instance, dyn.skin, dyn.stepper.config)
-    figures, _, _ = PlaybackFramesCoupled(stepper, initial, q, fr.tau, model.actuated_indices)
+    figures, _, _ = PlaybackFramesCoupled(
+        dyn.NewSimulator(), initial, q, fr.tau, model.actuated_indices
+    )
     held = _HeldText(figures["torso_within_2cm_s"], dt * len(fr.tau))
     log(
         f"  coupled open loop: torso within 2 cm {held}, at most "

@@ -150,15 +150,12 @@ class SolePatches:
         the next frame's contact row pushed it out by the difference: the beetle standing on
         a 0.67 MPa skin bounced higher every 45 ms (ground force 0 to 3.4 times its weight within
         0.1 s; measured), where issue 5's simulator stands it within 0.1 mm."""
-        X = np.asarray(x, float).reshape(-1, 3)
-        out = np.empty((self.num_patches, 3))
-        for p, idx in enumerate(self.vertices):
-            out[p] = X[idx].mean(axis=0)
+        out = self.Displacements(np.asarray(x, float))  # Wᵀ x: each patch's mean position
         out[:, 2] -= self.relief
         return out
 
     def Displacements(self, du: np.ndarray) -> np.ndarray:
-        """(P, 3) mean displacement of each patch (Wᵀ Δu)."""
+        """(P, 3) mean displacement of each patch (Wᵀ Δu; of positions, their mean)."""
         return (self.W.T @ du).reshape(-1, 3)
 
 
@@ -831,6 +828,13 @@ class CoupledFrameDynamics:
         sol = spla.spsolve(KKT.tocsc(), rhs)
         nv = S.A_r.shape[0]
         return sol[:nv], sol[nv : nv + 3 * self.n], sol[nv + 3 * self.n :]
+
+    def NewSimulator(self) -> CoupledSkinSkeleton:
+        """A fresh coupled simulator (issue 5's, Newton to convergence) with this pass's skeleton,
+        skin and settings, not stepped yet (for replaying a pass; `stepper` keeps the pass's
+        last contact labels and factorisation)."""
+        st = self.stepper
+        return CoupledSkinSkeleton(st.plant, st.instance, self.skin, st.config)
 
     def CoupledState(self, q, v) -> CoupledState:
         """The full coupled state (skeleton + skin) at (q, v) of this pass."""

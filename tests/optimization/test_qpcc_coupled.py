@@ -492,9 +492,9 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     air, it follows the pass to round-off, and 0.05 N·m more on one motor turns that joint."""
     from drakebots.optimization.qpcc import RunFrameByFrame
     from drakebots.systems.plan_playback import PlaybackFramesCoupled
-    from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState
+    from drakebots.systems.skin_coupling import CoupledState
 
-    model, skin, dyn = beetle
+    model, _, dyn = beetle
     qpcc = _Qpcc(model, dyn)
     N = 5
 
@@ -504,12 +504,9 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
         assert passed.frames_done == N - 1 and not passed.infeasible
         return passed
 
-    def Fresh():
-        return CoupledSkinSkeleton(model.plant, model.instance, skin, dyn.stepper.config)
-
     def Replay(start, passed, tau, **kwargs):
         return PlaybackFramesCoupled(
-            Fresh(), start, passed.q, tau, model.actuated_indices, **kwargs
+            dyn.NewSimulator(), start, passed.q, tau, model.actuated_indices, **kwargs
         )
 
     # (Not dyn.initial: the tests before may have left it in the air.)
@@ -521,7 +518,7 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     figures, times, q = Replay(standing, passed, passed.tau)
     assert figures["failure"] is None and figures["stopped"] is None
     assert figures["frames_replayed"] == N - 1 and np.allclose(times, DT * np.arange(N))
-    first, _ = Fresh().Step(standing, tau_ff=passed.tau[0])
+    first, _ = dyn.NewSimulator().Step(standing, tau_ff=passed.tau[0])
     assert np.abs(q[1] - first.q).max() <= 1e-12
     assert figures["max_torso_position_error_m"] < 5e-6, figures
     assert figures["max_joint_error_deg"] < 0.01, figures
