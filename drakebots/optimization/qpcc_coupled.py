@@ -733,7 +733,8 @@ class CoupledFrameDynamics:
         response = C @ to_inputs  # (P3 + nv, nz)
         dv0 = sol0[nf:]
         dv_dz = response[P3:]
-        dp0 = (W_f.T @ sol0[:nf]).reshape(-1, 3)
+        # A patch moves by Wᵀ (y - x) = Wᵀ (Δt w + Δu): Δu is measured from the predictor.
+        dp0 = self.patches.Displacements(S.y0 - S.x) + (W_f.T @ sol0[:nf]).reshape(-1, 3)
         dp_dz = response[:P3].reshape(self.num_patches, 3, self.nz)
         dq0 = h * (v + dv0)
         dq_dz = h * dv_dz
@@ -938,18 +939,24 @@ def UncondensedQp(
     allv = np.concatenate([tau, fs, dv, du, lam])
     b = prog.AddLinearEqualityConstraint(A_eq.tocsc(), b_eq * row_scale, allv)
     b.evaluator().set_description("eq2")
-    # Static patches fixed (Eq. 18); the breaking ones stay above the ground.
+    # Static patches fixed (Eq. 18); the breaking ones stay above the ground. A patch moves by
+    # Wᵀ (Δt w + Δu) (Δu is measured from the predictor y0 = x + Δt w).
     Wt = dyn.patches.W.T.tocsr()
+    coasting = dyn.patches.Displacements(S.y0 - S.x)
     for p in range(P):
         if not labels[p]:
             continue
         rows = Wt[3 * p : 3 * p + 3].toarray()
+        scale = rows.max()
         if labels[p] == STATIC:
-            b = prog.AddLinearEqualityConstraint(rows / rows.max(), np.zeros(3), du)
+            b = prog.AddLinearEqualityConstraint(rows / scale, -coasting[p] / scale, du)
             b.evaluator().set_description(f"fixed[{p}]")
         else:
             b = prog.AddLinearConstraint(
-                rows[2:3] / rows.max(), [-lin.patches[p, 2] / rows.max()], [np.inf], du
+                rows[2:3] / scale,
+                [-(lin.patches[p, 2] + coasting[p, 2]) / scale],
+                [np.inf],
+                du,
             )
             b.evaluator().set_description(f"no_penetration[{p}]")
     # COP over the static patches (same rows as FrameQpcc).
