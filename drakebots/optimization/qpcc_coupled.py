@@ -21,10 +21,12 @@ step from the predictor v⁺ = v, y = x + Δt w, as Eq. 2 is one linear solve pe
     c = -C(q + Δt v, y)
 
 and Δq = Δt (v + Δv) (q̇ = v in the skeleton model's Euler-angle coordinates). W (3n × 3P)
-spreads a patch force evenly over the patch's vertices, so Wᵀ Δu is the patch's mean displacement
-(work-conjugate to its force). The explicit penalty forces of skin self- and skin-skeleton
-collisions are constants of b_d0, their reactions on the skeleton (τ_penalty) of b_r0 (section
-5.2: "pre-determined quantities ... merged into the constant terms").
+spreads a patch force evenly over the patch's vertices, so Wᵀ (Δt w + Δu) is the patch's mean
+displacement over the frame (work-conjugate to its force; Δu is measured from the predictor, so
+a moving patch's own Δt Wᵀ w is part of it: without it the QP's contacts lagged one frame's coast
+and a soft skin's ground force rang at 33 Hz). The explicit penalty forces of skin self- and
+skin-skeleton collisions are constants of b_d0, their reactions on the skeleton (τ_penalty) of
+b_r0 (section 5.2: "pre-determined quantities ... merged into the constant terms").
 
 Condensation (Eq. 10). The glue rows pin skin coordinates (G_u = -S_c), so eliminating the glued
 coordinates and λ leaves one symmetric positive definite matrix K_red in (Δu_free, Δv) (the
