@@ -574,24 +574,29 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     dyn.Reset(standing)
 
 
+def _StandStill(model, skin, frames):
+    """A coupled frame-by-frame pass (foot-wise friction) that plans to stand still for
+    `frames` frames from the standing pose: (the pass, ground force / weight per frame)."""
+    from drakebots.optimization.qpcc import RunFrameByFrame
+
+    dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(foot_friction=True))
+    plan = np.tile(dyn.q_stand, (frames + 1, 1))
+    contact = np.ones((4, frames + 1), dtype=bool)
+    passed = RunFrameByFrame(model, dyn, _Qpcc(model, dyn), plan, contact, v0=np.zeros(model.nv))
+    assert passed.frames_done == frames and not passed.infeasible
+    support = np.array([f[:, 2].sum() for f in passed.forces]) / _Weight(model, dyn)
+    return passed, support
+
+
 def test_a_soft_skin_stands_still_frame_by_frame():
     """On a soft skin (E = 0.67 MPa, the modulus issue 5 calibrated to the paper's bend) the
     coupled frame-by-frame pass of a standing robot settles: after 0.1 s the ground carries the
     weight (skeleton + skin) within 2 % and the torso stays within 0.2 mm. (With a patch's height
     read off its lowest vertex while the QP moves its mean, the pass bounced: ground force 0 to
     3.4 times the weight in the last 10 frames, measured.)"""
-    from drakebots.optimization.qpcc import RunFrameByFrame
-
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     skin = MakeFootPadSkin(model, youngs_modulus=6.7e5)
-    dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(foot_friction=True))
-    N = 31
-    plan = np.tile(dyn.q_stand, (N, 1))
-    passed = RunFrameByFrame(
-        model, dyn, _Qpcc(model, dyn), plan, np.ones((4, N), dtype=bool), v0=np.zeros(model.nv)
-    )
-    assert passed.frames_done == N - 1 and not passed.infeasible
-    support = np.array([f[:, 2].sum() for f in passed.forces]) / _Weight(model, dyn)
+    passed, support = _StandStill(model, skin, frames=30)
     assert np.abs(support[-10:] - 1.0).max() < 0.02, support
     assert np.ptp(passed.q[:, 2]) < 2e-4
 
@@ -603,18 +608,10 @@ def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame():
     position without the patch's own velocity (Δt Wᵀ w) rang at 33 Hz: the ground force swung
     between 0.54 and 1.52 times the weight and never settled (measured)."""
     from drakebots.fem.skin import MakeSkin, SkinOptions
-    from drakebots.optimization.qpcc import RunFrameByFrame
     from drakebots.robots.skeleton import LoadSkeletonParams
 
     skin = MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
     model = SkeletonModel("beetle", skin_load=SkinLoad())
-    dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(foot_friction=True))
-    N = 31
-    plan = np.tile(dyn.q_stand, (N, 1))
-    passed = RunFrameByFrame(
-        model, dyn, _Qpcc(model, dyn), plan, np.ones((4, N), dtype=bool), v0=np.zeros(model.nv)
-    )
-    assert passed.frames_done == N - 1 and not passed.infeasible
-    support = np.array([f[:, 2].sum() for f in passed.forces]) / _Weight(model, dyn)
+    passed, support = _StandStill(model, skin, frames=30)
     assert np.abs(support[-10:] - 1.0).max() < 1e-3, support
     assert np.ptp(passed.q[-15:, 2]) < 1e-6
