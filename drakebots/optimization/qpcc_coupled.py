@@ -346,6 +346,9 @@ class CoupledLinearization(FrameLinearization):
     system: FrameSystem | None = None
     v: np.ndarray | None = None  # the frame's starting velocity
     timings: dict = dataclasses.field(default_factory=dict)
+    # (P, 3) each patch's displacement at the skin's starting velocity, Δt Wᵀ w: Δu is measured
+    # from the predictor x + Δt w, so a patch moves by this plus Wᵀ Δu over the frame.
+    coast: np.ndarray | None = None
     _sol0: np.ndarray | None = None
 
 
@@ -736,7 +739,8 @@ class CoupledFrameDynamics:
         dv0 = sol0[nf:]
         dv_dz = response[P3:]
         # A patch moves by Wᵀ (y - x) = Wᵀ (Δt w + Δu): Δu is measured from the predictor.
-        dp0 = self.patches.Displacements(S.y0 - S.x) + (W_f.T @ sol0[:nf]).reshape(-1, 3)
+        coast = self.patches.Displacements(S.y0 - S.x)
+        dp0 = coast + (W_f.T @ sol0[:nf]).reshape(-1, 3)
         dp_dz = response[:P3].reshape(self.num_patches, 3, self.nz)
         dq0 = h * (v + dv0)
         dq_dz = h * dv_dz
@@ -751,6 +755,7 @@ class CoupledFrameDynamics:
             rigid_soles=self.config.foot_friction,
             system=S,
             v=np.asarray(v, float).copy(),
+            coast=coast,
             timings={
                 "assemble": t1 - t0,
                 "reduce": t2 - t1,
@@ -942,21 +947,21 @@ def UncondensedQp(
     b = prog.AddLinearEqualityConstraint(A_eq.tocsc(), b_eq * row_scale, allv)
     b.evaluator().set_description("eq2")
     # Static patches fixed (Eq. 18); the breaking ones stay above the ground. A patch moves by
-    # Wᵀ (Δt w + Δu) (Δu is measured from the predictor y0 = x + Δt w).
+    # its coast Δt Wᵀ w plus Wᵀ Δu (Δu is measured from the predictor y0 = x + Δt w).
     Wt = dyn.patches.W.T.tocsr()
-    coasting = dyn.patches.Displacements(S.y0 - S.x)
+    coast = lin.coast
     for p in range(P):
         if not labels[p]:
             continue
         rows = Wt[3 * p : 3 * p + 3].toarray()
         scale = rows.max()
         if labels[p] == STATIC:
-            b = prog.AddLinearEqualityConstraint(rows / scale, -coasting[p] / scale, du)
+            b = prog.AddLinearEqualityConstraint(rows / scale, -coast[p] / scale, du)
             b.evaluator().set_description(f"fixed[{p}]")
         else:
             b = prog.AddLinearConstraint(
                 rows[2:3] / scale,
-                [-(lin.patches[p, 2] + coasting[p, 2]) / scale],
+                [-(lin.patches[p, 2] + coast[p, 2]) / scale],
                 [np.inf],
                 du,
             )
