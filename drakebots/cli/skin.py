@@ -9,6 +9,7 @@ skin.vtk loads into Drake's DeformableModel; `drakebots simulate ROBOT --skin DI
 Examples:
   drakebots skin beetle --out runs/beetle_skin
   drakebots skin beetle --folding-regions ankles --out runs/beetle_skin_folded
+  drakebots skin beetle --pieces --out runs/beetle_skin_pieces   # limb pieces apart (Fig. 1)
   drakebots skin cow --thickness 0.005 --out runs/cow_skin
   drakebots skin monster --out runs/monster_skin        # soft belly and tail (E x 0.15, section 7)
   drakebots skin monster --soft-regions none --out runs/monster_skin_uniform
@@ -51,6 +52,13 @@ def register(subparsers):
         default="",
         help="comma-separated joint kinds (ankles, knees, hips) or joint names that get a "
         "gear-tooth folding region (paper Fig. 8)",
+    )
+    parser.add_argument(
+        "--pieces",
+        action="store_true",
+        help="the skin in separate pieces, as the paper fabricates it (section 6.2): one per "
+        "limb and one over the torso, head and tail; the seams are left free, so a hip turns "
+        "its limb's piece rigidly",
     )
     parser.add_argument("--thickness", type=float, default=0.004, help="skin thickness, m")
     parser.add_argument(
@@ -134,8 +142,11 @@ def MakeOptions(args):
         youngs_modulus=args.youngs_modulus,
         soft_regions=soft_regions,
         soft_scale=args.soft_scale,
+        pieces=args.pieces,
     )
     if args.surface:
+        if args.pieces:
+            raise InputError("--surface is one closed body: it cannot be used with --pieces")
         from drakebots.fem.skin import LoadSurface, SkinInputError
 
         try:

@@ -25,6 +25,10 @@ before hollowing (Fig. 8); glue vertices are where the printed bracing units hol
    bracing units (a ring around the middle of each leg link, the sole plate of each foot, bands
    around the torso segments, the head and tail links), thinned by farthest-point sampling to
    about `glue_per_link` per link.
+6. **Pieces** (optional, `SkinOptions.pieces`): the paper molds the skin piece by piece, one per
+   limb and the torso apart (section 6.2, Fig. 1), then glues the pieces with PVA. Each piece is
+   made by steps 1-5 on its own links and the pieces are joined in one mesh that shares no
+   vertex; the seams are not modelled, so a hip turns its limb's piece rigidly.
 
 Units: m, kg.
 """
@@ -47,7 +51,7 @@ from drakebots.fem.mesh import (
     TetMesh,
     WriteVtk,
 )
-from drakebots.robots.skeleton import SkeletonParams, _Build
+from drakebots.robots.skeleton import LEG_NAMES, SkeletonParams, _Build
 
 FOLDABLE_KINDS = ("ankle", "knee", "hip")
 
@@ -82,6 +86,12 @@ class SkinOptions:
     # Only the shapes of these links (a skin piece, e.g. one limb as the paper fabricates it,
     # section 6.2); empty: the whole body.
     links: tuple = ()
+    # Separate pieces as the paper fabricates the skin (section 6.2: one piece per limb, the
+    # torso's apart): one closed shell per limb (upper leg, lower leg, foot) and one over the
+    # torso, head and tail, meshed apart and joined in one mesh with no shared vertex. The PVA
+    # seams that join the physical pieces are not modelled: a hip turns its limb's piece
+    # rigidly, so the skin does not resist it.
+    pieces: bool = False
     # A user's own outer body surface (vertices (n, 3) m, triangles (k, 3)), closed and
     # manifold, in the skeleton's home-pose frame; replaces the built-in animal shape (the
     # paper's workflow starts from such a surface, section 6.1).
@@ -1055,6 +1065,8 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         raise SkinInputError(
             f"unknown soft region {unknown[0]!r} (known: {', '.join(SOFT_REGIONS)})"
         )
+    if options.pieces:
+        return _MakePieces(params, options, soft_regions, say)
     say("shape and surfaces (marching cubes)")
     # Marching cubes on a coarse grid can make the two sheets (4 mm apart) cross where the
     # surface curves; Gmsh then refuses the boundary. Retry on a finer grid.
@@ -1138,6 +1150,90 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         poissons_ratio=options.poissons_ratio,
         info=info,
         youngs_scale=youngs_scale,
+    )
+
+
+def SkinPieces(params: SkeletonParams) -> list[tuple[str, tuple]]:
+    """(piece name, its links) of the skin in pieces: one per limb, then the torso's."""
+    b, _ = _Skeleton(params)
+    pieces = [
+        (leg, tuple(f"{leg}_{n}" for n in ("upper_leg", "lower_leg", "foot"))) for leg in LEG_NAMES
+    ]
+    on_legs = {name for _, links in pieces for name in links}
+    return pieces + [("torso", tuple(n for n in b.links if n not in on_legs))]
+
+
+def _MakePieces(params, options: SkinOptions, soft_regions: tuple, say) -> Skin:
+    """`MakeSkin` of each piece (`SkinPieces`), joined: vertices, tets and glue are
+    concatenated (indices offset), weights are spread over the union of the pieces' links, the
+    density makes the whole skin weigh the paper's skin mass, and the soft regions are taken
+    on the joined skin."""
+    if options.surface is not None:
+        raise SkinInputError(
+            "a user's surface is one closed body: it cannot be split into pieces (leave out "
+            "--pieces, or give each piece's surface)"
+        )
+    parts = []
+    for name, links in SkinPieces(params):
+        say(f"piece '{name}' ({', '.join(links)})")
+        piece_options = dataclasses.replace(
+            options, pieces=False, links=links, soft_regions=(), mass_density=1.0
+        )
+        parts.append((name, MakeSkin(params, piece_options, progress=say)))
+    skin_links = []
+    for _, piece in parts:
+        skin_links += [n for n in piece.skin_links if n not in skin_links]
+    column = {n: k for k, n in enumerate(skin_links)}
+    offsets = np.cumsum([0] + [p.mesh.num_vertices for _, p in parts])
+    vertices = np.vstack([p.mesh.vertices for _, p in parts])
+    tets = np.vstack([p.mesh.tets + o for (_, p), o in zip(parts, offsets)])
+    mesh = TetMesh(vertices, tets)
+    W = np.zeros((len(vertices), len(skin_links)))
+    for (_, p), o in zip(parts, offsets):
+        W[o : o + p.mesh.num_vertices, [column[n] for n in p.skin_links]] = p.weights
+    volume = mesh.Volume()
+    density = options.mass_density or params.skin_mass / volume
+    soft = SoftRegionElements(params, mesh, W, skin_links, soft_regions)
+    fold = np.concatenate([p.fold for _, p in parts])
+    info = {
+        "size": np.ptp(vertices, axis=0).tolist(),
+        "paper_size": parts[0][1].info.get("paper_size"),
+        "voxel_m": max(p.info["voxel_m"] for _, p in parts),
+        "pieces": {
+            name: {"vertices": p.mesh.num_vertices, "glue_vertices": len(p.glue_vertices)}
+            for name, p in parts
+        },
+        "vertices": mesh.num_vertices,
+        "tets": mesh.num_tets,
+        "glue_vertices": int(sum(len(p.glue_vertices) for _, p in parts)),
+        "volume_m3": volume,
+        "mass_kg": density * volume,
+        "mass_density": density,
+        "thickness_m": options.thickness,
+        "foot_thickness_m": options.foot_thickness,
+        "folding_regions": list(options.folding_regions),
+        "folding_elements": int(fold.sum()),
+        "soft_regions": list(soft_regions),
+        "soft_scale": options.soft_scale if soft_regions else 1.0,
+        "soft_elements": int(soft.sum()),
+        "min_tet_volume_m3": float(mesh.SignedVolumes().min()),
+    }
+    return Skin(
+        robot=params.name,
+        mesh=mesh,
+        glue_vertices=np.concatenate([p.glue_vertices + o for (_, p), o in zip(parts, offsets)]),
+        glue_links=[n for _, p in parts for n in p.glue_links],
+        glue_points=np.vstack([p.glue_points for _, p in parts]),
+        skin_links=skin_links,
+        weights=W,
+        thickness=np.concatenate([p.thickness for _, p in parts]),
+        outer=np.concatenate([p.outer for _, p in parts]),
+        fold=fold,
+        mass_density=density,
+        youngs_modulus=options.youngs_modulus,
+        poissons_ratio=options.poissons_ratio,
+        info=info,
+        youngs_scale=np.where(soft, options.soft_scale, 1.0),
     )
 
 

@@ -24,10 +24,10 @@ from pydrake.multibody.tree import (
     SpatialInertia,
 )
 
-from drakebots.fem.coupling import SolveKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.model import FemModel
 from drakebots.fem.skin import Skin
+from drakebots.fem.solvers import Factorize
 from drakebots.robots.skeleton import SkeletonParams, _Build, _MassProperties
 from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
 
@@ -86,20 +86,30 @@ class BendResult:
 
 
 def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> tuple:
-    """(k, mode): the skin piece's small-strain resistance to turning the joint, N*m/rad.
+    """(k, mode): the skin's small-strain resistance to turning the joint, N*m/rad.
 
-    The coupled KKT system (Eq. 2, `SolveKkt`) at rest with the joint angle as the skeleton's
-    only coordinate and no inertia: the glue vertices on the joint's parent stay put, those on
-    its child turn with it about the joint axis (G = a x (x - p) per radian), the free vertices
-    take their elastic equilibrium, and K is the skin's rest stiffness (neo-Hookean at F = I:
-    linear elasticity with the same E and nu). A unit torque turns the joint by 1 / k; tau / k
-    is the angle a motor limited to tau reaches while strains stay small, without gravity.
-    `mode` (n, 3) is the skin's displacement per radian, m/rad.
+    The coupled system (Eq. 2) at rest with the joint angle as the skeleton's only coordinate and
+    no inertia: the glue vertices on the links the joint moves (its child and
+    the child's descendants) turn rigidly about the joint axis (G = a x (x - p) per radian), all
+    other glue vertices stay put, the free vertices take their elastic equilibrium, and K is the
+    skin's rest stiffness (neo-Hookean at F = I: linear elasticity with the same E and nu). A unit
+    torque turns the joint by 1 / k; tau / k is the angle a motor limited to tau reaches while
+    strains stay small, without gravity. Works for a limb piece (the joint's two links) and for a
+    whole-body skin (a hip turns the whole leg's glue). `mode` (n, 3) is the skin's displacement
+    per radian, m/rad.
     """
     built = _Build(params)
     joint = next((j for j in built.joints if j.name == joint_name), None)
     if joint is None:
         raise KeyError(joint_name)
+    moved = {joint.child}
+    grew = True
+    while grew:
+        grew = False
+        for j in built.joints:
+            if j.parent in moved and j.child not in moved:
+                moved.add(j.child)
+                grew = True
     fem = FemModel(
         skin.mesh,
         Material(youngs_modulus=skin.youngs_modulus, poissons_ratio=skin.poissons_ratio),
@@ -108,26 +118,27 @@ def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> 
     x0 = skin.mesh.vertices
     links = np.asarray(skin.glue_links)
     glue = np.asarray(skin.glue_vertices)
-    on_child = links == joint.child
-    if not np.any(on_child) or not np.any(links == joint.parent):
+    on_child = np.isin(links, sorted(moved))
+    if not np.any(on_child) or np.all(on_child):
         raise ValueError(
-            f"the skin piece has no glue on {joint.parent if np.any(on_child) else joint.child}: "
+            f"the skin has no glue on "
+            f"{'the links ' + joint_name + ' moves' if not np.any(on_child) else joint.parent}: "
             f"it cannot resist {joint_name}"
         )
     axis = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
     G = np.zeros((len(glue), 3))
     G[on_child] = np.cross(axis, x0[glue[on_child]] - built.links[joint.child].origin)
+    # The joint turned by one radian prescribes the glue; the free vertices solve K_ff u_f =
+    # -K_fg u_g, and k = u^T K u is the energy per rad^2 twice (a skin the joint turns rigidly,
+    # e.g. a limb piece under its hip, gives k = 0 where the torque form 1 / dq would not solve).
     pinned = (3 * glue[:, None] + np.arange(3)).ravel()
-    dq, du, _ = SolveKkt(
-        np.zeros((1, 1)),
-        fem.RestStiffness(),
-        G.reshape(-1, 1),
-        pinned,
-        np.ones(1),
-        np.zeros(3 * len(x0)),
-        np.zeros(len(pinned)),
-    )
-    return float(1.0 / dq[0]), (du / dq[0]).reshape(-1, 3)
+    K = fem.RestStiffness().tocsr()
+    free = np.ones(3 * len(x0), bool)
+    free[pinned] = False
+    u = np.zeros(3 * len(x0))
+    u[pinned] = G.ravel()
+    u[free] = Factorize(K[free][:, free]).solve(-(K[free][:, pinned] @ u[pinned]))
+    return float(u @ (K @ u)), u.reshape(-1, 3)
 
 
 def MakeLimbPlant(params: SkeletonParams, joint_name: str, torque_limit: float):

@@ -37,6 +37,7 @@ def drakebots(capsys):
         (["--soft-scale", "0"], "--soft-scale must be in (0, 1]"),
         (["--fold-teeth", "0"], "--fold-teeth must be >= 1"),
         (["--fold-pitch", "-0.01"], "--fold-pitch must be > 0"),
+        (["--pieces", "--surface", "body.obj"], "--surface is one closed body"),
     ],
 )
 def test_skin_bad_input(drakebots, tmp_path, args, message):

@@ -240,3 +240,49 @@ def test_skin_from_a_user_surface(tmp_path):
     np.testing.assert_allclose(size, 2 * radii, rtol=0.05)
     WriteSkin(tmp_path, skin)
     assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
+
+
+def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(tmp_path):
+    """Section 6.2: one skin piece per limb and one over the torso. The joined mesh must fall
+    apart into exactly those five pieces (connected components of the tets' vertex graph, found
+    here independently of the code that joined them), each closed and positively oriented, each
+    glued only to its own links and skinned only to them; the whole weighs the paper's skin mass
+    and loads into Drake's DeformableModel."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    from drakebots.fem.skin import SkinPieces
+
+    params = LoadSkeletonParams("beetle")
+    skin = MakeSkin(params, SkinOptions(pieces=True, voxel=0.016, youngs_modulus=6.7e5))
+    mesh = skin.mesh
+    assert mesh.SignedVolumes().min() > 0.0
+    CheckClosedManifold(mesh.vertices, BoundaryFaces(mesh.tets))
+    T = mesh.tets
+    rows = np.repeat(T, 4, axis=1).ravel()
+    cols = np.tile(T, (1, 4)).ravel()
+    graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(mesh.num_vertices,) * 2)
+    count, label = connected_components(graph, directed=False)
+    pieces = dict(SkinPieces(params))
+    assert count == len(pieces) == 5
+    links = np.asarray(skin.glue_links)
+    for component in range(count):
+        glued = set(links[label[skin.glue_vertices] == component])
+        owner = [name for name, piece in pieces.items() if glued <= set(piece)]
+        assert len(owner) == 1, glued
+        piece = pieces[owner[0]]
+        # Every link of a limb piece holds it (three glue sites: upper leg, lower leg, foot).
+        if owner[0] != "torso":
+            assert glued == set(piece)
+        columns = [k for k, n in enumerate(skin.skin_links) if n not in piece]
+        assert np.all(skin.weights[label == component][:, columns] == 0.0)
+    np.testing.assert_allclose(skin.weights.sum(axis=1), 1.0, atol=1e-6)
+    assert mesh.Volume() * skin.mass_density == pytest.approx(params.skin_mass, rel=1e-9)
+    assert skin.info["vertices"] == mesh.num_vertices
+    assert sum(p["vertices"] for p in skin.info["pieces"].values()) == mesh.num_vertices
+    WriteSkin(tmp_path, skin)
+    again = LoadSkin(tmp_path)
+    np.testing.assert_array_equal(again.glue_vertices, skin.glue_vertices)
+    assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
+    with pytest.raises(SkinInputError, match="pieces"):
+        MakeSkin(params, SkinOptions(pieces=True, surface=(mesh.vertices, BoundaryFaces(T))))

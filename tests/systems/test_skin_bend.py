@@ -172,3 +172,74 @@ def test_the_servo_settles_against_the_skin_as_two_springs_in_series(smooth_bend
     assert abs(result.torque[-2]) < TORQUE
     assert result.servo_band == pytest.approx(TORQUE / kp)
     assert not result.stalled
+
+
+@pytest.fixture(scope="module")
+def beetle_skins():
+    """The beetle's whole-body skin and its skin in pieces, coarse (16 mm voxels), 0.67 MPa."""
+    params = GetRobot("beetle").params
+    options = SkinOptions(voxel=0.016, youngs_modulus=6.7e5)
+    whole = MakeSkin(params, options)
+    pieces = MakeSkin(params, SkinOptions(voxel=0.016, youngs_modulus=6.7e5, pieces=True))
+    return params, whole, pieces
+
+
+def test_a_hip_strains_the_whole_body_skin_by_the_multiplier_route_too(beetle_skins):
+    """On the whole-body skin a hip turns the whole leg's glue (upper leg, lower leg, foot).
+    LinearBendStiffness eliminates the glue; the same k must come from the other route, Eq. (2)'s
+    KKT system with the joint as the only coordinate and a unit torque (multipliers on the glue,
+    no inertia): k = 1 / dq."""
+    from drakebots.fem.coupling import SolveKkt
+    from drakebots.fem.materials import Material
+    from drakebots.fem.model import FemModel
+
+    params, skin, _ = beetle_skins
+    built = _Build(params)
+    joint = next(j for j in built.joints if j.name == "front_left_hip_yaw")
+    k, mode = LinearBendStiffness(params, skin, joint.name)
+    x0 = skin.mesh.vertices
+    glue = np.asarray(skin.glue_vertices)
+    moved = np.char.startswith(np.asarray(skin.glue_links), "front_left_")
+    assert moved.sum() >= 3 and (~moved).sum() > 0
+    a = np.asarray(joint.axis, float)
+    G = np.zeros((len(glue), 3))
+    G[moved] = np.cross(a, x0[glue[moved]] - built.links[joint.child].origin)
+    K = FemModel(skin.mesh, Material(youngs_modulus=6.7e5, poissons_ratio=0.46)).RestStiffness()
+    pinned = (3 * glue[:, None] + np.arange(3)).ravel()
+    dq, du, _ = SolveKkt(
+        np.zeros((1, 1)),
+        K,
+        G.reshape(-1, 1),
+        pinned,
+        np.ones(1),
+        np.zeros(3 * len(x0)),
+        np.zeros(len(pinned)),
+    )
+    assert k == pytest.approx(1.0 / dq[0], rel=1e-8)
+    np.testing.assert_allclose(mode.ravel(), du / dq[0], atol=1e-9)
+    assert np.all(mode[glue[~moved]] == 0.0)
+
+
+def test_a_hip_turns_its_limb_piece_rigidly(beetle_skins):
+    """On the skin in pieces (section 6.2) nothing joins the limb's piece to the torso's, so a
+    hip turns that piece as a rigid body, which strains nothing: k is zero to round-off (against
+    the whole-body skin's k) and the mode is the rigid rotation a x (x - p) on every vertex of
+    the limb's piece and zero on the others."""
+    params, whole, skin = beetle_skins
+    built = _Build(params)
+    joint = next(j for j in built.joints if j.name == "front_left_hip_yaw")
+    k, mode = LinearBendStiffness(params, skin, joint.name)
+    k_whole, _ = LinearBendStiffness(params, whole, joint.name)
+    assert abs(k) <= 1e-9 * k_whole
+    on_limb = (
+        skin.weights[
+            :, [i for i, n in enumerate(skin.skin_links) if n.startswith("front_left_")]
+        ].sum(axis=1)
+        > 0.5
+    )
+    assert on_limb.sum() > 500 and (~on_limb).sum() > 500
+    rigid = np.cross(
+        np.asarray(joint.axis, float), skin.mesh.vertices - built.links[joint.child].origin
+    )
+    np.testing.assert_allclose(mode[on_limb], rigid[on_limb], atol=1e-9)
+    np.testing.assert_allclose(mode[~on_limb], 0.0, atol=1e-9)
