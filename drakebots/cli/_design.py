@@ -269,10 +269,12 @@ def RunDesign(args) -> int:
         figures = DesignFigures(model, motion, outcome, limits)
         if skin_start is not None:
             figures["skin_at_first_frame"] = skin_start
+            blended = skin_start.get("blend_skinning_energy_j")
             log(
-                f"  the last pass started its skin by {skin_start['skin']}: elastic energy "
-                f"{skin_start['elastic_energy_j']:.3g} J, holding it takes up to "
-                f"{skin_start['holding_torque_max_ratio']:.2f} U_m"
+                f"  the last pass started its skin at {skin_start['skin']}: elastic energy "
+                f"{skin_start['elastic_energy_j']:.3g} J (blend skinning: "
+                f"{'folded' if blended is None else f'{blended:.3g} J'}), holding it takes up "
+                f"to {skin_start['holding_torque_max_ratio']:.2f} U_m"
             )
         if baseline is not None:
             figures["kinematic_only"] = DesignFigures(model, motion, baseline, limits)

@@ -487,6 +487,7 @@ def test_a_pass_starting_where_blend_skinning_folds_the_skin_starts_from_its_equ
     assert 0.0 < energy < np.inf
     assert dyn.start_report["skin"].startswith("elastic equilibrium")
     assert dyn.start_report["elastic_energy_j"] == pytest.approx(energy)
+    assert dyn.start_report["blend_skinning_energy_j"] is None  # folded: no finite energy
     rng = np.random.default_rng(5)
     for _ in range(3):
         d = np.zeros_like(x)
@@ -514,6 +515,33 @@ def test_skin_holding_torques_are_the_gradient_of_the_settled_energy(bent_pads):
     fd = (E_plus - E_minus) / (2 * eps)
     assert tau[motor_of[i]] == pytest.approx(fd, rel=2e-3)
     assert abs(fd) > 0.1  # N·m: a real load, not a zero against a zero
+
+
+def test_a_pass_starts_from_the_skins_equilibrium_where_blending_does_not_fold_it(bent_pads):
+    """Section 5.4: the first pose's skin is simulated with the glue on its links. At 2 degrees
+    of ankle bend blend skinning folds nothing, but it is not an equilibrium: the new pass must
+    still start from the settled skin, whose free vertices carry no elastic force and whose
+    energy is below the blended skin's (the blended skin is one admissible shape with the same
+    glue, so the minimum cannot be above it). The report gives both energies."""
+    model, dyn, _, v, ankles, _, _, _ = bent_pads
+    fem = dyn.stepper.fem
+    before = dyn.initial.copy(), dyn.start_report
+    q = dyn.q_stand.copy()
+    q[ankles] += np.radians(2)
+    posed, _ = dyn.PosedSkin(q, v)
+    assert fem.FirstInverted(posed) is None
+    x, _ = dyn.SkinState(q, v)
+    report = dyn.start_report
+    dyn.Reset(before[0])
+    dyn.start_report = before[1]
+    assert report["skin"].startswith("elastic equilibrium")
+    assert report["blend_skinning_energy_j"] == pytest.approx(fem.Energy(posed))
+    assert report["elastic_energy_j"] == pytest.approx(fem.Energy(x))
+    assert 0.0 < fem.Energy(x) < 0.9 * fem.Energy(posed)
+    force = fem.Gradient(x)
+    assert np.abs(force[dyn.free]).max() <= 1e-5 * np.abs(force[dyn.pinned]).max()
+    p_WG, _ = dyn.stepper.GluePoints(q)
+    np.testing.assert_allclose(x[dyn.pinned], p_WG.ravel(), atol=1e-12)
 
 
 def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
