@@ -277,8 +277,12 @@ def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(tmp_path):
         columns = [k for k, n in enumerate(skin.skin_links) if n not in piece]
         assert np.all(skin.weights[label == component][:, columns] == 0.0)
     np.testing.assert_allclose(skin.weights.sum(axis=1), 1.0, atol=1e-6)
-    assert mesh.Volume() * skin.mass_density == pytest.approx(params.skin_mass, rel=1e-9)
+    # The four limb pieces stand on soles at one height (flat ground touches every foot).
+    lowest = [mesh.vertices[label == c, 2].min() for c in range(count)]
+    soles = sorted(lowest)[:4]
+    assert soles[-1] - soles[0] <= 1e-9
     assert skin.info["vertices"] == mesh.num_vertices
+    assert mesh.Volume() * skin.mass_density == pytest.approx(params.skin_mass, rel=1e-9)
     assert sum(p["vertices"] for p in skin.info["pieces"].values()) == mesh.num_vertices
     WriteSkin(tmp_path, skin)
     again = LoadSkin(tmp_path)
