@@ -94,9 +94,21 @@ def _Validate(args):
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
     # coupling loads handed back to the space-time step are the skin's effect beyond that
     # lumped weight (qpcc_coupled.CouplingLoadsOfPass).
-    model = SkeletonModel(args.robot, mass_scale=args.mass_scale)
+    # With a FEM skin the lumped load is that skin's own vertex masses by skinning weight
+    # (section 5.4, `SkinLoadFromSkin`), so plan and coupled pass weigh the same body; without
+    # one, the paper's skin mass shared by link mass.
+    load = None
     if skin is not None:
-        skin = (skin, SkeletonModel(args.robot, skin_load=SkinLoad(), mass_scale=args.mass_scale))
+        from drakebots.optimization.skeleton_model import SkinLoadFromSkin
+
+        load = SkinLoadFromSkin(skin, robot.params)
+    model = SkeletonModel(args.robot, skin_load=load, mass_scale=args.mass_scale)
+    if skin is not None:
+        skin = (
+            skin,
+            SkeletonModel(args.robot, skin_load=SkinLoad(), mass_scale=args.mass_scale),
+            load,
+        )
     spec = _Motion(args, model)
     motion = SampleMotion(spec, known_legs=model.legs)
     if args.knot_frames >= motion.num_frames:
@@ -138,7 +150,7 @@ def _Factory(skin):
         return RigidFrameDynamics, "rigid feet (skeleton; skin weight on the links)"
     from drakebots.optimization.qpcc_coupled import CoupledFrameConfig, CoupledFrameDynamics
 
-    fem_skin, bare = skin
+    fem_skin, bare, load = skin
     config = CoupledFrameConfig(foot_friction=True)
 
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
@@ -146,6 +158,7 @@ def _Factory(skin):
     # it made, so the summary can say how the last pass started its skin.
     def make(model, dt):
         make.made = CoupledFrameDynamics(bare, fem_skin, dt, config)
+        make.made.planned_skin_load = load
         return make.made
 
     make.made = None

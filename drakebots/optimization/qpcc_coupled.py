@@ -388,6 +388,9 @@ class CoupledFrameDynamics:
         self.skin = skin
         self.dt = float(dt)
         self.config = config or CoupledFrameConfig()
+        # The lumped skin load the space-time model carries, which the coupling loads handed
+        # back to it leave out (`CouplingLoadsOfPass`; None: the default model's).
+        self.planned_skin_load = None
         cfg = self.config
         self.stepper = CoupledSkinSkeleton(
             model.plant,
@@ -829,7 +832,7 @@ class CoupledFrameDynamics:
     def CouplingLoads(self, times=None):
         """The skin's coupling loads of the last pass (see `CouplingLoadsOfPass`), the
         interface alternating.RunAlternating looks for."""
-        return CouplingLoadsOfPass(self, times)
+        return CouplingLoadsOfPass(self, times, skin_load=self.planned_skin_load)
 
     # ---- references ----------------------------------------------------------------------------
     def UncondensedSolve(self, lin: CoupledLinearization, z):

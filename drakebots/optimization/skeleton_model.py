@@ -66,6 +66,9 @@ class SkinLoad:
     masses: dict = dataclasses.field(default_factory=dict)
     centers: dict = dataclasses.field(default_factory=dict)
     source: str = "none"
+    # link name -> (3, 3) rotational inertia about that mass's centre, link frame, kg·m²
+    # (missing: a point mass).
+    inertias: dict = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -88,6 +91,43 @@ def StaticSkinLoadByLinkMass(params: SkeletonParams, plant: MultibodyPlant, inst
         masses[body.name()] = params.skin_mass * body.default_mass() / total
         centers[body.name()] = np.asarray(body.CalcCenterOfMassInBodyFrame(context), float)
     return SkinLoad(masses=masses, centers=centers, source="skin mass shared by link mass")
+
+
+def SkinLoadFromSkin(skin, params: SkeletonParams) -> SkinLoad:
+    """Section 5.4: "each link has additional weights from its associated vertices".
+
+    A generated FEM skin's mass (each tetrahedron's ρV shared by its four vertices) goes to the
+    links by the skinning weights: link l carries Σ_v w_vl m_v at the centre of those shares, with
+    their rotational inertia about it (the skin is rigid on its links, as in the space-time
+    step). Summed over the links this is the skin's own mass, centre of mass and inertia at the
+    home pose, where link frames are aligned with the world and sit at the links' origins.
+    """
+    from drakebots.robots.skeleton import _Build
+
+    mesh = skin.mesh
+    share = np.abs(mesh.SignedVolumes()) * skin.mass_density / 4.0
+    m = np.zeros(mesh.num_vertices)
+    np.add.at(m, mesh.tets.ravel(), np.repeat(share, 4))
+    links = _Build(params).links
+    masses, centers, inertias = {}, {}, {}
+    x = mesh.vertices
+    for column, name in enumerate(skin.skin_links):
+        mv = m * skin.weights[:, column]
+        total = float(mv.sum())
+        if total <= 0.0:
+            continue
+        c = (mv @ x) / total
+        r = x - c
+        inertia = np.eye(3) * float(mv @ np.einsum("ij,ij->i", r, r)) - (r * mv[:, None]).T @ r
+        masses[name] = total
+        centers[name] = c - links[name].origin
+        inertias[name] = inertia
+    return SkinLoad(
+        masses=masses,
+        centers=centers,
+        inertias=inertias,
+        source="the FEM skin's vertex masses by skinning weight (section 5.4)",
+    )
 
 
 @dataclasses.dataclass
@@ -146,15 +186,18 @@ class SkeletonModel:
         for link, mass in skin_load.masses.items():
             if mass <= 0.0:
                 continue
+            I = skin_load.inertias.get(link)
+            if I is None:
+                # A point mass, nearly (the paper's skin mass shared by link mass has no shape).
+                inertia = RotationalInertia(*(3 * [1e-6 * mass * mass_scale]))
+            else:
+                I = np.asarray(I, float) * mass_scale
+                inertia = RotationalInertia(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2])
             body = plant.AddRigidBody(
                 f"{link}_skin",
                 instance,
                 SpatialInertia.MakeFromCentralInertia(
-                    mass * mass_scale,
-                    np.asarray(skin_load.centers[link], float),
-                    # A point mass, nearly: the skin's rotational inertia is left out until a
-                    # generated skin gives its vertex distribution.
-                    RotationalInertia(*(3 * [1e-6 * mass * mass_scale])),
+                    mass * mass_scale, np.asarray(skin_load.centers[link], float), inertia
                 ),
             )
             plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
