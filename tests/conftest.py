@@ -20,3 +20,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def beetle_skin_coarse():
+    """The beetle's whole-body skin on 16 mm voxels at 0.67 MPa (issue 5's calibrated modulus;
+    6040 vertices, ~2.5 s to make), shared read-only by the tests that need a real skin."""
+    from drakebots.fem.skin import MakeSkin, SkinOptions
+    from drakebots.robots.skeleton import LoadSkeletonParams
+
+    return MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
+
+
+@pytest.fixture(scope="session")
+def beetle_skin_pieces_coarse():
+    """The beetle's skin in pieces (section 6.2: one per limb, the torso's apart), 0.67 MPa, on
+    12 mm voxels (13.5k vertices, ~6 s; on 16 mm a piece's sheets cross and every piece is
+    remade finer), read-only."""
+    from drakebots.fem.skin import MakeSkin, SkinOptions
+    from drakebots.robots.skeleton import LoadSkeletonParams
+
+    return MakeSkin(
+        LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.012, pieces=True)
+    )

@@ -16,6 +16,8 @@ Examples:
   drakebots skin beetle --surface my_beetle.obj --out runs/my_beetle_skin   # your own shape
 """
 
+import numpy as np
+
 from drakebots.cli import AddOutputArguments, AddVerb
 from drakebots.errors import InputError
 
@@ -185,6 +187,20 @@ def Run(args) -> int:
         except SkinInputError as e:
             raise InputError(str(e)) from None
         seconds = time.perf_counter() - start
+        # What the skin costs each motor: its small-strain stiffness per joint (no gravity) and
+        # the angle the motor's stall torque turns it (a whole-body skin locks the hips; a skin
+        # in pieces leaves them free).
+        from drakebots.systems.skin_bend import JointStiffnesses
+
+        stiffness = {name: k for name, (k, _) in JointStiffnesses(params, skin).items()}
+        limit = params.motor.effort_limit
+        joints = {
+            name: {
+                "stiffness_nm_per_rad": k,
+                "angle_at_motor_limit_deg": float(np.degrees(limit / k)) if k > 1e-9 else None,
+            }
+            for name, k in stiffness.items()
+        }
         WriteSkin(results.directory, skin)
         results.SaveFigure("skin.png", PlotSkin(skin))
         summary = MakeSummary(
@@ -197,7 +213,8 @@ def Run(args) -> int:
             robot=robot.name,
             success=True,
             reason=None,
-            figures=skin.info | {"seconds": seconds},
+            figures=skin.info
+            | {"seconds": seconds, "motor_limit_nm": limit, "joint_stiffness": joints},
             paper={
                 "table1_skin_vertices": {
                     "beetle": 14152,
@@ -222,6 +239,15 @@ def Run(args) -> int:
         f"vertices; size {' x '.join(f'{s:.3f}' for s in info['size'])} m "
         f"(paper {' x '.join(f'{s:.3f}' for s in info['paper_size'])}); density "
         f"{info['mass_density']:.0f} kg/m^3 for {info['mass_kg']} kg; {seconds:.1f} s"
+    )
+    print(
+        f"  skin stiffness per joint at small strain, N*m/rad (angle {limit:g} N*m turns it): "
+        + ", ".join(
+            f"{name} {j['stiffness_nm_per_rad']:.3g} ({j['angle_at_motor_limit_deg']:.1f} deg)"
+            if j["angle_at_motor_limit_deg"] is not None
+            else f"{name} 0 (free)"
+            for name, j in joints.items()
+        )
     )
     if info.get("soft_elements"):
         print(

@@ -89,27 +89,27 @@ def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> 
     """(k, mode): the skin's small-strain resistance to turning the joint, N*m/rad.
 
     The coupled system (Eq. 2) at rest with the joint angle as the skeleton's only coordinate and
-    no inertia: the glue vertices on the links the joint moves (its child and
-    the child's descendants) turn rigidly about the joint axis (G = a x (x - p) per radian), all
-    other glue vertices stay put, the free vertices take their elastic equilibrium, and K is the
-    skin's rest stiffness (neo-Hookean at F = I: linear elasticity with the same E and nu). A unit
-    torque turns the joint by 1 / k; tau / k is the angle a motor limited to tau reaches while
-    strains stay small, without gravity. Works for a limb piece (the joint's two links) and for a
+    no inertia: the glue vertices on the links the joint moves (its child and the child's
+    descendants) turn rigidly about the joint axis (G = a x (x - p) per radian), all other glue
+    vertices stay put, the free vertices take their elastic equilibrium, and K is the skin's rest
+    stiffness (neo-Hookean at F = I: linear elasticity with the same E and nu). A unit torque
+    turns the joint by 1 / k; tau / k is the angle a motor limited to tau reaches while strains
+    stay small, without gravity. Works for a limb piece (the joint's two links) and for a
     whole-body skin (a hip turns the whole leg's glue). `mode` (n, 3) is the skin's displacement
     per radian, m/rad.
     """
-    built = _Build(params)
-    joint = next((j for j in built.joints if j.name == joint_name), None)
-    if joint is None:
+    if joint_name not in {j.name for j in _Build(params).joints}:
         raise KeyError(joint_name)
-    moved = {joint.child}
-    grew = True
-    while grew:
-        grew = False
-        for j in built.joints:
-            if j.parent in moved and j.child not in moved:
-                moved.add(j.child)
-                grew = True
+    return JointStiffnesses(params, skin, [joint_name])[joint_name]
+
+
+def JointStiffnesses(params: SkeletonParams, skin: Skin, joint_names=None) -> dict:
+    """{joint: (k, mode)} of `LinearBendStiffness` for several joints (default: every joint the
+    skin can resist), with one factorisation of the free vertices' stiffness (every glue vertex
+    is prescribed in each case; only its prescribed motion differs). Raises ValueError for a
+    named joint the skin has no glue on either side of."""
+    built = _Build(params)
+    joints = {j.name: j for j in built.joints}
     fem = FemModel(
         skin.mesh,
         Material(youngs_modulus=skin.youngs_modulus, poissons_ratio=skin.poissons_ratio),
@@ -118,27 +118,48 @@ def LinearBendStiffness(params: SkeletonParams, skin: Skin, joint_name: str) -> 
     x0 = skin.mesh.vertices
     links = np.asarray(skin.glue_links)
     glue = np.asarray(skin.glue_vertices)
-    on_child = np.isin(links, sorted(moved))
-    if not np.any(on_child) or np.all(on_child):
-        raise ValueError(
-            f"the skin has no glue on "
-            f"{'the links ' + joint_name + ' moves' if not np.any(on_child) else joint.parent}: "
-            f"it cannot resist {joint_name}"
-        )
-    axis = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
-    G = np.zeros((len(glue), 3))
-    G[on_child] = np.cross(axis, x0[glue[on_child]] - built.links[joint.child].origin)
-    # The joint turned by one radian prescribes the glue; the free vertices solve K_ff u_f =
+    columns, names = [], []
+    for name in joint_names if joint_names is not None else list(joints):
+        joint = joints[name]
+        moved = {joint.child}
+        grew = True
+        while grew:
+            grew = False
+            for j in built.joints:
+                if j.parent in moved and j.child not in moved:
+                    moved.add(j.child)
+                    grew = True
+        on_child = np.isin(links, sorted(moved))
+        if not np.any(on_child) or np.all(on_child):
+            if joint_names is None:
+                continue
+            raise ValueError(
+                f"the skin has no glue on "
+                f"{'the links ' + name + ' moves' if not np.any(on_child) else joint.parent}: "
+                f"it cannot resist {name}"
+            )
+        axis = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
+        G = np.zeros((len(glue), 3))
+        G[on_child] = np.cross(axis, x0[glue[on_child]] - built.links[joint.child].origin)
+        columns.append(G.ravel())
+        names.append(name)
+    # A joint turned by one radian prescribes the glue; the free vertices solve K_ff u_f =
     # -K_fg u_g, and k = u^T K u is the energy per rad^2 twice (a skin the joint turns rigidly,
     # e.g. a limb piece under its hip, gives k = 0 where the torque form 1 / dq would not solve).
     pinned = (3 * glue[:, None] + np.arange(3)).ravel()
     K = fem.RestStiffness().tocsr()
     free = np.ones(3 * len(x0), bool)
     free[pinned] = False
-    u = np.zeros(3 * len(x0))
-    u[pinned] = G.ravel()
-    u[free] = Factorize(K[free][:, free]).solve(-(K[free][:, pinned] @ u[pinned]))
-    return float(u @ (K @ u)), u.reshape(-1, 3)
+    if not names:
+        return {}
+    U = np.zeros((3 * len(x0), len(names)))
+    U[pinned] = np.column_stack(columns)
+    factor = Factorize(K[free][:, free])
+    U[free] = factor.solve(-(K[free][:, pinned] @ U[pinned]))
+    return {
+        name: (float(U[:, c] @ (K @ U[:, c])), U[:, c].reshape(-1, 3))
+        for c, name in enumerate(names)
+    }
 
 
 def MakeLimbPlant(params: SkeletonParams, joint_name: str, torque_limit: float):

@@ -272,3 +272,44 @@ def test_skin_bend_reproduces_fig17_at_the_calibrated_modulus(drakebots, tmp_pat
     assert 0.0 < gap < 1.96 / kp
     for label in ("smooth", "folded"):
         assert np.nanmax(data[f"{label}_glue_residual"]) <= 1e-8
+
+
+def test_skin_in_pieces_writes_the_skin_and_each_joints_stiffness(drakebots, tmp_path):
+    """`drakebots skin --pieces` end to end: the files a design loads, and the summary's joint
+    table: the hips free (a hip turns its limb's piece rigidly), every knee and ankle resisted,
+    each angle the motor limit over the stiffness."""
+    import json
+
+    from drakebots.fem.skin import LoadSkin
+
+    out = tmp_path / "skin"
+    result = drakebots(
+        "skin",
+        "beetle",
+        "--pieces",
+        "--voxel",
+        "0.012",
+        "--youngs-modulus",
+        "6.7e5",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    skin = LoadSkin(out)
+    assert set(skin.info["pieces"]) == {
+        "front_left",
+        "front_right",
+        "rear_left",
+        "rear_right",
+        "torso",
+    }
+    figures = json.loads((out / "summary.json").read_text())["figures"]
+    joints = figures["joint_stiffness"]
+    assert len(joints) == 12
+    for name, j in joints.items():
+        if name.endswith("hip_yaw"):
+            assert j["angle_at_motor_limit_deg"] is None and abs(j["stiffness_nm_per_rad"]) < 1e-6
+        else:
+            k = j["stiffness_nm_per_rad"]
+            assert k > 0.1
+            assert j["angle_at_motor_limit_deg"] == pytest.approx(np.degrees(1.96 / k))

@@ -242,7 +242,9 @@ def test_skin_from_a_user_surface(tmp_path):
     assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
 
 
-def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(tmp_path):
+def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(
+    tmp_path, beetle_skin_pieces_coarse
+):
     """Section 6.2: one skin piece per limb and one over the torso. The joined mesh must fall
     apart into exactly those five pieces (connected components of the tets' vertex graph, found
     here independently of the code that joined them), each closed and positively oriented, each
@@ -254,7 +256,7 @@ def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(tmp_path):
     from drakebots.fem.skin import SkinPieces
 
     params = LoadSkeletonParams("beetle")
-    skin = MakeSkin(params, SkinOptions(pieces=True, voxel=0.016, youngs_modulus=6.7e5))
+    skin = beetle_skin_pieces_coarse
     mesh = skin.mesh
     assert mesh.SignedVolumes().min() > 0.0
     CheckClosedManifold(mesh.vertices, BoundaryFaces(mesh.tets))

@@ -629,16 +629,13 @@ def test_a_soft_skin_stands_still_frame_by_frame():
     assert np.ptp(passed.q[:, 2]) < 2e-4
 
 
-def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame():
+def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame(beetle_skin_coarse):
     """The beetle's whole-body skin (coarse: 16 mm voxels, ~6k vertices, E = 0.67 MPa) standing
     frame by frame: after 0.1 s the ground carries the weight within 0.1 % and the torso stays
     within 1 um. The sagging body moves its sole patches, and a QP that predicted a patch's next
     position without the patch's own velocity (Δt Wᵀ w) rang at 33 Hz: the ground force swung
     between 0.54 and 1.52 times the weight and never settled (measured)."""
-    from drakebots.fem.skin import MakeSkin, SkinOptions
-    from drakebots.robots.skeleton import LoadSkeletonParams
-
-    skin = MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
+    skin = beetle_skin_coarse
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     passed, support = _StandStill(model, skin, frames=30)
     assert np.abs(support[-10:] - 1.0).max() < 1e-3, support

@@ -14,15 +14,12 @@ from pydrake.multibody.tree import SpatialInertia
 
 from drakebots.fem.materials import Material
 from drakebots.fem.model import FemModel
-from drakebots.fem.skin import MakeSkin, SkinOptions
 from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad, SkinLoadFromSkin
 
 
 @pytest.fixture(scope="module")
-def beetle_skin():
-    model = SkeletonModel("beetle", skin_load=SkinLoad())
-    skin = MakeSkin(model.params, SkinOptions(voxel=0.016, youngs_modulus=6.7e5, pieces=True))
-    return model, skin
+def beetle_skin(beetle_skin_pieces_coarse):
+    return SkeletonModel("beetle", skin_load=SkinLoad()), beetle_skin_pieces_coarse
 
 
 def _BodyInertia(model, q) -> SpatialInertia:

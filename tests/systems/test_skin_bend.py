@@ -175,13 +175,9 @@ def test_the_servo_settles_against_the_skin_as_two_springs_in_series(smooth_bend
 
 
 @pytest.fixture(scope="module")
-def beetle_skins():
-    """The beetle's whole-body skin and its skin in pieces, coarse (16 mm voxels), 0.67 MPa."""
-    params = GetRobot("beetle").params
-    options = SkinOptions(voxel=0.016, youngs_modulus=6.7e5)
-    whole = MakeSkin(params, options)
-    pieces = MakeSkin(params, SkinOptions(voxel=0.016, youngs_modulus=6.7e5, pieces=True))
-    return params, whole, pieces
+def beetle_skins(beetle_skin_coarse, beetle_skin_pieces_coarse):
+    """The beetle's whole-body skin (16 mm voxels) and its skin in pieces (12 mm), 0.67 MPa."""
+    return GetRobot("beetle").params, beetle_skin_coarse, beetle_skin_pieces_coarse
 
 
 def test_a_hip_strains_the_whole_body_skin_by_the_multiplier_route_too(beetle_skins):
