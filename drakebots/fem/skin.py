@@ -1155,11 +1155,11 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
 
 
 def SkinPieces(params: SkeletonParams) -> list[tuple[str, tuple]]:
-    """(piece name, its links) of the skin in pieces: one per limb, then the torso's."""
+    """(piece name, its links) of the skin in pieces: one per limb (every link of that leg: the
+    hip link between a two-motor shoulder's joints too, so both its joints turn the piece
+    rigidly), then the torso's (torso, head, neck, tail)."""
     b, _ = _Skeleton(params)
-    pieces = [
-        (leg, tuple(f"{leg}_{n}" for n in ("upper_leg", "lower_leg", "foot"))) for leg in LEG_NAMES
-    ]
+    pieces = [(leg, tuple(n for n in b.links if n.startswith(f"{leg}_"))) for leg in LEG_NAMES]
     on_legs = {name for _, links in pieces for name in links}
     return pieces + [("torso", tuple(n for n in b.links if n not in on_legs))]
 
