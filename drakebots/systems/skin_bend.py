@@ -146,12 +146,12 @@ def JointStiffnesses(params: SkeletonParams, skin: Skin, joint_names=None) -> di
     # A joint turned by one radian prescribes the glue; the free vertices solve K_ff u_f =
     # -K_fg u_g, and k = u^T K u is the energy per rad^2 twice (a skin the joint turns rigidly,
     # e.g. a limb piece under its hip, gives k = 0 where the torque form 1 / dq would not solve).
+    if not names:
+        return {}
     pinned = (3 * glue[:, None] + np.arange(3)).ravel()
     K = fem.RestStiffness().tocsr()
     free = np.ones(3 * len(x0), bool)
     free[pinned] = False
-    if not names:
-        return {}
     U = np.zeros((3 * len(x0), len(names)))
     U[pinned] = np.column_stack(columns)
     factor = Factorize(K[free][:, free])
