@@ -181,3 +181,17 @@ def test_monster_trot_converges_and_obeys_newtons_second_law(tmp_path, motor_lim
     weight_impulse = mass * model.gravity * duration
     impulse = 0.005 * log["patch_forces"].sum(axis=(0, 1)) - [0.0, 0.0, weight_impulse]
     np.testing.assert_allclose(momentum[1] - momentum[0], impulse, atol=1e-3 * weight_impulse)
+
+
+def test_only_a_pass_that_reached_the_last_frame_is_replayed_in_the_coupled_simulator():
+    """The coupled open-loop replay checks a finished motion; a pass that fell or stopped early
+    (the beetle walk on its skin in pieces tipped at frame 29 of 480, and replaying it ran over
+    15 minutes) is reported as not replayed."""
+    from types import SimpleNamespace
+
+    from drakebots.cli._design import _PassEndedEarly
+
+    motion = SimpleNamespace(num_frames=481)
+    assert not _PassEndedEarly(SimpleNamespace(fell=False, frames_done=480), motion)
+    assert _PassEndedEarly(SimpleNamespace(fell=False, frames_done=29), motion)
+    assert _PassEndedEarly(SimpleNamespace(fell=True, frames_done=480), motion)
