@@ -1117,24 +1117,7 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         fold_el = fold_c > 0.0
     soft = SoftRegionElements(params, mesh, W, skin_links, soft_regions)
     youngs_scale = np.where(soft, options.soft_scale, 1.0)
-    info.update(
-        {
-            "vertices": mesh.num_vertices,
-            "tets": mesh.num_tets,
-            "glue_vertices": len(glue),
-            "volume_m3": volume,
-            "mass_kg": density * volume,
-            "mass_density": density,
-            "thickness_m": options.thickness,
-            "foot_thickness_m": options.foot_thickness,
-            "folding_regions": list(options.folding_regions),
-            "folding_elements": int(fold_el.sum()),
-            "soft_regions": list(soft_regions),
-            "soft_scale": options.soft_scale if soft_regions else 1.0,
-            "soft_elements": int(soft.sum()),
-            "min_tet_volume_m3": float(mesh.SignedVolumes().min()),
-        }
-    )
+    info.update(_MeshInfo(mesh, len(glue), density, options, fold_el, soft, soft_regions))
     return Skin(
         robot=params.name,
         mesh=mesh,
@@ -1152,6 +1135,27 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
         info=info,
         youngs_scale=youngs_scale,
     )
+
+
+def _MeshInfo(mesh, glue_count, density, options, fold, soft, soft_regions) -> dict:
+    """The skin's counts, mass and material regions for `Skin.info` (summaries)."""
+    volume = mesh.Volume()
+    return {
+        "vertices": mesh.num_vertices,
+        "tets": mesh.num_tets,
+        "glue_vertices": glue_count,
+        "volume_m3": volume,
+        "mass_kg": density * volume,
+        "mass_density": density,
+        "thickness_m": options.thickness,
+        "foot_thickness_m": options.foot_thickness,
+        "folding_regions": list(options.folding_regions),
+        "folding_elements": int(fold.sum()),
+        "soft_regions": list(soft_regions),
+        "soft_scale": options.soft_scale if soft_regions else 1.0,
+        "soft_elements": int(soft.sum()),
+        "min_tet_volume_m3": float(mesh.SignedVolumes().min()),
+    }
 
 
 def SkinPieces(params: SkeletonParams) -> list[tuple[str, tuple]]:
@@ -1248,21 +1252,15 @@ def _MakePieces(params, options: SkinOptions, soft_regions: tuple, say) -> Skin:
             }
             for name, p in parts
         },
-        "vertices": mesh.num_vertices,
-        "tets": mesh.num_tets,
-        "glue_vertices": int(sum(len(p.glue_vertices) for _, p in parts)),
-        "volume_m3": volume,
-        "mass_kg": density * volume,
-        "mass_density": density,
-        "thickness_m": options.thickness,
-        "foot_thickness_m": options.foot_thickness,
-        "folding_regions": list(options.folding_regions),
-        "folding_elements": int(fold.sum()),
-        "soft_regions": list(soft_regions),
-        "soft_scale": options.soft_scale if soft_regions else 1.0,
-        "soft_elements": int(soft.sum()),
-        "min_tet_volume_m3": float(mesh.SignedVolumes().min()),
-    }
+    } | _MeshInfo(
+        mesh,
+        int(sum(len(p.glue_vertices) for _, p in parts)),
+        density,
+        options,
+        fold,
+        soft,
+        soft_regions,
+    )
     return Skin(
         robot=params.name,
         mesh=mesh,
