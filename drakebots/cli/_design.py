@@ -77,12 +77,16 @@ def _Validate(args):
     if not args.mass_scale > 0.0:
         raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
     # Unset: SpaceTimeConfig's defaults (one place for them; the parser does not import it).
-    from drakebots.optimization.space_time import SpaceTimeConfig
+    from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     if args.plan_motor_limits is None:
         args.plan_motor_limits = SpaceTimeConfig.motor_limit_fraction
     if args.space_time_iterations is None:
         args.space_time_iterations = SpaceTimeConfig.max_iterations
+    if args.torso_attitude_weight is None:
+        args.torso_attitude_weight = SpaceTimeWeights.base_attitude
+    if not args.torso_attitude_weight >= 0.0:
+        raise InputError(f"--torso-attitude-weight must be >= 0, got {args.torso_attitude_weight}")
     if not args.plan_motor_limits >= 0.0:
         raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
     if args.space_time_iterations < 1:
@@ -226,13 +230,14 @@ def RunDesign(args) -> int:
     from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
     from drakebots.optimization.motion import MotionToYaml
     from drakebots.optimization.qpcc import QpccConfig, ResolveLookahead
-    from drakebots.optimization.space_time import SpaceTimeConfig
+    from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     robot, model, spec, motion, limits, skin = _Validate(args)
     make_dynamics, dynamics_name = _Factory(skin)
     out = args.out or DefaultOutput("design", robot.name)
     config = AlternatingConfig(
         space_time=SpaceTimeConfig(
+            weights=SpaceTimeWeights(base_attitude=args.torso_attitude_weight),
             knot_frames=args.knot_frames,
             motor_limit_fraction=args.plan_motor_limits,
             max_iterations=args.space_time_iterations,
@@ -386,6 +391,7 @@ def RunDesign(args) -> int:
                 "knot_frames": args.knot_frames,
                 "motor_limits": limits,
                 "plan_motor_limits": args.plan_motor_limits,
+                "torso_attitude_weight": args.torso_attitude_weight,
                 "space_time_iterations": args.space_time_iterations,
                 "lookahead": ResolveLookahead(args.lookahead, motion.contact),
                 "mass_scale": args.mass_scale,

@@ -86,6 +86,15 @@ def register(subparsers):
         "2.7 U_m and fails); 0: only the frame-by-frame step bounds them, as in the paper",
     )
     parser.add_argument(
+        "--torso-attitude-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="ours: weight of the space-time step's torso roll/pitch/heading term (default 1). "
+        "The foot-flatness term (weight 10) turns the beetle walk's torso by +-25 deg about the "
+        "vertical to keep its 3-joint legs' soles flat; W = 300 holds it within 1 deg",
+    )
+    parser.add_argument(
         "--space-time-iterations",
         type=int,
         default=None,

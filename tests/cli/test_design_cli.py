@@ -45,6 +45,7 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--motor-limit", "0"], tmp_path, capsys, "--motor-limit")
     _Exit2(base + ["--plan-motor-limits", "-1"], tmp_path, capsys, "--plan-motor-limits")
     _Exit2(base + ["--space-time-iterations", "0"], tmp_path, capsys, "--space-time-iterations")
+    _Exit2(base + ["--torso-attitude-weight", "-1"], tmp_path, capsys, "--torso-attitude-weight")
     _Exit2(["dragon", "--motion", "walk"], tmp_path, capsys, "beetle")
     _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
@@ -78,6 +79,7 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
     argv += ["--kinematic-only", "--knot-frames", "5", "--no-replay", "--out", str(out)]
+    argv += ["--torso-attitude-weight", "3"]
     code = main(argv)
     assert code in (0, 1)
     summary = json.loads((out / "summary.json").read_text())
@@ -87,6 +89,7 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
         assert (out / name).is_file(), name
     assert summary["convergence"][0]["space_time_violated"] == []
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
+    assert summary["inputs"]["torso_attitude_weight"] == 3.0
 
 
 def test_a_failed_design_names_its_violated_constraints():
