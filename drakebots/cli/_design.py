@@ -165,8 +165,7 @@ def _Factory(skin):
     # kinematics come from the space-time model, the same skeleton. The factory remembers what
     # it made, so the summary can say how the last pass started its skin.
     def make(model, dt):
-        make.made = CoupledFrameDynamics(bare, fem_skin, dt, config)
-        make.made.planned_skin_load = load
+        make.made = CoupledFrameDynamics(bare, fem_skin, dt, config, planned_skin_load=load)
         return make.made
 
     make.made = None

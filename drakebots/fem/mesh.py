@@ -52,6 +52,14 @@ class TetMesh:
     def Volume(self) -> float:
         return float(np.sum(self.SignedVolumes()))
 
+    def LumpedMasses(self, density) -> np.ndarray:
+        """(n,) vertex masses, kg: a quarter of each tetrahedron's mass on each of its vertices
+        (density kg/m^3, one value or one per tet)."""
+        share = np.abs(self.SignedVolumes()) * np.asarray(density, float) / 4.0
+        masses = np.zeros(self.num_vertices)
+        np.add.at(masses, self.tets.ravel(), np.repeat(share * np.ones(self.num_tets), 4))
+        return masses
+
     def BoundaryFaces(self) -> np.ndarray:
         """(k, 3) boundary triangles, oriented with outward normals."""
         return BoundaryFaces(self.tets)

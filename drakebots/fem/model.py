@@ -90,10 +90,7 @@ class FemModel:
             if densities is None
             else np.asarray(densities, float)
         )
-        # Lumped mass: a quarter of each element's mass on each of its vertices.
-        vertex_mass = np.zeros(mesh.num_vertices)
-        np.add.at(vertex_mass, T.ravel(), np.repeat(rho * vol / 4.0, 4))
-        self.vertex_masses = vertex_mass
+        self.vertex_masses = mesh.LumpedMasses(rho)
         self._dofs = (3 * T[:, :, None] + np.arange(3)[None, None, :]).reshape(-1, 12)
         self._BuildPattern()
         self._K_rest = None

@@ -1207,7 +1207,6 @@ def _MakePieces(params, options: SkinOptions, soft_regions: tuple, say) -> Skin:
     # at its own offsets from the grid, which leaves the soles up to ~0.5 mm apart (measured:
     # 0.43 mm at the beetle's 11 mm voxel, 0.02 mm on one grid at 16 mm); the robot would stand
     # on a diagonal pair of feet. Each limb piece is moved down by its gap, glue points with it.
-    b, _ = _Skeleton(params)
     soles = {name: p.mesh.vertices[:, 2].min() for name, p in parts if name != "torso"}
     ground = min(soles.values())
     levelled = {}
@@ -1216,12 +1215,7 @@ def _MakePieces(params, options: SkinOptions, soft_regions: tuple, say) -> Skin:
         levelled[name] = gap
         if gap > 0.0:
             piece.mesh.vertices[:, 2] -= gap
-            piece.glue_points = np.array(
-                [
-                    piece.mesh.vertices[v] - b.links[n].origin
-                    for v, n in zip(piece.glue_vertices, piece.glue_links)
-                ]
-            )
+            piece.glue_points = piece.glue_points - [0.0, 0.0, gap]
     skin_links = []
     for _, piece in parts:
         skin_links += [n for n in piece.skin_links if n not in skin_links]

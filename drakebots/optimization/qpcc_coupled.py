@@ -374,10 +374,18 @@ class CoupledFrameDynamics:
         skin: the drakebots.fem.skin.Skin of the same robot.
         dt: frame step, s.
         config: CoupledFrameConfig.
+        planned_skin_load: the lumped skin load of the space-time model these passes alternate
+            with (None: the default SkeletonModel's, the paper's skin mass by link mass).
     """
 
     def __init__(
-        self, model: SkeletonModel, skin, dt: float, config: CoupledFrameConfig | None = None
+        self,
+        model: SkeletonModel,
+        skin,
+        dt: float,
+        config: CoupledFrameConfig | None = None,
+        *,
+        planned_skin_load: SkinLoad | None = None,
     ):
         if model.skin_load.total > 0.0:
             raise ValueError(
@@ -390,7 +398,7 @@ class CoupledFrameDynamics:
         self.config = config or CoupledFrameConfig()
         # The lumped skin load the space-time model carries, which the coupling loads handed
         # back to it leave out (`CouplingLoadsOfPass`; None: the default model's).
-        self.planned_skin_load = None
+        self.planned_skin_load = planned_skin_load
         cfg = self.config
         self.stepper = CoupledSkinSkeleton(
             model.plant,

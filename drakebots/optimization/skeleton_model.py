@@ -105,9 +105,7 @@ def SkinLoadFromSkin(skin, params: SkeletonParams) -> SkinLoad:
     from drakebots.robots.skeleton import _Build
 
     mesh = skin.mesh
-    share = np.abs(mesh.SignedVolumes()) * skin.mass_density / 4.0
-    m = np.zeros(mesh.num_vertices)
-    np.add.at(m, mesh.tets.ravel(), np.repeat(share, 4))
+    m = mesh.LumpedMasses(skin.mass_density)
     links = _Build(params).links
     masses, centers, inertias = {}, {}, {}
     x = mesh.vertices
