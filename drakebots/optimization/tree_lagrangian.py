@@ -192,6 +192,7 @@ class TreeLagrangian:
         if any(d is None for d in self._dofs):
             raise ValueError("some positions belong to no supported joint")
         self.strict_ancestors = self.ancestors & ~np.eye(n, dtype=bool)
+        self._body_path_T = np.ascontiguousarray(self.body_path.T, dtype=float)
         # related[i, k]: one of i, k is an ancestor of the other.
         self.related = self.ancestors | self.ancestors.T
         self._SetUpInertias()
@@ -262,6 +263,7 @@ class TreeLagrangian:
             self._Icm_B[b] = I_Bo - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
         # The joint frames on parent and child bodies, fixed in their bodies.
         self._X_PF, self._X_CM = {}, {}
+        self._axis_frames: dict[int, tuple] = {}
         for dof in self._dofs:
             joint = dof.joint
             key = int(joint.index())
@@ -332,74 +334,85 @@ class TreeLagrangian:
         plant.SetPositions(context, q)
         poses = plant.get_body_poses_output_port().Eval(context)
         nb, n = self.num_bodies, self.num_positions
-        R_WB = np.empty((nb, 3, 3))
-        p_WB = np.empty((nb, 3))
-        for b, X in enumerate(poses):
-            R_WB[b] = X.rotation().matrix()
-            p_WB[b] = X.translation()
+        # One [R | p] per body: a single pybind call each (R and p apart cost three).
+        X_WB = np.array([X.GetAsMatrix34() for X in poses])
+        R_WB = np.ascontiguousarray(X_WB[:, :, :3])
+        p_WB = np.ascontiguousarray(X_WB[:, :, 3])
         S = np.zeros((n, 6))
         if len(self._single_q):
             R = R_WB[self._single_child]
-            direction = np.einsum("dij,dj->di", R, self._single_axis_C)
-            origin = p_WB[self._single_child] + np.einsum("dij,dj->di", R, self._single_origin_C)
+            direction = (R @ self._single_axis_C[:, :, None])[:, :, 0]
+            origin = p_WB[self._single_child] + (R @ self._single_origin_C[:, :, None])[:, :, 0]
             rev = self._single_revolute[:, None]
             S[self._single_q, :3] = np.where(rev, direction, 0.0)
             S[self._single_q, 3:] = np.where(rev, Cross(origin, direction), direction)
         for dof in self._multi:
             S[dof.q_index] = self._Axis(dof, q, R_WB, p_WB)
-        com = p_WB + np.einsum("bij,bj->bi", R_WB, self._com_B)
-        Icm_W = np.einsum("bij,bjk,blk->bil", R_WB, self._Icm_B, R_WB)
+        com = p_WB + (R_WB @ self._com_B[:, :, None])[:, :, 0]
+        Icm_W = R_WB @ self._Icm_B @ np.swapaxes(R_WB, 1, 2)
         C = _Skew(com)
         m = self._mass[:, None, None]
         inertia = np.zeros((nb, 6, 6))
-        inertia[:, :3, :3] = Icm_W + m * np.einsum("bij,bkj->bik", C, C)
+        inertia[:, :3, :3] = Icm_W + m * (C @ np.swapaxes(C, 1, 2))
         inertia[:, :3, 3:] = m * C
         inertia[:, 3:, :3] = m * np.swapaxes(C, 1, 2)
         inertia[:, 3:, 3:] = m * np.eye(3)
         return Kinematics(q=q.copy(), S=S, R_WB=R_WB, p_WB=p_WB, com=com, inertia=inertia)
 
     def _Axis(self, dof: _Dof, q, R_WB, p_WB) -> np.ndarray:
+        """The spatial axis of one coordinate of a multi-dof joint (or of a 1-dof joint)."""
+        parent, child, R_PF, p_CM, R_CM, start = self._AxisFrames(dof)
         joint = dof.joint
-        key = int(joint.index())
-        parent = int(joint.parent_body().index())
-        child = int(joint.child_body().index())
-        X_PF = self._X_PF[key]
-        R_WF = R_WB[parent] @ X_PF.rotation().matrix()
-        X_CM = self._X_CM[key]
-        p_WM = p_WB[child] + R_WB[child] @ X_CM.translation()
+        R_WF = R_WB[parent] @ R_PF
+        p_WM = p_WB[child] + R_WB[child] @ p_CM
         if dof.role == "axis":
             # The axis is expressed in F and M alike (they coincide at zero position).
-            R_WM = R_WB[child] @ X_CM.rotation().matrix()
             if dof.kind == "revolute":
-                w = R_WM @ np.asarray(joint.revolute_axis())
+                w = R_WB[child] @ R_CM @ np.asarray(joint.revolute_axis())
                 return np.concatenate([w, Cross(p_WM, w)])
             a = R_WF @ np.asarray(joint.translation_axis())
             return np.concatenate([np.zeros(3), a])
-        e = np.eye(3)
         if dof.role in ("x", "y", "z"):
             return np.concatenate([np.zeros(3), R_WF[:, "xyz".index(dof.role)]])
         if dof.role in ("yaw", "theta"):
-            w = R_WF @ e[2]
+            w = R_WF[:, 2]
         elif dof.role == "pitch":
-            yaw = q[joint.position_start() + 2]
-            c, s = np.cos(yaw), np.sin(yaw)
-            w = R_WF @ np.array([-s, c, 0.0])
+            yaw = q[start + 2]
+            w = R_WF @ np.array([-np.sin(yaw), np.cos(yaw), 0.0])
         else:  # roll: the x axis of M
-            R_WM = R_WB[child] @ X_CM.rotation().matrix()
-            w = R_WM @ e[0]
+            w = R_WB[child] @ R_CM[:, 0]
         return np.concatenate([w, Cross(p_WM, w)])
+
+    def _AxisFrames(self, dof: _Dof) -> tuple:
+        """(parent, child, R_PF, p_CM, R_CM, position start) of dof's joint, as numbers (read
+        from Drake once: this runs for every multi-dof coordinate at every configuration)."""
+        frames = self._axis_frames.get(dof.q_index)
+        if frames is None:
+            joint = dof.joint
+            key = int(joint.index())
+            frames = (
+                int(joint.parent_body().index()),
+                int(joint.child_body().index()),
+                self._X_PF[key].rotation().matrix(),
+                self._X_CM[key].translation(),
+                self._X_CM[key].rotation().matrix(),
+                joint.position_start(),
+            )
+            self._axis_frames[dof.q_index] = frames
+        return frames
 
     def Composite(self, kin: Kinematics) -> np.ndarray:
         """(n, 6, 6) composite spatial inertias of the subtree moved by each coordinate."""
         if kin._composite is None:
-            kin._composite = np.einsum("bk,bij->kij", self.body_path, kin.inertia)
+            nb = kin.inertia.shape[0]
+            kin._composite = (self._body_path_T @ kin.inertia.reshape(nb, 36)).reshape(-1, 6, 6)
         return kin._composite
 
     # ------------------------------------------------------------------ dynamics
     def MassMatrix(self, kin: Kinematics) -> np.ndarray:
         """M(q) in qdot coordinates (composite rigid body algorithm)."""
         Ic = self.Composite(kin)
-        F = np.einsum("kij,kj->ki", Ic, kin.S)  # I^c_i s_i
+        F = (Ic @ kin.S[:, :, None])[:, :, 0]  # I^c_i s_i
         lower = (F @ kin.S.T) * self.ancestors  # [i, k], k ancestor of i
         return lower + lower.T - np.diag(np.diag(lower))
 
@@ -410,20 +423,20 @@ class TreeLagrangian:
         Ic = self.Composite(kin)
         V_body = (self.body_path * qdot) @ S  # (nb, 6)
         V_parent = (self.strict_ancestors * qdot) @ S  # (n, 6) velocity before coordinate i
-        momentum_body = np.einsum("bij,bj->bi", kin.inertia, V_body)
-        h = self.body_path.T.astype(float) @ momentum_body  # subtree momenta (n, 6)
-        F = np.einsum("kij,kj->ki", Ic, S)
+        momentum_body = (kin.inertia @ V_body[:, :, None])[:, :, 0]
+        h = self._body_path_T @ momentum_body  # subtree momenta (n, 6)
+        F = (Ic @ S[:, :, None])[:, :, 0]
         lower = (F @ S.T) * A
         M = lower + lower.T - np.diag(np.diag(lower))
         W = CrossMotion(S, V_parent)  # w_i = s_i x V_parent(i)
-        G = CrossForce(S, h) - np.einsum("kij,kj->ki", Ic, W)  # g_k = d h_k / d q_k
-        Mv = np.einsum("ij,ij->i", S, h)
+        G = CrossForce(S, h) - (Ic @ W[:, :, None])[:, :, 0]  # g_k = d h_k / d q_k
+        Mv = (S * h).sum(axis=1)
         # P[i, k] = -s_i . I^c_i w_k (k ancestor of i) and s_i . g_k (k strict descendant of i).
         P = -(F @ W.T) * A + (S @ G.T) * self.strict_ancestors.T
-        T_q = -np.einsum("ij,ij->i", W, h)
+        T_q = -(W * h).sum(axis=1)
         U = -(W @ G.T) * A.T  # [i, k] for k in the subtree of i (k == i included)
         T_qq = U + U.T - np.diag(np.diag(U))
-        kinetic = 0.5 * float(np.einsum("bi,bi->", V_body, momentum_body))
+        kinetic = 0.5 * float(np.vdot(V_body, momentum_body))
         V_q, V_qq, potential = self._Potential(kin)
         return LagrangianTerms(M, Mv, P, T_q, T_qq, V_q, V_qq, kinetic, potential)
 
@@ -431,14 +444,12 @@ class TreeLagrangian:
         S, A = kin.S, self.ancestors
         g = self.gravity
         m = self._mass
-        mc = self.body_path.T.astype(float) @ (m[:, None] * kin.com)  # subtree sum m c (n, 3)
-        msub = self.body_path.T.astype(float) @ m  # subtree mass (n,)
+        mc = self._body_path_T @ (m[:, None] * kin.com)  # subtree sum m c (n, 3)
+        msub = self._body_path_T @ m  # subtree mass (n,)
         # Subtree gravity force about the world origin: [sum m c x g; M g].
         f_moment = Cross(mc, g)
         f_force = msub[:, None] * g[None, :]
-        V_q = -(
-            np.einsum("ij,ij->i", S[:, :3], f_moment) + np.einsum("ij,ij->i", S[:, 3:], f_force)
-        )
+        V_q = -((S[:, :3] * f_moment).sum(axis=1) + (S[:, 3:] * f_force).sum(axis=1))
         # d(sum m c)/dq_k over the subtree of k, then U[i, k] = -w_i . (e_k x g) for k below i.
         e = msub[:, None] * S[:, 3:] + Cross(S[:, :3], mc)
         U = -(S[:, :3] @ Cross(e, g).T) * A.T
