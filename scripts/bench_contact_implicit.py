@@ -268,7 +268,13 @@ def DoublePendulumDynamics():
     return VariationalDynamics(TreeLagrangian(plant)), np.array([0.5, -0.3])
 
 
-def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51):
+def Solves(
+    which: list[str],
+    solver: str,
+    iterations: int,
+    gait_knots: int = 51,
+    second_stages: tuple[str, ...] = ("proximal",),
+):
     from drakebots.optimization import hamr_trajopt as ht
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
@@ -277,7 +283,7 @@ def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51)
     )
 
     rows = []
-    for case in which:
+    for case, second_stage in [(c, s) for c in which for s in second_stages]:
         kind, _, rest = case.partition(":")
         surface = rest.split("@")[1] if "@" in rest else "cardstock"
         model = ht.MakeHamrTrajoptModel(surface)
@@ -297,7 +303,10 @@ def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51)
         from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
 
         outcome = ht.SolveHamrProblem(
-            problem, config, first_stage_iterations=FIRST_STAGE_ITERATIONS
+            problem,
+            config,
+            first_stage_iterations=FIRST_STAGE_ITERATIONS,
+            second_stage=second_stage,
         )
         x = outcome.result.get_x_val()
         check = CheckContactImplicitSolution(problem, x)
@@ -311,6 +320,8 @@ def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51)
             {
                 "case": case,
                 "solver": solver,
+                "second_stage": second_stage,
+                "stages": outcome.stages,
                 "status": outcome.status,
                 "success": outcome.success,
                 "wall_s": outcome.solve_time_s,
@@ -331,8 +342,8 @@ def Solves(which: list[str], solver: str, iterations: int, gait_knots: int = 51)
             }
         )
         print(
-            f"  {case:18s} {outcome.status[:40]:40s} wall {outcome.solve_time_s:7.1f} s  cpu "
-            f"{outcome.cpu_time_s:7.1f} s  {figure:6.2f}",
+            f"  {case:18s} {second_stage:9s} {outcome.status[:40]:40s} "
+            f"wall {outcome.solve_time_s:7.1f} s  cpu {outcome.cpu_time_s:7.1f} s  {figure:6.2f}",
             flush=True,
         )
     return rows
@@ -402,6 +413,13 @@ def main(argv=None):
     )
     parser.add_argument("--iterations", type=int, default=3000)
     parser.add_argument(
+        "--second-stage",
+        default="proximal",
+        help="the solves' second stage (SolveHamrProblem): proximal (default), fixed-modes, "
+        "or a comma list: each case is solved with each, one after the other, and "
+        "the medians are compared with the first's",
+    )
+    parser.add_argument(
         "--gait-knots", type=int, default=51, help="knots per stride of fresh gait solves"
     )
     args = parser.parse_args(argv)
@@ -470,9 +488,21 @@ def main(argv=None):
             f"\nsolves ({args.solver}; the paper: several minutes ~ {PAPER_SECONDS:.0f} s; DIRCON "
             f"Cassie squat {DIRCON_SECONDS:.0f} s):"
         )
-        solves = Solves(cases, args.solver, args.iterations, args.gait_knots)
-    gait_walls = [r["wall_s"] for r in solves if r["case"].startswith("gait")]
-    gait_cpus = [r["cpu_s"] for r in solves if r["case"].startswith("gait")]
+        stages = tuple(args.second_stage.split(","))
+        solves = Solves(cases, args.solver, args.iterations, args.gait_knots, stages)
+    first_stage = solves[0].get("second_stage") if solves else None
+    gaits = [
+        r
+        for r in solves
+        if r["case"].startswith("gait") and r.get("second_stage", first_stage) == first_stage
+    ]
+    gait_walls = [r["wall_s"] for r in gaits]
+    gait_cpus = [r["cpu_s"] for r in gaits]
+    by_stage = {}
+    for r in solves:
+        if r["case"].startswith("gait") and "second_stage" in r:
+            by_stage.setdefault(r["second_stage"], []).append(r["cpu_s"])
+    medians = {stage: float(np.median(cpus)) for stage, cpus in by_stage.items()}
     result = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -483,6 +513,7 @@ def main(argv=None):
         "solves": solves,
         "median_gait_wall_s": float(np.median(gait_walls)) if gait_walls else None,
         "median_gait_cpu_s": float(np.median(gait_cpus)) if gait_cpus else None,
+        "median_gait_cpu_s_by_second_stage": medians,
         "goal_median_gait_s": 60.0,
         "paper_seconds": PAPER_SECONDS,
         "dircon_seconds": DIRCON_SECONDS,
@@ -493,6 +524,13 @@ def main(argv=None):
             f"{result['median_gait_cpu_s']:.1f} s (goal 60 s; load average "
             f"{os.getloadavg()[0]:.1f})"
         )
+    for stage, median in medians.items():
+        if stage != first_stage and medians.get(first_stage):
+            print(
+                f"median gait CPU with second stage {first_stage}: {medians[first_stage]:.1f} s, "
+                f"{stage}: {median:.1f} s "
+                f"({first_stage} / {stage}: {medians[first_stage] / median:.2f})"
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=float) + "\n")
