@@ -57,7 +57,7 @@ class TetMesh:
         (density kg/m^3, one value or one per tet)."""
         share = np.abs(self.SignedVolumes()) * np.asarray(density, float) / 4.0
         masses = np.zeros(self.num_vertices)
-        np.add.at(masses, self.tets.ravel(), np.repeat(share * np.ones(self.num_tets), 4))
+        np.add.at(masses, self.tets.ravel(), np.repeat(share, 4))
         return masses
 
     def BoundaryFaces(self) -> np.ndarray:
