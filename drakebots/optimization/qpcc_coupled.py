@@ -15,7 +15,7 @@ step from the predictor v⁺ = v, y = x + Δt w, as Eq. 2 is one linear solve pe
     [ G_q   G_u  0    ] [ λ]   [ c             ]
 
     A_r = M(q) + Δt D_j                      (skeleton rows are impulses)
-    A_d = K(y) + M_s/Δt² + D_s/Δt             (skin rows are forces; K PSD-projected)
+    A_d = K(y) + M_s/Δt² + D_s/Δt + K_pen(y)  (skin rows are forces; K PSD-projected)
     G_q = Δt ∂(R(q)r + t)/∂v, G_u = -S_c      (the glue constraint, Eq. 1)
     b_r0 = Δt (τ_g - C v - D_j v + τ_penalty), b_d0 = -(∇E(y) + D_s w - f_g - f_penalty),
     c = -C(q + Δt v, y)
@@ -24,9 +24,16 @@ and Δq = Δt (v + Δv) (q̇ = v in the skeleton model's Euler-angle coordinates
 spreads a patch force evenly over the patch's vertices, so Wᵀ (Δt w + Δu) is the patch's mean
 displacement over the frame (work-conjugate to its force; Δu is measured from the predictor, so
 a moving patch's own Δt Wᵀ w is part of it: without it the QP's contacts lagged one frame's coast
-and a soft skin's ground force rang at 33 Hz). The explicit penalty forces of skin self- and
-skin-skeleton collisions are constants of b_d0, their reactions on the skeleton (τ_penalty) of
-b_r0 (section 5.2: "pre-determined quantities ... merged into the constant terms").
+and a soft skin's ground force rang at 33 Hz). The penalty forces of skin self- and
+skin-skeleton collisions (at the predictor: q + Δt v, y) are constants of b_d0, their reactions on
+the skeleton (τ_penalty) of b_r0 (section 5.2: "pre-determined quantities ... merged into the
+constant terms"), and their stiffness K_pen (the 3 x 3 vertex blocks of
+skin_coupling.CoupledSkinSkeleton.Penalties) is part of A_d: backward Euler in the penalties on
+the skin's side, as issue 5's simulator steps them (`implicit_penalties`). With the penalties
+constant only, a skin vertex of a few milligrams pressed by a 2000 N/m penalty overshoots from
+frame to frame: on the beetle's skin in pieces, whose limb pieces swing into the torso's box when
+the hips yaw, the robot standing still at the walk's first pose spun its hip yaws at 6-18 rad/s
+within three frames (measured).
 
 Condensation (Eq. 10). The glue rows pin skin coordinates (G_u = -S_c), so eliminating the glued
 coordinates and λ leaves one symmetric positive definite matrix K_red in (Δu_free, Δv) (the
@@ -94,7 +101,8 @@ class CoupledFrameConfig:
 
     # Skin Rayleigh damping, mass part (1/s), as the coupled simulator's default.
     mass_damping: float = 2.0
-    # Skin-skeleton and self-collision penalty forces (section 4.2) in b_d0.
+    # Skin-skeleton and self-collision penalty forces (section 4.2) in b_d0, their stiffness
+    # in A_d.
     penalties: bool = True
     # Sole vertices within this height of a foot's lowest skin vertex are its planar part, m.
     sole_band: float = 0.003
@@ -630,13 +638,18 @@ class CoupledFrameDynamics:
         D = st.joint_damping
         A_r = M + h * np.diag(D)
         # Skin-skeleton and self-collision penalties (section 5.2: "merged into the constant
-        # terms in b_r and b_d"): the skin's forces and their reactions on the skeleton.
-        penalties = st.Penalties(q, x) if self.config.penalties else None
+        # terms in b_r and b_d"): the skin's forces and their reactions on the skeleton, at the
+        # predictor the step is linearised at; their stiffness joins A_d below (implicit on the
+        # skin's side, as the coupled simulator; see the module docstring).
+        penalties = st.Penalties(q + h * v, y0) if self.config.penalties else None
         b_r0 = h * (tau_g - bias - D * v + (penalties.skeleton if penalties else 0.0))
         p_WG, J = st.GluePoints(q + h * v)
         c = -st.glue.Residual(p_WG, y0)
         _, grad, K = st.fem.EnergyGradientHessian(y0, project=self._project)
-        A_d = (K + sp.diags(st.mass / h**2) + st.damping / h).tocsr()
+        A_d = K + sp.diags(st.mass / h**2) + st.damping / h
+        if penalties is not None and penalties.stiffness.nnz:
+            A_d = A_d + penalties.stiffness
+        A_d = A_d.tocsr()
         f_ext = st.gravity + (penalties.forces if penalties else 0.0)
         b_d0 = -(grad + st.damping @ w - f_ext)
         nu = m.nu
