@@ -23,6 +23,7 @@ from drakebots.optimization.qpcc_coupled import (
     CholmodAvailable,
     CoupledFrameConfig,
     CoupledFrameDynamics,
+    CoupledState,
     CouplingLoadsOfPass,
     UncondensedQp,
 )
@@ -642,24 +643,30 @@ def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame(beetle_skin_coar
     assert np.ptp(passed.q[-15:, 2]) < 1e-6
 
 
+def _YawedPiecesState(model, dyn):
+    """The beetle's skin in pieces with the hips yawed as at the walk's first frame (8.8, 2.9,
+    -6.2, 15.3 deg): the limb pieces' inner surfaces swing into the torso's box and the leg boxes
+    into the torso's piece. Each limb piece turns rigidly, so blend skinning poses it exactly."""
+    q = dyn.q_stand.copy()
+    q[[6 + 3 * leg for leg in range(4)]] = np.radians([8.8, 2.9, -6.2, 15.3])
+    return q
+
+
 def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pieces_coarse):
-    """Where the skin's collision penalties act (the beetle's skin in pieces with its hips yawed
-    as at the walk's first frame: the limb pieces' inner surfaces swing into the torso's box and
-    the leg boxes into the torso's piece), the condensed step carries the penalties' stiffness
-    as issue 5's simulator does (`implicit_penalties`): in the air, from rest, the simulator's
-    first Newton iterate is exactly the condensed step (the old step, the penalties constant:
-    Δv off by 2.1 of 3.8). With the penalties as constant forces (the paper's explicit ones) a
-    skin vertex of a few milligrams under a 2000 N/m penalty overshoots from frame to frame: the
-    beetle, standing still at that pose on the 0.67 MPa pieces, spun its hip yaws at 6-18 rad/s
-    within three frames (measured)."""
+    """Where the skin's collision penalties act (`_YawedPiecesState`), the condensed step
+    carries the penalties' stiffness as issue 5's simulator does (`implicit_penalties`): in the
+    air, from rest, the simulator's first Newton iterate is exactly the condensed step (with the
+    penalties constant, Δv was off by 2.1 of 3.8). With the penalties as constant forces (the
+    paper's explicit ones) a skin vertex of a few milligrams under a 2000 N/m penalty overshoots
+    from frame to frame: the beetle, standing still at that pose on the 0.67 MPa pieces, spun
+    its hip yaws at 6-18 rad/s within three frames (measured)."""
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
     stepper = dyn.stepper
-    q = dyn.q_stand.copy()
-    hip_yaws = [6 + 3 * leg for leg in range(4)]
-    q[hip_yaws] = np.radians([8.8, 2.9, -6.2, 15.3])
-    x, _ = dyn.SkinState(q)
-    air = dyn.CoupledState(q, np.zeros(model.nv))
+    q = _YawedPiecesState(model, dyn)
+    x, w = dyn.PosedSkin(q, np.zeros(model.nv))
+    assert stepper.fem.Energy(x) < 1e-9  # the pieces turned rigidly
+    air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
     air.q[2] += 0.05
     air.x[2::3] += 0.05
     penalties = stepper.Penalties(air.q, air.x)
@@ -684,3 +691,32 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
     # snaps them onto their links: compare the free vertices)
     free = np.setdiff1d(np.arange(len(air.x)), dyn.pinned)
     assert np.abs(first.x[free] - x1[free]).max() <= 1e-6 * moved
+
+
+@pytest.mark.slow
+def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
+    beetle_skin_pieces_coarse,
+):
+    """Where the skin's collision penalties act (`_YawedPiecesState`), a pass starts from the
+    skin's equilibrium with them (∇E = f_pen on the free vertices, to 1e-3 N), not from the
+    elastic equilibrium alone, which leaves skin vertices inside the boxes with their penalties
+    unbalanced (on the full 0.67 MPa pieces at the walk's first pose: vertices 9 mm deep, 62 N
+    on the torso in the first frame); the holding torques include the penalties' reactions.
+    ~40 s (Newton converges linearly here: see `_SettleAgainstPenalties`)."""
+    model = SkeletonModel("beetle", skin_load=SkinLoad())
+    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
+    stepper = dyn.stepper
+    q = _YawedPiecesState(model, dyn)
+    x, _ = dyn.SkinState(q)
+    penalties = stepper.Penalties(q, x)
+    assert np.abs(penalties.forces).max() > 0.1  # still pressed against the boxes
+    assert np.abs(stepper.fem.Gradient(x) - penalties.forces)[dyn.free].max() <= 1e-3
+    elastic_only = CoupledFrameDynamics(
+        model, beetle_skin_pieces_coarse, DT, CoupledFrameConfig(penalties=False)
+    ).SettledSkin(q)
+    assert np.abs(stepper.Penalties(q, elastic_only).forces).max() > 1.0
+    # The holding torques: the glue's elastic share and the penalties' reactions, held.
+    _, J = stepper.GluePoints(q)
+    expected = model.B.T @ (J.T @ stepper.fem.Gradient(x)[dyn.pinned] - penalties.skeleton)
+    assert np.allclose(dyn.start_report["holding_torque_nm"], expected, atol=1e-9)
+    assert np.abs(model.B.T @ penalties.skeleton).max() > 0.01
