@@ -301,7 +301,11 @@ def PlaybackFramesCoupled(
     over the frames replayed (PlaybackFrames' largest error is per component).
     """
     from drakebots.fem.model import ElementInversion
-    from drakebots.systems.skin_coupling import CoupledStepFailure, SkinnedRobotSystem
+    from drakebots.systems.skin_coupling import (
+        CoupledStepFailure,
+        SkinnedRobotSystem,
+        StepDeadlinePassed,
+    )
 
     q = np.asarray(q_frames, float)
     tau = np.asarray(tau, float)
@@ -324,6 +328,9 @@ def PlaybackFramesCoupled(
     simulator.Initialize()
     sim_q = [system.UnpackState(system_context).q]
     failure = stopped = None
+    # The budget holds inside a frame too (a frame of a falling robot can take minutes of
+    # Newton iterations and step cuts).
+    stepper.deadline = start + max_wall_s
     try:
         for i in range(len(tau)):
             # The periodic update at t = i dt (taken at the start of this advance) reads τ_i.
@@ -337,9 +344,16 @@ def PlaybackFramesCoupled(
                 stopped = f"wall-time budget ({max_wall_s:.0f} s) spent at t = {(i + 1) * dt:.3f} s"
             if stopped:
                 break
+    except StepDeadlinePassed:
+        frame = len(sim_q) - 1
+        stopped = (
+            f"wall-time budget ({max_wall_s:.0f} s) spent in frame {frame} (t = {frame * dt:.3f} s)"
+        )
     except (CoupledStepFailure, ElementInversion, RuntimeError) as e:
         frame = len(sim_q) - 1
         failure = f"the simulator failed in frame {frame} (t = {frame * dt:.3f} s): {e}"
+    finally:
+        stepper.deadline = None
     wall = time.perf_counter() - start
     done = len(sim_q) - 1
     sim_q = np.array(sim_q)

@@ -61,6 +61,10 @@ class CoupledStepFailure(RuntimeError):
     """The coupled Newton iteration did not converge (glue residual or inversion)."""
 
 
+class StepDeadlinePassed(RuntimeError):
+    """A step was still iterating when the stepper's `deadline` passed (a wall-time budget)."""
+
+
 @dataclasses.dataclass
 class CouplingConfig:
     """Options of the coupled simulation (SI units)."""
@@ -226,6 +230,10 @@ class CoupledSkinSkeleton:
         self.gravity = self.fem.GravityForces(plant.gravity_field().gravity_vector())
         self._ordering = None
         self._kkt = None
+        # A time.perf_counter() value after which a step stops iterating and raises
+        # StepDeadlinePassed (None: no limit): a caller's wall-time budget holds inside a step,
+        # whose Newton iterations and step cuts can take minutes on a falling robot.
+        self.deadline = None
         self._kkt_key = None
         self._kkt_age = 0
         # Collision data: skeleton boxes per body (home pose, body frame) for skin-skeleton
@@ -447,11 +455,16 @@ class CoupledSkinSkeleton:
             time_s: the step's start time (for messages).
 
         Raises:
-            CoupledStepFailure, ElementInversion.
+            CoupledStepFailure, ElementInversion; StepDeadlinePassed once `deadline` passes.
         """
         return self._StepWithCuts(state, tau_ff, desired, time_s, self.config.time_step, 0)
 
+    def _CheckDeadline(self, time_s):
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise StepDeadlinePassed(f"wall-time deadline passed in the step at t = {time_s:.4f} s")
+
     def _StepWithCuts(self, state, tau_ff, desired, time_s, h, depth):
+        self._CheckDeadline(time_s)
         try:
             return self._Step(state, tau_ff, desired, time_s, h)
         except (CoupledStepFailure, ElementInversion):
@@ -529,6 +542,7 @@ class CoupledSkinSkeleton:
         # stay the same): modified Newton that contracts slowly gets a fresh factorisation.
         contraction, previous_norm, labels_changed = 0.0, None, True
         for iteration in range(cfg.max_iterations):
+            self._CheckDeadline(time_s)
             q_next = self._Integrate(q, v_next, h)
             if implicit_penalties and iteration > 0:
                 penalties = self.Penalties(q_next, y, faces)

@@ -550,7 +550,8 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     open loop in issue 5's coupled simulator (SkinnedRobotSystem in a Drake Simulator, a fresh
     CoupledSkinSkeleton: Newton to convergence, per-vertex contact, nothing of the QPCC's
     patches). Standing, the replay keeps the robot on the pass (frame i driven by τ_i: the first
-    replayed frame is one Step with τ_0) and ends early once it is `stop_beyond_m` off. In the
+    replayed frame is one Step with τ_0) and ends early once it is `stop_beyond_m` off, or once
+    its wall-time budget is spent, inside a frame if need be. In the
     air, it follows the pass to round-off, and 0.05 N·m more on one motor turns that joint."""
     from drakebots.optimization.qpcc import RunFrameByFrame
     from drakebots.systems.plan_playback import PlaybackFramesCoupled
@@ -587,6 +588,14 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     off = float(np.linalg.norm(q[1, :3] - passed.q[1, :3]))
     early, _, _ = Replay(standing, passed, passed.tau, stop_beyond_m=0.5 * off)
     assert early["stopped"].startswith("torso") and early["frames_replayed"] == 1
+    # The wall-time budget holds inside a frame (a falling robot's frame can take minutes of
+    # Newton iterations and step cuts), not only between frames: none spent, no frame replayed.
+    simulator = dyn.NewSimulator()
+    spent, _, _ = PlaybackFramesCoupled(
+        simulator, standing, passed.q, passed.tau, model.actuated_indices, max_wall_s=0.0
+    )
+    assert spent["stopped"].startswith("wall-time budget") and spent["failure"] is None, spent
+    assert spent["frames_replayed"] == 0 and simulator.deadline is None
 
     air = standing.copy()
     air.q[2] += 0.05
