@@ -304,6 +304,24 @@ def test_motor_limits_hold_or_the_frame_says_which_constraint_broke(beetle):
         assert np.abs(r.tau).max() <= limit * (1 + 1e-6)
 
 
+def _StepAndFirstNewtonIterate(dyn, state, tau):
+    """From `state` (dyn reset to it) with torques τ and no patch force: the condensed frame's
+    step (q⁺, v⁺) and issue 5's simulator's first Newton iterate (a CoupledState)."""
+    stepper, nu = dyn.stepper, dyn.model.nu
+    dyn.Reset(state)
+    z = np.concatenate([tau, np.zeros(dyn.nz - nu)])
+    lin = dyn.Linearize(state.q, state.v)
+    q1, v1 = dyn.Step(state.q, state.v, lin, z)
+    max_iterations, tolerance = stepper.config.max_iterations, stepper.config.glue_tolerance
+    try:
+        stepper.config.max_iterations, stepper.config.glue_tolerance = 1, 1.0
+        stepper._last_mode, stepper._kkt = None, None
+        first, _ = stepper.Step(state, tau_ff=tau)
+    finally:
+        stepper.config.max_iterations, stepper.config.glue_tolerance = max_iterations, tolerance
+    return q1, v1, first
+
+
 def test_one_frame_agrees_with_the_coupled_simulator(beetle):
     """Issue 5's simulator, stepping the QPCC's torques from the same coupled state, with its own
     per-vertex contact: the same standing frame (base and skin to a fraction of a micrometre,
@@ -327,18 +345,8 @@ def test_one_frame_agrees_with_the_coupled_simulator(beetle):
     air = dyn.initial.copy()
     air.q[2] += 0.05
     air.x[2::3] += 0.05
-    dyn.Reset(air)
     tau = np.linspace(-0.02, 0.02, model.nu)
-    z = np.concatenate([tau, np.zeros(dyn.nz - model.nu)])
-    lin = dyn.Linearize(air.q, air.v)
-    q1, v1 = dyn.Step(air.q, air.v, lin, z)
-    max_iterations, tolerance = stepper.config.max_iterations, stepper.config.glue_tolerance
-    try:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = 1, 1.0
-        stepper._last_mode, stepper._kkt = None, None
-        first, _ = stepper.Step(air, tau_ff=tau)
-    finally:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = max_iterations, tolerance
+    q1, v1, first = _StepAndFirstNewtonIterate(dyn, air, tau)
     assert np.abs(first.v - v1).max() <= 1e-8 * np.abs(v1).max()
     # Converged, it differs only by the step's nonlinearity (small from rest).
     stepper._last_mode, stepper._kkt = None, None
@@ -681,19 +689,9 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
     penalties = stepper.Penalties(air.q, air.x)
     pushed = np.linalg.norm(penalties.forces.reshape(-1, 3), axis=1) > 0
     assert pushed.sum() >= 10 and penalties.stiffness.nnz > 0  # the penalties act here
-    dyn.Reset(air)
     tau = np.linspace(-0.02, 0.02, model.nu)
-    z = np.concatenate([tau, np.zeros(dyn.nz - model.nu)])
-    lin = dyn.Linearize(air.q, air.v)
-    q1, v1 = dyn.Step(air.q, air.v, lin, z)
+    q1, v1, first = _StepAndFirstNewtonIterate(dyn, air, tau)
     x1 = dyn.SkinState(q1)[0]
-    max_iterations, tolerance = stepper.config.max_iterations, stepper.config.glue_tolerance
-    try:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = 1, 1.0
-        stepper._last_mode, stepper._kkt = None, None
-        first, _ = stepper.Step(air, tau_ff=tau)
-    finally:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = max_iterations, tolerance
     assert np.abs(first.v - v1).max() <= 1e-8 * np.abs(v1).max()
     moved = np.abs(first.x - air.x).max()
     # (the simulator leaves its glue vertices where the linearised rows put them; the frame
