@@ -91,6 +91,8 @@ def _Validate(args):
         raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
     if args.space_time_iterations < 1:
         raise InputError(f"--space-time-iterations must be >= 1, got {args.space_time_iterations}")
+    if args.skin_collisions == "off" and not args.skin:
+        raise InputError("--skin-collisions off: collisions are the FEM skin's (give --skin)")
     skin = None
     if args.skin:
         skin = _LoadSkin(Path(args.skin))
@@ -151,7 +153,7 @@ def _LoadSkin(path: Path):
         raise InputError(f"--skin {path}: cannot load the skin ({e})") from e
 
 
-def _Factory(skin):
+def _Factory(skin, collisions: bool = True):
     from drakebots.optimization.qpcc import RigidFrameDynamics
 
     if skin is None:
@@ -159,7 +161,9 @@ def _Factory(skin):
     from drakebots.optimization.qpcc_coupled import CoupledFrameConfig, CoupledFrameDynamics
 
     fem_skin, bare, load = skin
-    config = CoupledFrameConfig(foot_friction=True)
+    # Collision penalties off also switch them off in the coupled replay (NewSimulator takes
+    # this config's penalty stiffness).
+    config = CoupledFrameConfig(foot_friction=True, penalties=collisions)
 
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
     # kinematics come from the space-time model, the same skeleton. The factory remembers what
@@ -169,7 +173,8 @@ def _Factory(skin):
         return make.made
 
     make.made = None
-    return make, "coupled skin-skeleton (Eq. 10 condensation)"
+    name = "coupled skin-skeleton (Eq. 10 condensation)"
+    return make, name + ("" if collisions else ", skin collisions off")
 
 
 def _SkinStart(make_dynamics, limits) -> dict | None:
@@ -232,7 +237,7 @@ def RunDesign(args) -> int:
     from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     robot, model, spec, motion, limits, skin = _Validate(args)
-    make_dynamics, dynamics_name = _Factory(skin)
+    make_dynamics, dynamics_name = _Factory(skin, collisions=args.skin_collisions == "on")
     out = args.out or DefaultOutput("design", robot.name)
     config = AlternatingConfig(
         space_time=SpaceTimeConfig(
@@ -395,6 +400,7 @@ def RunDesign(args) -> int:
                 "lookahead": ResolveLookahead(args.lookahead, motion.contact),
                 "mass_scale": args.mass_scale,
                 "plan_skin_mass": args.plan_skin_mass if args.skin else None,
+                "skin_collisions": args.skin_collisions if args.skin else None,
                 "frame_dynamics": dynamics_name,
             },
             success=success,

@@ -129,6 +129,15 @@ def register(subparsers):
         "weight (section 5.4). Measured on the beetle's single-foot lift (0.67 MPa skin): "
         "'links' agrees in one iteration (RMS 0.95), 'skin' just misses (1.01)",
     )
+    parser.add_argument(
+        "--skin-collisions",
+        choices=("on", "off"),
+        default="on",
+        help="with --skin, the skin's self- and skin-skeleton collision penalties (section 4.2) "
+        "in the frame-by-frame passes and the coupled replay: on (default), or off to see what "
+        "the collisions cost (the beetle's skin in pieces, as generated, runs into the torso's "
+        "box once the hips yaw: its walk fails with them and agrees in one iteration without)",
+    )
     parser.add_argument("--no-replay", action="store_true", help="skip replay.html")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     AddOutputArguments(parser)

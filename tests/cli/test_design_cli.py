@@ -50,6 +50,7 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
     _Exit2(base + ["--lift-height", "-0.01"], tmp_path, capsys, "--lift-height")
+    _Exit2(base + ["--skin-collisions", "off"], tmp_path, capsys, "--skin")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
     bad = tmp_path / "mismatch.yaml"
@@ -198,3 +199,21 @@ def test_only_a_pass_that_reached_the_last_frame_is_replayed_in_the_coupled_simu
     assert not _PassEndedEarly(SimpleNamespace(fell=False, frames_done=480), motion)
     assert _PassEndedEarly(SimpleNamespace(fell=False, frames_done=29), motion)
     assert _PassEndedEarly(SimpleNamespace(fell=True, frames_done=480), motion)
+
+
+def test_skin_collisions_off_leaves_the_penalties_out_of_the_passes_and_the_replay():
+    """`--skin-collisions off`: the coupled passes' dynamics and the simulator their torques are
+    replayed in both step without collision penalties (the stepper's penalty stiffness 0:
+    no force wherever the skin lies), and the run names it."""
+    from drakebots.cli._design import _Factory
+    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+    from tests.optimization._pad_skin import MakeFootPadSkin
+
+    bare = SkeletonModel("beetle", skin_load=SkinLoad())
+    skin = MakeFootPadSkin(bare)
+    for collisions in (True, False):
+        make, name = _Factory((skin, bare, None), collisions=collisions)
+        dyn = make(bare, 0.005)
+        assert dyn.config.penalties is collisions
+        assert (dyn.NewSimulator().config.penalty_stiffness > 0.0) is collisions
+        assert ("collisions off" in name) is not collisions
