@@ -572,8 +572,10 @@ class CoupledFrameDynamics:
         Newton with a line search that rejects inverted elements (drakebots.fem.integrator.
         BackwardEuler with a huge step and no gravity: the inertia term only regularises).
         Gravity is left to the pass's dynamics, as for the standing start. Unlike linear blend
-        skinning (PosedSkin) the result has no inverted element; its geometry does not depend
-        on Young's modulus (which scales the energy, not the equilibrium).
+        skinning (PosedSkin) the result has no inverted element. With the collision penalties
+        on (`CoupledFrameConfig.penalties`) the skin is then brought to its equilibrium with
+        them (`_SettleAgainstPenalties`); without any penalty acting its geometry does not
+        depend on Young's modulus (which scales the energy, not the equilibrium).
 
         Raises:
             FrameDynamicsError: an element inverts even in the smallest step.
