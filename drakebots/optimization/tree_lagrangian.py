@@ -263,7 +263,6 @@ class TreeLagrangian:
             self._Icm_B[b] = I_Bo - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
         # The joint frames on parent and child bodies, fixed in their bodies.
         self._X_PF, self._X_CM = {}, {}
-        self._axis_frames: dict[int, tuple] = {}
         for dof in self._dofs:
             joint = dof.joint
             key = int(joint.index())
@@ -285,6 +284,19 @@ class TreeLagrangian:
         self._single_axis_C = np.array(axes_C).reshape(-1, 3)
         self._single_origin_C = np.array(origins_C).reshape(-1, 3)
         self._multi = [d for d in self._dofs if d.role != "axis"]
+        # Multi-dof coordinates' joint frames as numbers, read from Drake once (`_Axis` runs for
+        # each of them at every configuration): (parent, child, R_PF, p_CM, R_CM, q start).
+        self._axis_frames = {
+            d.q_index: (
+                int(d.joint.parent_body().index()),
+                int(d.joint.child_body().index()),
+                self._X_PF[int(d.joint.index())].rotation().matrix(),
+                self._X_CM[int(d.joint.index())].translation(),
+                self._X_CM[int(d.joint.index())].rotation().matrix(),
+                d.joint.position_start(),
+            )
+            for d in self._multi
+        }
 
     def _SetUpForces(self, ignore: tuple[str, ...]) -> None:
         n = self.num_positions
@@ -360,18 +372,10 @@ class TreeLagrangian:
         return Kinematics(q=q.copy(), S=S, R_WB=R_WB, p_WB=p_WB, com=com, inertia=inertia)
 
     def _Axis(self, dof: _Dof, q, R_WB, p_WB) -> np.ndarray:
-        """The spatial axis of one coordinate of a multi-dof joint (or of a 1-dof joint)."""
-        parent, child, R_PF, p_CM, R_CM, start = self._AxisFrames(dof)
-        joint = dof.joint
+        """The spatial axis of one coordinate of a multi-dof joint."""
+        parent, child, R_PF, p_CM, R_CM, start = self._axis_frames[dof.q_index]
         R_WF = R_WB[parent] @ R_PF
         p_WM = p_WB[child] + R_WB[child] @ p_CM
-        if dof.role == "axis":
-            # The axis is expressed in F and M alike (they coincide at zero position).
-            if dof.kind == "revolute":
-                w = R_WB[child] @ R_CM @ np.asarray(joint.revolute_axis())
-                return np.concatenate([w, Cross(p_WM, w)])
-            a = R_WF @ np.asarray(joint.translation_axis())
-            return np.concatenate([np.zeros(3), a])
         if dof.role in ("x", "y", "z"):
             return np.concatenate([np.zeros(3), R_WF[:, "xyz".index(dof.role)]])
         if dof.role in ("yaw", "theta"):
@@ -382,24 +386,6 @@ class TreeLagrangian:
         else:  # roll: the x axis of M
             w = R_WB[child] @ R_CM[:, 0]
         return np.concatenate([w, Cross(p_WM, w)])
-
-    def _AxisFrames(self, dof: _Dof) -> tuple:
-        """(parent, child, R_PF, p_CM, R_CM, position start) of dof's joint, as numbers (read
-        from Drake once: this runs for every multi-dof coordinate at every configuration)."""
-        frames = self._axis_frames.get(dof.q_index)
-        if frames is None:
-            joint = dof.joint
-            key = int(joint.index())
-            frames = (
-                int(joint.parent_body().index()),
-                int(joint.child_body().index()),
-                self._X_PF[key].rotation().matrix(),
-                self._X_CM[key].translation(),
-                self._X_CM[key].rotation().matrix(),
-                joint.position_start(),
-            )
-            self._axis_frames[dof.q_index] = frames
-        return frames
 
     def Composite(self, kin: Kinematics) -> np.ndarray:
         """(n, 6, 6) composite spatial inertias of the subtree moved by each coordinate."""
