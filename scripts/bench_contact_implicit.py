@@ -369,6 +369,8 @@ def SolvesFromRuns(folder: Path) -> list[dict]:
                 "case": case,
                 "folder": str(summary_path.parent),
                 "solver": s.get("solver"),
+                # (results folders from before the option solved with the proximal stage)
+                "second_stage": inputs.get("second_stage", "proximal"),
                 "status": s.get("solver_status"),
                 "success": s.get("success"),
                 "wall_s": wall,
@@ -490,18 +492,13 @@ def main(argv=None):
         )
         stages = tuple(args.second_stage.split(","))
         solves = Solves(cases, args.solver, args.iterations, args.gait_knots, stages)
-    first_stage = solves[0].get("second_stage") if solves else None
-    gaits = [
-        r
-        for r in solves
-        if r["case"].startswith("gait") and r.get("second_stage", first_stage) == first_stage
-    ]
-    gait_walls = [r["wall_s"] for r in gaits]
-    gait_cpus = [r["cpu_s"] for r in gaits]
+    first_stage = solves[0]["second_stage"] if solves else None
+    gaits = [r for r in solves if r["case"].startswith("gait")]
+    gait_walls = [r["wall_s"] for r in gaits if r["second_stage"] == first_stage]
+    gait_cpus = [r["cpu_s"] for r in gaits if r["second_stage"] == first_stage]
     by_stage = {}
-    for r in solves:
-        if r["case"].startswith("gait") and "second_stage" in r:
-            by_stage.setdefault(r["second_stage"], []).append(r["cpu_s"])
+    for r in gaits:
+        by_stage.setdefault(r["second_stage"], []).append(r["cpu_s"])
     medians = {stage: float(np.median(cpus)) for stage, cpus in by_stage.items()}
     result = {
         "machine": {
