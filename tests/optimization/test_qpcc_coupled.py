@@ -660,7 +660,7 @@ def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame(beetle_skin_coar
     assert np.ptp(passed.q[-15:, 2]) < 1e-6
 
 
-def _YawedPiecesState(model, dyn):
+def _YawedPiecesState(dyn):
     """The beetle's skin in pieces with the hips yawed as at the walk's first frame (8.8, 2.9,
     -6.2, 15.3 deg): the limb pieces' inner surfaces swing into the torso's box and the leg boxes
     into the torso's piece. Each limb piece turns rigidly, so blend skinning poses it exactly."""
@@ -680,7 +680,7 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
     stepper = dyn.stepper
-    q = _YawedPiecesState(model, dyn)
+    q = _YawedPiecesState(dyn)
     x, w = dyn.PosedSkin(q, np.zeros(model.nv))
     assert stepper.fem.Energy(x) < 1e-9  # the pieces turned rigidly
     air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
@@ -713,7 +713,7 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
     stepper = dyn.stepper
-    q = _YawedPiecesState(model, dyn)
+    q = _YawedPiecesState(dyn)
     x, _ = dyn.SkinState(q)
     penalties = stepper.Penalties(q, x)
     assert np.abs(penalties.forces).max() > 0.1  # still pressed against the boxes
