@@ -34,12 +34,27 @@ def beetle_skin_coarse():
 
 @pytest.fixture(scope="session")
 def beetle_skin_pieces_coarse():
-    """The beetle's skin in pieces (section 6.2: one per limb, the torso's apart), 0.67 MPa, on
-    12 mm voxels (13.5k vertices, ~6 s; on 16 mm a piece's sheets cross and every piece is
-    remade finer), read-only."""
+    """The beetle's skin in pieces (section 6.2: one per limb, the torso's apart), cut 5 mm clear
+    of each other over the hips' range (the default), 0.67 MPa, on 12 mm voxels (13.8k
+    vertices, ~12 s; on 16 mm a piece's sheets cross and every piece is remade finer),
+    read-only."""
     from drakebots.fem.skin import MakeSkin, SkinOptions
     from drakebots.robots.skeleton import LoadSkeletonParams
 
     return MakeSkin(
         LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.012, pieces=True)
+    )
+
+
+@pytest.fixture(scope="session")
+def beetle_skin_pieces_overlapping():
+    """The beetle's skin in pieces as shaped, not cut clear of each other (piece_clearance 0):
+    the legs pass through the torso's piece, so turning a hip makes the collision penalties act
+    (13.5k vertices, ~6 s), read-only."""
+    from drakebots.fem.skin import MakeSkin, SkinOptions
+    from drakebots.robots.skeleton import LoadSkeletonParams
+
+    return MakeSkin(
+        LoadSkeletonParams("beetle"),
+        SkinOptions(youngs_modulus=6.7e5, voxel=0.012, pieces=True, piece_clearance=0.0),
     )

@@ -62,6 +62,15 @@ def register(subparsers):
         "limb and one over the torso, head and tail; the seams are left free, so a hip turns "
         "its limb's piece rigidly",
     )
+    parser.add_argument(
+        "--piece-clearance",
+        type=float,
+        default=None,
+        help="with --pieces: the gap, m, the torso's piece keeps from each limb piece, and a "
+        "left limb from its right partner, while the hips turn through their joint range "
+        "(default 0.005; 0: the pieces overlap as shaped, the legs passing through the torso's "
+        "piece)",
+    )
     parser.add_argument("--thickness", type=float, default=0.004, help="skin thickness, m")
     parser.add_argument(
         "--foot-thickness", type=float, default=0.008, help="skin thickness at the feet, m"
@@ -155,6 +164,12 @@ def MakeOptions(args):
             options.surface = LoadSurface(args.surface)
         except SkinInputError as e:
             raise InputError(f"--surface {e}") from None
+    if args.piece_clearance is not None:
+        if not args.pieces:
+            raise InputError("--piece-clearance is the gap between pieces: it needs --pieces")
+        if not args.piece_clearance >= 0.0:
+            raise InputError(f"--piece-clearance must be >= 0 m, got {args.piece_clearance}")
+        options.piece_clearance = args.piece_clearance
     if args.voxel is not None:
         if not args.voxel > 0.0:
             raise InputError(f"--voxel must be > 0 m, got {args.voxel}")

@@ -29,7 +29,13 @@ before hollowing (Fig. 8); glue vertices are where the printed bracing units hol
    limb and the torso apart (section 6.2, Fig. 1), then glues the pieces with PVA. Each piece is
    made by steps 1-5 on its own links (all on one grid, the limb pieces' soles levelled) and the
    pieces are joined in one mesh that shares no vertex; the seams are not modelled, so a hip
-   turns its limb's piece rigidly.
+   turns its limb's piece rigidly. A molded piece must leave the limbs room to swing, so the
+   torso's piece is cut `piece_clearance` (5 mm) clear of each limb's shape and skeleton
+   swept through its hip's joint range, and each limb piece is cut to stay half that off the
+   body's mid-plane over its range (left and right limbs pass each other). As shaped, the
+   beetle's torso piece closes under the shoulders with the legs passing through it: along
+   its walk (hip yaws up to 62 deg) the leg boxes sank ~10 mm into it and the torso's
+   collision penalties reached 300-400 N; cut, none act.
 
 Units: m, kg.
 """
@@ -93,6 +99,18 @@ class SkinOptions:
     # The PVA seams that join the physical pieces are not modelled: a hip turns its limb's piece
     # rigidly, so the skin does not resist it.
     pieces: bool = False
+    # Skin in pieces: the gap, m, kept between the torso's piece and each limb piece while the
+    # limb's hip turns through its joint range (`_SweptLimbs`): the torso's piece is cut clear of
+    # the limb's shape and skeleton swept about the hip axis, as a molded piece must leave the
+    # limb room to swing. 0: the pieces overlap as shaped (the torso's piece then closes under
+    # the shoulders and the legs pass through it).
+    piece_clearance: float = 0.005
+    # The limb pieces (`SkinPieces` names) this shape is cut clear of (set by `pieces` on the
+    # torso's piece).
+    clear_of_limbs: tuple = ()
+    # This limb piece is cut to stay piece_clearance / 2 off the body's mid-plane through its
+    # hip's range (`_MidplaneCut`; set by `pieces` on the limb pieces).
+    clear_of_midplane: bool = False
     # A user's own outer body surface (vertices (n, 3) m, triangles (k, 3)), closed and
     # manifold, in the skeleton's home-pose frame; replaces the built-in animal shape (the
     # paper's workflow starts from such a surface, section 6.1).
@@ -482,6 +500,17 @@ def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
     # whatever the blends above them do.
     if options.surface is None:
         f = _SmoothMax(f, -(P[..., 2] + options.foot_thickness), 0.004)
+    if options.clear_of_midplane:
+        cut = _MidplaneCut(params, tuple(options.links), P, options.piece_clearance)
+        f = _SmoothMax(f, cut, CUT_BLEND)
+    if options.clear_of_limbs:
+        # Cut clear of the swept limbs (only where the shape is, a few centimetres around), the
+        # cut's edges rounded (the smooth maximum only adds clearance, at most CUT_BLEND / 4) so
+        # that the 4 mm shell's two sheets do not cross at a sharp crease.
+        near = f < 0.03
+        cut = options.piece_clearance - _SweptLimbs(params, options.clear_of_limbs, P[near])
+        f = f.copy()
+        f[near] = _SmoothMax(f[near], cut, CUT_BLEND)
     fold = np.zeros(P.shape[:-1])
     for _, point, axis in _FoldSites(params, tuple(options.folding_regions)):
         fold = np.maximum(fold, _Fold(P, point, axis, options))
@@ -489,6 +518,106 @@ def ShapeField(params: SkeletonParams, options: SkinOptions, P: np.ndarray):
     w = np.clip((0.02 - foot) / 0.02, 0.0, 1.0)
     t = options.thickness + (options.foot_thickness - options.thickness) * w
     return f, t, fold
+
+
+# Angular step of a limb's sweep, rad. The limb's copies at two sampled angles are rho * step
+# apart at a distance rho from the hip axis; a round part of radius r leaves a scallop about
+# (rho * step)^2 / (8 r) deep between them: 0.26 mm for the beetle's lower leg (rho ~ 0.1 m,
+# r ~ 37 mm), well inside the clearance.
+SWEEP_STEP = math.radians(5.0)
+# Blend radius of the cut that clears a piece of the swept limbs, m.
+CUT_BLEND = 0.02
+
+
+def _LimbRoot(b, links):
+    """(hip point, unit axis, sampled angles) of the joint that joins a limb piece's links to
+    the rest (the first of a two-motor shoulder), its range in SWEEP_STEP steps."""
+    root = next(j for j in b.joints if j.child in links and j.parent not in links)
+    axis = np.asarray(root.axis, float) / np.linalg.norm(root.axis)
+    count = int(math.ceil((root.upper - root.lower) / SWEEP_STEP)) + 1
+    return b.links[root.child].origin, axis, np.linspace(root.lower, root.upper, count)
+
+
+def _Turned(P, point, axis, theta):
+    """Points P (k, 3) turned by theta about the unit axis through `point` (Rodrigues)."""
+    d = P - point
+    along = d @ axis
+    radial = d - along[:, None] * axis
+    return (
+        point
+        + along[:, None] * axis
+        + math.cos(theta) * radial
+        + math.sin(theta) * np.cross(axis, radial)
+    )
+
+
+def _SweptLimbs(params: SkeletonParams, limbs: tuple, P: np.ndarray) -> np.ndarray:
+    """(...) field (negative inside, ~ a distance, m) of the union of the named limb pieces'
+    shapes and skeleton boxes, each swept about its hip through the hip's joint range.
+
+    A limb's root joint (`_LimbRoot`) is turned through its range with the rest of the limb at
+    its home pose: a point p is in the sweep when p turned back by -theta is in the limb for
+    some theta.
+    """
+    b, _ = _Skeleton(params)
+    pieces = dict(SkinPieces(params))
+    shapes = [_Thickened(part) for part in _AnimalShape(params)]
+    out = np.full(P.shape[:-1], np.inf)
+    for limb in limbs:
+        links = pieces[limb]
+        parts = [part for part in shapes if part.link in links]
+        boxes = [box for name in links for box in b.links[name].boxes]
+        hip, axis, angles = _LimbRoot(b, links)
+        # Only points within the limb's reach of the hip can be in its sweep.
+        reach = 0.01 + max(
+            [np.linalg.norm(box.center - hip) + 0.5 * np.linalg.norm(box.size) for box in boxes]
+            + [_PartReach(part, hip) for part in parts]
+        )
+        near = np.linalg.norm(P - hip, axis=-1) < reach
+        swept = np.full(int(near.sum()), np.inf)
+        for theta in angles:
+            R = _Turned(P[near], hip, axis, -theta)
+            value = None
+            for part in parts:
+                e = _EvaluatePart(part, R)
+                value = e if value is None else _SmoothMin(value, e, part.blend)
+            for box in boxes:
+                value = np.minimum(value, _RoundBox(R, box.center, 0.5 * box.size, box.R, 0.0))
+            swept = np.minimum(swept, value)
+        out[near] = np.minimum(out[near], swept)
+    return out
+
+
+def _MidplaneCut(params: SkeletonParams, links: tuple, P: np.ndarray, clearance: float):
+    """(...) field that is negative where a limb piece's points stay at least clearance / 2 on
+    their hip's side of the body's mid-plane (y = 0) through the hip's whole range: the left
+    and right limbs of a pair then pass each other at least `clearance` apart. Zero-valued
+    (no cut) for a hip on the mid-plane."""
+    b, _ = _Skeleton(params)
+    hip, axis, angles = _LimbRoot(b, links)
+    side = np.sign(hip[1])
+    if abs(hip[1]) <= clearance:
+        return np.full(P.shape[:-1], -np.inf)
+    Q = P.reshape(-1, 3)
+    lowest = np.full(len(Q), np.inf)
+    for theta in angles:
+        lowest = np.minimum(lowest, side * _Turned(Q, hip, axis, theta)[:, 1])
+    return (0.5 * clearance - lowest).reshape(P.shape[:-1])
+
+
+def _PartReach(part: _Part, point) -> float:
+    """Farthest distance (m) from `point` of a primitive (a bound)."""
+    if part.kind == "capsule":
+        a, b, ra, *rest = part.args
+        rb = rest[0] if rest else ra
+        return max(
+            np.linalg.norm(np.asarray(a) - point), np.linalg.norm(np.asarray(b) - point)
+        ) + max(ra, rb)
+    if part.kind == "ellipsoid":
+        center, radii, *_ = part.args
+        return float(np.linalg.norm(np.asarray(center) - point) + np.max(radii))
+    center, half, *_ = part.args
+    return float(np.linalg.norm(np.asarray(center) - point) + np.linalg.norm(half))
 
 
 def LoadSurface(path) -> tuple[np.ndarray, np.ndarray]:
@@ -1178,23 +1307,35 @@ def _MakePieces(params, options: SkinOptions, soft_regions: tuple, say) -> Skin:
             "a user's surface is one closed body: it cannot be split into pieces (leave out "
             "--pieces, or give each piece's surface)"
         )
-    # Every piece on the same marching-cubes grid: the soles' heights are where the grid puts
-    # the sole plane, so pieces meshed on different grids (MakeSkin refines a piece whose sheets
-    # crossed) stand on soles up to half a millimetre apart, and the robot rocks on a diagonal.
-    # Pieces made on a coarser grid than the finest one are made again on it.
+    # Every limb piece on the same marching-cubes grid: the soles' heights are where the grid
+    # puts the sole plane, so pieces meshed on different grids (MakeSkin refines a piece whose
+    # sheets crossed) stand on soles up to half a millimetre apart, and the robot rocks on a
+    # diagonal. Limb pieces made on a coarser grid than the finest one are made again on it;
+    # the torso's piece has no sole and keeps its own grid (its cut edges may need a finer one).
     voxel = options.voxel or DEFAULT_VOXEL.get(params.name, 0.011)
     made = {}
+    limbs = [n for n, _ in SkinPieces(params) if n != "torso"]
+    cut = options.piece_clearance > 0.0
     for _ in range(4):
         for name, links in SkinPieces(params):
+            if name == "torso" and name in made:
+                continue  # no sole: it needs no common grid
             if name in made and made[name].info["voxel_m"] == voxel:
                 continue
             say(f"piece '{name}' ({', '.join(links)}), voxel {voxel * 1000:.1f} mm")
             piece_options = dataclasses.replace(
-                options, pieces=False, links=links, soft_regions=(), mass_density=1.0, voxel=voxel
+                options,
+                pieces=False,
+                links=links,
+                soft_regions=(),
+                mass_density=1.0,
+                voxel=voxel,
+                clear_of_limbs=tuple(limbs) if name == "torso" and cut else (),
+                clear_of_midplane=name != "torso" and cut,
             )
             made[name] = MakeSkin(params, piece_options, progress=say)
-        finest = min(p.info["voxel_m"] for p in made.values())
-        if all(p.info["voxel_m"] == finest for p in made.values()):
+        finest = min(made[n].info["voxel_m"] for n in limbs)
+        if all(made[n].info["voxel_m"] == finest for n in limbs):
             break
         voxel = finest
     else:
@@ -1353,4 +1494,27 @@ def SkinGluedToNothing(skin: Skin, link_names: list) -> list:
     return [k for k, n in enumerate(skin.glue_links) if n not in link_names]
 
 
-_ = math  # used in docstrings' formulas only
+def PieceParentLinks(skin: Skin, params: SkeletonParams) -> np.ndarray:
+    """(n,) per vertex of a skin in pieces, the link its piece hangs from (the parent of the
+    joint that joins the piece's links to the rest: the torso, for a limb), "" for the torso's
+    piece and for every vertex of a skin in one piece. The pieces are read from
+    `info["pieces"]` (their vertex counts, in mesh order) and their links from the weights."""
+    parents = np.full(skin.mesh.num_vertices, "", dtype=object)
+    pieces = skin.info.get("pieces")
+    if not pieces:
+        return parents
+    b, _ = _Skeleton(params)
+    start = 0
+    for count in (piece["vertices"] for piece in pieces.values()):
+        rows = slice(start, start + count)
+        start += count
+        bound = np.any(skin.weights[rows] > 0.0, axis=0)
+        links = {name for name, used in zip(skin.skin_links, bound) if used}
+        roots = [j for j in b.joints if j.child in links and j.parent not in links]
+        if roots:
+            parents[rows] = roots[0].parent
+    if start != skin.mesh.num_vertices:
+        raise SkinInputError(
+            f"the skin's pieces hold {start} vertices, its mesh {skin.mesh.num_vertices}"
+        )
+    return parents

@@ -293,14 +293,22 @@ class CoupledSkinSkeleton:
 
     # ---- collisions (explicit penalties, section 4.2) ------------------------------------------
     def _SkeletonBoxes(self, skin):
+        from drakebots.fem.skin import PieceParentLinks
         from drakebots.robots.skeleton import LoadSkeletonParams, _Build
 
         try:
-            built = _Build(LoadSkeletonParams(skin.robot))
+            params = LoadSkeletonParams(skin.robot)
+            built = _Build(params)
         except Exception:  # noqa: BLE001 - a skeleton without a template: no penalty boxes.
             return []
         boxes = []
         rest = skin.mesh.vertices
+        # A limb piece of a skin in pieces is not penalised against the boxes of the link it
+        # hangs from (the torso's): the hip motor sits inside the torso's box, so the piece
+        # wraps the hip inside that box at every hip angle, as two links joined at a joint
+        # overlap (Drake filters such pairs too); the torso's piece is cut clear of the swept
+        # limbs instead (SkinOptions.piece_clearance), and meets every leg box.
+        hanging = PieceParentLinks(skin, params)
         for name, link in built.links.items():
             if not self.plant.HasBodyNamed(name, self.instance):
                 continue  # a skin piece on part of the skeleton
@@ -311,6 +319,7 @@ class CoupledSkinSkeleton:
                 # penalties act on collisions that motion creates, not on the design's overlap.
                 local = (rest - box.center) @ box.R
                 overlap = np.all(np.abs(local) < 0.5 * box.size + 0.002, axis=1)
+                overlap |= hanging == name
                 boxes.append((body, box.center - link.origin, box.R, 0.5 * box.size, overlap))
         return boxes
 

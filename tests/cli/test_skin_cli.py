@@ -38,6 +38,8 @@ def drakebots(capsys):
         (["--fold-teeth", "0"], "--fold-teeth must be >= 1"),
         (["--fold-pitch", "-0.01"], "--fold-pitch must be > 0"),
         (["--pieces", "--surface", "body.obj"], "--surface is one closed body"),
+        (["--piece-clearance", "0.005"], "--piece-clearance is the gap between pieces"),
+        (["--pieces", "--piece-clearance", "-0.001"], "--piece-clearance must be >= 0"),
     ],
 )
 def test_skin_bad_input(drakebots, tmp_path, args, message):

@@ -661,15 +661,16 @@ def test_the_whole_soft_beetle_skin_stands_still_frame_by_frame(beetle_skin_coar
 
 
 def _YawedPiecesState(dyn):
-    """The beetle's skin in pieces with the hips yawed as at the walk's first frame (8.8, 2.9,
-    -6.2, 15.3 deg): the limb pieces' inner surfaces swing into the torso's box and the leg boxes
-    into the torso's piece. Each limb piece turns rigidly, so blend skinning poses it exactly."""
+    """The beetle's skin in pieces, not cut clear of each other, with the hips yawed as at the
+    walk's first frame (8.8, 2.9, -6.2, 15.3 deg): the leg boxes swing into the torso's piece
+    and the pieces' outer surfaces into each other. Each limb piece turns rigidly, so blend
+    skinning poses it exactly."""
     q = dyn.q_stand.copy()
     q[[6 + 3 * leg for leg in range(4)]] = np.radians([8.8, 2.9, -6.2, 15.3])
     return q
 
 
-def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pieces_coarse):
+def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pieces_overlapping):
     """Where the skin's collision penalties act (`_YawedPiecesState`), the condensed step
     carries the penalties' stiffness as issue 5's simulator does (`implicit_penalties`): in the
     air, from rest, the simulator's first Newton iterate is exactly the condensed step (with the
@@ -678,7 +679,7 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
     from frame to frame: the beetle, standing still at that pose on the 0.67 MPa pieces, spun
     its hip yaws at 6-18 rad/s within three frames (measured)."""
     model = SkeletonModel("beetle", skin_load=SkinLoad())
-    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
+    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
     stepper = dyn.stepper
     q = _YawedPiecesState(dyn)
     x, w = dyn.PosedSkin(q, np.zeros(model.nv))
@@ -702,7 +703,7 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
 
 @pytest.mark.slow
 def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
-    beetle_skin_pieces_coarse,
+    beetle_skin_pieces_overlapping,
 ):
     """Where the skin's collision penalties act (`_YawedPiecesState`), a pass starts from the
     skin's equilibrium with them (∇E = f_pen on the free vertices, to 1e-3 N), not from the
@@ -711,7 +712,7 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     on the torso in the first frame); the holding torques include the penalties' reactions.
     ~40 s (Newton converges linearly here: see `_SettleAgainstPenalties`)."""
     model = SkeletonModel("beetle", skin_load=SkinLoad())
-    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_coarse, DT)
+    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
     stepper = dyn.stepper
     q = _YawedPiecesState(dyn)
     x, _ = dyn.SkinState(q)
@@ -719,7 +720,7 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     assert np.abs(penalties.forces).max() > 0.1  # still pressed against the boxes
     assert np.abs(stepper.fem.Gradient(x) - penalties.forces)[dyn.free].max() <= 1e-3
     elastic_only = CoupledFrameDynamics(
-        model, beetle_skin_pieces_coarse, DT, CoupledFrameConfig(penalties=False)
+        model, beetle_skin_pieces_overlapping, DT, CoupledFrameConfig(penalties=False)
     ).SettledSkin(q)
     assert np.abs(stepper.Penalties(q, elastic_only).forces).max() > 1.0
     # The holding torques: the glue's elastic share and the penalties' reactions, held.

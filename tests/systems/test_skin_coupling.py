@@ -534,3 +534,63 @@ def test_a_sliding_box_obeys_coulombs_law(box):
     assert deceleration == pytest.approx(mu * g, rel=0.1)
     assert abs(speeds[-1]) < 0.01  # stopped
     assert state.q[4] - start == pytest.approx(v0**2 / (2 * mu * g), rel=0.1)
+
+
+def test_a_limb_piece_meets_every_box_but_its_torsos(beetle_skin_pieces_coarse):
+    """A limb piece wraps its hip, whose motor sits inside the torso's box, so at some hip angle
+    any of its inner vertices near the hip is inside that box: the limb pieces are not
+    penalised against the boxes of the link they hang from (PieceParentLinks: the torso), as
+    Drake filters the collisions of two links joined at a joint. Every other pair still is: an
+    inner vertex of the front-left piece moved into the front-right lower leg's box, and one of
+    the torso's piece moved into the front-left lower leg's box, are each pushed out, while a
+    front-left vertex moved to the middle of the torso's box feels nothing."""
+    from drakebots.fem.skin import PieceParentLinks
+    from drakebots.robots import GetRobot
+    from drakebots.robots.skeleton import _Build
+
+    skin = beetle_skin_pieces_coarse
+    robot = GetRobot("beetle")
+    parents = PieceParentLinks(skin, robot.params)
+    counts = [p["vertices"] for p in skin.info["pieces"].values()]
+    assert list(skin.info["pieces"]) == [
+        "front_left",
+        "front_right",
+        "rear_left",
+        "rear_right",
+        "torso",
+    ]
+    assert np.all(parents[: sum(counts[:4])] == "torso") and np.all(
+        parents[sum(counts[:4]) :] == ""
+    )
+    plant = MultibodyPlant(0.0)
+    instance = robot.AddTo(plant)
+    plant.Finalize()
+    stepper = CoupledSkinSkeleton(
+        plant, instance, skin, CouplingConfig(self_collision_distance=1e-9)
+    )
+    q = plant.GetPositions(plant.CreateDefaultContext())
+    x = stepper.fem.RestPositions()
+    assert np.abs(stepper.Penalties(q, x).forces).max() == 0.0
+    links = _Build(robot.params).links
+    inner = stepper._inner
+    front_left = inner[inner < counts[0]]
+    torso_piece = inner[inner >= sum(counts[:4])]
+    moves = {
+        "front-left into the torso's box": (front_left[0], links["torso"].boxes[0].center, False),
+        "front-left into the front-right lower leg": (
+            front_left[1],
+            links["front_right_lower_leg"].boxes[0].center,
+            True,
+        ),
+        "torso's piece into the front-left lower leg": (
+            torso_piece[0],
+            links["front_left_lower_leg"].boxes[0].center,
+            True,
+        ),
+    }
+    for what, (vertex, point, pushed) in moves.items():
+        X = x.reshape(-1, 3).copy()
+        X[vertex] = point
+        F = stepper.Penalties(q, X.ravel()).forces.reshape(-1, 3)
+        assert (np.linalg.norm(F[vertex]) > 1.0) == pushed, what
+        assert np.abs(np.delete(F, vertex, axis=0)).max() == 0.0, what
