@@ -591,12 +591,20 @@ def _SweptLimbs(params: SkeletonParams, limbs: tuple, P: np.ndarray) -> np.ndarr
 def _MidplaneCut(params: SkeletonParams, links: tuple, P: np.ndarray, clearance: float):
     """(...) field that is negative where a limb piece's points stay at least clearance / 2 on
     their hip's side of the body's mid-plane (y = 0) through the hip's whole range: the left
-    and right limbs of a pair then pass each other at least `clearance` apart. Zero-valued
-    (no cut) for a hip on the mid-plane."""
+    and right limbs of a pair then pass each other at least `clearance` apart.
+
+    Only for a yaw hip (axis within 25 deg of the vertical, the beetle's and the lizard's),
+    which swings its limb in the horizontal layer where the partner limb swings: the beetle's
+    pieces overlap across the mid-plane near the hips and, uncut, met each other along its
+    walk. A roll or pitch hip swings its limb in a vertical plane, and the cut would take every
+    point that some roll brings across the mid-plane, the lower leg and the foot (measured on
+    the cow: 63 % of each limb piece's vertices); its limbs meet only if driven into each
+    other, which the collision penalties handle. No cut either (a zero-valued field, -inf) for
+    a hip on the mid-plane."""
     b, _ = _Skeleton(params)
     hip, axis, angles = _LimbRoot(b, links)
     side = np.sign(hip[1])
-    if abs(hip[1]) <= clearance:
+    if abs(hip[1]) <= clearance or abs(axis[2]) < math.cos(math.radians(25.0)):
         return np.full(P.shape[:-1], -np.inf)
     Q = P.reshape(-1, 3)
     lowest = np.full(len(Q), np.inf)

@@ -372,3 +372,25 @@ def test_the_pieces_stay_clear_of_each_other_through_the_hips_range(
     assert gap > CouplingConfig().self_collision_distance and depth < 0.0, gaps
     gap, depth = gaps["as shaped"]
     assert gap < 0.001 and depth > 0.005, gaps
+
+
+def test_only_a_yaw_hip_keeps_its_limb_off_the_mid_plane():
+    """A yaw hip swings its limb in the layer where the partner limb swings, so the beetle's
+    limb piece is cut where some hip angle brings it within 2.5 mm of the mid-plane (the point
+    30 mm behind the hip, 5 mm off the plane, comes to the plane's other side at the range's
+    end; the foot stays on its side). A roll hip (the cow's) would have every far point of its
+    limb cross the plane at some roll, so it cuts nothing."""
+    from drakebots.fem.skin import SkinPieces, _MidplaneCut
+
+    for robot, cuts in (("beetle", True), ("cow", False)):
+        params = LoadSkeletonParams(robot)
+        links = dict(SkinPieces(params))["front_left"]
+        built = _Build(params)
+        hip = built.links[links[0]].origin
+        foot = built.links[links[-1]].origin
+        points = np.array([[hip[0] - 0.03, 0.005, hip[2]], foot])
+        value = _MidplaneCut(params, links, points, 0.005)
+        if cuts:
+            assert value[0] > 0.0 > value[1]
+        else:
+            assert np.all(value == -np.inf)
