@@ -67,7 +67,7 @@ def register(subparsers):
         type=float,
         default=None,
         help="with --pieces: the gap, m, the torso's piece keeps from each limb piece, and a "
-        "left limb from its right partner, while the hips turn through their joint range "
+        "left limb on a yaw hip from its right partner, while the hips turn through their range "
         "(default 0.005; 0: the pieces overlap as shaped, the legs passing through the torso's "
         "piece)",
     )

@@ -31,11 +31,11 @@ before hollowing (Fig. 8); glue vertices are where the printed bracing units hol
    pieces are joined in one mesh that shares no vertex; the seams are not modelled, so a hip
    turns its limb's piece rigidly. A molded piece must leave the limbs room to swing, so the
    torso's piece is cut `piece_clearance` (5 mm) clear of each limb's shape and skeleton
-   swept through its hip's joint range, and each limb piece is cut to stay half that off the
-   body's mid-plane over its range (left and right limbs pass each other). As shaped, the
-   beetle's torso piece closes under the shoulders with the legs passing through it: along
-   its walk (hip yaws up to 62 deg) the leg boxes sank ~10 mm into it and the torso's
-   collision penalties reached 300-400 N; cut, none act.
+   swept through its hip's joint range, and a limb piece on a yaw hip is cut to stay half
+   that off the body's mid-plane over its range (left and right limbs pass each other). As
+   shaped, the beetle's torso piece closes under the shoulders with the legs passing through
+   it: along its walk (hip yaws up to 62 deg) the leg boxes sank up to 10 mm into it, with up
+   to ~400 N of penalty on the torso; cut, none act.
 
 Units: m, kg.
 """
@@ -103,7 +103,8 @@ class SkinOptions:
     # limb's hip turns through its joint range (`_SweptLimbs`): the torso's piece is cut clear of
     # the limb's shape and skeleton swept about the hip axis, as a molded piece must leave the
     # limb room to swing. 0: the pieces overlap as shaped (the torso's piece then closes under
-    # the shoulders and the legs pass through it).
+    # the shoulders and the legs pass through it). A limb piece on a yaw hip also stays half
+    # the gap off the body's mid-plane (`_MidplaneCut`).
     piece_clearance: float = 0.005
     # The limb pieces (`SkinPieces` names) this shape is cut clear of (set by `pieces` on the
     # torso's piece).
