@@ -274,7 +274,10 @@ def Solves(
     iterations: int,
     gait_knots: int = 51,
     second_stages: tuple[str, ...] = ("proximal",),
+    budgets: tuple[int, ...] | None = None,
 ):
+    from drakebots.cli._optimize_hamr import Objective
+    from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
     from drakebots.optimization import hamr_trajopt as ht
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
@@ -282,8 +285,10 @@ def Solves(
         SolverConfig,
     )
 
+    budgets = budgets or (FIRST_STAGE_ITERATIONS,)
     rows = []
-    for case, second_stage in [(c, s) for c in which for s in second_stages]:
+    variants = [(c, s, b) for c in which for s in second_stages for b in budgets]
+    for case, second_stage, budget in variants:
         kind, _, rest = case.partition(":")
         surface = rest.split("@")[1] if "@" in rest else "cardstock"
         model = ht.MakeHamrTrajoptModel(surface)
@@ -300,13 +305,8 @@ def Solves(
             problem = ht.MakeHamrJumpProblem(model, warm)
         warm_s = time.perf_counter() - start
         model.dynamics.evaluation_counts.clear()
-        from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
-
         outcome = ht.SolveHamrProblem(
-            problem,
-            config,
-            first_stage_iterations=FIRST_STAGE_ITERATIONS,
-            second_stage=second_stage,
+            problem, config, first_stage_iterations=budget, second_stage=second_stage
         )
         x = outcome.result.get_x_val()
         check = CheckContactImplicitSolution(problem, x)
@@ -321,6 +321,10 @@ def Solves(
                 "case": case,
                 "solver": solver,
                 "second_stage": second_stage,
+                "first_stage_iterations": budget,
+                "variant": f"{second_stage}, first stage {budget}",
+                # the program's own cost (Eq. 16/17 + slack penalty), not the repair's
+                "objective": Objective(problem, x),
                 "stages": outcome.stages,
                 "status": outcome.status,
                 "success": outcome.success,
@@ -342,7 +346,7 @@ def Solves(
             }
         )
         print(
-            f"  {case:18s} {second_stage:9s} {outcome.status[:40]:40s} "
+            f"  {case:18s} {second_stage:9s} {budget:4d} {outcome.status[:40]:40s} "
             f"wall {outcome.solve_time_s:7.1f} s  cpu {outcome.cpu_time_s:7.1f} s  {figure:6.2f}",
             flush=True,
         )
@@ -371,6 +375,9 @@ def SolvesFromRuns(folder: Path) -> list[dict]:
                 "solver": s.get("solver"),
                 # (results folders from before the option solved with the proximal stage)
                 "second_stage": inputs.get("second_stage", "proximal"),
+                "first_stage_iterations": inputs.get("first_stage_iterations"),
+                "variant": f"{inputs.get('second_stage', 'proximal')}, first stage "
+                f"{inputs.get('first_stage_iterations')}",
                 "status": s.get("solver_status"),
                 "success": s.get("success"),
                 "wall_s": wall,
@@ -420,6 +427,12 @@ def main(argv=None):
         help="the solves' second stage (SolveHamrProblem): proximal (default), fixed-modes, "
         "or a comma list: each case is solved with each, one after the other, and "
         "the medians are compared with the first's",
+    )
+    parser.add_argument(
+        "--first-stage-iterations",
+        default=None,
+        help="the first stage's iteration budget (default: the CLI's), or a comma list: each "
+        "case is solved with each (after each second stage), medians compared with the first",
     )
     parser.add_argument(
         "--gait-knots", type=int, default=51, help="knots per stride of fresh gait solves"
@@ -491,15 +504,19 @@ def main(argv=None):
             f"Cassie squat {DIRCON_SECONDS:.0f} s):"
         )
         stages = tuple(args.second_stage.split(","))
-        solves = Solves(cases, args.solver, args.iterations, args.gait_knots, stages)
-    first_stage = solves[0]["second_stage"] if solves else None
+        budgets = None
+        if args.first_stage_iterations:
+            budgets = tuple(int(b) for b in args.first_stage_iterations.split(","))
+        solves = Solves(cases, args.solver, args.iterations, args.gait_knots, stages, budgets)
+    # The first variant (second stage and first-stage budget) is the reference of the others.
+    reference = solves[0]["variant"] if solves else None
     gaits = [r for r in solves if r["case"].startswith("gait")]
-    gait_walls = [r["wall_s"] for r in gaits if r["second_stage"] == first_stage]
-    gait_cpus = [r["cpu_s"] for r in gaits if r["second_stage"] == first_stage]
-    by_stage = {}
+    gait_walls = [r["wall_s"] for r in gaits if r["variant"] == reference]
+    gait_cpus = [r["cpu_s"] for r in gaits if r["variant"] == reference]
+    by_variant = {}
     for r in gaits:
-        by_stage.setdefault(r["second_stage"], []).append(r["cpu_s"])
-    medians = {stage: float(np.median(cpus)) for stage, cpus in by_stage.items()}
+        by_variant.setdefault(r["variant"], []).append(r["cpu_s"])
+    medians = {variant: float(np.median(cpus)) for variant, cpus in by_variant.items()}
     result = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -510,7 +527,7 @@ def main(argv=None):
         "solves": solves,
         "median_gait_wall_s": float(np.median(gait_walls)) if gait_walls else None,
         "median_gait_cpu_s": float(np.median(gait_cpus)) if gait_cpus else None,
-        "median_gait_cpu_s_by_second_stage": medians,
+        "median_gait_cpu_s_by_variant": medians,
         "goal_median_gait_s": 60.0,
         "paper_seconds": PAPER_SECONDS,
         "dircon_seconds": DIRCON_SECONDS,
@@ -521,12 +538,11 @@ def main(argv=None):
             f"{result['median_gait_cpu_s']:.1f} s (goal 60 s; load average "
             f"{os.getloadavg()[0]:.1f})"
         )
-    for stage, median in medians.items():
-        if stage != first_stage and medians.get(first_stage):
+    for variant, median in medians.items():
+        if variant != reference and medians.get(reference):
             print(
-                f"median gait CPU with second stage {first_stage}: {medians[first_stage]:.1f} s, "
-                f"{stage}: {median:.1f} s "
-                f"({first_stage} / {stage}: {medians[first_stage] / median:.2f})"
+                f"median gait CPU with {reference}: {medians[reference]:.1f} s, "
+                f"{variant}: {median:.1f} s (ratio {medians[reference] / median:.2f})"
             )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
