@@ -411,7 +411,8 @@ def RunDesign(args) -> int:
         )
         results.WriteJson("summary.json", summary)
         results.SaveNpz("log.npz", _Log(outcome, motion))
-        for name, fig in DesignPlots(model, motion, outcome, limits, baseline).items():
+        label = "kinematic-only" if args.kinematic_only else "ours"
+        for name, fig in DesignPlots(model, motion, outcome, limits, baseline, label).items():
             results.SaveFigure(name, fig)
         if not args.no_replay:
             results.WriteText("replay.html", _Replay(robot, model, motion, outcome))
@@ -581,9 +582,10 @@ def _Log(outcome, motion) -> dict:
     return arrays
 
 
-def DesignPlots(model, motion, outcome, limits, baseline=None) -> dict:
+def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> dict:
     """Figures of the paper: torques (Fig. 16), COP (Figs. 10-11), joints (Fig. 20), roll
-    (Fig. 18), solver convergence."""
+    (Fig. 18; the outcome's curve called `label`, the baseline's "kinematic-only"), solver
+    convergence."""
     import matplotlib.pyplot as plt
 
     from drakebots.analysis.support import SupportPolygon
@@ -671,7 +673,7 @@ def DesignPlots(model, motion, outcome, limits, baseline=None) -> dict:
     figs["joint_angles.png"] = fig
     # Fig. 18: the root's roll.
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(t[: len(fr.q)], np.degrees(fr.q[:, 5]), label="ours (frame-by-frame)")
+    ax.plot(t[: len(fr.q)], np.degrees(fr.q[:, 5]), label=f"{label} (frame-by-frame)")
     if baseline is not None:
         bq = baseline.final.frames.q
         ax.plot(t[: len(bq)], np.degrees(bq[:, 5]), label="kinematic-only (frame-by-frame)")

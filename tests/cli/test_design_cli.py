@@ -73,9 +73,17 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--motion-file", str(bad)], tmp_path, capsys, "reachable workspace")
 
 
-def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
+def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, monkeypatch):
     """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: the run finishes, its
-    exit code agrees with summary.json, and every result file is there."""
+    exit code agrees with summary.json, every result file is there, and the root-roll figure
+    calls its curve kinematic-only (it said "ours")."""
+    from drakebots.cli import _design
+
+    plots = {}
+    original = _design.DesignPlots
+    monkeypatch.setattr(
+        _design, "DesignPlots", lambda *a, **k: plots.setdefault("figs", original(*a, **k))
+    )
     motion = _Tiny(beetle, tmp_path)
     out = tmp_path / "run"
     argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
@@ -91,6 +99,8 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys):
     assert summary["convergence"][0]["space_time_violated"] == []
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
     assert summary["inputs"]["torso_attitude_weight"] == 3.0
+    legend = plots["figs"]["root_roll.png"].axes[0].get_legend().get_texts()
+    assert [t.get_text() for t in legend] == ["kinematic-only (frame-by-frame)"]
 
 
 def test_a_failed_design_names_its_violated_constraints():
