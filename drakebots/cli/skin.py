@@ -19,7 +19,7 @@ Examples:
 import numpy as np
 
 from drakebots.cli import AddOutputArguments, AddVerb
-from drakebots.errors import InputError
+from drakebots.errors import InputError, RunFailure
 
 
 def AddFoldArguments(parser):
@@ -181,7 +181,13 @@ def Run(args) -> int:
     import time
 
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
-    from drakebots.fem.skin import MakeSkin, SkinInputError, WriteSkin, _FoldSites
+    from drakebots.fem.skin import (
+        MakeSkin,
+        SkinInputError,
+        SkinMeshingError,
+        WriteSkin,
+        _FoldSites,
+    )
     from drakebots.robots import GetRobot
     from drakebots.visualization.skin import PlotSkin
 
@@ -201,6 +207,8 @@ def Run(args) -> int:
             skin = MakeSkin(params, options, progress=lambda s: print(f"  {s}", flush=True))
         except SkinInputError as e:
             raise InputError(str(e)) from None
+        except SkinMeshingError as e:
+            raise RunFailure(str(e)) from None  # nothing to keep: the folder is not written
         seconds = time.perf_counter() - start
         # What the skin costs each motor: its small-strain stiffness per joint (no gravity) and
         # the angle the motor's stall torque turns it (a whole-body skin locks the hips; a skin

@@ -175,6 +175,11 @@ class SkinInputError(ValueError):
     """Bad skin input (not closed/manifold, thickness <= 0, glue on no link, ...)."""
 
 
+class SkinMeshingError(RuntimeError):
+    """The shell could not be tetrahedralised on any of the grids tried (its sheets cross
+    where the shape is thinner or more curved than the grid resolves)."""
+
+
 # ----------------------------------------------------------------------------------------------
 # Implicit primitives (negative inside). Approximate distances; normalised later.
 
@@ -1210,16 +1215,23 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     # Marching cubes on a coarse grid can make the two sheets (4 mm apart) cross where the
     # surface curves; Gmsh then refuses the boundary. Retry on a finer grid.
     voxel = options.voxel or DEFAULT_VOXEL.get(params.name, 0.011)
+    tried = []
     for attempt in range(5):
         sheets, info = MakeShellSurface(params, dataclasses.replace(options, voxel=voxel))
         count = sum(len(v) for v, _ in sheets)
         say(f"tetrahedralising with gmsh ({count} surface vertices, voxel {voxel * 1000:.1f} mm)")
+        tried.append(voxel)
         try:
             mesh = Tetrahedralize(sheets, max_edge=options.max_edge)
             break
-        except RuntimeError:
+        except RuntimeError as e:
             if attempt == 4:
-                raise
+                what = f"the piece on {', '.join(options.links)}" if options.links else "skin"
+                raise SkinMeshingError(
+                    f"gmsh could not tetrahedralise {what} on voxels of "
+                    f"{', '.join(f'{v * 1000:.1f}' for v in tried)} mm ({e}); a smaller "
+                    "--voxel, a thicker skin or shallower folds may mesh"
+                ) from None
             voxel *= 0.9
     info["voxel_m"] = voxel
     # Outer/inner classification of boundary vertices: the outer sheet holds the vertices

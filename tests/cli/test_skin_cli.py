@@ -315,3 +315,23 @@ def test_skin_in_pieces_writes_the_skin_and_each_joints_stiffness(drakebots, tmp
             k = j["stiffness_nm_per_rad"]
             assert k > 0.1
             assert j["angle_at_motor_limit_deg"] == pytest.approx(np.degrees(1.96 / k))
+
+
+def test_a_skin_gmsh_cannot_mesh_exits_1_naming_the_grids(drakebots, tmp_path, monkeypatch):
+    """When Gmsh refuses the shell on every grid tried (the monster's pieces with folded knees
+    did, before this message existed, with a traceback), the run exits 1 saying which shape
+    and which voxels, and writes no folder."""
+    from drakebots.fem import skin as skin_module
+
+    def Refuse(*args, **kwargs):
+        raise RuntimeError("gmsh produced no tetrahedra")
+
+    monkeypatch.setattr(skin_module, "Tetrahedralize", Refuse)
+    out = tmp_path / "skin"
+    result = drakebots("skin", "beetle", "--voxel", "0.02", "--out", str(out))
+    assert result.returncode == 1, result.stderr
+    assert "could not tetrahedralise skin on voxels of 20.0, 18.0, 16.2, 14.6, 13.1 mm" in (
+        result.stderr
+    )
+    assert "gmsh produced no tetrahedra" in result.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
