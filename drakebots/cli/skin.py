@@ -8,7 +8,7 @@ skin.vtk loads into Drake's DeformableModel; `drakebots simulate ROBOT --skin DI
 
 Examples:
   drakebots skin beetle --out runs/beetle_skin
-  drakebots skin beetle --folding-regions ankles --out runs/beetle_skin_folded
+  drakebots skin beetle --folding-regions ankles --fold-pitch 0.024 --out runs/beetle_skin_folded
   drakebots skin beetle --pieces --out runs/beetle_skin_pieces   # limb pieces apart (Fig. 1)
   drakebots skin cow --thickness 0.005 --out runs/cow_skin
   drakebots skin monster --out runs/monster_skin        # soft belly and tail (E x 0.15, section 7)
@@ -38,12 +38,21 @@ def AddFoldArguments(parser):
     )
 
 
-def ValidateFold(args):
+def ValidateFold(args, voxel: float | None = None):
+    """The fold options' checks; with the grid's `voxel` (m), also that a tooth spans the
+    FOLD_VOXELS cells it needs to be resolved (MakeSkin checks its own grid)."""
+    from drakebots.fem.skin import FOLD_VOXELS
+
     for name in ("fold_depth", "fold_pitch"):
         if not getattr(args, name) > 0.0:
             raise InputError(f"--{name.replace('_', '-')} must be > 0 m, got {getattr(args, name)}")
     if not args.fold_teeth >= 1:
         raise InputError(f"--fold-teeth must be >= 1, got {args.fold_teeth}")
+    if voxel is not None and args.fold_pitch < FOLD_VOXELS * voxel:
+        raise InputError(
+            f"--fold-pitch {args.fold_pitch:g} m: a tooth needs {FOLD_VOXELS} of the "
+            f"{voxel * 1000:g} mm grid cells, so at least {FOLD_VOXELS * voxel:g} m"
+        )
 
 
 def register(subparsers):

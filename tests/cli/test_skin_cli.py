@@ -116,6 +116,7 @@ def test_skin_bend_unknown_joint(drakebots, tmp_path):
         (["--fold-teeth", "0"], "--fold-teeth must be >= 1"),
         (["--torque-limit", "0"], "--torque-limit must be > 0"),
         (["--hold", "-0.5"], "--hold must be >= 0"),
+        (["--fold-pitch", "0.005"], "a tooth needs 2 of the 3 mm grid cells"),
     ],
 )
 def test_skin_bend_bad_input(drakebots, tmp_path, args, message):
