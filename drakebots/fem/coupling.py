@@ -208,14 +208,20 @@ class PinnedCorrection:
         self.column_solves = 0
         self.factorizations = 0
 
-    def _Column(self, dof):
-        column = self._columns.get(dof)
-        if column is None:
-            unit = np.zeros(len(self.base.free) + self.base.nr)
-            unit[self.position[dof]] = 1.0
-            column = self._columns[dof] = self.base._lu.solve(unit)
-            self.column_solves += 1
-        return column
+    def _SolveColumns(self, dofs):
+        """Solves for the columns of `dofs` not cached yet, all in one call: SuperLU's
+        triangular solves on a block of right-hand sides run as matrix-matrix kernels, several
+        times faster per column than one call each (the beetle's 18k-vertex skin: ~19 ms for
+        one column alone)."""
+        missing = sorted({int(d) for d in dofs} - set(self._columns))
+        if not missing:
+            return
+        units = np.zeros((len(self.base.free) + self.base.nr, len(missing)))
+        units[self.position[missing], np.arange(len(missing))] = 1.0
+        solved = self.base._lu.solve(units)
+        for k, dof in enumerate(missing):
+            self._columns[dof] = solved[:, k].copy()
+        self.column_solves += len(missing)
 
     def Solve(self, b_r, b_d, c, extra, c_extra, coupling=None):
         """(dq, du, lam, lam_extra): Eq. (2) with the base's rows (right-hand side c) and the
@@ -268,10 +274,11 @@ class PinnedCorrection:
                 return self._Direct(b_r, b_d, c, extra, c_extra)
             if len(set(self._columns) | needed) > self.max_columns:
                 self._columns.clear()
-            Z = np.column_stack([self._Column(int(d)) for d in extra])
+            self._SolveColumns(needed)
+            Z = np.column_stack([self._columns[int(d)] for d in extra])
             if has_coupling:
                 for column, dof, coefficient in zip(columns, dofs, coefficients):
-                    Z[:, int(column)] += coefficient * self._Column(int(dof))
+                    Z[:, int(column)] += coefficient * self._columns[int(dof)]
                 factor = _LuFactor(Z[pos])
             else:
                 S = Z[pos]
