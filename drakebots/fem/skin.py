@@ -537,10 +537,15 @@ SWEEP_STEP = math.radians(5.0)
 CUT_BLEND = 0.02
 
 
+def _RootJoint(b, links):
+    """The joint that joins a set of links (a piece's) to the rest of the skeleton, or None."""
+    return next((j for j in b.joints if j.child in links and j.parent not in links), None)
+
+
 def _LimbRoot(b, links):
     """(hip point, unit axis, sampled angles) of the joint that joins a limb piece's links to
     the rest (the first of a two-motor shoulder), its range in SWEEP_STEP steps."""
-    root = next(j for j in b.joints if j.child in links and j.parent not in links)
+    root = _RootJoint(b, links)
     axis = np.asarray(root.axis, float) / np.linalg.norm(root.axis)
     count = int(math.ceil((root.upper - root.lower) / SWEEP_STEP)) + 1
     return b.links[root.child].origin, axis, np.linspace(root.lower, root.upper, count)
@@ -1544,9 +1549,9 @@ def PieceParentLinks(skin: Skin, params: SkeletonParams) -> np.ndarray:
         start += count
         bound = np.any(skin.weights[rows] > 0.0, axis=0)
         links = {name for name, used in zip(skin.skin_links, bound) if used}
-        roots = [j for j in b.joints if j.child in links and j.parent not in links]
-        if roots:
-            parents[rows] = roots[0].parent
+        root = _RootJoint(b, links)
+        if root is not None:
+            parents[rows] = root.parent
     if start != skin.mesh.num_vertices:
         raise SkinInputError(
             f"the skin's pieces hold {start} vertices, its mesh {skin.mesh.num_vertices}"
