@@ -61,7 +61,7 @@ def _Skew(a: np.ndarray) -> np.ndarray:
 
 def Cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b for broadcastable (..., 3) arrays (np.cross without its per-call overhead)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     out[..., 0] = a1 * b2 - a2 * b1
@@ -111,6 +111,9 @@ class Kinematics:
     com: np.ndarray
     inertia: np.ndarray
     _composite: np.ndarray | None = None
+    # Quantities derived from these by their users (contact points and Jacobians, ...), kept
+    # with the configuration they belong to.
+    memo: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -451,22 +454,50 @@ class TreeLagrangian:
         """World position of a point P fixed on a body."""
         return kin.p_WB[body_index] + kin.R_WB[body_index] @ np.asarray(p_BP, dtype=float)
 
+    def PointsPosition(self, kin: Kinematics, body_indices, p_BP: np.ndarray) -> np.ndarray:
+        """(C, 3) world positions of C points, point c fixed on body body_indices[c] at p_BP[c]."""
+        b = np.asarray(body_indices, dtype=int)
+        return kin.p_WB[b] + np.einsum("cij,cj->ci", kin.R_WB[b], np.asarray(p_BP, float))
+
     def PointJacobian(self, kin: Kinematics, body_index: int, p_WP: np.ndarray) -> np.ndarray:
         """d p_WP / dq (3, n) for the point at world position p_WP fixed on the body."""
+        return self.PointsJacobian(kin, [body_index], np.reshape(p_WP, (1, 3)))[0].T
+
+    def PointsJacobian(self, kin: Kinematics, body_indices, p_WP: np.ndarray) -> np.ndarray:
+        """(C, n, 3) d p_c / dq, transposed, for C points at world positions p_WP (C, 3), point
+        c fixed on body body_indices[c]: row k is s_k's velocity at the point, zero off the
+        body's path to the root."""
         S = kin.S
-        J = S[:, 3:] + Cross(S[:, :3], p_WP)
-        return (J * self.body_path[body_index][:, None]).T
+        paths = self.body_path[np.asarray(body_indices, dtype=int)]  # (C, n)
+        J = S[None, :, 3:] + Cross(S[None, :, :3], np.asarray(p_WP, float)[:, None, :])
+        return J * paths[:, :, None]
 
     def PointHessianTimes(
         self, kin: Kinematics, body_index: int, p_WP: np.ndarray, f_W: np.ndarray
     ) -> np.ndarray:
         """d/dq (J_P^T f) = sum_i f_i d2 p_i / dq2 (n, n, symmetric) for a fixed world vector f."""
+        return self.PointsHessianTimes(
+            kin, [body_index], np.reshape(p_WP, (1, 3)), np.reshape(f_W, (1, 3))
+        )
+
+    def PointsHessianTimes(
+        self, kin: Kinematics, body_indices, p_WP: np.ndarray, f_W: np.ndarray
+    ) -> np.ndarray:
+        """sum_c d/dq (J_c^T f_c) (n, n, symmetric) over C points, in one pass.
+
+        Args:
+            body_indices: (C,) the body each point is fixed on.
+            p_WP: (C, 3) world positions; f_W: (C, 3) fixed world vectors.
+        """
         S = kin.S
-        path = self.body_path[body_index]
-        J = S[:, 3:] + Cross(S[:, :3], p_WP)  # (n, 3) rows J_k
-        # U[j, k] = f . (w_j x J_k) = J_k . (f x w_j) for j ancestor of k, both on the path.
-        fxw = Cross(f_W, S[:, :3])
-        U = (fxw @ J.T) * self.ancestors.T * np.outer(path, path)
+        C, n = len(p_WP), self.num_positions
+        paths = self.body_path[np.asarray(body_indices, dtype=int)]  # (C, n)
+        J = self.PointsJacobian(kin, body_indices, p_WP)  # (C, n, 3) rows J_ck
+        fxw = Cross(np.asarray(f_W, float)[:, None, :], S[None, :, :3]) * paths[:, :, None]
+        # U[j, k] = sum_c f_c . (w_j x J_ck) = J_ck . (f_c x w_j), for j an ancestor of k, both
+        # on point c's path; one (n, 3C) x (3C, n) product.
+        U = fxw.transpose(1, 0, 2).reshape(n, 3 * C) @ J.transpose(1, 0, 2).reshape(n, 3 * C).T
+        U *= self.ancestors.T
         return U + U.T - np.diag(np.diag(U))
 
 
@@ -596,18 +627,22 @@ class RelativePositionConstraints:
         #     (s_k x s_j) at P = (w_k x w_j) x P + w_k x v_j + v_k x w_j;
         #   term2[j, k] = sigma_j [k in P2] Lam . (w_j x J2_k);
         #   term3[j, k] = -[k in P1] Lam . (w_k x u_j).
+        # Summed over the loops, each is one (n, 3L) x (3L, n) product: the loop index joins
+        # the 3-vector index of the dot products.
         Lxw = Cross(Lam[:, None, :], w[None, :, :])  # (L, n, 3): Lam x w_k
         PxL = Cross(p_W2, Lam)  # (L, 3)
-        sk = (
-            Cross(PxL[:, None, :], w[None, :, :]) @ w.T
-            + Lxw @ v.T
-            + Cross(Lam[:, None, :], v[None, :, :]) @ w.T
-        )  # (L, n_k, n_j)
-        sig = sigma[:, :, None]
-        term1 = sig * lag.strict_ancestors[None] * np.swapaxes(sk, 1, 2)
-        term2 = sig * (Lxw @ np.swapaxes(J2, 1, 2)) * lag.body_path[b2][:, None, :]
-        term3 = -(u @ np.swapaxes(Lxw, 1, 2)) * lag.body_path[b1][:, None, :]
-        return (term1 + term2 + term3).sum(axis=0)
+        sig = sigma[:, :, None]  # (L, n, 1)
+
+        def Flat(a):  # (L, n, 3) -> (n, 3L)
+            return a.transpose(1, 0, 2).reshape(len(w), 3 * L)
+
+        # sk_l[k, j] = (P x Lam) x w_k . w_j + (Lam x w_k) . v_j + (Lam x v_k) . w_j
+        k_side_w = Flat(Cross(PxL[:, None, :], w[None, :, :]) + Cross(Lam[:, None, :], v[None]))
+        sk = k_side_w @ Flat(sig * w[None]).T + Flat(Lxw) @ Flat(sig * v[None]).T  # [k, j]
+        term1 = lag.strict_ancestors * sk.T
+        term2 = Flat(sig * Lxw) @ Flat(J2 * lag.body_path[b2][:, :, None]).T
+        term3 = -(Flat(u) @ Flat(Lxw * lag.body_path[b1][:, :, None]).T)
+        return term1 + term2 + term3
 
     def _Single(self, kin: Kinematics, i: int, lam=None):
         """(Jacobian rows, Hessian contraction) of loop i alone (loops of mixed row counts)."""

@@ -273,20 +273,35 @@ class VariationalDynamics:
         return t.Mv, t.P
 
     # ------------------------------------------------------------------ contact geometry
-    def ContactPoints(self, kin: Kinematics) -> np.ndarray:
-        """(num_contacts, 3) world positions of the contact points."""
-        lag = self.lagrangian
-        return np.array(
-            [lag.PointPosition(kin, c.body_index, c.p_BC) for c in self.contacts]
-        ).reshape(-1, 3)
+    def _ContactArrays(self):
+        if getattr(self, "_contact_arrays", None) is None:
+            bodies = np.array([c.body_index for c in self.contacts], dtype=int)
+            p_BC = np.array([c.p_BC for c in self.contacts], dtype=float).reshape(-1, 3)
+            self._contact_arrays = (bodies, p_BC)
+        return self._contact_arrays
 
-    def ContactJacobians(self, kin: Kinematics, points: np.ndarray) -> np.ndarray:
-        """(num_contacts, 3, n) point Jacobians."""
-        lag = self.lagrangian
-        n = self.num_positions
-        return np.array(
-            [lag.PointJacobian(kin, c.body_index, p) for c, p in zip(self.contacts, points)]
-        ).reshape(-1, 3, n)
+    def ContactPoints(self, kin: Kinematics) -> np.ndarray:
+        """(num_contacts, 3) world positions of the contact points (kept with kin, read-only)."""
+        key = ("contact_points", id(self))
+        points = kin.memo.get(key)
+        if points is None:
+            points = self.lagrangian.PointsPosition(kin, *self._ContactArrays())
+            points.setflags(write=False)  # shared by every caller at this configuration
+            kin.memo[key] = points
+        return points
+
+    def ContactJacobians(self, kin: Kinematics, points: np.ndarray | None = None) -> np.ndarray:
+        """(num_contacts, 3, n) Jacobians of the contact points (kept with kin, read-only).
+        `points`, if given, must be ContactPoints(kin)."""
+        key = ("contact_jacobians", id(self))
+        J = kin.memo.get(key)
+        if J is None:
+            bodies = self._ContactArrays()[0]
+            J = self.lagrangian.PointsJacobian(kin, bodies, self.ContactPoints(kin))
+            J = np.ascontiguousarray(J.transpose(0, 2, 1))
+            J.setflags(write=False)
+            kin.memo[key] = J
+        return J
 
     def SignedDistances(self, q: np.ndarray) -> np.ndarray:
         """phi(q): heights of the contact points above the ground."""
@@ -366,10 +381,8 @@ class VariationalDynamics:
                 kin_k, np.asarray(lam, float)
             )
         if self.num_contacts:
-            lag = self.lagrangian
-            H = np.zeros((n, n))
-            for c, contact in enumerate(self.contacts):
-                H += lag.PointHessianTimes(kin_k1, contact.body_index, points[c], forces[c])
+            bodies = self._ContactArrays()[0]
+            H = self.lagrangian.PointsHessianTimes(kin_k1, bodies, points, forces)
             blocks["q_k1"] = blocks["q_k1"] + H
             blocks["gamma"] = np.einsum("cin,i->nc", J, self.normal)
             blocks["beta"] = np.einsum("cin,ji->ncj", J, self.directions).reshape(n, -1)

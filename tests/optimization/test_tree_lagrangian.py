@@ -130,6 +130,30 @@ def test_point_jacobian_matches_drake_and_hessian_matches_differences(tree):
     )
 
 
+def test_summed_point_hessians_match_differences(tree):
+    """PointsHessianTimes: d/dq sum_c J_c(q)^T f_c over points on different bodies (the
+    contact term of the DEL Jacobian, in one pass) against central differences."""
+    _, loops, lag, q, _ = tree
+    rng = np.random.default_rng(5)
+    points = [(b, p) for b1, p1, b2, p2 in loops for b, p in ((b1, p1), (b2, p2))]
+    bodies = np.array([b for b, _ in points])
+    assert len(set(bodies.tolist())) >= 3
+    forces = rng.normal(size=(len(points), 3))
+
+    def Sum(qq):
+        k = lag.CalcKinematics(qq)
+        return sum(
+            lag.PointJacobian(k, b, lag.PointPosition(k, b, p)).T @ f
+            for (b, p), f in zip(points, forces)
+        )
+
+    kin = lag.CalcKinematics(q)
+    p_WP = np.array([lag.PointPosition(kin, b, p) for b, p in points])
+    H = lag.PointsHessianTimes(kin, bodies, p_WP, forces)
+    np.testing.assert_allclose(H, CentralDifference(Sum, q), atol=1e-8)
+    np.testing.assert_allclose(H, H.T, atol=1e-13)
+
+
 def test_loop_constraint_jacobian_and_hessian_match_differences(tree):
     _, loops, lag, q, _ = tree
     rng = np.random.default_rng(2)
