@@ -564,7 +564,14 @@ class RelativePositionConstraints:
         return self._arrays
 
     def _Common(self, kin: Kinematics):
-        """p_W2 (L, 3), J2 (L, n, 3): P2's velocity per axis, u = sigma J2 and A = Pi^T R_W1^T."""
+        """p_W2 (L, 3), J2 (L, n, 3): P2's velocity per axis, u = sigma J2 and A = Pi^T R_W1^T
+        (kept with kin: the Jacobian and its derivative are asked for at the same q)."""
+        key = ("loops", id(self))
+        if key not in kin.memo:
+            kin.memo[key] = self._CalcCommon(kin)
+        return kin.memo[key]
+
+    def _CalcCommon(self, kin: Kinematics):
         b1, b2, p1, p2, Pi, sigma = self._Arrays()
         R1 = kin.R_WB[b1]
         p_W2 = kin.p_WB[b2] + np.einsum("lij,lj->li", kin.R_WB[b2], p2)
@@ -600,8 +607,14 @@ class RelativePositionConstraints:
             return np.zeros((0, n))
         if self._Arrays()[4] is None:
             return np.vstack([self._Single(kin, i)[0] for i in range(len(self.loops))])
-        _, _, _, u, A = self._Common(kin)
-        return np.einsum("lmi,lni->lmn", A, u).reshape(-1, n)
+        key = ("loops_jacobian", id(self))
+        C = kin.memo.get(key)
+        if C is None:
+            _, _, _, u, A = self._Common(kin)
+            C = np.einsum("lmi,lni->lmn", A, u).reshape(-1, n)
+            C.setflags(write=False)  # shared by every caller at this configuration
+            kin.memo[key] = C
+        return C
 
     def JacobianTransposeTimesDerivative(self, kin: Kinematics, lam: np.ndarray) -> np.ndarray:
         """d/dq (C(q)^T lam) (n, n, symmetric) for fixed multipliers lam."""
