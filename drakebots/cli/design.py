@@ -57,7 +57,8 @@ def register(subparsers):
         "--kinematic-only",
         action="store_true",
         help="the kinematic-only baseline (section 7, after Megaro et al.): no forces or momentum "
-        "in the plan; one frame-by-frame pass computes the torques",
+        "in the plan; one frame-by-frame pass computes the torques that make the joints follow "
+        "it (its inverse dynamics: the root left to the dynamics, no COP constraint)",
     )
     parser.add_argument(
         "--compare-kinematic-only",

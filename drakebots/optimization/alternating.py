@@ -63,7 +63,8 @@ class AlternatingConfig:
     # Start the dynamic space-time solve from a kinematic-only solve.
     kinematic_warm_start: bool = True
     # Kinematic-only baseline (section 7): no forces or momentum in the space-time step, one
-    # frame-by-frame pass (the inverse dynamics of the kinematic plan), no alternation.
+    # frame-by-frame pass (the inverse dynamics of the kinematic plan: the joints follow it, the
+    # root is left to the dynamics, `QpccConfig.joints_only`), no alternation.
     kinematic_only: bool = False
 
 
@@ -176,9 +177,12 @@ def RunAlternating(
     """
     config = config or AlternatingConfig()
     if config.kinematic_only:
+        # The plan without forces or momentum, then the paper's inverse dynamics: torques that
+        # make the joints follow it, the root left to the dynamics, no COP constraint.
         config = dataclasses.replace(
             config,
             space_time=dataclasses.replace(config.space_time, dynamics=False),
+            qpcc=dataclasses.replace(config.qpcc, joints_only=True, cop_constraint=False),
             max_iterations=1,
         )
     limits = model.effort_limits if effort_limits is None else np.asarray(effort_limits, float)

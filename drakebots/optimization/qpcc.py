@@ -137,6 +137,13 @@ class QpccConfig:
     # the cow's largest torque 0.82 -> 0.74 U_m, the lift's 0.98 -> 0.74 U_m, the monster's COP
     # margin 1.6 -> 53 mm, the beetle crawl's playback 21 -> 17 mm.
     torque_regularization: float = 0.1
+    # The kinematic-only baseline's inverse dynamics (section 7, "VS. Kinematic-Only
+    # Optimization"): the torques make the joints follow the plan's joint angles ("rotation
+    # constraints ... the constraint force can not be enforced at the root joint"), with the
+    # ground contact and the motor limits; the root is left to the dynamics. True: E_S and E_F
+    # (and its lookahead) act on the joint coordinates only, E_O, E_C and the plan's foot forces
+    # are dropped (they would steer the root through the feet); set `cop_constraint` False too.
+    joints_only: bool = False
 
 
 @dataclasses.dataclass
@@ -404,6 +411,9 @@ class FrameQpcc:
         S = self.scale
         nz = lin.dq_dz.shape[1]
         blocks = []  # (weight, A, r): weight * ||A z + r||²
+        if self.config.joints_only:
+            S = S.copy()
+            S[:NUM_BASE] = 0.0  # the root: no smoothness or follow rows (the baseline)
         D = lin.dq_dz * S[:, None]
         d0 = lin.dq0 * S
         blocks.append((W.smoothness, D, d0 - dq_prev * S))  # E_S
@@ -414,6 +424,8 @@ class FrameQpcc:
             # plan there: E_F then sees velocity errors too (a one-frame E_F is a dead-beat on
             # position that lets a tipping torso gather speed unnoticed).
             blocks.append((W.follow, (1 + L) * D, (q + (1 + L) * lin.dq0 - q_ahead) * S))
+        if self.config.joints_only:
+            flat_feet, support_feet, foot_forces = (), (), None
         up = np.array([0.0, 0.0, 1.0])
         for j in flat_feet:  # E_O (linearised ψ)
             n, Jn = m.FootNormal(q, j)

@@ -228,6 +228,41 @@ def test_torque_regulariser_lowers_the_standing_torques_and_keeps_the_weight_car
     assert settled[0.1] < 0.5 * settled[0.0], settled
 
 
+def test_the_baselines_inverse_dynamics_follows_the_joints_and_leaves_the_root(beetle):
+    """`QpccConfig.joints_only` (the kinematic-only baseline's inverse dynamics, section 7):
+    the torques answer the plan's joint angles only. Moving the plan's root (roll 0.1 rad,
+    x 1 cm) leaves them unchanged, where the paper's E_G (ours by default) changes them; moving
+    a joint's target changes them either way."""
+    dt = 0.005
+    dyn = RigidFrameDynamics(beetle, dt)
+    q, v = beetle.q_home.copy(), np.zeros(beetle.nv)
+    tau0 = np.zeros(beetle.nu)
+    root_moved = beetle.q_home.copy()
+    root_moved[5] += 0.1  # roll (BASE_JOINTS: x y z yaw pitch roll)
+    root_moved[0] += 0.01
+    joint_moved = beetle.q_home.copy()
+    joint_moved[beetle.nq - 1] += 0.05
+    torques = {}
+    for joints_only in (False, True):
+        config = dataclasses.replace(
+            QpccConfig(), joints_only=joints_only, cop_constraint=not joints_only
+        )
+        qpcc = FrameQpcc(beetle, dyn, beetle.effort_limits, 0.8, config)
+        for name, target in (("plan", beetle.q_home), ("root", root_moved), ("joint", joint_moved)):
+            r = qpcc.SolveFrame(
+                q, v, target, v * dt, tau0, flat_feet=range(4), support_feet=range(4)
+            )
+            assert not r.infeasible
+            torques[joints_only, name] = r.tau / beetle.effort_limits
+
+    def Change(joints_only, name):
+        return np.abs(torques[joints_only, name] - torques[joints_only, "plan"]).max()
+
+    assert Change(True, "root") < 1e-6
+    assert Change(False, "root") > 1e-2
+    assert Change(True, "joint") > 1e-2 and Change(False, "joint") > 1e-2
+
+
 def test_a_frame_without_dynamics_stops_the_pass_and_is_named(beetle, monkeypatch):
     """A dynamics model that cannot linearise a state (the coupled system's matrix indefinite
     after a skin element inverted) ends the pass at that frame, recorded as infeasible with the
