@@ -671,12 +671,15 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
     fig.supylabel("joint angle (deg)")
     fig.tight_layout()
     figs["joint_angles.png"] = fig
-    # Fig. 18: the root's roll.
+    # Fig. 18: the root's roll: the kinematic plan, its inverse dynamics, ours.
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(t[: len(fr.q)], np.degrees(fr.q[:, 5]), label=f"{label} (frame-by-frame)")
-    if baseline is not None:
-        bq = baseline.final.frames.q
-        ax.plot(t[: len(bq)], np.degrees(bq[:, 5]), label="kinematic-only (frame-by-frame)")
+    kinematic = outcome if label == "kinematic-only" else baseline
+    if kinematic is not None:
+        ax.plot(t, np.degrees(kinematic.final.q_plan[:, 5]), "k:", lw=1, label="kinematic plan")
+        bq = kinematic.final.frames.q
+        ax.plot(t[: len(bq)], np.degrees(bq[:, 5]), "C1", label="kinematic: inverse dynamics")
+    if kinematic is not outcome:
+        ax.plot(t[: len(fr.q)], np.degrees(fr.q[:, 5]), "C0", label=f"{label} (frame-by-frame)")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("root roll (deg)")
     ax.legend()

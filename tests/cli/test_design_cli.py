@@ -100,7 +100,7 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
     assert summary["inputs"]["torso_attitude_weight"] == 3.0
     legend = plots["figs"]["root_roll.png"].axes[0].get_legend().get_texts()
-    assert [t.get_text() for t in legend] == ["kinematic-only (frame-by-frame)"]
+    assert [t.get_text() for t in legend] == ["kinematic plan", "kinematic: inverse dynamics"]
 
 
 def test_a_failed_design_names_its_violated_constraints():
