@@ -294,20 +294,29 @@ def Solves(
         model = ht.MakeHamrTrajoptModel(surface)
         config = SolverConfig(solver=solver, major_iterations=iterations)
         start = time.perf_counter()
+        attempts = None
         if kind == "gait":
+            # As `drakebots optimize hamr-gait` solves it (the auto warm start's fallback).
             frequency = float(rest.split("@")[0])
-            warm = ht.GaitWarmStart(model, frequency, gait_knots)
-            problem = ht.MakeHamrGaitProblem(
-                model, frequency, warm, ht.GaitSettings(num_knots=gait_knots)
+            model.dynamics.evaluation_counts.clear()
+            solve = ht.SolveHamrGait(
+                model,
+                frequency,
+                ht.GaitSettings(num_knots=gait_knots),
+                config,
+                first_stage_iterations=budget,
+                second_stage=second_stage,
             )
+            problem, outcome, attempts = solve.problem, solve.outcome, solve.attempts
+            warm_s = sum(a["warm_start_time_s"] for a in attempts)
         else:
             warm = ht.JumpWarmStart(model, 70.0, 31)
             problem = ht.MakeHamrJumpProblem(model, warm)
-        warm_s = time.perf_counter() - start
-        model.dynamics.evaluation_counts.clear()
-        outcome = ht.SolveHamrProblem(
-            problem, config, first_stage_iterations=budget, second_stage=second_stage
-        )
+            warm_s = time.perf_counter() - start
+            model.dynamics.evaluation_counts.clear()
+            outcome = ht.SolveHamrProblem(
+                problem, config, first_stage_iterations=budget, second_stage=second_stage
+            )
         x = outcome.result.get_x_val()
         check = CheckContactImplicitSolution(problem, x)
         traj = ReconstructTrajectory(problem, x)
@@ -316,9 +325,16 @@ def Solves(
             if kind == "gait"
             else float(np.max(traj.q[:, model.index["base_z"]]) - model.home[model.index["base_z"]])
         )
+        # Every attempt's solve counts (what a user waits for).
+        tried = attempts or [
+            {"solve_time_s": outcome.solve_time_s, "cpu_time_s": outcome.cpu_time_s}
+        ]
+        wall = sum(a["solve_time_s"] for a in tried)
+        cpu = sum(a["cpu_time_s"] for a in tried)
         rows.append(
             {
                 "case": case,
+                "attempts": attempts,
                 "solver": solver,
                 "second_stage": second_stage,
                 "first_stage_iterations": budget,
@@ -328,8 +344,8 @@ def Solves(
                 "stages": outcome.stages,
                 "status": outcome.status,
                 "success": outcome.success,
-                "wall_s": outcome.solve_time_s,
-                "cpu_s": outcome.cpu_time_s,
+                "wall_s": wall,
+                "cpu_s": cpu,
                 "warm_start_s": warm_s,
                 "iterations": outcome.iterations,
                 "dynamics_evaluation_rounds": model.dynamics.evaluation_counts["interval"]
@@ -340,14 +356,15 @@ def Solves(
                 "max_violation": check.max_violation,
                 "true_complementarity": check.max_complementarity_violation,
                 "mm_per_cycle_or_apex_mm": figure,
-                "ratio_to_paper_several_minutes": outcome.solve_time_s / PAPER_SECONDS,
-                "cpu_ratio_to_paper": outcome.cpu_time_s / PAPER_SECONDS,
-                "ratio_to_dircon_126s": outcome.solve_time_s / DIRCON_SECONDS,
+                "ratio_to_paper_several_minutes": wall / PAPER_SECONDS,
+                "cpu_ratio_to_paper": cpu / PAPER_SECONDS,
+                "ratio_to_dircon_126s": wall / DIRCON_SECONDS,
             }
         )
         print(
             f"  {case:18s} {second_stage:9s} {budget:4d} {outcome.status[:40]:40s} "
-            f"wall {outcome.solve_time_s:7.1f} s  cpu {outcome.cpu_time_s:7.1f} s  {figure:6.2f}",
+            f"wall {wall:7.1f} s  cpu {cpu:7.1f} s  {figure:6.2f}"
+            + (f"  ({len(attempts)} warm starts)" if attempts and len(attempts) > 1 else ""),
             flush=True,
         )
     return rows

@@ -64,8 +64,9 @@ def register(subparsers):
     gait.add_argument("--knots", type=int, default=51, help="knots N (the authors: 51)")
     gait.add_argument(
         "--warm-start",
-        default="variational",
-        help="variational (the transcription's own dynamics, default) or drake (SAP simulation)",
+        default="auto",
+        help="variational (the transcription's own dynamics), drake (SAP simulation), or auto "
+        "(default, ours: variational, then drake if that solve is not acceptable)",
     )
     gait.add_argument(
         "--scuff-weight",
@@ -221,8 +222,8 @@ def Validate(args) -> None:
     if args.problem == "hamr-gait":
         if not (np.isfinite(args.frequency) and args.frequency > 0):
             raise InputError(f"--frequency {args.frequency}: must be > 0 Hz")
-        if args.warm_start not in ("variational", "drake"):
-            raise InputError(f"--warm-start {args.warm_start}: use variational or drake")
+        if args.warm_start not in ("auto", "variational", "drake"):
+            raise InputError(f"--warm-start {args.warm_start}: use auto, variational or drake")
         if not np.isfinite(args.goal) or args.goal <= 0:
             raise InputError(f"--goal {args.goal}: must be > 0 mm")
     else:
@@ -277,19 +278,33 @@ def Run(args) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     model = ht.MakeHamrTrajoptModel(args.surface, friction_directions=args.friction_directions)
     start = time.perf_counter()
+    model.dynamics.progress = None
+    attempts = None
     if args.problem == "hamr-gait":
         settings.goal_distance = args.goal
-        say(
-            f"warm start: simulating an open-loop trot at {args.frequency:g} Hz on {args.surface} "
-            f"({args.warm_start})"
-        )
-        warm = ht.GaitWarmStart(model, args.frequency, settings.num_knots, source=args.warm_start)
-        say(
-            f"  {warm.velocity_mm_per_cycle:.2f} mm in its last stride "
-            f"({time.perf_counter() - start:.0f} s)"
-        )
-        problem = ht.MakeHamrGaitProblem(model, args.frequency, warm, settings)
         label = f"hamr-gait {args.frequency:g} Hz {args.surface}"
+
+        def Prepare(problem) -> None:
+            solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
+            say(
+                f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
+                f"{len(problem.prog.GetAllConstraints())} constraint bindings"
+            )
+            model.dynamics.progress = _Progress(not args.quiet, label)
+
+        solve = ht.SolveHamrGait(
+            model,
+            args.frequency,
+            settings,
+            solver_config,
+            warm_start=args.warm_start,
+            first_stage_iterations=args.first_stage_iterations or None,
+            second_stage=args.second_stage,
+            say=say,
+            prepare=Prepare,
+        )
+        warm, problem, outcome, attempts = solve.warm, solve.problem, solve.outcome, solve.attempts
+        warm_time = solve.warm_time_s
     else:
         settings.height = args.height
         settings.duration = args.duration
@@ -301,19 +316,19 @@ def Run(args) -> int:
         )
         problem = ht.MakeHamrJumpProblem(model, warm, settings)
         label = f"hamr-jump {args.height:g} mm"
-    warm_time = time.perf_counter() - start
-    solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
-    say(
-        f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
-        f"{len(problem.prog.GetAllConstraints())} constraint bindings"
-    )
-    model.dynamics.progress = _Progress(not args.quiet, label)
-    outcome = ht.SolveHamrProblem(
-        problem,
-        solver_config,
-        first_stage_iterations=args.first_stage_iterations or None,
-        second_stage=args.second_stage,
-    )
+        warm_time = time.perf_counter() - start
+        solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
+        say(
+            f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
+            f"{len(problem.prog.GetAllConstraints())} constraint bindings"
+        )
+        model.dynamics.progress = _Progress(not args.quiet, label)
+        outcome = ht.SolveHamrProblem(
+            problem,
+            solver_config,
+            first_stage_iterations=args.first_stage_iterations or None,
+            second_stage=args.second_stage,
+        )
     report = Evaluate(
         model,
         problem,
@@ -324,6 +339,9 @@ def Run(args) -> int:
     )
     say(f"  {outcome.status}; {outcome.solve_time_s:.1f} s")
     report["solver_requested"] = requested
+    if attempts is not None:
+        report["figures"]["warm_start_attempts"] = attempts
+        report["figures"]["solve_time_all_attempts_s"] = sum(a["solve_time_s"] for a in attempts)
     return _WriteResults(
         args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
     )

@@ -20,6 +20,7 @@ the discrete dynamics at every knot.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 from pydrake.multibody.plant import MultibodyPlant
@@ -587,6 +588,26 @@ FEASIBILITY_TARGET = 1e-4  # the largest violation of any binding a plan may hav
 
 
 SECOND_STAGES = ("proximal", "fixed-modes")
+# The repair stage's iteration limit. Every successful repair measured took 190-650 iterations
+# (the nine 21-knot gaits, several releases); one that ran on took 3000 (the 10 Hz teflon gait
+# from one rounding of its warm start: feasible within 5e-9 by then, but walking backwards and
+# never meeting IPOPT's acceptance test, 925 s of CPU), so a longer repair is a failure to report.
+REPAIR_ITERATIONS = 1000
+# Warm starts `SolveHamrGait` tries in turn with warm_start="auto".
+AUTO_WARM_STARTS = ("variational", "drake")
+
+
+def PlanAcceptable(problem: ContactImplicitProblem, outcome) -> bool:
+    """The solver converged and its point satisfies every binding to FEASIBILITY_TARGET with the
+    true complementarity within COMPLEMENTARITY_TARGET."""
+    from drakebots.optimization.contact_implicit import CheckContactImplicitSolution
+
+    check = CheckContactImplicitSolution(problem, outcome.result.get_x_val())
+    return (
+        outcome.success
+        and check.max_violation <= FEASIBILITY_TARGET
+        and check.max_complementarity_violation <= COMPLEMENTARITY_TARGET
+    )
 
 
 def SolveHamrProblem(
@@ -595,6 +616,7 @@ def SolveHamrProblem(
     *,
     first_stage_iterations: int | None = None,
     second_stage: str = "proximal",
+    repair_iterations: int = REPAIR_ITERATIONS,
 ):
     """Solves a HAMR problem in two stages and returns the SolveOutcome of the last one, with
     the total time and iterations; `outcome.stages` lists (status, seconds) of each stage,
@@ -622,9 +644,9 @@ def SolveHamrProblem(
        contact allowed to change mode, a plan that walks less at 2 Hz (cardstock 8.44 against
        9.57 mm/cycle, sandpaper 7.72 against 9.39; teflon reached its 300-iteration cap);
        if its answer fails the same check the proximal stage runs after it.
+       The proximal stage stops after `repair_iterations` (REPAIR_ITERATIONS).
     """
     from drakebots.optimization.contact_implicit import (
-        CheckContactImplicitSolution,
         SolveContactImplicit,
         SolveProximalFeasibility,
         SolverConfig,
@@ -632,12 +654,7 @@ def SolveHamrProblem(
     )
 
     def Acceptable(outcome) -> bool:
-        check = CheckContactImplicitSolution(problem, outcome.result.get_x_val())
-        return (
-            outcome.success
-            and check.max_violation <= FEASIBILITY_TARGET
-            and check.max_complementarity_violation <= COMPLEMENTARITY_TARGET
-        )
+        return PlanAcceptable(problem, outcome)
 
     def Accumulate(outcome, earlier) -> None:
         outcome.solve_time_s += earlier.solve_time_s
@@ -664,7 +681,10 @@ def SolveHamrProblem(
         outcome = fixed
     if not Acceptable(outcome):
         earlier = outcome
-        outcome = SolveProximalFeasibility(problem, x, config, keep_costs=True)
+        repair_config = dataclasses.replace(
+            config, major_iterations=min(config.major_iterations, int(repair_iterations))
+        )
+        outcome = SolveProximalFeasibility(problem, x, repair_config, keep_costs=True)
         stages.append(("true complementarity: " + outcome.status, outcome.solve_time_s))
         logs.append(outcome.log)
         Accumulate(outcome, earlier)
@@ -672,6 +692,78 @@ def SolveHamrProblem(
     outcome.stage_logs = logs
     outcome.first_stage = first
     return outcome
+
+
+@dataclasses.dataclass
+class GaitSolve:
+    """What `SolveHamrGait` returns: the attempt kept and a record of every attempt."""
+
+    warm: WarmStart
+    problem: ContactImplicitProblem
+    outcome: object  # SolveOutcome of SolveHamrProblem
+    warm_time_s: float
+    attempts: list  # [{"warm_start", "status", "acceptable", "cpu_time_s", "iterations", ...}]
+
+
+def SolveHamrGait(
+    model: HamrTrajoptModel,
+    frequency: float,
+    settings: GaitSettings,
+    config=None,
+    *,
+    warm_start: str = "auto",
+    first_stage_iterations: int | None = None,
+    second_stage: str = "proximal",
+    say=lambda *a: None,
+    prepare=lambda problem: None,
+) -> GaitSolve:
+    """Warm start, problem and two-stage solve of a periodic gait (Eq. 16), with a fallback.
+
+    warm_start "variational" or "drake" picks one (`GaitWarmStart`); "auto" (ours) tries
+    AUTO_WARM_STARTS in turn and keeps the first attempt whose plan is acceptable
+    (`PlanAcceptable`), or the last. Why: the solves are chaotic in the warm start, and the
+    warm start in rounding (the open-loop trot is a variational simulation with one NLP per
+    step: its last stride walks 7.45, 8.23 or 8.83 mm when the start pose moves by 0, 1e-12
+    or 1e-10 mm, measured on 10 Hz teflon, 21 knots). From one of them that gait's solve ran
+    out of iterations walking backwards; from Drake's SAP trot it took 423 iterations, 92 s.
+    `prepare(problem)` runs before each solve (the caller picks its solver there).
+    """
+    attempts = []
+    sources = AUTO_WARM_STARTS if warm_start == "auto" else (warm_start,)
+    solve = None
+    for source in sources:
+        start = time.perf_counter()
+        say(f"warm start: simulating an open-loop trot at {frequency:g} Hz ({source})")
+        warm = GaitWarmStart(model, frequency, settings.num_knots, source=source)
+        say(f"  {warm.velocity_mm_per_cycle:.2f} mm in its last stride")
+        problem = MakeHamrGaitProblem(model, frequency, warm, settings)
+        warm_time = time.perf_counter() - start
+        prepare(problem)
+        outcome = SolveHamrProblem(
+            problem,
+            config,
+            first_stage_iterations=first_stage_iterations,
+            second_stage=second_stage,
+        )
+        acceptable = PlanAcceptable(problem, outcome)
+        attempts.append(
+            {
+                "warm_start": source,
+                "warm_start_velocity_mm_per_cycle": warm.velocity_mm_per_cycle,
+                "warm_start_time_s": warm_time,
+                "status": outcome.status,
+                "acceptable": bool(acceptable),
+                "solve_time_s": outcome.solve_time_s,
+                "cpu_time_s": outcome.cpu_time_s,
+                "iterations": outcome.iterations,
+            }
+        )
+        solve = GaitSolve(warm, problem, outcome, warm_time, attempts)
+        if acceptable:
+            break
+        if source != sources[-1]:
+            say(f"  {outcome.status}: not acceptable; trying the next warm start")
+    return solve
 
 
 @dataclasses.dataclass

@@ -50,6 +50,7 @@ def test_optimize_help_lists_both_problems():
         ),
         (["optimize", "hamr-gait", "--frequency", "10", "--scuff-weight", "-1"], "--scuff-weight"),
         (["optimize", "hamr-gait", "--frequency", "10", "--scuff-height", "0"], "--scuff-height"),
+        (["optimize", "hamr-gait", "--frequency", "10", "--warm-start", "sim"], "--warm-start"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
@@ -176,6 +177,8 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
         "11",
         "--iterations",
         "15",
+        "--warm-start",
+        "variational",
         "--quiet",
         "--out",
         str(plan),
@@ -280,3 +283,39 @@ def test_tracking_figures_of_a_robot_walking_straight_at_an_angle():
     assert figures["yaw_change_deg"] == pytest.approx(0.0)
     assert figures["slip"] == pytest.approx(0.0)
     assert figures["estimation_rms_mm"] == pytest.approx(0.01)
+
+
+def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_acceptable(monkeypatch):
+    """`SolveHamrGait(warm_start="auto")`: the variational warm start first; a solve whose plan
+    fails `PlanAcceptable` is followed by one from Drake's SAP trot, and every attempt is
+    recorded; an acceptable first plan ends it. (The warm starts and solves are stand-ins here:
+    this checks the order and the record, the solves themselves are the slow tests'.)"""
+    from types import SimpleNamespace
+
+    from drakebots.optimization import hamr_trajopt as ht
+
+    calls = []
+
+    def Warm(model, frequency, knots, source):
+        calls.append(source)
+        return SimpleNamespace(velocity_mm_per_cycle=1.0, source=source)
+
+    def Solve(problem, config, **kwargs):
+        return SimpleNamespace(
+            status=f"from {problem}", solve_time_s=2.0, cpu_time_s=1.5, iterations=7
+        )
+
+    monkeypatch.setattr(ht, "GaitWarmStart", Warm)
+    monkeypatch.setattr(ht, "MakeHamrGaitProblem", lambda model, f, warm, s: warm.source)
+    monkeypatch.setattr(ht, "SolveHamrProblem", Solve)
+    settings = ht.GaitSettings(num_knots=5)
+    for acceptable, expected in (({"variational"}, ["variational"]), (set(), ht.AUTO_WARM_STARTS)):
+        calls.clear()
+        monkeypatch.setattr(ht, "PlanAcceptable", lambda problem, o, ok=acceptable: problem in ok)
+        solve = ht.SolveHamrGait(None, 10.0, settings, warm_start="auto")
+        assert calls == list(expected)
+        assert [a["warm_start"] for a in solve.attempts] == list(expected)
+        assert solve.problem == expected[-1] and solve.outcome.status == f"from {expected[-1]}"
+    calls.clear()
+    ht.SolveHamrGait(None, 10.0, settings, warm_start="drake")
+    assert calls == ["drake"]
