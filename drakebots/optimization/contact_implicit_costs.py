@@ -151,8 +151,8 @@ def FootScuff(dynamics, q0: np.ndarray, q1: np.ndarray, *, height_scale: float, 
     value = 0.5 * float(weight @ squared)
     if not jacobian:
         return value, None
-    J0 = dynamics.ContactJacobians(kin0, p0)  # (nc, 3, n)
-    J1 = dynamics.ContactJacobians(kin1, p1)
+    J0 = dynamics.ContactJacobians(kin0)  # (nc, 3, n)
+    J1 = dynamics.ContactJacobians(kin1)
     # d value = sum_c w_c (d_c^T P dp_c) - w_c |d_c|^2 / (4 delta) n^T dp_c at either end.
     a = weight[:, None] * d  # (nc, 3); P d = d
     b = (-0.25 / height_scale) * (weight * squared)[:, None] * n[None, :]

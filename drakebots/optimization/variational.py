@@ -169,6 +169,8 @@ class VariationalDynamics:
         self.num_positions = lagrangian.num_positions
         self.contacts = list(contacts)
         self.num_contacts = len(self.contacts)
+        self._contact_bodies = np.array([c.body_index for c in self.contacts], dtype=int)
+        self._contact_p_BC = np.array([c.p_BC for c in self.contacts], float).reshape(-1, 3)
         self.friction = float(friction)
         if actuation is None:
             B = self.plant.MakeActuationMatrix()
@@ -273,31 +275,22 @@ class VariationalDynamics:
         return t.Mv, t.P
 
     # ------------------------------------------------------------------ contact geometry
-    def _ContactArrays(self):
-        if getattr(self, "_contact_arrays", None) is None:
-            bodies = np.array([c.body_index for c in self.contacts], dtype=int)
-            p_BC = np.array([c.p_BC for c in self.contacts], dtype=float).reshape(-1, 3)
-            self._contact_arrays = (bodies, p_BC)
-        return self._contact_arrays
-
     def ContactPoints(self, kin: Kinematics) -> np.ndarray:
         """(num_contacts, 3) world positions of the contact points (kept with kin, read-only)."""
         key = ("contact_points", id(self))
         points = kin.memo.get(key)
         if points is None:
-            points = self.lagrangian.PointsPosition(kin, *self._ContactArrays())
+            points = self.lagrangian.PointsPosition(kin, self._contact_bodies, self._contact_p_BC)
             points.setflags(write=False)  # shared by every caller at this configuration
             kin.memo[key] = points
         return points
 
-    def ContactJacobians(self, kin: Kinematics, points: np.ndarray | None = None) -> np.ndarray:
-        """(num_contacts, 3, n) Jacobians of the contact points (kept with kin, read-only).
-        `points`, if given, must be ContactPoints(kin)."""
+    def ContactJacobians(self, kin: Kinematics) -> np.ndarray:
+        """(num_contacts, 3, n) Jacobians of the contact points (kept with kin, read-only)."""
         key = ("contact_jacobians", id(self))
         J = kin.memo.get(key)
         if J is None:
-            bodies = self._ContactArrays()[0]
-            J = self.lagrangian.PointsJacobian(kin, bodies, self.ContactPoints(kin))
+            J = self.lagrangian.PointsJacobian(kin, self._contact_bodies, self.ContactPoints(kin))
             J = np.ascontiguousarray(J.transpose(0, 2, 1))
             J.setflags(write=False)
             kin.memo[key] = J
@@ -352,7 +345,7 @@ class VariationalDynamics:
         if self.num_contacts:
             kin_k1 = self.Kinematics(q_k1)
             points = self.ContactPoints(kin_k1)
-            J = self.ContactJacobians(kin_k1, points)
+            J = self.ContactJacobians(kin_k1)
             forces = (
                 np.asarray(gamma, float)[:, None] * self.normal
                 + np.asarray(beta, float).reshape(self.num_contacts, self.num_directions)
@@ -381,8 +374,7 @@ class VariationalDynamics:
                 kin_k, np.asarray(lam, float)
             )
         if self.num_contacts:
-            bodies = self._ContactArrays()[0]
-            H = self.lagrangian.PointsHessianTimes(kin_k1, bodies, points, forces)
+            H = self.lagrangian.PointsHessianTimes(kin_k1, self._contact_bodies, points, forces)
             blocks["q_k1"] = blocks["q_k1"] + H
             blocks["gamma"] = np.einsum("cin,i->nc", J, self.normal)
             blocks["beta"] = np.einsum("cin,ji->ncj", J, self.directions).reshape(n, -1)
@@ -407,8 +399,8 @@ class VariationalDynamics:
         r = r.ravel()
         if not jacobian:
             return r, None
-        J0 = self.ContactJacobians(kin0, x0)
-        J1 = self.ContactJacobians(kin1, x1)
+        J0 = self.ContactJacobians(kin0)
+        J1 = self.ContactJacobians(kin1)
         blocks = {
             "q_k": -np.einsum("ji,cin->cjn", D, J0).reshape(nc * nd, -1) / h,
             "q_k1": np.einsum("ji,cin->cjn", D, J1).reshape(nc * nd, -1) / h,
@@ -427,7 +419,7 @@ class VariationalDynamics:
         r = np.concatenate([phi, [float(gamma @ phi) - float(slack)]])
         if not jacobian:
             return r, None
-        Jz = self.ContactJacobians(kin, x)[:, 2, :]
+        Jz = self.ContactJacobians(kin)[:, 2, :]
         blocks = {
             "q": np.vstack([Jz, gamma @ Jz]),
             "gamma": np.vstack([np.zeros((self.num_contacts, self.num_contacts)), phi]),
