@@ -278,20 +278,23 @@ def Run(args) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     model = ht.MakeHamrTrajoptModel(args.surface, friction_directions=args.friction_directions)
     start = time.perf_counter()
-    model.dynamics.progress = None
     attempts = None
     if args.problem == "hamr-gait":
-        settings.goal_distance = args.goal
         label = f"hamr-gait {args.frequency:g} Hz {args.surface}"
+    else:
+        label = f"hamr-jump {args.height:g} mm"
 
-        def Prepare(problem) -> None:
-            solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
-            say(
-                f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
-                f"{len(problem.prog.GetAllConstraints())} constraint bindings"
-            )
-            model.dynamics.progress = _Progress(not args.quiet, label)
+    def Prepare(problem) -> None:
+        """Before a solve: the solver for its size (--solver auto), and the progress display."""
+        solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
+        say(
+            f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
+            f"{len(problem.prog.GetAllConstraints())} constraint bindings"
+        )
+        model.dynamics.progress = _Progress(not args.quiet, label)
 
+    if args.problem == "hamr-gait":
+        settings.goal_distance = args.goal
         solve = ht.SolveHamrGait(
             model,
             args.frequency,
@@ -315,14 +318,8 @@ def Run(args) -> int:
             f"({time.perf_counter() - start:.0f} s)"
         )
         problem = ht.MakeHamrJumpProblem(model, warm, settings)
-        label = f"hamr-jump {args.height:g} mm"
         warm_time = time.perf_counter() - start
-        solver_config.solver = ChooseSolver(requested, problem.prog.num_vars())
-        say(
-            f"solving with {solver_config.solver}: {problem.prog.num_vars()} variables, "
-            f"{len(problem.prog.GetAllConstraints())} constraint bindings"
-        )
-        model.dynamics.progress = _Progress(not args.quiet, label)
+        Prepare(problem)
         outcome = ht.SolveHamrProblem(
             problem,
             solver_config,
