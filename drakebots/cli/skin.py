@@ -41,18 +41,18 @@ def AddFoldArguments(parser):
 def ValidateFold(args, voxel: float | None = None):
     """The fold options' checks; with the grid's `voxel` (m), also that a tooth spans the
     FOLD_VOXELS cells it needs to be resolved (MakeSkin checks its own grid)."""
-    from drakebots.fem.skin import FOLD_VOXELS
+    from drakebots.fem.skin import CheckFoldResolution, SkinInputError
 
     for name in ("fold_depth", "fold_pitch"):
         if not getattr(args, name) > 0.0:
             raise InputError(f"--{name.replace('_', '-')} must be > 0 m, got {getattr(args, name)}")
     if not args.fold_teeth >= 1:
         raise InputError(f"--fold-teeth must be >= 1, got {args.fold_teeth}")
-    if voxel is not None and args.fold_pitch < FOLD_VOXELS * voxel:
-        raise InputError(
-            f"--fold-pitch {args.fold_pitch:g} m: a tooth needs {FOLD_VOXELS} of the "
-            f"{voxel * 1000:g} mm grid cells, so at least {FOLD_VOXELS * voxel:g} m"
-        )
+    if voxel is not None:
+        try:
+            CheckFoldResolution(args.fold_pitch, voxel)
+        except SkinInputError as e:
+            raise InputError(str(e)) from None
 
 
 def register(subparsers):

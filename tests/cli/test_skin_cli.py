@@ -40,6 +40,10 @@ def drakebots(capsys):
         (["--pieces", "--surface", "body.obj"], "--surface is one closed body"),
         (["--piece-clearance", "0.005"], "--piece-clearance is the gap between pieces"),
         (["--pieces", "--piece-clearance", "-0.001"], "--piece-clearance must be >= 0"),
+        (
+            ["--folding-regions", "knees", "--fold-pitch", "0.014"],
+            "a tooth needs 2 of the 11 mm grid cells",
+        ),
     ],
 )
 def test_skin_bad_input(drakebots, tmp_path, args, message):
