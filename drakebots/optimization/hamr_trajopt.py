@@ -27,6 +27,7 @@ from pydrake.multibody.plant import MultibodyPlant
 
 from drakebots.optimization import contact_implicit_constraints as constraints
 from drakebots.optimization.contact_implicit import (
+    CheckContactImplicitSolution,
     ContactImplicitProblem,
     MakeContactImplicitProblem,
     ResampleKnots,
@@ -600,8 +601,6 @@ AUTO_WARM_STARTS = ("variational", "drake")
 def PlanAcceptable(problem: ContactImplicitProblem, outcome) -> bool:
     """The solver converged and its point satisfies every binding to FEASIBILITY_TARGET with the
     true complementarity within COMPLEMENTARITY_TARGET."""
-    from drakebots.optimization.contact_implicit import CheckContactImplicitSolution
-
     check = CheckContactImplicitSolution(problem, outcome.result.get_x_val())
     return (
         outcome.success
@@ -653,9 +652,6 @@ def SolveHamrProblem(
         SolveWithFixedContactModes,
     )
 
-    def Acceptable(outcome) -> bool:
-        return PlanAcceptable(problem, outcome)
-
     def Accumulate(outcome, earlier) -> None:
         outcome.solve_time_s += earlier.solve_time_s
         outcome.cpu_time_s += earlier.cpu_time_s
@@ -673,13 +669,13 @@ def SolveHamrProblem(
     stages = [("paper problem: " + outcome.status, outcome.solve_time_s)]
     logs = [outcome.log]
     x = outcome.result.get_x_val()
-    if not Acceptable(outcome) and second_stage == "fixed-modes":
+    if not PlanAcceptable(problem, outcome) and second_stage == "fixed-modes":
         fixed = SolveWithFixedContactModes(problem, x, config, keep_costs=True)
         stages.append(("fixed contact modes: " + fixed.status, fixed.solve_time_s))
         logs.append(fixed.log)
         Accumulate(fixed, first)
         outcome = fixed
-    if not Acceptable(outcome):
+    if not PlanAcceptable(problem, outcome):
         earlier = outcome
         repair_config = dataclasses.replace(
             config, major_iterations=min(config.major_iterations, int(repair_iterations))

@@ -369,7 +369,11 @@ class FrameQpcc:
         self.U = np.asarray(effort_limits, float)
         self.mu = float(friction)
         self.config = config
+        # Units of E_S and E_F per coordinate; the baseline's inverse dynamics has no rows for
+        # the root (`joints_only`).
         self.scale = _Scales(model, config)
+        if config.joints_only:
+            self.scale[:NUM_BASE] = 0.0
         if config.solver == "clarabel":
             self.solver = ClarabelSolver()
         elif config.solver == "osqp":
@@ -411,9 +415,6 @@ class FrameQpcc:
         S = self.scale
         nz = lin.dq_dz.shape[1]
         blocks = []  # (weight, A, r): weight * ||A z + r||²
-        if self.config.joints_only:
-            S = S.copy()
-            S[:NUM_BASE] = 0.0  # the root: no smoothness or follow rows (the baseline)
         D = lin.dq_dz * S[:, None]
         d0 = lin.dq0 * S
         blocks.append((W.smoothness, D, d0 - dq_prev * S))  # E_S
