@@ -18,8 +18,6 @@ from drakebots.analysis.locomotion import (
 )
 
 CONTACT_TOLERANCE_MM = 1e-3  # a foot within 1 um of the ground counts as touching in plots
-COMPLEMENTARITY_TARGET = 1e-4
-FEASIBILITY_TARGET = 1e-4  # largest violation of any binding (scaled units) accepted
 
 
 def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) -> dict:
@@ -32,7 +30,11 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         CheckContactImplicitSolution,
         ReconstructTrajectory,
     )
-    from drakebots.optimization.hamr_trajopt import HamrKnotTrajectory
+    from drakebots.optimization.hamr_trajopt import (
+        COMPLEMENTARITY_TARGET,
+        FEASIBILITY_TARGET,
+        HamrKnotTrajectory,
+    )
 
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x, tolerance=1e-6)

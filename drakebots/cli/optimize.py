@@ -44,8 +44,6 @@ from drakebots.cli import AddOutputArguments, AddVerb
 from drakebots.errors import InputError
 
 SURFACES = ("teflon", "cardstock", "sandpaper")
-COMPLEMENTARITY_TARGET = 1e-4  # N*mm, N*mm/ms: the true complementarity a solution must reach
-FEASIBILITY_TARGET = 1e-4  # largest constraint violation accepted (scaled units)
 
 
 def register(subparsers):
