@@ -63,6 +63,7 @@ from drakebots.robots.hamr_model import FLEXURES, LOOP_HINGES
 from drakebots.systems.piezo import DefaultPiezoBender, PiezoBenderForce
 
 MAX_WARM_START_STEP = 5.5  # ms: longest step of the warm start's time stepping (measured)
+WARM_START_HALVINGS = 2  # how often GaitWarmStart halves its steps for a stride out of bounds
 FORCE_SCALE = 0.01  # N: forces are decision variables in units of 10 mN (the weight is 14.5 mN)
 VOLTAGE_RANGE = (0.0, 225.0)  # V, Eq. 15
 FLEXURE_LIMIT = np.pi / 4  # rad, Eq. 15
@@ -107,6 +108,12 @@ class HamrTrajoptModel:
         lower[flex] = np.maximum(lower[flex], -FLEXURE_LIMIT)
         upper[flex] = np.minimum(upper[flex], FLEXURE_LIMIT)
         return lower, upper
+
+
+def BoundsExcursion(model: HamrTrajoptModel, q: np.ndarray) -> float:
+    """How far knots q (N, n) leave `model.PositionBounds()` at most (<= 0: all inside)."""
+    lower, upper = model.PositionBounds()
+    return float(np.max(np.maximum(lower - q, q - upper)))
 
 
 def MakeHamrTrajoptModel(
@@ -251,6 +258,8 @@ class WarmStart:
     velocity_mm_per_cycle: float | None = None
     apex_height_mm: float | None = None
     simulation: object = None
+    # How far the knots leave the position bounds (PositionBounds; rad or mm, <= 0: inside).
+    bounds_excursion: float | None = None
 
     def Guess(self) -> dict:
         guess = {"q": self.q, "u": self.u}
@@ -304,6 +313,13 @@ def GaitWarmStart(
             (drakebots.systems.hamr_simulation), which differs from the transcription in its
             contact and loop models.
         progress: optional callable(step, num_steps).
+
+    The variational trot is simulated again with steps halved (up to WARM_START_HALVINGS
+    times) while its last stride leaves the position bounds: a stride outside them is not one
+    the plan may take (measured, 10 Hz teflon, 21 knots: seven steps of the last stride failed
+    to converge at 5 ms and a four-bar joint swung 0.94 rad past its limit, and the solve from
+    it ran 1000 repair iterations to a backward gait; at 2.5 ms no step failed and the stride
+    stays inside). `WarmStart.bounds_excursion` reports how far the knots leave the bounds.
     """
     period = 1000.0 / frequency  # ms
     h = period / (num_knots - 1)
@@ -314,15 +330,25 @@ def GaitWarmStart(
         # Knot steps longer than MAX_WARM_START_STEP are simulated in substeps and sampled:
         # at 2 Hz with 21 knots (25 ms steps) one step per knot let the trot blow up (31 m in a
         # stride, measured), while the midpoint steps of <= 5.5 ms walk like Drake's simulator.
-        substeps = max(1, int(np.ceil(h / MAX_WARM_START_STEP - 1e-9)))
-        dt = h / substeps
-        steps = cycles * (num_knots - 1) * substeps
-        u_fine = OpenLoopVoltages(model, "trot", frequency, (np.arange(steps) + 0.5) * dt)
-        sim = SimulateContactImplicit(
-            model.dynamics, model.home, np.zeros(len(model.home)), dt, u_fine, progress=progress
-        )
+        first_substeps = max(1, int(np.ceil(h / MAX_WARM_START_STEP - 1e-9)))
         first = (cycles - 1) * (num_knots - 1)
-        q = sim.q[::substeps][first:]
+        for halvings in range(WARM_START_HALVINGS + 1):
+            substeps = first_substeps * 2**halvings
+            dt = h / substeps
+            steps = cycles * (num_knots - 1) * substeps
+            u_fine = OpenLoopVoltages(model, "trot", frequency, (np.arange(steps) + 0.5) * dt)
+            sim = SimulateContactImplicit(
+                model.dynamics,
+                model.home,
+                np.zeros(len(model.home)),
+                dt,
+                u_fine,
+                progress=progress,
+            )
+            q = sim.q[::substeps][first:]
+            excursion = BoundsExcursion(model, q)
+            if excursion <= 0.0:
+                break
         u = u_fine.reshape(-1, substeps, u_fine.shape[1]).mean(axis=1)[first:]
         if substeps == 1:
             forces = {name: value[first:] for name, value in sim.forces.items()}
@@ -337,6 +363,7 @@ def GaitWarmStart(
             + (f" ({substeps} steps of {dt:.3g} ms per knot)" if substeps > 1 else ""),
             forces=forces,
             velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
+            bounds_excursion=excursion,
         )
         warm.simulation = sim
         return warm
@@ -364,6 +391,7 @@ def GaitWarmStart(
         source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz "
         f"(Drake SAP simulation, {config.time_step:g} ms steps)",
         velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
+        bounds_excursion=BoundsExcursion(model, q),
     )
 
 
@@ -722,6 +750,8 @@ def SolveHamrGait(
     step: its last stride walks 7.45, 8.23 or 8.83 mm when the start pose moves by 0, 1e-12
     or 1e-10 mm, measured on 10 Hz teflon, 21 knots). From one of them that gait's solve ran
     out of iterations walking backwards; from Drake's SAP trot it took 423 iterations, 92 s.
+    A warm start whose knots leave the position bounds (`WarmStart.bounds_excursion` > 0) is
+    recorded and not solved from when another warm start follows.
     `prepare(problem)` runs before each solve (the caller picks its solver there).
     """
     attempts = []
@@ -732,6 +762,24 @@ def SolveHamrGait(
         say(f"warm start: simulating an open-loop trot at {frequency:g} Hz ({source})")
         warm = GaitWarmStart(model, frequency, settings.num_knots, source=source)
         say(f"  {warm.velocity_mm_per_cycle:.2f} mm in its last stride")
+        record = {
+            "warm_start": source,
+            "warm_start_velocity_mm_per_cycle": warm.velocity_mm_per_cycle,
+            "bounds_excursion": warm.bounds_excursion,
+        }
+        attempts.append(record)
+        if (warm.bounds_excursion or 0.0) > 0.0 and source != sources[-1]:
+            # Not a stride the plan may take, even with halved steps: the next warm start.
+            say(f"  it leaves the position bounds by {warm.bounds_excursion:.3g}; next warm start")
+            record.update(
+                warm_start_time_s=time.perf_counter() - start,
+                status="not solved: the warm start leaves the position bounds",
+                acceptable=False,
+                solve_time_s=0.0,
+                cpu_time_s=0.0,
+                iterations=0,
+            )
+            continue
         problem = MakeHamrGaitProblem(model, frequency, warm, settings)
         warm_time = time.perf_counter() - start
         prepare(problem)
@@ -742,17 +790,13 @@ def SolveHamrGait(
             second_stage=second_stage,
         )
         acceptable = PlanAcceptable(problem, outcome)
-        attempts.append(
-            {
-                "warm_start": source,
-                "warm_start_velocity_mm_per_cycle": warm.velocity_mm_per_cycle,
-                "warm_start_time_s": warm_time,
-                "status": outcome.status,
-                "acceptable": bool(acceptable),
-                "solve_time_s": outcome.solve_time_s,
-                "cpu_time_s": outcome.cpu_time_s,
-                "iterations": outcome.iterations,
-            }
+        record.update(
+            warm_start_time_s=warm_time,
+            status=outcome.status,
+            acceptable=bool(acceptable),
+            solve_time_s=outcome.solve_time_s,
+            cpu_time_s=outcome.cpu_time_s,
+            iterations=outcome.iterations,
         )
         solve = GaitSolve(warm, problem, outcome, warm_time, attempts)
         if acceptable:

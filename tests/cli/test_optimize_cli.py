@@ -288,19 +288,23 @@ def test_tracking_figures_of_a_robot_walking_straight_at_an_angle():
 def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_acceptable(monkeypatch):
     """`SolveHamrGait(warm_start="auto")`: the variational warm start first; a solve whose plan
     fails `PlanAcceptable` is followed by one from Drake's SAP trot, and every attempt is
-    recorded; an acceptable first plan ends it. (The warm starts and solves are stand-ins here:
-    this checks the order and the record, the solves themselves are the slow tests'.)"""
+    recorded; an acceptable first plan ends it. A warm start that leaves the position bounds
+    is recorded and not solved from while another follows, and solved from when it is the one
+    asked for. (The warm starts and solves are stand-ins here: this checks the order and the
+    record, the solves themselves are the slow tests'.)"""
     from types import SimpleNamespace
 
     from drakebots.optimization import hamr_trajopt as ht
 
-    calls = []
+    calls, solved, outside = [], [], set()
 
     def Warm(model, frequency, knots, source):
         calls.append(source)
-        return SimpleNamespace(velocity_mm_per_cycle=1.0, source=source)
+        excursion = 0.9 if source in outside else -0.1
+        return SimpleNamespace(velocity_mm_per_cycle=1.0, source=source, bounds_excursion=excursion)
 
     def Solve(problem, config, **kwargs):
+        solved.append(problem)
         return SimpleNamespace(
             status=f"from {problem}", solve_time_s=2.0, cpu_time_s=1.5, iterations=7
         )
@@ -319,3 +323,18 @@ def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_accep
     calls.clear()
     ht.SolveHamrGait(None, 10.0, settings, warm_start="drake")
     assert calls == ["drake"]
+
+    # The variational stride leaves the bounds: skipped (no solve), even if it would be fine.
+    monkeypatch.setattr(ht, "PlanAcceptable", lambda problem, o: True)
+    outside.add("variational")
+    calls.clear(), solved.clear()
+    solve = ht.SolveHamrGait(None, 10.0, settings, warm_start="auto")
+    assert calls == ["variational", "drake"] and solved == ["drake"]
+    skipped = solve.attempts[0]
+    assert skipped["bounds_excursion"] == 0.9 and not skipped["acceptable"]
+    assert skipped["iterations"] == 0 and "position bounds" in skipped["status"]
+    assert solve.problem == "drake" and solve.attempts[1]["acceptable"]
+    # Asked for by name, it is solved from all the same.
+    solved.clear()
+    solve = ht.SolveHamrGait(None, 10.0, settings, warm_start="variational")
+    assert solved == ["variational"] and solve.attempts[0]["bounds_excursion"] == 0.9

@@ -171,6 +171,53 @@ def test_foot_scuff_cost_value_and_gradient(model):
     assert np.abs(fd).max() > 1e-3  # the test sees a gradient, not zeros
 
 
+def test_warm_start_halves_its_steps_while_the_stride_leaves_the_bounds(model, monkeypatch):
+    """GaitWarmStart simulates again with halved steps while its last stride leaves the position
+    bounds, and reports how far the stride it returns leaves them. The simulation is a stand-in
+    here (a stride that swings a flexure past pi/4 at steps longer than 2 ms, the home pose
+    otherwise); the slow test below runs the real one."""
+    from types import SimpleNamespace
+
+    import drakebots.optimization.contact_implicit as ci
+
+    steps = []
+    flexure = model.FlexureIndices()[0]
+
+    def Simulate(dynamics, q0, qdot0, dt, inputs, **kwargs):
+        steps.append(dt)
+        q = np.tile(q0, (len(inputs) + 1, 1))
+        if dt > 2.0:
+            q[-len(q) // 4 :, flexure] = np.pi / 4 + 0.5  # in the last stride
+        return SimpleNamespace(q=q, forces={})
+
+    monkeypatch.setattr(ci, "SimulateContactImplicit", Simulate)
+    warm = ht.GaitWarmStart(model, 10.0, 21)  # 5 ms knots: 5, 2.5, then 1.25 ms steps
+    assert steps == pytest.approx([5.0, 2.5, 1.25])
+    assert warm.bounds_excursion <= 0.0 and "4 steps of 1.25 ms" in warm.source
+    lower, upper = model.PositionBounds()
+    assert np.all((warm.q >= lower) & (warm.q <= upper))
+    # Never inside the bounds: WARM_START_HALVINGS halvings, and the excursion is reported.
+    steps.clear()
+    monkeypatch.setattr(ht, "WARM_START_HALVINGS", 1)
+    warm = ht.GaitWarmStart(model, 2.0, 21)  # 25 ms knots: 5, then 2.5 ms steps
+    assert steps == pytest.approx([5.0, 2.5])
+    assert warm.bounds_excursion == pytest.approx(0.5)
+
+
+@pytest.mark.slow
+def test_ten_hertz_teflon_warm_start_stays_inside_the_position_bounds():
+    """The 10 Hz teflon trot at 5 ms steps left the bounds on this machine (seven steps of its
+    last stride failed; a four-bar joint 0.94 rad past its limit); the warm start must not."""
+    teflon = ht.MakeHamrTrajoptModel("teflon")
+    warm = ht.GaitWarmStart(teflon, 10.0, 21)
+    lower = teflon.plant.GetPositionLowerLimits()
+    upper = teflon.plant.GetPositionUpperLimits()
+    flex = teflon.FlexureIndices()
+    assert np.all((warm.q >= lower) & (warm.q <= upper))
+    assert np.max(np.abs(warm.q[:, flex])) <= np.pi / 4
+    assert warm.velocity_mm_per_cycle > 0.0
+
+
 @pytest.mark.slow
 def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
     # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer (scripts/reproduce_hamr).
