@@ -19,7 +19,9 @@ the discrete dynamics at every knot.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import time
 
 import numpy as np
@@ -626,6 +628,23 @@ REPAIR_ITERATIONS = 1000
 AUTO_WARM_STARTS = ("variational", "drake")
 
 
+@contextlib.contextmanager
+def _BudgetReachedQuiet(active: bool):
+    """Drops Drake's warning that IPOPT reached its iteration limit (with a hint about unbounded
+    variables) while a stage runs to a budget on purpose; its status is in `outcome.stages`."""
+
+    def Keep(record: logging.LogRecord) -> bool:
+        return "maximum iteration limit" not in record.getMessage()
+
+    logger = logging.getLogger("drake")
+    if active:
+        logger.addFilter(Keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(Keep)
+
+
 def PlanAcceptable(problem: ContactImplicitProblem, outcome) -> bool:
     """The solver converged and its point satisfies every binding to FEASIBILITY_TARGET with the
     true complementarity within COMPLEMENTARITY_TARGET."""
@@ -692,7 +711,8 @@ def SolveHamrProblem(
     first_config = dataclasses.replace(config)
     if first_stage_iterations:
         first_config.major_iterations = min(config.major_iterations, int(first_stage_iterations))
-    outcome = SolveContactImplicit(problem, first_config)
+    with _BudgetReachedQuiet(bool(first_stage_iterations)):
+        outcome = SolveContactImplicit(problem, first_config)
     first = outcome
     stages = [("paper problem: " + outcome.status, outcome.solve_time_s)]
     logs = [outcome.log]

@@ -171,6 +171,27 @@ def test_foot_scuff_cost_value_and_gradient(model):
     assert np.abs(fd).max() > 1e-3  # the test sees a gradient, not zeros
 
 
+def test_budgeted_first_stage_does_not_warn_but_a_repair_out_of_iterations_does(tiny, caplog):
+    """The first stage runs to its budget on purpose: Drake's iteration-limit warning is dropped
+    there (its status is in `stages`) and kept for the repair, where it is a failure."""
+    import logging
+
+    _, problem = tiny
+    config = SolverConfig(solver="ipopt", major_iterations=50)
+    with caplog.at_level(logging.WARNING, logger="drake"):
+        outcome = ht.SolveHamrProblem(
+            problem, config, first_stage_iterations=3, repair_iterations=3
+        )
+    assert [status.split(":")[0] for status, _ in outcome.stages] == [
+        "paper problem",
+        "true complementarity",
+    ]
+    assert all("Max iteration" in status for status, _ in outcome.stages)
+    warned = [r for r in caplog.records if "maximum iteration limit" in r.getMessage()]
+    assert len(warned) == 1  # the repair's
+    assert not logging.getLogger("drake").filters  # the filter does not outlive the stage
+
+
 def test_warm_start_halves_its_steps_while_the_stride_leaves_the_bounds(model, monkeypatch):
     """GaitWarmStart simulates again with halved steps while its last stride leaves the position
     bounds, and reports how far the stride it returns leaves them. The simulation is a stand-in
