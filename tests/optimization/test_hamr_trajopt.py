@@ -9,6 +9,7 @@ differences. Slow: the full 10 Hz gait and the jump solve and reach the paper's 
 import numpy as np
 import pytest
 
+from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
 from drakebots.optimization import hamr_trajopt as ht
 from drakebots.optimization.contact_implicit import (
     CheckContactImplicitSolution,
@@ -244,7 +245,9 @@ def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
     # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer (scripts/reproduce_hamr).
     warm = ht.GaitWarmStart(model, 10.0, 21)
     problem = ht.MakeHamrGaitProblem(model, 10.0, warm, ht.GaitSettings(num_knots=21))
-    outcome = ht.SolveHamrProblem(problem, SolverConfig(solver="ipopt"), first_stage_iterations=150)
+    outcome = ht.SolveHamrProblem(
+        problem, SolverConfig(solver="ipopt"), first_stage_iterations=FIRST_STAGE_ITERATIONS
+    )
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
     assert outcome.success, outcome.status
@@ -259,7 +262,9 @@ def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
 def test_jump_reaches_ten_mm(model):
     warm = ht.JumpWarmStart(model, 70.0, 31)
     problem = ht.MakeHamrJumpProblem(model, warm)
-    outcome = ht.SolveHamrProblem(problem, SolverConfig(solver="ipopt"), first_stage_iterations=150)
+    outcome = ht.SolveHamrProblem(
+        problem, SolverConfig(solver="ipopt"), first_stage_iterations=FIRST_STAGE_ITERATIONS
+    )
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
     assert outcome.success, outcome.status
@@ -281,7 +286,9 @@ def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
 
     warm = ht.GaitWarmStart(model, 2.0, 31)
     problem = ht.MakeHamrGaitProblem(model, 2.0, warm, ht.GaitSettings(num_knots=31))
-    outcome = ht.SolveHamrProblem(problem, SolverConfig(solver="ipopt"), first_stage_iterations=150)
+    outcome = ht.SolveHamrProblem(
+        problem, SolverConfig(solver="ipopt"), first_stage_iterations=FIRST_STAGE_ITERATIONS
+    )
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
     assert check.max_violation <= 1e-4, check.MostViolated()
