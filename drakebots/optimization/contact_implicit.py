@@ -326,8 +326,8 @@ def SolveContactImplicit(
         # those products before the first step; start 1e-8 inside instead. Measured on seven
         # 21-knot gaits from the same warm starts, both stages (SolveHamrProblem): proximal
         # repair 132-357 iterations against 177-891, median whole solve 57 against 74 s CPU,
-        # plans of 9.15-10.06 against 8.60-10.58 mm/cycle (scripts/bench_contact_implicit.py
-        # has the release's figures).
+        # plans of 9.15-10.06 against 8.60-10.58 mm/cycle (the README has the release's
+        # figures, from scripts/bench_contact_implicit.py).
         for name in ("bound_push", "bound_frac", "slack_bound_push", "slack_bound_frac"):
             options.SetOption(sid, name, WARM_START_BOUND_PUSH)
         # IPOPT's linear solver in Drake's build is SPRAL, with Drake's own (unoptimised) dense
