@@ -277,15 +277,13 @@ def test_jump_reaches_ten_mm(model):
     assert max(np.max(traj.q[:, iz]) - model.home[iz], height) >= 10.0
 
 
-@pytest.mark.slow
-def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
-    """The issue's tracking target: the 2 Hz cardstock gait planned with the default settings
-    (foot-scuff cost on) and tracked in Drake's SAP model with the paper's estimator and PD
-    law moves within 30 % of its planned distance per stride (measured: 0.78-0.90)."""
+def _PlanAndTrack(model, frequency: float, num_knots: int, cycles: int) -> tuple:
+    """Plans a cardstock gait with the default settings and tracks it in Drake's SAP model with
+    the paper's estimator and PD law: (planned mm per stride, tracked mm per stride)."""
     from drakebots.systems.hamr_tracking import SimulateTracking, TrackingConfig
 
-    warm = ht.GaitWarmStart(model, 2.0, 31)
-    problem = ht.MakeHamrGaitProblem(model, 2.0, warm, ht.GaitSettings(num_knots=31))
+    warm = ht.GaitWarmStart(model, frequency, num_knots)
+    problem = ht.MakeHamrGaitProblem(model, frequency, warm, ht.GaitSettings(num_knots=num_knots))
     outcome = ht.SolveHamrProblem(
         problem, SolverConfig(solver="ipopt"), first_stage_iterations=FIRST_STAGE_ITERATIONS
     )
@@ -295,10 +293,29 @@ def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
     traj = ReconstructTrajectory(problem, x)
     ix = model.index["base_x"]
     planned = traj.q[-1, ix] - traj.q[0, ix]
-    assert planned >= 8.0
     knots = ht.HamrKnotTrajectory(model, traj.q, traj.u, traj.h)
     legs = knots.feet_body[:, :, [0, 2]].reshape(len(traj.q), -1)
-    run = SimulateTracking(knots.times, traj.u, legs, "cardstock", TrackingConfig(cycles=6))
-    edges = np.interp(knots.times[-1] * np.arange(7), run.times, run.positions[:, 0])
-    per_cycle = np.diff(edges)  # the first stride ramps up; the paper averages steady strides
+    run = SimulateTracking(knots.times, traj.u, legs, "cardstock", TrackingConfig(cycles=cycles))
+    edges = np.interp(knots.times[-1] * np.arange(cycles + 1), run.times, run.positions[:, 0])
+    return planned, np.diff(edges)
+
+
+@pytest.mark.slow
+def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
+    """The issue's tracking target: the 2 Hz cardstock gait planned with the default settings
+    (foot-scuff cost on, 31 knots) and tracked in Drake's SAP model with the paper's estimator
+    and PD law moves within 30 % of its planned distance per stride (measured: 0.78-0.90; at
+    the CLI's 51 knots this release's plan tracks at 0.35, strides -5.5 to 8.6 mm)."""
+    planned, per_cycle = _PlanAndTrack(model, 2.0, 31, cycles=6)
+    assert planned >= 8.0
+    # The first stride ramps up; the paper averages steady strides.
+    assert np.mean(per_cycle[2:]) >= 0.7 * planned, per_cycle
+
+
+@pytest.mark.slow
+def test_ten_hertz_cardstock_plan_tracks_within_thirty_percent(model):
+    """The 10 Hz half of the target, with the paper's law alone (no steering): measured at this
+    release 0.95 (21 knots, yaw 0.6 deg over 10 strides), 0.89 (31) and 0.89 (51, the CLI's)."""
+    planned, per_cycle = _PlanAndTrack(model, 10.0, 21, cycles=10)
+    assert planned >= 8.0
     assert np.mean(per_cycle[2:]) >= 0.7 * planned, per_cycle
