@@ -3,7 +3,9 @@
 Default (fast): a tiny gait problem (5 knots) builds, every constraint is named and evaluates,
 the warm start from the transcription's own time stepping satisfies the dynamics except where
 periodicity is imposed, and the hand-written Jacobians of the HAMR bindings agree with central
-differences. Slow: the full 10 Hz gait and the jump solve and reach the paper's targets.
+differences; the warm start's step halving and the budgeted stage's quiet log. Slow: the full
+10 Hz gait and the jump solve and reach the paper's targets, the 2 Hz and 10 Hz cardstock plans
+track within 30 % in Drake's simulator, and the 10 Hz teflon warm start stays in its bounds.
 """
 
 import numpy as np
