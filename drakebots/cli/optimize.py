@@ -340,7 +340,7 @@ def Run(args) -> int:
     report["solver_requested"] = requested
     if attempts is not None:
         report["figures"]["warm_start_attempts"] = attempts
-        report["figures"]["solve_time_all_attempts_s"] = sum(a["solve_time_s"] for a in attempts)
+        report["figures"]["solve_time_all_attempts_s"] = solve.solve_time_s
     return _WriteResults(
         args, out, model, problem, warm, outcome, report, solver_config, settings, warm_time
     )

@@ -111,11 +111,10 @@ class HamrTrajoptModel:
         upper[flex] = np.minimum(upper[flex], FLEXURE_LIMIT)
         return lower, upper
 
-
-def BoundsExcursion(model: HamrTrajoptModel, q: np.ndarray) -> float:
-    """How far knots q (N, n) leave `model.PositionBounds()` at most (<= 0: all inside)."""
-    lower, upper = model.PositionBounds()
-    return float(np.max(np.maximum(lower - q, q - upper)))
+    def BoundsExcursion(self, q: np.ndarray) -> float:
+        """How far knots q (N, n) leave `PositionBounds()` at most (<= 0: all inside)."""
+        lower, upper = self.PositionBounds()
+        return float(np.max(np.maximum(lower - q, q - upper)))
 
 
 def MakeHamrTrajoptModel(
@@ -348,7 +347,7 @@ def GaitWarmStart(
                 progress=progress,
             )
             q = sim.q[::substeps][first:]
-            excursion = BoundsExcursion(model, q)
+            excursion = model.BoundsExcursion(q)
             if excursion <= 0.0:
                 break
         u = u_fine.reshape(-1, substeps, u_fine.shape[1]).mean(axis=1)[first:]
@@ -393,7 +392,7 @@ def GaitWarmStart(
         source=f"last of {cycles} strides of an open-loop trot at {frequency:g} Hz "
         f"(Drake SAP simulation, {config.time_step:g} ms steps)",
         velocity_mm_per_cycle=float(q[-1, x] - q[0, x]),
-        bounds_excursion=BoundsExcursion(model, q),
+        bounds_excursion=model.BoundsExcursion(q),
     )
 
 
@@ -748,6 +747,16 @@ class GaitSolve:
     warm_time_s: float
     attempts: list  # [{"warm_start", "status", "acceptable", "cpu_time_s", "iterations", ...}]
 
+    @property
+    def solve_time_s(self) -> float:
+        """Wall seconds of every attempt's solve (what a user waits for)."""
+        return sum(a["solve_time_s"] for a in self.attempts)
+
+    @property
+    def cpu_time_s(self) -> float:
+        """CPU seconds of every attempt's solve."""
+        return sum(a["cpu_time_s"] for a in self.attempts)
+
 
 def SolveHamrGait(
     model: HamrTrajoptModel,
@@ -788,7 +797,7 @@ def SolveHamrGait(
             "bounds_excursion": warm.bounds_excursion,
         }
         attempts.append(record)
-        if (warm.bounds_excursion or 0.0) > 0.0 and source != sources[-1]:
+        if warm.bounds_excursion > 0.0 and source != sources[-1]:
             # Not a stride the plan may take, even with halved steps: the next warm start.
             say(f"  it leaves the position bounds by {warm.bounds_excursion:.3g}; next warm start")
             record.update(

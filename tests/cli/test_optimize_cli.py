@@ -320,6 +320,8 @@ def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_accep
         assert calls == list(expected)
         assert [a["warm_start"] for a in solve.attempts] == list(expected)
         assert solve.problem == expected[-1] and solve.outcome.status == f"from {expected[-1]}"
+        # Every attempt's solve counts: 2.0 s wall and 1.5 s CPU each (the stand-in's).
+        assert solve.solve_time_s == 2.0 * len(expected) and solve.cpu_time_s == 1.5 * len(expected)
     calls.clear()
     ht.SolveHamrGait(None, 10.0, settings, warm_start="drake")
     assert calls == ["drake"]
@@ -334,6 +336,7 @@ def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_accep
     assert skipped["bounds_excursion"] == 0.9 and not skipped["acceptable"]
     assert skipped["iterations"] == 0 and "position bounds" in skipped["status"]
     assert solve.problem == "drake" and solve.attempts[1]["acceptable"]
+    assert solve.solve_time_s == 2.0  # the skipped warm start cost no solve
     # Asked for by name, it is solved from all the same.
     solved.clear()
     solve = ht.SolveHamrGait(None, 10.0, settings, warm_start="variational")
