@@ -305,19 +305,20 @@ def _PlanAndTrack(model, frequency: float, num_knots: int, cycles: int) -> tuple
 @pytest.mark.slow
 def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
     """The issue's tracking target: the 2 Hz cardstock gait planned with the default settings
-    (foot-scuff cost on, 31 knots) and tracked in Drake's SAP model with the paper's estimator
-    and PD law moves within 30 % of its planned distance per stride (measured: 0.78-0.90; at
-    the CLI's 51 knots this release's plan tracks at 0.35, strides -5.5 to 8.6 mm)."""
-    planned, per_cycle = _PlanAndTrack(model, 2.0, 31, cycles=6)
+    and the authors' 51 knots (the CLI's) and tracked in Drake's SAP model with the paper's
+    estimator and PD law moves within 30 % of its planned distance per stride. Measured: 0.98
+    (9.33 of 9.47 mm); 0.35 with an estimate a tick old (strides -5.5 to 8.6 mm: the swing
+    legs rang at ~170 Hz, growing to 2-3 mm)."""
+    planned, per_cycle = _PlanAndTrack(model, 2.0, 51, cycles=10)
     assert planned >= 8.0
-    # The first stride ramps up; the paper averages steady strides.
-    assert np.mean(per_cycle[2:]) >= 0.7 * planned, per_cycle
+    # The first strides ramp up; the paper averages steady strides.
+    assert 0.7 * planned <= np.mean(per_cycle[2:]) <= 1.3 * planned, per_cycle
 
 
 @pytest.mark.slow
 def test_ten_hertz_cardstock_plan_tracks_within_thirty_percent(model):
-    """The 10 Hz half of the target, with the paper's law alone (no steering): measured at this
-    release 0.95 (21 knots, yaw 0.6 deg over 10 strides), 0.89 (31) and 0.89 (51, the CLI's)."""
+    """The 10 Hz half of the target, with the paper's law alone (no steering): measured 0.95
+    (21 knots, 9.21 of 9.70 mm) and 0.87 (51, the CLI's: 8.55 of 9.88 mm)."""
     planned, per_cycle = _PlanAndTrack(model, 10.0, 21, cycles=10)
     assert planned >= 8.0
-    assert np.mean(per_cycle[2:]) >= 0.7 * planned, per_cycle
+    assert 0.7 * planned <= np.mean(per_cycle[2:]) <= 1.3 * planned, per_cycle
