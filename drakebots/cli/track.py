@@ -264,7 +264,6 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
         feet_body = _FeetBody(run)
         heights = run.feet_world[:, :, 2]
         touching = heights <= 2e-3
-        plan_times = plan["times"] + 2 * period
         results.SaveFigure(
             "feet.png",
             PlotFeetInBodyFrame(
@@ -279,6 +278,9 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
         first = min(2, max(0, args.cycles - 2))
         window = (run.times >= first * period) & (run.times <= (first + 2) * period)
         strides = f"strides {first + 1}-{first + 2}"
+        # The plan repeated over both strides of the window.
+        plan_times = np.concatenate([plan["times"] + (first + j) * period for j in (0, 1)])
+        plan_heights = np.vstack([plan["foot_heights"]] * 2)
         results.SaveFigure(
             "legs.png",
             PlotLegHeights(
@@ -286,7 +288,7 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
                 heights[window],
                 legs,
                 in_contact=touching[window],
-                reference=(plan_times, plan["foot_heights"]),
+                reference=(plan_times, plan_heights),
                 title=f"tracked gait: leg heights ({strides})",
             ),
         )
