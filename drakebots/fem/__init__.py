@@ -50,7 +50,7 @@ Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
         Residual(p_WG (k,3) from the skeleton, x) -> (3k,)  C(q,u) = R(q) r + t - x_c
         JacobianU() -> CSR (3k, 3n)                           dC/du = -S_c
         JacobianQ(J_WG (3k, nv)) -> the skeleton block        dC/dq (velocity Jacobian)
-    AssembleKkt(A_r, A_d, G_q, G_u) -> CSR                    the matrix of Eq. (2)
+    AssembleKkt(A_r, A_d, G_q, G_u, A_dr=None) -> CSR         the matrix of Eq. (2)
     SolveKkt(A_r, A_d, G_q, glue, b_r, b_d, c) -> (dq, du, lam)   Eq. (2) solved through the
         Schur complement on the skeleton unknowns (exact, exploits G_u = -S_c)
     CondensedResponse(...)                                    Eq. (10): du, dq as linear maps of

@@ -65,13 +65,21 @@ class GlueConstraint:
         )
 
 
-def AssembleKkt(A_r, A_d, G_q, G_u) -> sp.csr_matrix:
-    """The matrix of Eq. (2): [[A_r, 0, G_q^T], [0, A_d, G_u^T], [G_q, G_u, 0]]."""
+def AssembleKkt(A_r, A_d, G_q, G_u, A_dr=None) -> sp.csr_matrix:
+    """The matrix of Eq. (2): [[A_r, A_dr^T, G_q^T], [A_dr, A_d, G_u^T], [G_q, G_u, 0]], A_dr
+    (skin rows x skeleton velocities; None: zero) the collision penalties' coupling of the two
+    bodies when they are implicit in both (drakebots.optimization.qpcc_coupled)."""
     A_r = sp.csr_matrix(A_r)
     G_q = sp.csr_matrix(G_q)
     G_u = sp.csr_matrix(G_u)
+    A_dr = None if A_dr is None else sp.csr_matrix(A_dr)
     return sp.bmat(
-        [[A_r, None, G_q.T], [None, sp.csr_matrix(A_d), G_u.T], [G_q, G_u, None]], format="csr"
+        [
+            [A_r, None if A_dr is None else A_dr.T, G_q.T],
+            [A_dr, sp.csr_matrix(A_d), G_u.T],
+            [G_q, G_u, None],
+        ],
+        format="csr",
     )
 
 
@@ -105,9 +113,12 @@ class ReducedKkt:
         G_q: (p, nr) skeleton Jacobian of the constraint rows.
         pinned: (p,) skin coordinate pinned by each row (G_u row = -e_pinned).
         ordering: optional dof permutation of the skin (reuse one from `_NestedDissection`).
+        A_dr: optional (nd, nr) sparse block coupling skin rows to the skeleton unknowns, and
+            its transpose the skeleton rows to the skin's (`AssembleKkt`; the collision
+            penalties implicit in both bodies).
     """
 
-    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None):
+    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None, A_dr=None):
         A_d = sp.csr_matrix(A_d)
         self.nd = A_d.shape[0]
         self.nr = np.shape(A_r)[0]
@@ -132,6 +143,11 @@ class ReducedKkt:
             (A_r.toarray() if sp.issparse(A_r) else A_r) + G.T @ (A_PP @ G), float
         )
         bottom_left = sp.csr_matrix(A_fP @ G)
+        self.A_dr = None if A_dr is None else sp.csr_matrix(A_dr)
+        self._A_dr_P = None
+        if self.A_dr is not None:
+            bottom_left = bottom_left + self.A_dr[self.free]
+            self._A_dr_P = self.A_dr[self.pinned]
         M = sp.bmat([[A_ff, bottom_left], [bottom_left.T, sp.csr_matrix(top_left)]], format="csc")
         self._lu = spla.splu(
             M,
@@ -166,6 +182,8 @@ class ReducedKkt:
         du[self.free] = du_f
         du[self.pinned] = du_P
         lam = self._A_Pf @ du_f + self._A_PP @ du_P - b_d[self.pinned]
+        if self._A_dr_P is not None:
+            lam = lam + self._A_dr_P @ dq
         return dq, du, lam
 
 
@@ -298,7 +316,12 @@ class PinnedCorrection:
             p = len(base.pinned)
             G = np.vstack([base.G, np.zeros((len(extra), base.nr))])
             kkt = ReducedKkt(
-                base.A_r, base.A_d, G, np.concatenate([base.pinned, extra]), ordering=base.ordering
+                base.A_r,
+                base.A_d,
+                G,
+                np.concatenate([base.pinned, extra]),
+                ordering=base.ordering,
+                A_dr=base.A_dr,
             )
             self.factorizations += 1
             self._fallback = (key, kkt, p)

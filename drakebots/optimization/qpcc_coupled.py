@@ -330,8 +330,10 @@ def _MakeFactor(name: str, dense_tail: int = 0):
 class FrameSystem:
     """The uncondensed linear system of one frame (Eq. 2) and its inputs.
 
-    KKT [[A_r, 0, Gᵀ], [0, A_d, G_uᵀ], [G, G_u, 0]] [Δv; Δu; λ] = [b_r0 + E_r z; b_d0 + E_d z; c]
-    with G_u = -S_c (the glue dofs `pinned`).
+    KKT [[A_r, A_drᵀ, Gᵀ], [A_dr, A_d, G_uᵀ], [G, G_u, 0]] [Δv; Δu; λ]
+        = [b_r0 + E_r z; b_d0 + E_d z; c]
+    with G_u = -S_c (the glue dofs `pinned`) and A_dr the skin-skeleton penalties' coupling
+    (None without a vertex in a skeleton box).
     """
 
     A_r: np.ndarray
@@ -345,6 +347,7 @@ class FrameSystem:
     E_d: sp.csc_matrix  # (3n, nz): W on the patch forces
     x: np.ndarray  # skin positions at the frame's start
     y0: np.ndarray  # the predictor x + Δt w (linearisation point)
+    A_dr: sp.csr_matrix | None = None  # (3n, nv): -Δt Σ K_b J_b, skin rows x Δv (penalties)
 
 
 @dataclasses.dataclass
@@ -693,6 +696,20 @@ class CoupledFrameDynamics:
         # skin's side, as the coupled simulator; see the module docstring).
         penalties = st.Penalties(q + h * v, y0) if self.config.penalties else None
         b_r0 = h * (tau_g - bias - D * v + (penalties.skeleton if penalties else 0.0))
+        # The skin-skeleton penalties implicit in both bodies: a vertex's force and its box's
+        # reaction depend on Δu - Δt J Δv (the vertex relative to the box point), so A_d's
+        # K_pen Δu has the skeleton's counterpart -Δt K_pen J Δv in the skin rows and the
+        # transposed block, and Δt² Jᵀ K_pen J joins A_r. With the reaction left at the
+        # predictor, the skin felt K_pen Δu less push than the skeleton's constant reaction:
+        # measured on the monster's folded skin walking, the skin's vertices settled against the
+        # leg boxes while the torso kept the predictor's 100-240 N of reaction, so the pass lost
+        # 30-50 N of vertical momentum a frame and the torso's reaction alternated frame to
+        # frame (-201, -76, -216, -61, -239 N: the explicit side's period-2 instability), the
+        # motors chattering at their limit.
+        A_dr = None
+        if penalties is not None and penalties.coupling is not None:
+            A_r = A_r + h**2 * penalties.skeleton_stiffness
+            A_dr = (-h * penalties.coupling).tocsr()
         p_WG, J = st.GluePoints(q + h * v)
         c = -st.glue.Residual(p_WG, y0)
         _, grad, K = st.fem.EnergyGradientHessian(y0, project=self._project)
@@ -706,7 +723,7 @@ class CoupledFrameDynamics:
         E_r = np.zeros((m.nv, self.nz))
         E_r[:, :nu] = h * m.B
         E_d = sp.hstack([sp.csc_matrix((3 * self.n, nu)), self.patches.W], format="csc")
-        return FrameSystem(A_r, A_d, h * J, self.pinned, b_r0, b_d0, c, E_r, E_d, x, y0)
+        return FrameSystem(A_r, A_d, h * J, self.pinned, b_r0, b_d0, c, E_r, E_d, x, y0, A_dr)
 
     def _Reduced(self, S: FrameSystem):
         """K_red (SPD, (Δu_free, Δv) order) and the blocks needed for right-hand sides.
@@ -729,6 +746,12 @@ class CoupledFrameDynamics:
         k = len(S.pinned)
         A_PP = sp.csr_matrix((A.data[r["PP_src"]], (r["PP_rows"], r["PP_cols"])), shape=(k, k))
         coupling = np.asarray(A_fP[r["touch"]] @ G)
+        if S.A_dr is not None:  # the penalties' skin-skeleton block (candidate rows: touch)
+            D = S.A_dr.tocoo()
+            at = r["touch_position"][self._free_index[D.row]]
+            if np.any(at < 0):
+                raise RuntimeError("a penalised skin dof outside the reduction's coupled rows")
+            np.add.at(coupling, (at, D.col), D.data)
         corner = S.A_r + G.T @ (A_PP @ G)
         corner = 0.5 * (corner + corner.T)
         values = np.concatenate([A.data, coupling.ravel(), corner.ravel()])
@@ -748,8 +771,15 @@ class CoupledFrameDynamics:
         fP = ids[free][:, pinned].tocsr()
         fP.sort_indices()
         PP = ids[pinned][:, pinned].tocoo()
-        touch = np.flatnonzero(np.diff(fP.indptr))
+        # Free rows coupled to Δv: the glue's neighbours (A_fP G) and every inner-surface vertex
+        # a skeleton box may push (the penalties' A_dr), so the pattern does not change when
+        # the penalised set does.
+        pushed = self.stepper.box_vertices if self.config.penalties else np.zeros(0, np.int64)
+        inner = self._free_index[(3 * pushed[:, None] + np.arange(3)).ravel()]
+        touch = np.union1d(np.flatnonzero(np.diff(fP.indptr)), inner[inner >= 0])
         nf = len(free)
+        touch_position = np.full(nf, -1, dtype=np.int64)
+        touch_position[touch] = np.arange(len(touch))
         off_codes = (nnz + np.arange(len(touch) * nv)).astype(float) + 1
         off = sp.csc_matrix(
             (off_codes, (np.repeat(touch, nv), np.tile(np.arange(nv), len(touch)))), shape=(nf, nv)
@@ -767,6 +797,7 @@ class CoupledFrameDynamics:
             "PP_cols": PP.col,
             "PP_src": PP.data.astype(np.int64) - 1,
             "touch": touch,
+            "touch_position": touch_position,
             "codes": K.data.astype(np.int64) - 1,
             "K_indices": K.indices.copy(),
             "K_indptr": K.indptr.copy(),
@@ -913,7 +944,7 @@ class CoupledFrameDynamics:
         S = lin.system
         k = len(S.pinned)
         G_u = sp.csr_matrix((-np.ones(k), (np.arange(k), S.pinned)), shape=(k, 3 * self.n))
-        KKT = AssembleKkt(S.A_r, S.A_d, S.G, G_u)
+        KKT = AssembleKkt(S.A_r, S.A_d, S.G, G_u, S.A_dr)
         rhs = np.concatenate([S.b_r0 + S.E_r @ z, S.b_d0 + S.E_d @ z, S.c])
         sol = spla.spsolve(KKT.tocsc(), rhs)
         nv = S.A_r.shape[0]
@@ -1013,11 +1044,12 @@ def UncondensedQp(
             sp.csr_matrix(-S.E_r[:, :nu]),
             sp.csr_matrix((nv, ns)),
             sp.csr_matrix(S.A_r),
-            sp.csr_matrix((nv, n3)),
+            sp.csr_matrix((nv, n3)) if S.A_dr is None else S.A_dr.T,
             sp.csr_matrix(S.G.T),
         ]
     )
-    rows_d = sp.hstack([sp.csr_matrix((n3, nu)), -W_s, sp.csr_matrix((n3, nv)), S.A_d, G_u.T])
+    A_dr = sp.csr_matrix((n3, nv)) if S.A_dr is None else S.A_dr
+    rows_d = sp.hstack([sp.csr_matrix((n3, nu)), -W_s, A_dr, S.A_d, G_u.T])
     rows_c = sp.hstack(
         [sp.csr_matrix((k, nu + ns)), sp.csr_matrix(S.G), G_u, sp.csr_matrix((k, k))]
     )

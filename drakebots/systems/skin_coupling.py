@@ -163,6 +163,15 @@ class Penalties:
     # for a vertex in a box, its positive part for a self-collision pair (see
     # CoupledSkinSkeleton.Penalties), N/m.
     stiffness: sp.csr_matrix
+    # The skin-skeleton penalties' dependence on the skeleton's motion: with K_b = k' n nᵀ on a
+    # vertex in a box and J_b its (3, nv) point Jacobian on the box's body, a move δq changes
+    # the vertex's force by +K_b J_b δq and the body's generalized force by -J_bᵀ (that).
+    # coupling = Σ K_b J_b (3n, nv) sparse, N/m per unit of v (None: no vertex in a box);
+    # skeleton_stiffness = Σ J_bᵀ K_b J_b (nv, nv) (zeros then). Together with `stiffness` on
+    # the skin: the Hessian of the penalty energy in (x, q) (up to the rotation of the
+    # normals), for a step implicit in both bodies (qpcc_coupled.CoupledFrameDynamics.System).
+    coupling: sp.csr_matrix | None = None
+    skeleton_stiffness: np.ndarray | None = None
 
 
 class CoupledSkinSkeleton:
@@ -242,7 +251,9 @@ class CoupledSkinSkeleton:
         boundary_inner = np.setdiff1d(
             np.unique(_Boundary(skin.mesh.tets)), np.flatnonzero(skin.outer)
         )
-        self._inner = np.setdiff1d(boundary_inner, skin.glue_vertices)
+        # The vertices a skeleton box may push (the free inner-surface ones; the frame-by-frame
+        # QPCC's sparsity pattern reserves their coupling to the skeleton).
+        self.box_vertices = np.setdiff1d(boundary_inner, skin.glue_vertices)
         self._outer = np.flatnonzero(skin.outer)
         self._rest_tree = cKDTree(skin.mesh.vertices[self._outer])
         self.lift = float(lift)
@@ -355,13 +366,17 @@ class CoupledSkinSkeleton:
         # Row and column vertices, unit directions and scales of the stiffness blocks
         # scale * u u^T.
         block_rows, block_cols, block_normals, block_scales = [], [], [], []
+        coupling_rows, coupling_values = [], []
+        skeleton_stiffness = np.zeros((self.nv, self.nv))
         if k <= 0.0:
-            return Penalties(f, skeleton, sp.csr_matrix((3 * self.n, 3 * self.n)))
+            return Penalties(
+                f, skeleton, sp.csr_matrix((3 * self.n, 3 * self.n)), None, skeleton_stiffness
+            )
         X = x.reshape(-1, 3)
         F = f.reshape(-1, 3)
         plant, ctx = self.plant, self.context
         plant.SetPositions(ctx, q)
-        P = X[self._inner]
+        P = X[self.box_vertices]
         world = plant.world_frame()
         for box, (body, center, R, half, exempt) in enumerate(self._boxes):
             X_WB = plant.EvalBodyPoseInWorld(ctx, body)
@@ -369,11 +384,11 @@ class CoupledSkinSkeleton:
             c_W = X_WB.multiply(center)
             local = (P - c_W) @ R_WBox
             depth = half[None, :] - np.abs(local)
-            inside = np.all(depth > 0.0, axis=1) & ~exempt[self._inner]
+            inside = np.all(depth > 0.0, axis=1) & ~exempt[self.box_vertices]
             if not inside.any():
                 continue
             rows = np.flatnonzero(inside)
-            vertices = self._inner[rows]
+            vertices = self.box_vertices[rows]
             axis = np.argmin(depth[rows], axis=1)
             sign = np.sign(local[rows, axis])
             if faces is not None:
@@ -397,6 +412,13 @@ class CoupledSkinSkeleton:
                 ctx, JacobianWrtVariable.kV, body.body_frame(), p_BV, world, world
             )
             skeleton -= Jv.T @ push.ravel()
+            # K_b J_b per vertex: k' n (nᵀ J_b), and Σ J_bᵀ K_b J_b = Σ k' (J_bᵀ n)(nᵀ J_b).
+            nJ = np.einsum("ik,ikv->iv", normal, Jv.reshape(len(rows), 3, -1))
+            coupling_rows.append((3 * vertices[:, None] + np.arange(3)).ravel())
+            coupling_values.append(
+                (slope[:, None, None] * normal[:, :, None] * nJ[:, None, :]).reshape(-1, self.nv)
+            )
+            skeleton_stiffness += nJ.T @ (slope[:, None] * nJ)
         # Self-collision: outer vertices closer than r that were far apart at rest.
         r = self.config.self_collision_distance
         O = X[self._outer]
@@ -419,7 +441,14 @@ class CoupledSkinSkeleton:
                 block_normals += [e] * 4
                 block_scales += [slope, slope, -slope, -slope]
         stiffness = self._VertexBlocks(block_rows, block_cols, block_normals, block_scales)
-        return Penalties(f, skeleton, stiffness)
+        coupling = None
+        if coupling_rows:
+            rows = np.repeat(np.concatenate(coupling_rows), self.nv)
+            cols = np.tile(np.arange(self.nv), len(rows) // self.nv)
+            values = np.concatenate(coupling_values).ravel()
+            # (A vertex in two boxes has two rows; the conversion sums them.)
+            coupling = sp.coo_matrix((values, (rows, cols)), shape=(3 * self.n, self.nv)).tocsr()
+        return Penalties(f, skeleton, stiffness, coupling, skeleton_stiffness)
 
     def _PenaltyLaw(self, depth):
         """(force magnitude N, its derivative N/m) of the penalty at penetration depth (m, > 0):
@@ -628,15 +657,25 @@ class CoupledSkinSkeleton:
             if refactored_now:
                 _, _, K = self.fem.EnergyGradientHessian(y, project=True)
                 A_d = K + sp.diags(self.mass / h**2) + self.damping / h
+                A_dr = None
                 if implicit_penalties:
                     A_d = A_d + penalties.stiffness
+                    # The skin-skeleton penalties depend on the vertex relative to its box:
+                    # their Jacobian in v_next too (Penalties.coupling; the frame-by-frame
+                    # QPCC's one linear step needs it to conserve momentum, here it makes
+                    # Newton's matrix the residual's Jacobian).
+                    if penalties.coupling is not None:
+                        A_r = A_r + h**2 * penalties.skeleton_stiffness
+                        A_dr = -h * penalties.coupling
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
                 if schur:
-                    base = ReducedKkt(A_r, A_d, h * J, self.glue.dofs, ordering=self._ordering)
+                    base = ReducedKkt(
+                        A_r, A_d, h * J, self.glue.dofs, ordering=self._ordering, A_dr=A_dr
+                    )
                     self._kkt = PinnedCorrection(base)
                 else:
-                    self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering)
+                    self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering, A_dr=A_dr)
                 self._kkt_key = key
                 self._kkt_age = 0
                 refactored_this_step = True

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydrake.math import RigidTransform
 from pydrake.multibody.plant import MultibodyPlant
-from pydrake.multibody.tree import SpatialInertia, UnitInertia
+from pydrake.multibody.tree import JacobianWrtVariable, SpatialInertia, UnitInertia
 
 from drakebots.fem.mesh import BoundaryFaces
 from drakebots.fem.skin import MakeShellMesh, Skin
@@ -238,6 +238,68 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     up = R_WBox[:, 2]
     assert abs(nearest @ up) < 1e-9 * np.linalg.norm(nearest) or nearest @ up < 0.0
     np.testing.assert_allclose(kept, stepper._PenaltyLaw(np.array([depth]))[0] * up, rtol=1e-9)
+
+
+def test_skin_skeleton_penalty_coupling_is_its_derivative_in_the_skeleton_motion(torso_shell):
+    """The penalties' dependence on the skeleton (for a step implicit in both bodies): moving
+    the torso by δ changes the pushed vertex's force by +K J δ (`coupling`) and the torso's
+    generalized force by -Jᵀ K J δ (`skeleton_stiffness`). Against central differences of the
+    forces over the floating base's translation (exact there: the box's normals do not turn;
+    the torso's force rows), and
+    against K J with J from Drake's own point Jacobian in every velocity direction."""
+    plant, instance, skin, top, k = torso_shell
+    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    context = plant.CreateDefaultContext()
+    q = plant.GetPositions(context)
+    X = stepper.fem.RestPositions().reshape(-1, 3)
+    X[k] = [top[0], top[1], top[2] - 0.003]
+    x = X.ravel()
+    penalties = stepper.Penalties(q, x)
+    torso = plant.GetBodyByName("torso", instance)
+    assert torso.is_floating_base_body()
+    nv = plant.num_velocities()
+    C = penalties.coupling.toarray()
+    rows = slice(3 * k, 3 * k + 3)
+    assert np.abs(np.delete(C, np.arange(3 * k, 3 * k + 3), axis=0)).max() == 0.0
+    # K J with Drake's Jacobian of the torso point at the vertex.
+    plant.SetPositions(context, q)
+    p_BV = plant.EvalBodyPoseInWorld(context, torso).inverse().multiply(X[k])
+    J = plant.CalcJacobianTranslationalVelocity(
+        context,
+        JacobianWrtVariable.kV,
+        torso.body_frame(),
+        p_BV,
+        plant.world_frame(),
+        plant.world_frame(),
+    )
+    K = penalties.stiffness.toarray()[rows, rows]
+    np.testing.assert_allclose(C[rows], K @ J, atol=1e-9)
+    np.testing.assert_allclose(penalties.skeleton_stiffness, J.T @ K @ J, atol=1e-9)
+    # Central differences over the base translation (positions qx, qy, qz; velocities v_x..).
+    q_start = torso.floating_positions_start() + 4
+    v_start = torso.floating_velocities_start_in_v() + 3
+    step = 1e-5
+    for j in range(3):
+        plus, minus = q.copy(), q.copy()
+        plus[q_start + j] += step
+        minus[q_start + j] -= step
+        P, M = stepper.Penalties(plus, x), stepper.Penalties(minus, x)
+        df = (P.forces[rows] - M.forces[rows]) / (2 * step)
+        dskeleton = (P.skeleton - M.skeleton) / (2 * step)
+        np.testing.assert_allclose(C[rows, v_start + j], df, atol=1e-6)
+        # The force rows (the torque rows also get the lever arm's change, δ x F, a term of
+        # the force, not of the stiffness, which the step leaves out as the FEM's projection
+        # leaves out its non-PSD part).
+        forces = slice(v_start, v_start + 3)
+        np.testing.assert_allclose(
+            penalties.skeleton_stiffness[forces, v_start + j], -dskeleton[forces], atol=1e-6
+        )
+    assert np.abs(C[rows, v_start + 2]).max() > 1000.0  # the push is along z: not vacuous
+    # No vertex in a box: no coupling.
+    rest = stepper.Penalties(q, stepper.fem.RestPositions())
+    assert rest.coupling is None and np.abs(rest.skeleton_stiffness).max() == 0.0
+    assert nv == penalties.skeleton_stiffness.shape[0]
 
 
 def test_implicit_penalty_is_stable_where_the_explicit_one_overshoots():
@@ -572,7 +634,7 @@ def test_a_limb_piece_meets_every_box_but_its_torsos(beetle_skin_pieces_coarse):
     x = stepper.fem.RestPositions()
     assert np.abs(stepper.Penalties(q, x).forces).max() == 0.0
     links = _Build(robot.params).links
-    inner = stepper._inner
+    inner = stepper.box_vertices
     front_left = inner[inner < counts[0]]
     torso_piece = inner[inner >= sum(counts[:4])]
     moves = {
