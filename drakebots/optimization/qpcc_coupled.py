@@ -1139,7 +1139,10 @@ def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None
     for the space-time step (section 5.1: "the coupling forces at glue vertices"; Fig. 13c).
 
     The wrench on link L at frame i is what the skin exerts on it through its glue vertices
-    (-λ at each glue point r, Eq. 2) *minus* what the space-time model already carries: the
+    (-λ at each glue point r, Eq. 2) and, with the collision penalties on, where it presses on
+    L's boxes (each pushed vertex's reaction at the frame's end state; ours: the paper's
+    coupling forces are the glue's only, but a skin folded against a leg pushes on it too)
+    *minus* what the space-time model already carries: the
     lumped skin weight on L (`skin_load`, default: the SkeletonModel's own, section 5.4) and, on
     a foot, the ground forces on that foot's sole patches (the space-time step has its own foot
     contact forces). What is left is the skin's elastic (and inertial) effect: it sums to nearly
@@ -1167,6 +1170,9 @@ def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None
     plant, ctx = m.plant, m.context
     links = list(dict.fromkeys(list(dyn.skin.glue_links) + list(skin_load.masses)))
     links += [b.name() for b in m.foot_bodies if b.name() not in links]
+    penalties = dyn.config.penalties
+    if penalties:
+        links += [name for name in dyn.stepper.box_bodies if name not in links]
     index = {name: i for i, name in enumerate(links)}
     glue_link = np.array([index[name] for name in dyn.skin.glue_links])
     g_W = np.array([0.0, 0.0, -m.gravity])
@@ -1179,6 +1185,14 @@ def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None
         F_L = np.einsum("kji,kj->ki", R[glue_link], -record.glue_forces)
         np.add.at(out[i, :, 3:], glue_link, F_L)
         np.add.at(out[i, :, :3], glue_link, np.cross(dyn.skin.glue_points, F_L))
+        # Penalties: the reaction at each pushed vertex (link frame, about the link's origin).
+        if penalties:
+            for name, points, forces in dyn.stepper.Penalties(q_next, record.x).reactions:
+                L = index[name]
+                F = forces @ R[L]  # R_WLᵀ F per row
+                r = (points - poses[L].translation()) @ R[L]
+                out[i, L, 3:] += F.sum(axis=0)
+                out[i, L, :3] += np.cross(r, F).sum(axis=0)
         # Minus the lumped skin weight the space-time model has on each link.
         for name, mass in skin_load.masses.items():
             L = index[name]

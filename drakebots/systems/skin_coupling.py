@@ -172,6 +172,9 @@ class Penalties:
     # normals), for a step implicit in both bodies (qpcc_coupled.CoupledFrameDynamics.System).
     coupling: sp.csr_matrix | None = None
     skeleton_stiffness: np.ndarray | None = None
+    # The reactions on the skeleton one body at a time: (body name, points (k, 3), forces
+    # (k, 3)), world frame, the force -push at each pushed vertex (for per-link loads).
+    reactions: list = dataclasses.field(default_factory=list)
 
 
 class CoupledSkinSkeleton:
@@ -261,6 +264,11 @@ class CoupledSkinSkeleton:
             plant.get_body(index).floating_positions_start()
             for index in plant.GetFloatingBaseBodies()
         ]
+
+    @property
+    def box_bodies(self) -> list[str]:
+        """Names of the skeleton bodies whose boxes push the skin (the penalties' reactions)."""
+        return list(dict.fromkeys(box[0].name() for box in self._boxes))
 
     # ---- state -------------------------------------------------------------------------------
     def DefaultState(self) -> CoupledState:
@@ -366,7 +374,7 @@ class CoupledSkinSkeleton:
         # Row and column vertices, unit directions and scales of the stiffness blocks
         # scale * u u^T.
         block_rows, block_cols, block_normals, block_scales = [], [], [], []
-        coupling_rows, coupling_values = [], []
+        coupling_rows, coupling_values, reactions = [], [], []
         skeleton_stiffness = np.zeros((self.nv, self.nv))
         if k <= 0.0:
             return Penalties(
@@ -412,6 +420,7 @@ class CoupledSkinSkeleton:
                 ctx, JacobianWrtVariable.kV, body.body_frame(), p_BV, world, world
             )
             skeleton -= Jv.T @ push.ravel()
+            reactions.append((body.name(), X[vertices].copy(), -push))
             # K_b J_b per vertex: k' n (nᵀ J_b), and Σ J_bᵀ K_b J_b = Σ k' (J_bᵀ n)(nᵀ J_b).
             nJ = np.einsum("ik,ikv->iv", normal, Jv.reshape(len(rows), 3, -1))
             coupling_rows.append((3 * vertices[:, None] + np.arange(3)).ravel())
@@ -448,7 +457,7 @@ class CoupledSkinSkeleton:
             values = np.concatenate(coupling_values).ravel()
             # (A vertex in two boxes has two rows; the conversion sums them.)
             coupling = sp.coo_matrix((values, (rows, cols)), shape=(3 * self.n, self.nv)).tocsr()
-        return Penalties(f, skeleton, stiffness, coupling, skeleton_stiffness)
+        return Penalties(f, skeleton, stiffness, coupling, skeleton_stiffness, reactions)
 
     def _PenaltyLaw(self, depth):
         """(force magnitude N, its derivative N/m) of the penalty at penetration depth (m, > 0):

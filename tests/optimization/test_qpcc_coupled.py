@@ -742,6 +742,46 @@ def test_the_condensed_step_conserves_momentum_where_the_penalties_act(
     assert np.linalg.norm(leak) > 1e-3 * weight
 
 
+def test_coupling_loads_carry_the_skins_push_on_the_boxes(beetle_skin_pieces_overlapping):
+    """The loads handed to the space-time step (`CouplingLoadsOfPass`) include where the skin
+    presses on the skeleton's boxes: mapped through Drake's spatial Jacobian of each link's
+    origin, the per-link wrenches are the generalized forces the skin exerts at the frame's end,
+    J_Gᵀ(-λ) through the glue plus the penalties' reactions (`Penalties.skeleton`, assembled
+    from the pushed vertices' point Jacobians), in the air with the hips yawed into the torso's
+    piece (`_YawedPiecesState`)."""
+    from pydrake.multibody.tree import JacobianWrtVariable
+
+    model = SkeletonModel("beetle", skin_load=SkinLoad())
+    dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
+    q = _YawedPiecesState(dyn)
+    x, w = dyn.PosedSkin(q, np.zeros(model.nv))
+    air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
+    air.q[2] += 0.05
+    air.x[2::3] += 0.05
+    dyn.Reset(air)
+    z = np.zeros(dyn.nz)
+    dyn.Step(air.q, air.v, dyn.Linearize(air.q, air.v), z)
+    loads = CouplingLoadsOfPass(dyn, skin_load=SkinLoad())
+    ((_, q_end, record),) = dyn.pass_records
+    plant, context = model.plant, model.context
+    plant.SetPositions(context, q_end)
+    world = plant.world_frame()
+    mapped = np.zeros(model.nv)
+    for L, name in enumerate(loads.bodies):
+        frame = plant.GetBodyByName(name, model.instance).body_frame()
+        R = frame.CalcPoseInWorld(context).rotation().matrix()
+        J = plant.CalcJacobianSpatialVelocity(
+            context, JacobianWrtVariable.kV, frame, np.zeros(3), world, world
+        )
+        torque, force = R @ loads.wrenches[0, L, :3], R @ loads.wrenches[0, L, 3:]
+        mapped += J.T @ np.concatenate([torque, force])
+    _, J_G = dyn.stepper.GluePoints(q_end)
+    penalties = dyn.stepper.Penalties(q_end, record.x)
+    expected = J_G.T @ (-record.glue_forces.ravel()) + penalties.skeleton
+    assert np.abs(penalties.skeleton).max() > 0.1  # the boxes push here
+    np.testing.assert_allclose(mapped, expected, atol=1e-9 * np.abs(expected).max())
+
+
 @pytest.mark.slow
 def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     beetle_skin_pieces_overlapping,
