@@ -139,6 +139,14 @@ def register(subparsers):
         "the collisions cost (the beetle's skin in pieces, as generated, runs into the torso's "
         "box once the hips yaw: its walk fails with them and agrees in one iteration without)",
     )
+    parser.add_argument(
+        "--space-time-cop",
+        choices=("on", "off"),
+        default="on",
+        help="the space-time step's COP-in-support-polygon constraint (Eq. 5): on (default), or "
+        "off as the paper turned it off for its failed trot (Fig. 13c: with --iterations 1 the "
+        "frame-by-frame pass runs on the first plan, which leaves out the skin's coupling)",
+    )
     parser.add_argument("--no-replay", action="store_true", help="skip replay.html")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     AddOutputArguments(parser)

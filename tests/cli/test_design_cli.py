@@ -103,6 +103,31 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     assert [t.get_text() for t in legend] == ["kinematic plan", "kinematic: inverse dynamics"]
 
 
+def test_space_time_cop_off_reaches_the_space_time_step(beetle, tmp_path, monkeypatch):
+    """`--space-time-cop off` (the paper's failed trot, Fig. 13c) turns off Eq. (5) in the
+    space-time step the loop runs, and only there (the frame-by-frame step keeps its COP row)."""
+    from drakebots.optimization import alternating
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def Capture(model, motion, *, config, **kwargs):
+        seen["config"] = config
+        raise Stop
+
+    monkeypatch.setattr(alternating, "RunAlternating", Capture)
+    motion = _Tiny(beetle, tmp_path)
+    for flag, expected in (("off", False), ("on", True)):
+        argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
+        argv += ["--space-time-cop", flag, "--out", str(tmp_path / flag)]
+        with pytest.raises(Stop):
+            main(argv)
+        assert seen["config"].space_time.cop_constraint is expected
+        assert seen["config"].qpcc.cop_constraint is True
+
+
 def test_a_failed_design_names_its_violated_constraints():
     """`FailureConstraints` reads the kept iteration: the space-time rows its solver left
     violated, the first infeasible frame, motors saturated on most frames, a COP on the edge."""
