@@ -10,11 +10,11 @@ of Eq. (12) with the paper's labelling loop on that condensed step, unchanged.
 One frame of the coupled dynamics (the same rows as drakebots.systems.skin_coupling, one Newton
 step from the predictor v⁺ = v, y = x + Δt w, as Eq. 2 is one linear solve per frame):
 
-    [ A_r   0    G_qᵀ ] [Δv]   [ b_r0 + Δt B τ ]
-    [ 0     A_d  G_uᵀ ] [Δu] = [ b_d0 + W f    ]           (Eq. 2)
-    [ G_q   G_u  0    ] [ λ]   [ c             ]
+    [ A_r   A_drᵀ G_qᵀ ] [Δv]   [ b_r0 + Δt B τ ]
+    [ A_dr  A_d   G_uᵀ ] [Δu] = [ b_d0 + W f    ]          (Eq. 2; A_dr: penalties, below)
+    [ G_q   G_u   0    ] [ λ]   [ c             ]
 
-    A_r = M(q) + Δt D_j                      (skeleton rows are impulses)
+    A_r = M(q) + Δt D_j + Δt² Jᵀ K_pen J      (skeleton rows are impulses)
     A_d = K(y) + M_s/Δt² + D_s/Δt + K_pen(y)  (skin rows are forces; K PSD-projected)
     G_q = Δt ∂(R(q)r + t)/∂v, G_u = -S_c      (the glue constraint, Eq. 1)
     b_r0 = Δt (τ_g - C v - D_j v + τ_penalty), b_d0 = -(∇E(y) + D_s w - f_g - f_penalty),
@@ -28,8 +28,11 @@ and a soft skin's ground force rang at 33 Hz). The penalty forces of skin self- 
 skin-skeleton collisions (at the predictor: q + Δt v, y) are constants of b_d0, their reactions on
 the skeleton (τ_penalty) of b_r0 (section 5.2: "pre-determined quantities ... merged into the
 constant terms"), and their stiffness K_pen (the 3 x 3 vertex blocks of
-skin_coupling.CoupledSkinSkeleton.Penalties) is part of A_d: backward Euler in the penalties on
-the skin's side, as issue 5's simulator steps them (`implicit_penalties`). With the penalties
+skin_coupling.CoupledSkinSkeleton.Penalties) is part of A_d, with the skin-skeleton penalties'
+dependence on the skeleton's motion in A_dr = -Δt K_pen J (skin rows x Δv; its transpose in the
+skeleton rows, Δt² Jᵀ K_pen J in A_r): backward Euler in the penalties in both bodies, as issue
+5's simulator's Newton matrix (`implicit_penalties`), so a penalty's force and its reaction stay
+equal and opposite through the step (momentum is conserved; tested). With the penalties
 constant only, a skin vertex of a few milligrams pressed by a 2000 N/m penalty overshoots from
 frame to frame: on the beetle's skin in pieces, whose limb pieces swing into the torso's box when
 the hips yaw, the robot standing still at the walk's first pose spun its hip yaws at 6-18 rad/s
