@@ -670,6 +670,17 @@ def _YawedPiecesState(dyn):
     return q
 
 
+def _YawedInTheAir(dyn):
+    """`_YawedPiecesState` at rest 5 cm in the air, the skin posed by blend skinning (each limb
+    piece turns rigidly, so exactly)."""
+    q = _YawedPiecesState(dyn)
+    x, w = dyn.PosedSkin(q, np.zeros(dyn.model.nv))
+    air = CoupledState(q.copy(), np.zeros(dyn.model.nv), x, w)
+    air.q[2] += 0.05
+    air.x[2::3] += 0.05
+    return air
+
+
 def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pieces_overlapping):
     """Where the skin's collision penalties act (`_YawedPiecesState`), the condensed step
     carries the penalties' stiffness as issue 5's simulator does (`implicit_penalties`): in the
@@ -681,12 +692,8 @@ def test_collision_penalties_enter_the_condensed_step_implicitly(beetle_skin_pie
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
     stepper = dyn.stepper
-    q = _YawedPiecesState(dyn)
-    x, w = dyn.PosedSkin(q, np.zeros(model.nv))
-    assert stepper.fem.Energy(x) < 1e-9  # the pieces turned rigidly
-    air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
-    air.q[2] += 0.05
-    air.x[2::3] += 0.05
+    air = _YawedInTheAir(dyn)
+    assert stepper.fem.Energy(air.x) < 1e-9  # the pieces turned rigidly
     penalties = stepper.Penalties(air.q, air.x)
     pushed = np.linalg.norm(penalties.forces.reshape(-1, 3), axis=1) > 0
     assert pushed.sum() >= 10 and penalties.stiffness.nnz > 0  # the penalties act here
@@ -717,11 +724,7 @@ def test_the_condensed_step_conserves_momentum_where_the_penalties_act(
     dyn = CoupledFrameDynamics(
         model, beetle_skin_pieces_overlapping, DT, CoupledFrameConfig(mass_damping=0.0)
     )
-    q = _YawedPiecesState(dyn)
-    x, w = dyn.PosedSkin(q, np.zeros(model.nv))
-    air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
-    air.q[2] += 0.05
-    air.x[2::3] += 0.05
+    air = _YawedInTheAir(dyn)
     dyn.Reset(air)
     penalties = dyn.stepper.Penalties(air.q, air.x)
     assert penalties.coupling is not None  # the skeleton boxes push skin vertices here
@@ -753,11 +756,7 @@ def test_coupling_loads_carry_the_skins_push_on_the_boxes(beetle_skin_pieces_ove
 
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
-    q = _YawedPiecesState(dyn)
-    x, w = dyn.PosedSkin(q, np.zeros(model.nv))
-    air = CoupledState(q.copy(), np.zeros(model.nv), x, w)
-    air.q[2] += 0.05
-    air.x[2::3] += 0.05
+    air = _YawedInTheAir(dyn)
     dyn.Reset(air)
     z = np.zeros(dyn.nz)
     dyn.Step(air.q, air.v, dyn.Linearize(air.q, air.v), z)
