@@ -254,8 +254,7 @@ class CoupledSkinSkeleton:
         boundary_inner = np.setdiff1d(
             np.unique(_Boundary(skin.mesh.tets)), np.flatnonzero(skin.outer)
         )
-        # The vertices a skeleton box may push (the free inner-surface ones; the frame-by-frame
-        # QPCC's sparsity pattern reserves their coupling to the skeleton).
+        # The vertices a skeleton box may push (the free inner-surface ones).
         self.box_vertices = np.setdiff1d(boundary_inner, skin.glue_vertices)
         self._outer = np.flatnonzero(skin.outer)
         self._rest_tree = cKDTree(skin.mesh.vertices[self._outer])
