@@ -732,6 +732,12 @@ def test_the_condensed_step_conserves_momentum_where_the_penalties_act(
     z = np.concatenate([tau, np.zeros(dyn.nz - model.nu)])
     lin = dyn.Linearize(air.q, air.v)
     dv, du, _ = dyn.SolveSystem(lin, z)
+    # The condensed step (K_red with the pushed vertices' rows reserved) is Eq. (2)'s direct
+    # sparse solve with the coupling block A_dr.
+    assert lin.system.A_dr is not None
+    dv_direct, du_direct, _ = dyn.UncondensedSolve(lin, z)
+    np.testing.assert_allclose(dv, dv_direct, atol=1e-9 * np.abs(dv_direct).max())
+    np.testing.assert_allclose(du, du_direct, atol=1e-9 * np.abs(du_direct).max())
     plant, context = model.plant, model.context
     plant.SetPositions(context, air.q)
     skeleton = (plant.CalcMassMatrix(context) @ dv)[:3]
