@@ -713,10 +713,9 @@ class CoupledFrameDynamics:
         # frame (the explicit side's period-2 instability; gravity is 84 N of it) and the
         # motors chattered at their limit; with the coupling, the momentum balance closes within
         # 0.3 N and the ground force stays within 62-146 N over the first 40 frames.
-        A_dr = None
-        if penalties is not None and penalties.coupling is not None:
-            A_r = A_r + h**2 * penalties.skeleton_stiffness
-            A_dr = (-h * penalties.coupling).tocsr()
+        A_rr, A_dr = penalties.StepBlocks(h) if penalties is not None else (None, None)
+        if A_rr is not None:
+            A_r = A_r + A_rr
         p_WG, J = st.GluePoints(q + h * v)
         c = -st.glue.Residual(p_WG, y0)
         _, grad, K = st.fem.EnergyGradientHessian(y0, project=self._project)
@@ -763,9 +762,7 @@ class CoupledFrameDynamics:
         coupling = np.asarray(A_fP[r["touch"]] @ G)
         if S.A_dr is not None:  # the penalties' skin-skeleton block (candidate rows: touch)
             D = S.A_dr.tocoo()
-            at = r["touch_position"][self._free_index[D.row]]
-            if np.any(at < 0):
-                raise RuntimeError("a penalised skin dof outside the reduction's coupled rows")
+            at = r["touch_position"][self._free_index[D.row]]  # (reserved above)
             np.add.at(coupling, (at, D.col), D.data)
         corner = S.A_r + G.T @ (A_PP @ G)
         corner = 0.5 * (corner + corner.T)

@@ -176,6 +176,16 @@ class Penalties:
     # (k, 3)), world frame, the force -push at each pushed vertex (for per-link loads).
     reactions: list = dataclasses.field(default_factory=list)
 
+    def StepBlocks(self, h: float):
+        """(A_r term (nv, nv) or None, A_dr (3n, nv) or None): the penalties' coupling in a
+        step whose skeleton unknowns are velocities (Δq = h Δv) and whose skeleton rows are
+        impulses: Δt² Σ Jᵀ K J joins the skeleton block, -Δt Σ K J couples the skin rows to
+        Δv (its transpose the skeleton rows to the skin's). None, None without a vertex in a
+        box."""
+        if self.coupling is None:
+            return None, None
+        return h**2 * self.skeleton_stiffness, (-h * self.coupling).tocsr()
+
 
 class CoupledSkinSkeleton:
     """One implicit step of the coupled skin-skeleton dynamics (see the module docstring).
@@ -669,12 +679,12 @@ class CoupledSkinSkeleton:
                 if implicit_penalties:
                     A_d = A_d + penalties.stiffness
                     # The skin-skeleton penalties depend on the vertex relative to its box:
-                    # their Jacobian in v_next too (Penalties.coupling; the frame-by-frame
-                    # QPCC's one linear step needs it to conserve momentum, here it makes
-                    # Newton's matrix the residual's Jacobian).
-                    if penalties.coupling is not None:
-                        A_r = A_r + h**2 * penalties.skeleton_stiffness
-                        A_dr = -h * penalties.coupling
+                    # their Jacobian in v_next too (the frame-by-frame QPCC's one linear step
+                    # needs it to conserve momentum, here it makes Newton's matrix the
+                    # residual's Jacobian).
+                    A_rr, A_dr = penalties.StepBlocks(h)
+                    if A_rr is not None:
+                        A_r = A_r + A_rr
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
                 if schur:
