@@ -72,6 +72,10 @@ def _Validate(args):
         raise InputError(f"--iterations must be >= 1, got {args.iterations}")
     if args.knot_frames < 1:
         raise InputError(f"--knot-frames must be >= 1, got {args.knot_frames}")
+    if not args.coupled_replay_seconds >= 0.0:
+        raise InputError(
+            f"--coupled-replay-seconds must be >= 0 s, got {args.coupled_replay_seconds}"
+        )
     if args.motor_limit is not None and not args.motor_limit > 0.0:
         raise InputError(f"--motor-limit must be > 0 N*m, got {args.motor_limit}")
     if not args.mass_scale > 0.0:
@@ -202,7 +206,7 @@ def _HeldText(held_s: float, span_s: float) -> str:
     )
 
 
-def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
+def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
     skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
     started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
@@ -216,7 +220,7 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log) -> dict:
     log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
     initial = kept.start_state
     figures, _, _ = PlaybackFramesCoupled(
-        dyn.NewSimulator(), initial, q, fr.tau, model.actuated_indices
+        dyn.NewSimulator(), initial, q, fr.tau, model.actuated_indices, max_wall_s=max_wall_s
     )
     held = _HeldText(figures["torso_within_2cm_s"], dt * len(fr.tau))
     log(
@@ -247,7 +251,7 @@ def RunDesign(args) -> int:
             max_iterations=args.space_time_iterations,
             cop_constraint=args.space_time_cop == "on",
         ),
-        qpcc=QpccConfig(lookahead_target=args.lookahead),
+        qpcc=QpccConfig(lookahead_target=args.lookahead, cop_constraint=args.frame_cop == "on"),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
     )
@@ -347,9 +351,17 @@ def RunDesign(args) -> int:
                 f"{ol['max_torso_rpy_error_deg']} deg"
             )
             kept = outcome.final.frames
-            if coupled_dynamics is not None and not _PassEndedEarly(kept, motion):
+            if coupled_dynamics is not None and args.coupled_replay_seconds == 0.0:
+                figures["playback_coupled_open_loop"] = {"skipped": "--coupled-replay-seconds 0"}
+                log("  coupled open loop: not replayed (--coupled-replay-seconds 0)")
+            elif coupled_dynamics is not None and not _PassEndedEarly(kept, motion):
                 figures["playback_coupled_open_loop"] = _CoupledOpenLoop(
-                    coupled_dynamics, model, outcome.final, motion.dt, log
+                    coupled_dynamics,
+                    model,
+                    outcome.final,
+                    motion.dt,
+                    log,
+                    max_wall_s=args.coupled_replay_seconds,
                 )
             elif coupled_dynamics is not None:
                 # A pass that ended early has no motion to check; replaying a body that was
@@ -399,6 +411,8 @@ def RunDesign(args) -> int:
                 "torso_attitude_weight": args.torso_attitude_weight,
                 "space_time_iterations": args.space_time_iterations,
                 "space_time_cop": args.space_time_cop,
+                "frame_cop": args.frame_cop,
+                "coupled_replay_seconds": args.coupled_replay_seconds if args.skin else None,
                 "lookahead": ResolveLookahead(args.lookahead, motion.contact),
                 "mass_scale": args.mass_scale,
                 "plan_skin_mass": args.plan_skin_mass if args.skin else None,

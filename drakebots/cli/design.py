@@ -147,6 +147,22 @@ def register(subparsers):
         "off as the paper turned it off for its failed trot (Fig. 13c: with --iterations 1 the "
         "frame-by-frame pass runs on the first plan, which leaves out the skin's coupling)",
     )
+    parser.add_argument(
+        "--frame-cop",
+        choices=("on", "off"),
+        default="on",
+        help="the frame-by-frame QPCC's COP-in-support-polygon rows (Eq. 18): on (default), or "
+        "off, the other reading of the paper's Fig. 13c (the COP constraint turned off where the "
+        "solver could not satisfy it); the COP is still measured and checked after the pass",
+    )
+    parser.add_argument(
+        "--coupled-replay-seconds",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="with --skin, the wall-time budget of the check that replays the kept torques open "
+        "loop in the coupled simulator (default 900 s; 0 skips the check)",
+    )
     parser.add_argument("--no-replay", action="store_true", help="skip replay.html")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     AddOutputArguments(parser)

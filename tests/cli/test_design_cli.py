@@ -51,6 +51,7 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
     _Exit2(base + ["--lift-height", "-0.01"], tmp_path, capsys, "--lift-height")
     _Exit2(base + ["--skin-collisions", "off"], tmp_path, capsys, "--skin")
+    _Exit2(base + ["--coupled-replay-seconds", "-1"], tmp_path, capsys, "--coupled-replay-seconds")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
     bad = tmp_path / "mismatch.yaml"
@@ -103,9 +104,10 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     assert [t.get_text() for t in legend] == ["kinematic plan", "kinematic: inverse dynamics"]
 
 
-def test_space_time_cop_off_reaches_the_space_time_step(beetle, tmp_path, monkeypatch):
+def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
     """`--space-time-cop off` (the paper's failed trot, Fig. 13c) turns off Eq. (5) in the
-    space-time step the loop runs, and only there (the frame-by-frame step keeps its COP row)."""
+    space-time step the loop runs, and only there; `--frame-cop off` turns off the frame-by-frame
+    step's COP rows (Eq. 18), and only there."""
     from drakebots.optimization import alternating
 
     seen = {}
@@ -119,13 +121,14 @@ def test_space_time_cop_off_reaches_the_space_time_step(beetle, tmp_path, monkey
 
     monkeypatch.setattr(alternating, "RunAlternating", Capture)
     motion = _Tiny(beetle, tmp_path)
-    for flag, expected in (("off", False), ("on", True)):
+    for space_time, frame in (("off", "on"), ("on", "on"), ("on", "off")):
         argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
-        argv += ["--space-time-cop", flag, "--out", str(tmp_path / flag)]
+        argv += ["--space-time-cop", space_time, "--frame-cop", frame]
+        argv += ["--out", str(tmp_path / f"{space_time}{frame}")]
         with pytest.raises(Stop):
             main(argv)
-        assert seen["config"].space_time.cop_constraint is expected
-        assert seen["config"].qpcc.cop_constraint is True
+        assert seen["config"].space_time.cop_constraint is (space_time == "on")
+        assert seen["config"].qpcc.cop_constraint is (frame == "on")
 
 
 def test_a_failed_design_names_its_violated_constraints():
@@ -256,6 +259,34 @@ def test_only_a_pass_that_reached_the_last_frame_is_replayed_in_the_coupled_simu
     assert not _PassEndedEarly(SimpleNamespace(fell=False, frames_done=480), motion)
     assert _PassEndedEarly(SimpleNamespace(fell=False, frames_done=29), motion)
     assert _PassEndedEarly(SimpleNamespace(fell=True, frames_done=480), motion)
+
+
+def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
+    """`--coupled-replay-seconds S` is the wall-time budget the coupled open-loop check hands
+    the simulator's replay (which ends there and says so)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from drakebots.cli import _design
+    from drakebots.systems import plan_playback
+
+    seen = {}
+
+    def Replay(stepper, initial, q, tau, actuated, **kwargs):
+        seen.update(kwargs, q=q)
+        held = {"torso_within_2cm_s": 0.0, "failure": None, "stopped": "wall time"}
+        errors = dict.fromkeys(("max_torso_position_error_m", "final_torso_position_error_m"), 0)
+        return {**held, **errors, "max_joint_error_deg": 0.0, "wall_time_s": 0.0}, None, None
+
+    monkeypatch.setattr(plan_playback, "PlaybackFramesCoupled", Replay)
+    dyn = SimpleNamespace(lift=0.01, NewSimulator=lambda: None)
+    frames = SimpleNamespace(q=np.zeros((4, 7)), tau=np.zeros((3, 2)))
+    kept = SimpleNamespace(frames=frames, start_state=None)
+    model = SimpleNamespace(actuated_indices=[0, 1])
+    _design._CoupledOpenLoop(dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0)
+    assert seen["max_wall_s"] == 42.0
+    np.testing.assert_allclose(seen["q"][:, 2], 0.01)  # raised onto the skin's soles
 
 
 def test_skin_collisions_off_leaves_the_penalties_out_of_the_passes_and_the_replay():
