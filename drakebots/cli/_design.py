@@ -233,11 +233,28 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s) -> dict:
     return figures
 
 
+def _FrameConfig(args):
+    """The frame-by-frame QPCC's options from the command line; `--frame-objective paper` is
+    Eq. (13) as the paper writes it: E_F on the next frame alone, no term following the plan's
+    foot forces, no motor-torque regulariser (see QpccConfig for what each addition does)."""
+    from drakebots.optimization.qpcc import QpccConfig
+
+    config = QpccConfig(lookahead_target=args.lookahead, cop_constraint=args.frame_cop == "on")
+    if args.frame_objective == "paper":
+        config = dataclasses.replace(
+            config,
+            lookahead_frames=0,
+            torque_regularization=0.0,
+            weights=dataclasses.replace(config.weights, plan_forces=0.0),
+        )
+    return config
+
+
 def RunDesign(args) -> int:
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
     from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
     from drakebots.optimization.motion import MotionToYaml
-    from drakebots.optimization.qpcc import QpccConfig, ResolveLookahead
+    from drakebots.optimization.qpcc import ResolveLookahead
     from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     robot, model, spec, motion, limits, skin = _Validate(args)
@@ -251,7 +268,7 @@ def RunDesign(args) -> int:
             max_iterations=args.space_time_iterations,
             cop_constraint=args.space_time_cop == "on",
         ),
-        qpcc=QpccConfig(lookahead_target=args.lookahead, cop_constraint=args.frame_cop == "on"),
+        qpcc=_FrameConfig(args),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
     )
@@ -412,6 +429,7 @@ def RunDesign(args) -> int:
                 "space_time_iterations": args.space_time_iterations,
                 "space_time_cop": args.space_time_cop,
                 "frame_cop": args.frame_cop,
+                "frame_objective": args.frame_objective,
                 "coupled_replay_seconds": args.coupled_replay_seconds if args.skin else None,
                 "lookahead": ResolveLookahead(args.lookahead, motion.contact),
                 "mass_scale": args.mass_scale,

@@ -156,6 +156,14 @@ def register(subparsers):
         "solver could not satisfy it); the COP is still measured and checked after the pass",
     )
     parser.add_argument(
+        "--frame-objective",
+        choices=("ours", "paper"),
+        default="ours",
+        help="the frame-by-frame QPCC's objective: ours (default: E_F with a 10-frame lookahead, "
+        "the plan's normal foot forces followed, a small motor-torque regulariser), or the "
+        "paper's Eq. 13 as written (one-frame E_F, none of these additions)",
+    )
+    parser.add_argument(
         "--coupled-replay-seconds",
         type=float,
         default=900.0,

@@ -129,6 +129,14 @@ def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
             main(argv)
         assert seen["config"].space_time.cop_constraint is (space_time == "on")
         assert seen["config"].qpcc.cop_constraint is (frame == "on")
+        assert seen["config"].qpcc.lookahead_frames == 10  # ours by default
+    # `--frame-objective paper`: Eq. (13) as written, none of our additions.
+    argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
+    with pytest.raises(Stop):
+        main(argv + ["--frame-objective", "paper", "--out", str(tmp_path / "paper")])
+    qpcc = seen["config"].qpcc
+    assert qpcc.lookahead_frames == 0 and qpcc.torque_regularization == 0.0
+    assert qpcc.weights.plan_forces == 0.0 and qpcc.cop_constraint
 
 
 def test_a_failed_design_names_its_violated_constraints():
