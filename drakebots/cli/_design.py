@@ -206,7 +206,7 @@ def _HeldText(held_s: float, span_s: float) -> str:
     )
 
 
-def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s) -> dict:
+def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s, effort_limits) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
     skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
     started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
@@ -220,7 +220,13 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s) -> dict:
     log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
     initial = kept.start_state
     figures, _, _ = PlaybackFramesCoupled(
-        dyn.NewSimulator(), initial, q, fr.tau, model.actuated_indices, max_wall_s=max_wall_s
+        dyn.NewSimulator(),
+        initial,
+        q,
+        fr.tau,
+        model.actuated_indices,
+        max_wall_s=max_wall_s,
+        effort_limits=effort_limits,
     )
     held = _HeldText(figures["torso_within_2cm_s"], dt * len(fr.tau))
     log(
@@ -344,8 +350,10 @@ def RunDesign(args) -> int:
 
             log("playing the motion back in Drake's simulator (servo PD + feed-forward torques)")
             fr = outcome.final.frames
+            # (At the run's motor limits: the model file's would clamp a --motor-limit run's
+            # torques.)
             figures["playback_in_drake"], _ = PlaybackFrames(
-                robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt
+                robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt, effort_limits=limits
             )
             pb = figures["playback_in_drake"]
             log(
@@ -358,7 +366,13 @@ def RunDesign(args) -> int:
             # The torques alone, open loop (the issue's replay; a legged robot's feed-forward
             # drifts without feedback, so this says how far the torques carry it by themselves).
             figures["playback_in_drake_open_loop"], _ = PlaybackFrames(
-                robot, model, fr.q[: len(fr.tau) + 1], fr.tau, motion.dt, pd_scale=0.0
+                robot,
+                model,
+                fr.q[: len(fr.tau) + 1],
+                fr.tau,
+                motion.dt,
+                pd_scale=0.0,
+                effort_limits=limits,
             )
             ol = figures["playback_in_drake_open_loop"]
             held = _HeldText(ol["torso_within_2cm_s"], motion.dt * len(fr.tau))
@@ -379,6 +393,7 @@ def RunDesign(args) -> int:
                     motion.dt,
                     log,
                     max_wall_s=args.coupled_replay_seconds,
+                    effort_limits=limits,
                 )
             elif coupled_dynamics is not None:
                 # A pass that ended early has no motion to check; replaying a body that was

@@ -87,6 +87,7 @@ def SimulatePlan(
     actuator_names: list,
     extra_masses: dict | None = None,
     config: PlaybackConfig | None = None,
+    effort_limits: np.ndarray | None = None,
 ) -> PlaybackResult:
     """Simulates a skinned quad-robot's skeleton driven by a plan.
 
@@ -101,6 +102,9 @@ def SimulatePlan(
         extra_masses: link name -> (mass kg, centre (3,) in the link frame m) welded to the links
             (the skin's weight the plan was made for).
         config: time step, friction, PD scale.
+        effort_limits: (nu,) the motors' limits U_m, N·m, ordered as `actuator_names`, where
+            they differ from the model file's (a design run's `--motor-limit`); the plant clamps
+            each motor's net torque there.
     """
     config = config or PlaybackConfig()
     times = np.asarray(times, float)
@@ -126,6 +130,17 @@ def SimulatePlan(
         )
         plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
     AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
+    if effort_limits is not None:
+        limits = np.asarray(effort_limits, float)
+        if limits.shape != (len(actuator_names),) or not np.all(limits > 0.0):
+            raise ValueError(
+                f"SimulatePlan: effort_limits must be {len(actuator_names)} positive values "
+                f"(one per motor), got {limits}"
+            )
+        by_joint = dict(zip(actuator_names, limits))
+        for index in map(JointActuatorIndex, range(plant.num_actuators())):
+            actuator = plant.get_mutable_joint_actuator(index)
+            actuator.set_effort_limit(float(by_joint[actuator.joint().name()]))
     if config.pd_scale != 1.0:
         # (GetJointActuatorIndices(instance) is empty before Finalize: go by index.)
         for index in map(JointActuatorIndex, range(plant.num_actuators())):
@@ -216,11 +231,21 @@ def SimulatePlan(
     )
 
 
-def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: float = 1.0):
+def PlaybackFrames(
+    robot: Robot,
+    model,
+    q_frames,
+    tau,
+    dt: float,
+    *,
+    pd_scale: float = 1.0,
+    effort_limits: np.ndarray | None = None,
+):
     """Plays a frame-by-frame result (q̃ (N, nq) in the SkeletonModel's coordinates, τ (N-1, nu)
     N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ scaled by
     `pd_scale` plus τ as feed-forward; pd_scale 0: the torques alone, open loop) and compares:
-    returns (figures dict, PlaybackResult).
+    returns (figures dict, PlaybackResult). `effort_limits` (nu,) are the motors' U_m the
+    result was made with, N·m (default: the model's).
 
     Figures: how long the torso stays within TORSO_TOLERANCE_M of q̃ (s), the torso's largest
     position (m) and roll/pitch/yaw (deg) differences from q̃ over the motion and at its end,
@@ -244,7 +269,9 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
         actuator_names=model.actuator_names,
         extra_masses=extra,
         config=PlaybackConfig(pd_scale=pd_scale),
+        effort_limits=effort_limits,
     )
+    limits = model.effort_limits if effort_limits is None else np.asarray(effort_limits, float)
     err = res.torso_xyz - q[:, :3]
     rpy = res.torso_rpy - q[:, [5, 4, 3]]
     rpy = (rpy + np.pi) % (2 * np.pi) - np.pi
@@ -263,7 +290,7 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
         "max_joint_error_deg": float(np.degrees(joint_err.max())) if joint_err.size else 0.0,
         # (From frame 1: frame 0 is recorded before the first contact solve.)
         "frames_without_ground_contact": int(np.sum(fz[1:].sum(axis=1) <= 1e-6)),
-        "max_net_torque_ratio": float(np.abs(res.actuation / model.effort_limits).max()),
+        "max_net_torque_ratio": float(np.abs(res.actuation / limits).max()),
         "max_pd_correction_nm": float(np.abs(res.actuation[1:] - tau).max()) if len(tau) else 0.0,
         "wall_time_s": res.wall_time,
     }
@@ -271,7 +298,15 @@ def PlaybackFrames(robot: Robot, model, q_frames, tau, dt: float, *, pd_scale: f
 
 
 def PlaybackFramesCoupled(
-    stepper, initial, q_frames, tau, actuated_indices, *, stop_beyond_m=0.1, max_wall_s=900.0
+    stepper,
+    initial,
+    q_frames,
+    tau,
+    actuated_indices,
+    *,
+    stop_beyond_m=0.1,
+    max_wall_s=900.0,
+    effort_limits=None,
 ):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
     simulator (`drakebots.systems.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
@@ -294,6 +329,8 @@ def PlaybackFramesCoupled(
             has its answer; a robot falling over its soft skin takes the simulator minutes
             per step).
         max_wall_s: end the replay after this much wall time, s.
+        effort_limits: (nu,) the motors' U_m the torques were made with, N·m, in `tau`'s
+            order (default: the model file's, which the stepper clamps at otherwise).
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
@@ -315,6 +352,14 @@ def PlaybackFramesCoupled(
             f"PlaybackFramesCoupled: {len(q)} frames need ({len(q) - 1}, {stepper.nu}) torques, "
             f"got {tau.shape}"
         )
+    if effort_limits is not None:
+        limits = np.asarray(effort_limits, float)
+        if limits.shape != (stepper.nu,) or not np.all(limits > 0.0):
+            raise ValueError(
+                f"PlaybackFramesCoupled: effort_limits must be {stepper.nu} positive values, "
+                f"got {limits}"
+            )
+        stepper.effort_limits = limits.copy()
     builder = DiagramBuilder()
     system = builder.AddSystem(SkinnedRobotSystem(stepper, initial))
     feedforward = builder.AddSystem(ConstantVectorSource(np.zeros(stepper.nu)))

@@ -271,7 +271,7 @@ def test_only_a_pass_that_reached_the_last_frame_is_replayed_in_the_coupled_simu
 
 def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
     """`--coupled-replay-seconds S` is the wall-time budget the coupled open-loop check hands
-    the simulator's replay (which ends there and says so)."""
+    the simulator's replay (which ends there and says so), with the run's motor limits."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -292,8 +292,12 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
     frames = SimpleNamespace(q=np.zeros((4, 7)), tau=np.zeros((3, 2)))
     kept = SimpleNamespace(frames=frames, start_state=None)
     model = SimpleNamespace(actuated_indices=[0, 1])
-    _design._CoupledOpenLoop(dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0)
+    limits = np.array([5.9, 3.13])
+    _design._CoupledOpenLoop(
+        dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0, effort_limits=limits
+    )
     assert seen["max_wall_s"] == 42.0
+    np.testing.assert_array_equal(seen["effort_limits"], limits)  # the run's, not the file's
     np.testing.assert_allclose(seen["q"][:, 2], 0.01)  # raised onto the skin's soles
 
 

@@ -617,6 +617,22 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     pushed[:, 0] += 0.05
     wrong, _, _ = Replay(air, passed, pushed)
     assert wrong["max_joint_error_deg"] > 0.1, wrong
+    # Torques made with stronger motors than the model file's (`--motor-limit`) are replayed at
+    # those limits: 1.5 U_file on a motor is clamped to U_file by default (the same motion as
+    # U_file itself) and reaches the joint whole with 2 U_file motors.
+    limits = dyn.NewSimulator().effort_limits
+    strong = passed.tau.copy()
+    strong[:, 0] = 1.5 * limits[0]
+    clipped = np.clip(strong, -limits, limits)
+    _, _, q_file = Replay(air, passed, strong)
+    _, _, q_clipped = Replay(air, passed, clipped)
+    _, _, q_strong = Replay(air, passed, strong, effort_limits=2.0 * limits)
+    np.testing.assert_allclose(q_file, q_clipped, atol=1e-12)
+    joint = model.actuated_indices[0]
+    turned = (q_strong - passed.q)[-1, joint] / (q_file - passed.q)[-1, joint]
+    assert turned == pytest.approx(
+        (1.5 * limits[0] - passed.tau[0, 0]) / (limits[0] - passed.tau[0, 0]), rel=0.05
+    ), turned
     dyn.Reset(standing)
 
 

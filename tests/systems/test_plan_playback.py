@@ -60,3 +60,24 @@ def test_open_loop_applies_the_torques_alone(beetle):
     assert closed_loop["max_pd_correction_nm"] > 0.05 * model.effort_limits[hip]
     assert open_loop["max_joint_error_deg"] > 20.0
     assert closed_loop["max_joint_error_deg"] < 1.0
+
+
+def test_the_playback_drives_the_motors_to_the_limits_the_plan_was_made_with(beetle):
+    """A plan made with stronger motors than the model file's (`drakebots design --motor-limit`)
+    is played back with those: the plant clamps a motor's net torque at the limit it is given
+    (1.5 U_file on a hip reaches the hip whole with 2 U_file motors, and is cut to U_file with
+    the file's own), and the figures' torque ratio is against the same limits."""
+    robot, model = beetle
+    q, tau = _Hold(model, 0.05)
+    hip = model.actuator_names.index("front_left_hip_yaw")
+    limit = model.effort_limits[hip]
+    tau[:, hip] = 1.5 * limit
+    clamped, res = PlaybackFrames(robot, model, q, tau, DT, pd_scale=0.0)
+    np.testing.assert_allclose(res.actuation[1:, hip], limit, rtol=1e-12)
+    assert clamped["max_net_torque_ratio"] == pytest.approx(1.0)
+    stronger = 2.0 * model.effort_limits
+    figures, res = PlaybackFrames(robot, model, q, tau, DT, pd_scale=0.0, effort_limits=stronger)
+    np.testing.assert_array_equal(res.actuation[1:], tau)
+    assert figures["max_net_torque_ratio"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="effort_limits"):
+        PlaybackFrames(robot, model, q, tau, DT, effort_limits=stronger[:-1])
