@@ -75,6 +75,16 @@ class PlaybackResult:
     wall_time: float
 
 
+def _EffortLimits(effort_limits, nu: int, where: str) -> np.ndarray:
+    """(nu,) motor limits U_m, N·m, checked: one positive value per motor."""
+    limits = np.array(effort_limits, dtype=float)
+    if limits.shape != (nu,) or not np.all(limits > 0.0):
+        raise ValueError(
+            f"{where}: effort_limits must be {nu} positive values (one per motor), got {limits}"
+        )
+    return limits
+
+
 def SimulatePlan(
     robot: Robot,
     *,
@@ -131,12 +141,7 @@ def SimulatePlan(
         plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
     AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
     if effort_limits is not None:
-        limits = np.asarray(effort_limits, float)
-        if limits.shape != (len(actuator_names),) or not np.all(limits > 0.0):
-            raise ValueError(
-                f"SimulatePlan: effort_limits must be {len(actuator_names)} positive values "
-                f"(one per motor), got {limits}"
-            )
+        limits = _EffortLimits(effort_limits, len(actuator_names), "SimulatePlan")
         by_joint = dict(zip(actuator_names, limits))
         for index in map(JointActuatorIndex, range(plant.num_actuators())):
             actuator = plant.get_mutable_joint_actuator(index)
@@ -353,13 +358,7 @@ def PlaybackFramesCoupled(
             f"got {tau.shape}"
         )
     if effort_limits is not None:
-        limits = np.asarray(effort_limits, float)
-        if limits.shape != (stepper.nu,) or not np.all(limits > 0.0):
-            raise ValueError(
-                f"PlaybackFramesCoupled: effort_limits must be {stepper.nu} positive values, "
-                f"got {limits}"
-            )
-        stepper.effort_limits = limits.copy()
+        stepper.effort_limits = _EffortLimits(effort_limits, stepper.nu, "PlaybackFramesCoupled")
     builder = DiagramBuilder()
     system = builder.AddSystem(SkinnedRobotSystem(stepper, initial))
     feedforward = builder.AddSystem(ConstantVectorSource(np.zeros(stepper.nu)))
