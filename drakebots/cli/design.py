@@ -66,7 +66,11 @@ def register(subparsers):
         help="also run the kinematic-only baseline and compare root roll (Fig. 18)",
     )
     parser.add_argument(
-        "--iterations", type=int, default=3, help="space-time <-> frame-by-frame iterations"
+        "--iterations",
+        type=int,
+        default=5,
+        help="space-time <-> frame-by-frame iterations at most; the loop stops at the first pass "
+        "that agrees with its plan",
     )
     parser.add_argument(
         "--knot-frames",

@@ -137,6 +137,11 @@ def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
     qpcc = seen["config"].qpcc
     assert qpcc.lookahead_frames == 0 and qpcc.torque_regularization == 0.0
     assert qpcc.weights.plan_forces == 0.0 and qpcc.cop_constraint
+    # The command line's loop is the library's: the same cap on iterations unless told.
+    assert seen["config"].max_iterations == alternating.AlternatingConfig().max_iterations
+    with pytest.raises(Stop):
+        main(argv + ["--iterations", "2", "--out", str(tmp_path / "two")])
+    assert seen["config"].max_iterations == 2
 
 
 def test_a_failed_design_names_its_violated_constraints():
