@@ -11,7 +11,9 @@ and second-order cones on affine maps of x. Each iteration:
   the constraints linearised, bounds and cones exact, with Clarabel (sparse interior point, SOCP);
   equality rows that give one variable explicitly (`LeastSquaresNlp.explicit_rows`: the soft
   sole's patch forces) are substituted out first, the same QP with fewer variables and rows;
-  a subproblem whose linearisation is infeasible is re-solved elastic (l1-penalised slacks);
+  a subproblem whose linearisation is infeasible is re-solved elastic (l1-penalised slacks,
+  priced at most `max_penalty`), and one that fails with the constraints' curvature is
+  re-solved with Gauss-Newton's Hessian alone;
 - accepts the step by an Armijo line search on the l1 merit f + ν (||c_eq||₁ + ||c_in⁺||₁), with
   ν kept above the QP's multipliers, and a *second-order correction* when the full step is
   rejected: the minimum-norm step back onto the constraints' linearisation at the trial point
@@ -97,6 +99,11 @@ class GaussNewtonOptions:
     damping: float = 1e-8
     # Initial l1 penalty on constraint violation in the merit (raised above the multipliers).
     penalty: float = 10.0
+    # Cap of the slack price in an elastic QP. The merit's penalty follows the multipliers, which
+    # near a degenerate point (linearised constraints almost inconsistent) grow without bound
+    # (1.6e20 on a trot whose COM leads the diagonals by 4 cm); an elastic QP with slacks priced
+    # at that failed in Clarabel (DualInfeasible) and ended the solve.
+    max_penalty: float = 1e10
     # Cap of the damping's growth after short steps, relative to mean(diag JᵀJ): the QP's
     # multipliers grow with the damping (P d + q + Aᵀλ = 0), and the merit's penalty with them.
     max_damping: float = 1.0
@@ -135,6 +142,10 @@ def _Names(names, values, absolute):
         if v.max() > worst:
             worst, name = float(v.max()), label
     return worst, name
+
+
+def _MaxAbs(*arrays) -> float:
+    return max(float(np.abs(a).max(initial=0.0)) for a in arrays)
 
 
 def _ConeViolation(nlp, x) -> float:
@@ -369,6 +380,17 @@ def SolveLeastSquaresSqp(
             worst, name = cone, "friction_cone"
         return worst, name
 
+    def Step(P):
+        """The QP's step: (d, λ_eq, λ_in, status, elastic); d None when it failed. A QP that
+        fails (its linearisation infeasible) is re-solved elastic."""
+        d, new_eq, new_in, qp_status = qp.Solve(P, grad, ev, x)
+        if d is not None:
+            return d, new_eq, new_in, qp_status, False
+        d, new_eq, new_in, elastic_status = qp.Solve(
+            P, grad, ev, x, elastic_penalty=min(nu, options.max_penalty)
+        )
+        return d, new_eq, new_in, f"{qp_status}; elastic: {elastic_status}", True
+
     ev = evaluate(x, True)
     lam_eq = np.zeros(len(ev.c_eq))
     lam_in = np.zeros(len(ev.c_in))
@@ -389,28 +411,29 @@ def SolveLeastSquaresSqp(
             scale = max(float(np.mean(JtJ.diagonal())) if n else 1.0, 1e-12)
             damping = options.damping * scale
         P = 2.0 * JtJ + H + sp.eye(n, format="csc") * (2.0 * damping)
-        if curvature is not None and options.constraint_curvature:
-            P = P + curvature(x, lam_eq, lam_in)
         grad = 2.0 * (J.T @ ev.r) + H @ x + g
         t = time.perf_counter()
-        d, new_eq, new_in, qp_status = qp.Solve(P, grad, ev, x)
-        elastic = False
-        if d is None:
-            d, new_eq, new_in, qp_status = qp.Solve(P, grad, ev, x, elastic_penalty=nu)
-            elastic = True
+        if curvature is not None and options.constraint_curvature:
+            d, new_eq, new_in, qp_status, elastic = Step(P + curvature(x, lam_eq, lam_in))
+            if d is None:
+                # The constraints' curvature is weighted by the last multipliers; near a
+                # degenerate point they are large and the QP too ill-conditioned for Clarabel
+                # (it reported the strictly convex QP unbounded): Gauss-Newton's Hessian alone.
+                d, new_eq, new_in, qp_status, elastic = Step(P)
+        else:
+            d, new_eq, new_in, qp_status, elastic = Step(P)
         if d is not None:
             lam_eq, lam_in = new_eq, new_in
         counters["qp_time"] += time.perf_counter() - t
         if d is None:
             damping *= 100.0
             history.append({"iteration": iteration, "qp": qp_status})
-            if damping > 1e6:
+            if damping > 1e6 * scale:
                 status = f"subproblem failed ({qp_status})"
                 break
             continue
-        multipliers = max(np.abs(lam_eq).max(initial=0.0), np.abs(lam_in).max(initial=0.0))
         if not elastic:
-            nu = max(nu, 1.5 * multipliers + 1e-3)
+            nu = max(nu, 1.5 * _MaxAbs(lam_eq, lam_in) + 1e-3)
         f0, h0 = cost(ev, x), infeasibility(ev)
         merit0 = f0 + nu * h0
         # Directional derivative of the merit along d (the linearised constraints hold at d).

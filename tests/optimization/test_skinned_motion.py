@@ -14,7 +14,7 @@ from pydrake.multibody.plant import MultibodyPlant
 from drakebots.analysis.support import CenterOfPressure, SupportPolygon
 from drakebots.errors import InputError
 from drakebots.optimization import motions
-from drakebots.optimization.gauss_newton import SolveGaussNewton
+from drakebots.optimization.gauss_newton import LeastSquaresNlp, SolveGaussNewton
 from drakebots.optimization.motion import FootTrack, SampleMotion
 from drakebots.optimization.qpcc import FrameQpcc, QpccConfig, RigidFrameDynamics
 from drakebots.optimization.skeleton_model import SkeletonModel
@@ -378,6 +378,84 @@ def test_gauss_newton_solves_a_constrained_least_squares_exactly():
     result = SolveGaussNewton(prog, ResidualsOf(prog), np.array([1.0, 0.0, 0.0]))
     assert result.success, result.status
     np.testing.assert_allclose(result.x, a / np.linalg.norm(a), atol=1e-5)
+
+
+class _TinyNlp(LeastSquaresNlp):
+    """min (x1 - 2)² subject to the two equality rows x0 = 0 and x0 = 1 (contradictory), or
+    with `consistent`, min ||x - a||² subject to ||x||² = 1 (the closed form a / ||a||)."""
+
+    def __init__(self, consistent, curvature=None):
+        import scipy.sparse as sp
+
+        self.sp, self.consistent, self.curvature = sp, consistent, curvature
+        self.num_vars = 2
+        self.lower, self.upper = np.full(2, -np.inf), np.full(2, np.inf)
+        self.a = np.array([2.0, -1.0])
+        self.eq_names = [("c", 0, 1 if consistent else 2)]
+        if curvature is not None:
+            self.Curvature = lambda x, lam_eq, lam_in: curvature
+
+    def Evaluate(self, x, jacobians):
+        from drakebots.optimization.gauss_newton import NlpEvaluation
+
+        sp = self.sp
+        if self.consistent:
+            r, c_eq = x - self.a, np.array([x @ x - 1.0])
+            J, A = np.eye(2), 2 * x[None]
+        else:
+            r, c_eq = np.array([x[1] - 2.0]), np.array([x[0], x[0] - 1.0])
+            J, A = np.array([[0.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 0.0]])
+        if not jacobians:
+            return NlpEvaluation(r=r, c_eq=c_eq, c_in=np.zeros(0))
+        return NlpEvaluation(
+            r=r,
+            c_eq=c_eq,
+            c_in=np.zeros(0),
+            J_r=sp.csr_matrix(J),
+            A_eq=sp.csr_matrix(A),
+            A_in=sp.csr_matrix((0, 2)),
+        )
+
+
+def test_contradictory_constraints_end_at_the_least_violation_under_any_penalty():
+    """Two rows x0 = 0 and x0 = 1 cannot both hold: every QP is re-solved elastic (l1 slacks).
+    Whatever the merit's penalty ν has grown to, the elastic QP's slack price is capped
+    (`max_penalty`): with slacks priced at 1e25 Clarabel gave up on the QP and with it the
+    solve. The answer: the cost's minimiser x1 = 2, x0 in [0, 1] (l1 violation 1 everywhere
+    there), reported infeasible, not as a failed subproblem."""
+    from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
+
+    for penalty in (10.0, 1e25):
+        result = SolveLeastSquaresSqp(
+            _TinyNlp(consistent=False),
+            np.array([3.0, -1.0]),
+            GaussNewtonOptions(penalty=penalty, max_iterations=20),
+        )
+        assert "subproblem failed" not in result.status, (penalty, result.status)
+        assert not result.success
+        assert result.x[1] == pytest.approx(2.0, abs=1e-6)
+        assert -1e-6 <= result.x[0] <= 1.0 + 1e-6
+        c_eq = _TinyNlp(consistent=False).Evaluate(result.x, False).c_eq
+        assert np.abs(c_eq).sum() == pytest.approx(1.0, abs=1e-6)  # the least l1 violation
+
+
+def test_a_qp_that_its_constraint_curvature_spoils_is_solved_without_it():
+    """The constraints' curvature enters the QP weighted by the last multipliers; where it makes
+    the QP one Clarabel cannot solve (here an indefinite one, unbounded below) the step is taken
+    with Gauss-Newton's Hessian alone instead of losing the iteration. min ||x - a||² on the
+    unit circle: a / ||a||, and no iteration without a step."""
+    import scipy.sparse as sp
+
+    from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
+
+    bad = sp.csr_matrix(-1e3 * np.eye(2))
+    nlp = _TinyNlp(consistent=True, curvature=bad)
+    # Without the curvature Gauss-Newton converges linearly along the circle: tight tolerances.
+    options = GaussNewtonOptions(merit_tolerance=1e-14, step_tolerance=1e-12, max_iterations=200)
+    result = SolveLeastSquaresSqp(nlp, np.array([1.0, 0.0]), options)
+    assert result.success, result.status
+    np.testing.assert_allclose(result.x, nlp.a / np.linalg.norm(nlp.a), atol=1e-7)
+    assert not [h for h in result.history if "qp" in h]
 
 
 def test_generic_curvature_is_the_weighted_constraint_hessian():
