@@ -8,7 +8,8 @@ Tables:
   3. the coupled skin-skeleton step of the standing beetle, landing from rest and settling
      (mean wall time, Newton iterations, factorisations and contact-column solves per step),
      with contact-label changes through the Schur complement (the default) against
-     refactorising for every contact set (the previous path), in the same run: the ratio;
+     refactorising for every contact set (the previous path), in the same run: the ratio; and
+     the Schur path with CHOLMOD against SuperLU factorising the coupled system (the ratio);
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
 
 Usage:
@@ -137,7 +138,7 @@ def _Solvers(mesh, material, h):
     return rows
 
 
-def _Coupled(skin, steps, contact_solver="schur"):
+def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
     from pydrake.multibody.plant import MultibodyPlant
 
     from drakebots.robots import GetRobot
@@ -151,7 +152,7 @@ def _Coupled(skin, steps, contact_solver="schur"):
         plant,
         instance,
         skin,
-        CouplingConfig(time_step=0.005, contact_solver=contact_solver),
+        CouplingConfig(time_step=0.005, contact_solver=contact_solver, factorization=factorization),
         lift=-float(skin.mesh.vertices[:, 2].min()),
     )
     state = stepper.DefaultState()
@@ -167,6 +168,7 @@ def _Coupled(skin, steps, contact_solver="schur"):
         residuals.append(info.glue_residual)
     return {
         "contact_solver": contact_solver,
+        "factorization": factorization,
         "steps": steps,
         "first_step_s": walls[0],
         "mean_step_s": float(np.mean(walls)),
@@ -259,18 +261,38 @@ def main(argv=None) -> int:
             )
     results["implicit_step"] = steps
 
-    print("3. coupled skin-skeleton step (standing beetle, h = 5 ms)", flush=True)
-    solvers = ["schur"] + ([] if args.skip_coupled_reference else ["refactor"])
+    print(f"3. coupled skin-skeleton step (standing {skin.robot}, h = 5 ms)", flush=True)
+    # The Schur path with each factorization of the coupled system (CHOLMOD where scikit-sparse
+    # is installed), then the refactorising reference, both with SuperLU.
+    from drakebots.fem.coupling import _Cholesky
+
+    solvers = [("schur", "splu")] + ([("schur", "cholmod")] if _Cholesky() else [])
+    if not args.skip_coupled_reference:
+        solvers.append(("refactor", "splu"))
     results["coupled_step"] = {}
-    for solver in solvers:
-        c = results["coupled_step"][solver] = _Coupled(skin, args.coupled_steps, solver)
+    for solver, factorization in solvers:
+        c = _Coupled(skin, args.coupled_steps, solver, factorization)
+        results["coupled_step"][solver if factorization == "splu" else "schur_cholmod"] = c
         print(
-            f"   {solver:<8} mean {c['mean_step_s']:.3f} s/step (first {c['first_step_s']:.2f} s, "
+            f"   {solver:<8} {factorization:<8} mean {c['mean_step_s']:.3f} s/step "
+            f"(first {c['first_step_s']:.2f} s, "
             f"after it {c['mean_step_after_first_s']:.3f} s), "
             f"{c['newton_iterations_per_step']:.2f} Newton iterations, "
             f"{c['factorizations_per_step']:.2f} factorisations and "
             f"{c['contact_column_solves_per_step']:.1f} column solves per step, glue residual "
             f"max {c['glue_residual_max_m']:.2e} m, penetration {c['max_penetration_m']:.1e} m",
+            flush=True,
+        )
+    if "schur_cholmod" in results["coupled_step"]:
+        new, ref = results["coupled_step"]["schur_cholmod"], results["coupled_step"]["schur"]
+        results["coupled_step"]["ratio_cholmod_over_splu"] = new["mean_step_s"] / ref["mean_step_s"]
+        results["coupled_step"]["cholmod_base_height_difference_m"] = abs(
+            new["base_height_m"] - ref["base_height_m"]
+        )
+        print(
+            f"   ratio cholmod/splu {results['coupled_step']['ratio_cholmod_over_splu']:.3f}, "
+            "base height differs by "
+            f"{results['coupled_step']['cholmod_base_height_difference_m']:.1e} m",
             flush=True,
         )
     if "refactor" in results["coupled_step"]:

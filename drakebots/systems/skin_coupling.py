@@ -121,6 +121,9 @@ class CouplingConfig:
     # stale factor that slows Newton down is refreshed anyway (the contraction test in Step);
     # this only bounds how stale a factor that still converges in one iteration may get.
     max_factor_age: int = 200
+    # How the coupled system is factorised (drakebots.fem.coupling.FACTORIZATIONS): "auto"
+    # takes CHOLMOD when scikit-sparse imports (the `cholmod` extra), else SuperLU.
+    factorization: str = "auto"
 
 
 @dataclasses.dataclass
@@ -699,11 +702,25 @@ class CoupledSkinSkeleton:
                     self._ordering = _NestedDissection(A_d)
                 if schur:
                     base = ReducedKkt(
-                        A_r, A_d, h * J, self.glue.dofs, ordering=self._ordering, A_dr=A_dr
+                        A_r,
+                        A_d,
+                        h * J,
+                        self.glue.dofs,
+                        ordering=self._ordering,
+                        A_dr=A_dr,
+                        factorization=cfg.factorization,
                     )
                     self._kkt = PinnedCorrection(base)
                 else:
-                    self._kkt = ReducedKkt(A_r, A_d, G, pinned, ordering=self._ordering, A_dr=A_dr)
+                    self._kkt = ReducedKkt(
+                        A_r,
+                        A_d,
+                        G,
+                        pinned,
+                        ordering=self._ordering,
+                        A_dr=A_dr,
+                        factorization=cfg.factorization,
+                    )
                 self._kkt_key = key
                 self._kkt_age = 0
                 refactored_this_step = True

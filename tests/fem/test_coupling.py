@@ -2,10 +2,11 @@
 sparse solve of the assembled KKT matrix, and the glue residual and Jacobian."""
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt
+from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt, _Cholesky
 from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh
 from drakebots.fem.model import FemModel
@@ -28,12 +29,26 @@ def _Problem(seed=0):
     return fem, A_r, A_d, glue, G_q, b_r, b_d, c
 
 
-def test_reduced_solve_equals_direct_kkt_solve():
+# Both factorizations of the reduced matrix; CHOLMOD where scikit-sparse is installed (CI installs
+# the `cholmod` extra).
+FACTORIZATIONS = [
+    "splu",
+    pytest.param(
+        "cholmod",
+        marks=pytest.mark.skipif(_Cholesky() is None, reason="scikit-sparse not installed"),
+    ),
+]
+
+
+@pytest.mark.parametrize("factorization", FACTORIZATIONS)
+def test_reduced_solve_equals_direct_kkt_solve(factorization):
     fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem()
     K = AssembleKkt(A_r, A_d, G_q, glue.JacobianU())
     z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c]))
     nr, nd = len(b_r), len(b_d)
-    dq, du, lam = ReducedKkt(A_r, A_d, G_q, glue.dofs).Solve(b_r, b_d, c)
+    kkt = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization)
+    assert kkt.factorized_by == factorization
+    dq, du, lam = kkt.Solve(b_r, b_d, c)
     scale = np.abs(z).max()
     np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
     np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
@@ -62,14 +77,15 @@ def test_glue_residual_and_jacobian():
     np.testing.assert_allclose(glue.Residual(p, x + d) - glue.Residual(p, x), J @ d)
 
 
-def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows():
+@pytest.mark.parametrize("factorization", FACTORIZATIONS)
+def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows(factorization):
     """Contact rows added through the Schur complement (PinnedCorrection) give the same
     (dq, du, lam) as the KKT system of Eq. (2) assembled with them and solved directly."""
     from drakebots.fem.coupling import PinnedCorrection
 
     fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(2)
     rng = np.random.default_rng(3)
-    base = ReducedKkt(A_r, A_d, G_q, glue.dofs)
+    base = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization)
     correction = PinnedCorrection(base)
     # max_new_columns=0: every new set by a direct factorisation of all rows (the path for a
     # whole sole touching down at once).
@@ -98,6 +114,13 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows():
         np.testing.assert_allclose(du[extra], -c_extra, atol=1e-12)
     assert correction.column_solves <= len(pool)  # each column solved once
     assert correction.factorizations == 0 and direct.factorizations == 3
+    assert direct._fallback[1].factorized_by == factorization  # the direct path's too
+
+
+def test_an_unknown_factorization_is_named():
+    fem, A_r, A_d, glue, G_q, *_ = _Problem()
+    with pytest.raises(ValueError, match="unknown factorization 'lu'"):
+        ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization="lu")
 
 
 def test_pinned_correction_with_friction_coupling():
