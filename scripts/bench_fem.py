@@ -264,9 +264,9 @@ def main(argv=None) -> int:
     print(f"3. coupled skin-skeleton step (standing {skin.robot}, h = 5 ms)", flush=True)
     # The Schur path with each factorization of the coupled system (CHOLMOD where scikit-sparse
     # is installed), then the refactorising reference, both with SuperLU.
-    from drakebots.fem.coupling import _Cholesky
+    from drakebots.fem.solvers import CholmodAvailable
 
-    solvers = [("schur", "splu")] + ([("schur", "cholmod")] if _Cholesky() else [])
+    solvers = [("schur", "splu")] + ([("schur", "cholmod")] if CholmodAvailable() else [])
     if not args.skip_coupled_reference:
         solvers.append(("refactor", "splu"))
     results["coupled_step"] = {}

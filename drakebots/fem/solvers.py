@@ -7,7 +7,9 @@ on the matrix pre-permuted by a METIS nested dissection of the mesh's vertex gra
 the fastest direct solver SciPy offers (about half the factorisation time of SuperLU's own
 MMD(A^T+A) ordering, a third of COLAMD's); Jacobi-preconditioned CG needs thousands of
 iterations there. CHOLMOD (scikit-sparse) does not build from PyPI without the system SuiteSparse
-library, and qdldl (measured) was slower than SuperLU, so neither is used.
+library, so it is an optional extra (`cholmod`): the skin's own Newton steps do not use it, the
+coupled skin-skeleton system (drakebots.fem.coupling.ReducedKkt) and the frame-by-frame QPCC take
+it where `CholmodAvailable()`. qdldl (measured) was slower than SuperLU and is not used.
 
 `Factorize(A, method)` returns an object with `solve(b)` (b: (n,) or (n, k)).
 """
@@ -18,6 +20,15 @@ import scipy.sparse.linalg as spla
 
 SOLVERS = ("splu_nd", "splu", "splu_colamd", "spsolve", "cg")
 DEFAULT_SOLVER = "splu_nd"
+
+
+def CholmodAvailable() -> bool:
+    """True when scikit-sparse's CHOLMOD imports (an optional, measured backend)."""
+    try:
+        import sksparse.cholmod  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class OrderedSplu:

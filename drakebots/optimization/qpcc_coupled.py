@@ -80,6 +80,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from drakebots.fem.solvers import CholmodAvailable
 from drakebots.optimization.qpcc import STATIC, FrameDynamicsError, FrameLinearization
 from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.runtime import SingleThreadedBlas
@@ -87,15 +88,6 @@ from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState, C
 
 PATCHES_PER_FOOT = 5
 LINEAR_SOLVERS = ("auto", "cholmod", "splu")
-
-
-def CholmodAvailable() -> bool:
-    """True when scikit-sparse's CHOLMOD imports (an optional, measured backend)."""
-    try:
-        import sksparse.cholmod  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 @dataclasses.dataclass

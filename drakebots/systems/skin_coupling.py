@@ -700,27 +700,12 @@ class CoupledSkinSkeleton:
                         A_r = A_r + A_rr
                 if self._ordering is None:
                     self._ordering = _NestedDissection(A_d)
+                options = dict(ordering=self._ordering, A_dr=A_dr, factorization=cfg.factorization)
                 if schur:
-                    base = ReducedKkt(
-                        A_r,
-                        A_d,
-                        h * J,
-                        self.glue.dofs,
-                        ordering=self._ordering,
-                        A_dr=A_dr,
-                        factorization=cfg.factorization,
-                    )
+                    base = ReducedKkt(A_r, A_d, h * J, self.glue.dofs, **options)
                     self._kkt = PinnedCorrection(base)
                 else:
-                    self._kkt = ReducedKkt(
-                        A_r,
-                        A_d,
-                        G,
-                        pinned,
-                        ordering=self._ordering,
-                        A_dr=A_dr,
-                        factorization=cfg.factorization,
-                    )
+                    self._kkt = ReducedKkt(A_r, A_d, G, pinned, **options)
                 self._kkt_key = key
                 self._kkt_age = 0
                 refactored_this_step = True

@@ -6,10 +6,11 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt, _Cholesky
+from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh
 from drakebots.fem.model import FemModel
+from drakebots.fem.solvers import CholmodAvailable
 
 
 def _Problem(seed=0):
@@ -35,7 +36,7 @@ FACTORIZATIONS = [
     "splu",
     pytest.param(
         "cholmod",
-        marks=pytest.mark.skipif(_Cholesky() is None, reason="scikit-sparse not installed"),
+        marks=pytest.mark.skipif(not CholmodAvailable(), reason="scikit-sparse not installed"),
     ),
 ]
 
