@@ -166,6 +166,51 @@ def test_a_failed_design_names_its_violated_constraints():
     assert FailureConstraints(outcome, figures) == []
 
 
+def test_a_walk_that_covers_under_half_its_distance_is_a_failure():
+    """`Verdict`: a converged loop whose pass holds its motors, COP and ground contact still
+    fails when the robot covers less than half the planned distance (it walks in place), and
+    says so; a motion in place (planned speed 0) is not judged by its speed."""
+    from types import SimpleNamespace
+
+    from drakebots.cli._design import MIN_SPEED_FRACTION, FailureConstraints, Verdict
+
+    st = SimpleNamespace(success=True, status="converged", infeasible=[])
+    frames = SimpleNamespace(infeasible=[])
+    outcome = SimpleNamespace(
+        converged=True, reason="agree", final=SimpleNamespace(space_time=st, frames=frames)
+    )
+    base = {
+        "within_motor_limits": True,
+        "cop_inside_support_polygon": True,
+        "frames_without_ground_contact": 0,
+        "frames_done": 200,
+        "frames_at_motor_limit": 10,
+        "min_cop_margin_m": 0.01,
+        "planned_speed_m_per_s": 0.06,
+    }
+
+    def Judge(achieved, planned=0.06):
+        falls_short = planned > 0 and achieved < MIN_SPEED_FRACTION * planned
+        figures = dict(
+            base,
+            planned_speed_m_per_s=planned,
+            achieved_speed_m_per_s=achieved,
+            speed_ratio=achieved / planned if planned else None,
+            falls_short=falls_short,
+        )
+        return Verdict(outcome, figures), FailureConstraints(outcome, figures)
+
+    (ok, reason), names = Judge(0.0192)
+    assert not ok and "covers 32% of the planned distance" in reason, reason
+    assert names == ["speed: 0.0192 of 0.06 m/s planned"]
+    assert Judge(0.042)[0] == (True, None)
+    assert Judge(0.0, planned=0.0)[0] == (True, None)
+    # The other checks come first in the reason.
+    figures = dict(base, achieved_speed_m_per_s=0.0, speed_ratio=0.0, falls_short=True)
+    figures["within_motor_limits"] = False
+    assert Verdict(outcome, figures) == (False, "a motor exceeds its limit U_m")
+
+
 @pytest.mark.slow
 def test_lizard_crawl_converges_in_one_iteration_within_its_motors(tmp_path):
     """The lizard's slow crawl (paper section 7, Fig. 14: slow walks converge in one iteration):
