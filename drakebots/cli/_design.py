@@ -326,6 +326,14 @@ def RunDesign(args) -> int:
                 log=log,
             )
         figures = DesignFigures(model, motion, outcome, limits)
+        if figures["swing_clearance_m"]:
+            log(
+                "  swing feet rise "
+                + ", ".join(
+                    f"{1e3 * a:.1f}/{1e3 * b:.1f}" for a, b in figures["swing_clearance_m"].values()
+                )
+                + " mm (kept pass / plan, above their stance)"
+            )
         if skin_start is not None:
             figures["skin_at_first_frame"] = skin_start
             blended = skin_start.get("blend_skinning_energy_j")
@@ -551,6 +559,30 @@ def _Ratio(a, b):
     return None if a is None or b is None or b == 0 else float(a / b)
 
 
+def SwingClearance(model, q_frames, q_plan, contact) -> dict:
+    """How high each swing foot rises in the frame-by-frame motion against its plan: per leg
+    that swings, [frames m, plan m], the sole centre's largest height over the swing frames
+    above its median height over the stance frames (each motion against its own stance, so the
+    skin's sole offset cancels). Frames past the end of a short pass are left out."""
+    n = min(len(q_frames), len(q_plan), contact.shape[1])
+    out = {}
+    for leg, name in enumerate(model.legs):
+        swing = np.flatnonzero(~contact[leg, :n])
+        stance = np.flatnonzero(contact[leg, :n])
+        if not len(swing) or not len(stance):
+            continue
+        centre = model.sole_centers[leg]
+
+        def height(q, frames, centre=centre, leg=leg):
+            return np.array([model.FootPoints(q[f], leg, centre)[0][0, 2] for f in frames])
+
+        out[name] = [
+            float(height(q_frames, swing).max() - np.median(height(q_frames, stance))),
+            float(height(q_plan, swing).max() - np.median(height(q_plan, stance))),
+        ]
+    return out
+
+
 def DesignFigures(model, motion, outcome, limits) -> dict:
     """summary.json's figures of merit from an AlternatingResult."""
     final = outcome.final
@@ -589,6 +621,7 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
         )
     times = np.asarray(fr.frame_time)
     first_bad = fr.infeasible[0] if fr.infeasible else None
+    clearance = SwingClearance(model, q, final.q_plan, np.asarray(motion.contact, bool))
     return {
         "converged": bool(outcome.converged),
         "iterations_run": len(outcome.iterations),
@@ -634,6 +667,11 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
         # Fewer than MIN_SPEED_FRACTION of the planned distance covered (a failure).
         "falls_short": bool(
             motion.spec.speed > 0.0 and speed < MIN_SPEED_FRACTION * float(motion.spec.speed)
+        ),
+        # Per swinging leg [frames, plan]: the sole's rise above its stance height, m.
+        "swing_clearance_m": clearance,
+        "min_swing_clearance_ratio": (
+            min(a / b for a, b in clearance.values() if b > 0) if clearance else None
         ),
         "root_roll_variation_deg": float(np.ptp(roll)),
         "root_roll_plan_variation_deg": float(np.ptp(np.degrees(final.q_plan[:, 5]))),

@@ -211,6 +211,32 @@ def test_a_walk_that_covers_under_half_its_distance_is_a_failure():
     assert Verdict(outcome, figures) == (False, "a motor exceeds its limit U_m")
 
 
+def test_swing_clearance_is_the_soles_rise_above_their_stance(beetle):
+    """`SwingClearance` on a torso raised by known amounts (a pure translation lifts every sole
+    by the same height): 10 mm while front-left swings in the passes, 20 mm in the plan; the other
+    legs never swing-lift and the legs' stance medians are the ground."""
+    import numpy as np
+
+    from drakebots.cli._design import SwingClearance
+
+    N = 40
+    contact = np.ones((4, N), dtype=bool)
+    contact[0, 10:20] = False
+    contact[1, 25:30] = False
+    q_plan = np.tile(beetle.q_home, (N, 1))
+    q_frames = q_plan.copy()
+    q_plan[10:20, 2] += 0.02
+    q_frames[10:20, 2] += 0.01
+    out = SwingClearance(beetle, q_frames, q_plan, contact)
+    assert set(out) == {"front_left", "front_right"}
+    np.testing.assert_allclose(out["front_left"], [0.01, 0.02], atol=1e-12)
+    np.testing.assert_allclose(out["front_right"], [0.0, 0.0], atol=1e-12)
+    # A pass that ended early is judged on its frames only.
+    short = SwingClearance(beetle, q_frames[:15], q_plan, contact)
+    np.testing.assert_allclose(short["front_left"], [0.01, 0.02], atol=1e-12)
+    assert "front_right" not in short
+
+
 @pytest.mark.slow
 def test_lizard_crawl_converges_in_one_iteration_within_its_motors(tmp_path):
     """The lizard's slow crawl (paper section 7, Fig. 14: slow walks converge in one iteration):
