@@ -72,8 +72,10 @@ def test_glue_holds_and_the_ground_carries_the_weight(ball):
     weight = (CORE_MASS + stepper.fem.TotalMass()) * 9.81
     core = plant.GetBodyByName("core", instance)
     context = plant.CreateDefaultContext()
+    exact = 0
     for k in range(40):
         state, info = stepper.Step(state, time_s=0.005 * k)
+        exact += info.exact_factorizations
         # Eq. (1) with Drake's own kinematics: each glue vertex sits on its point of the core.
         plant.SetPositions(context, state.q)
         p_WG = plant.CalcPointsPositions(
@@ -89,6 +91,8 @@ def test_glue_holds_and_the_ground_carries_the_weight(ball):
     assert state.x.reshape(-1, 3)[:, 2].min() > -1e-3
     # Newton's third law: the glue forces on the skin balance the core's weight and inertia.
     assert info.glue_forces[:, 2].sum() == pytest.approx(-CORE_MASS * 9.81, rel=0.05)
+    # These checks held with the exact Hessian near the steps' solutions (the default).
+    assert exact > 0
 
 
 def test_a_skin_whose_coast_folds_an_element_steps_from_where_it_is(ball):
@@ -390,6 +394,9 @@ def test_schur_contact_updates_match_refactorising(ball):
             contact_solver=solver,
             implicit_friction=False,
             position_tolerance=1e-11,
+            # The same Newton matrix in both (projected), so the factorisation counts compare
+            # the contact linear algebra alone.
+            exact_hessian_below=0.0,
         )
         stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=RADIUS + 0.002)
         state = stepper.DefaultState()
@@ -493,6 +500,13 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
     assert w.min() < -0.1 * k  # the tangential part, left out
     positive = (Q * np.maximum(w, 0.0)) @ Q.T
     np.testing.assert_allclose(S, positive, atol=1e-5 * k)
+    # ... and kept apart in `tangential`: with it the stiffness is the whole -dF/dx (the exact
+    # Newton matrix near a step's solution, CouplingConfig.exact_hessian_below).
+    T_all = stepper.Penalties(q, x).tangential
+    T = T_all[pair][:, pair].toarray()
+    assert abs(T_all).sum() == pytest.approx(abs(T).sum(), rel=1e-12)
+    np.testing.assert_allclose(S + T, numeric, atol=1e-5 * k)
+    assert np.linalg.eigvalsh(T).max() <= 1e-9
     # Out of range (d > r): no force.
     assert np.abs(stepper.Penalties(q, Placed(1.2 * r)).forces).max() == 0.0
     # Rest neighbours closer than r (a compressed element) are the elastic model's business.
