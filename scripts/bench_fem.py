@@ -10,12 +10,17 @@ Tables:
      with contact-label changes through the Schur complement (the default) against
      refactorising for every contact set (the previous path), in the same run: the ratio; and
      the Schur path with CHOLMOD against SuperLU factorising the coupled system (the ratio);
+  4. (with --replay-design) a design's first frames replayed open loop in the coupled simulator
+     (`drakebots design --skin`'s check) with Newton's matrix projected throughout against the
+     exact Hessian near each step's solution (CouplingConfig.exact_hessian_below): the ratio;
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
 
 Usage:
   python scripts/bench_fem.py [--skin runs/beetle_skin] [--out runs/bench/fem.json]
       [--skip-drake-skin]   # Drake's step on the 15k-vertex skin takes minutes
       [--coupled-steps 20] [--skip-coupled-reference]
+      [--replay-design runs/mw011_f067_59_v4 --skin runs/monster_skin_067_cut_folded
+       --replay-frames 4 [--replay-only]]   # a `drakebots design --skin` folder, its skin
 """
 
 import argparse
@@ -185,6 +190,65 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
     }
 
 
+def _Replay(skin, design_dir: Path, frames: int):
+    """Table 4: the design's first `frames` frames replayed open loop in the coupled simulator
+    from the state its pass started from (as `drakebots design` does), projected Newton matrix
+    against the exact Hessian near each step's solution."""
+    import dataclasses
+
+    from drakebots.cli._design import _Factory
+    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+    from drakebots.systems.plan_playback import PlaybackFramesCoupled
+
+    summary = json.loads((design_dir / "summary.json").read_text())
+    inputs = summary["inputs"]
+    robot = inputs["robot"]
+    log = np.load(design_dir / "log.npz")
+    make, _ = _Factory((skin, SkeletonModel(robot, skin_load=SkinLoad()), None))
+    dyn = make(None, float(log["times"][1] - log["times"][0]))
+    model = SkeletonModel(robot)
+    q = log["q_frames"][: frames + 1].copy()
+    tau = log["tau"][:frames]
+    q[:, 2] += dyn.lift
+    start = time.perf_counter()
+    state = dyn.CoupledState(q[0], log["v_frames"][0])
+    rows = {
+        "design": str(design_dir),
+        "frames": frames,
+        "start_state_s": time.perf_counter() - start,
+    }
+    limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
+    finals = {}
+    for name, below in (("projected", 0.0), ("exact_near_solution", 1e-4)):
+        sim = dyn.NewSimulator()
+        sim.config = dataclasses.replace(sim.config, exact_hessian_below=below)
+        start = time.perf_counter()
+        figures, _, Q = PlaybackFramesCoupled(
+            sim, state, q, tau, model.actuated_indices, max_wall_s=3600.0, effort_limits=limits
+        )
+        rows[name] = {
+            "wall_s": time.perf_counter() - start,
+            "frames_replayed": figures["frames_replayed"],
+            "max_torso_error_m": figures["max_torso_position_error_m"],
+            "max_joint_error_deg": figures["max_joint_error_deg"],
+            "failure": figures["failure"],
+        }
+        finals[name] = np.asarray(Q[-1])
+        print(f"   {name:<20} {rows[name]['wall_s']:7.1f} s for {frames} frames", flush=True)
+    rows["ratio_exact_over_projected"] = (
+        rows["exact_near_solution"]["wall_s"] / rows["projected"]["wall_s"]
+    )
+    rows["final_skeleton_difference"] = float(
+        np.abs(finals["projected"] - finals["exact_near_solution"]).max()
+    )
+    print(
+        f"   ratio exact/projected {rows['ratio_exact_over_projected']:.3f}, final skeleton "
+        f"positions differ by {rows['final_skeleton_difference']:.1e}",
+        flush=True,
+    )
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -198,6 +262,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="do not time the refactorising contact path (the reference of table 3)",
     )
+    parser.add_argument(
+        "--replay-design",
+        default=None,
+        help="table 4: a `drakebots design --skin` results folder (made with --skin's skin)",
+    )
+    parser.add_argument("--replay-frames", type=int, default=4)
+    parser.add_argument("--replay-only", action="store_true", help="table 4 alone")
     args = parser.parse_args(argv)
 
     from drakebots.fem.mesh import BoxMesh, WriteVtk
@@ -211,6 +282,12 @@ def main(argv=None) -> int:
         print(f"{skin_dir} has no skin: generating the beetle skin", flush=True)
         skin = MakeSkin(LoadSkeletonParams("beetle"))
     results = {"skin_vertices": skin.mesh.num_vertices, "skin_tets": skin.mesh.num_tets}
+    if args.replay_only:
+        if not args.replay_design:
+            parser.error("--replay-only needs --replay-design")
+        print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
+        results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
+        return _Write(results, args.out)
     h = 1e-3
     skin_material = {"E": skin.youngs_modulus, "nu": skin.poissons_ratio, "rho": skin.mass_density}
     print("1. linear solvers, beetle skin Newton matrix (h = 1 ms)", flush=True)
@@ -308,9 +385,16 @@ def main(argv=None) -> int:
             f"base height differs by {results['coupled_step']['base_height_difference_m']:.1e} m",
             flush=True,
         )
+    if args.replay_design:
+        print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
+        results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
+    return _Write(results, args.out)
+
+
+def _Write(results, path) -> int:
     results["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f"peak resident memory {results['peak_rss_MB']:.0f} MB")
-    out = Path(args.out)
+    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out}")
