@@ -219,9 +219,10 @@ def _Replay(skin, design_dir: Path, frames: int):
     }
     limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
     finals = {}
-    for name, below in (("projected", 0.0), ("exact_near_solution", 1e-4)):
-        sim = dyn.NewSimulator()
-        sim.config = dataclasses.replace(sim.config, exact_hessian_below=below)
+    for name in ("projected", "exact_near_solution"):
+        sim = dyn.NewSimulator()  # the default config: the exact Hessian near the solution
+        if name == "projected":
+            sim.config = dataclasses.replace(sim.config, exact_hessian_below=0.0)
         start = time.perf_counter()
         figures, _, Q = PlaybackFramesCoupled(
             sim, state, q, tau, model.actuated_indices, max_wall_s=3600.0, effort_limits=limits
@@ -285,8 +286,7 @@ def main(argv=None) -> int:
     if args.replay_only:
         if not args.replay_design:
             parser.error("--replay-only needs --replay-design")
-        print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
-        results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
+        _Table4(args, skin, results)
         return _Write(results, args.out)
     h = 1e-3
     skin_material = {"E": skin.youngs_modulus, "nu": skin.poissons_ratio, "rho": skin.mass_density}
@@ -386,9 +386,13 @@ def main(argv=None) -> int:
             flush=True,
         )
     if args.replay_design:
-        print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
-        results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
+        _Table4(args, skin, results)
     return _Write(results, args.out)
+
+
+def _Table4(args, skin, results) -> None:
+    print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
+    results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
 
 
 def _Write(results, path) -> int:
