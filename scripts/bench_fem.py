@@ -11,8 +11,10 @@ Tables:
      refactorising for every contact set (the previous path), in the same run: the ratio; and
      the Schur path with CHOLMOD against SuperLU factorising the coupled system (the ratio);
   4. (with --replay-design) a design's first frames replayed open loop in the coupled simulator
-     (`drakebots design --skin`'s check) with Newton's matrix projected throughout against the
-     exact Hessian near each step's solution (CouplingConfig.exact_hessian_below): the ratio;
+     (`drakebots design --skin`'s check), seconds a frame: the default (the exact Hessian near
+     each step's solution, CouplingConfig.exact_hessian_below, and the line search with its
+     update bound, CouplingConfig.overshoot and max_update) against Newton's matrix projected
+     throughout, and against no line search and no bound: the two ratios;
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
 
 Usage:
@@ -20,7 +22,8 @@ Usage:
       [--skip-drake-skin]   # Drake's step on the 15k-vertex skin takes minutes
       [--coupled-steps 20] [--skip-coupled-reference]
       [--replay-design runs/mw011_f067_59_v4 --skin runs/monster_skin_067_cut_folded
-       --replay-frames 4 [--replay-only]]   # a `drakebots design --skin` folder, its skin
+       --replay-frames 4 [--replay-seconds 3600] [--replay-only]]
+      # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
 """
 
 import argparse
@@ -190,10 +193,11 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
     }
 
 
-def _Replay(skin, design_dir: Path, frames: int):
+def _Replay(skin, design_dir: Path, frames: int, seconds: float):
     """Table 4: the design's first `frames` frames replayed open loop in the coupled simulator
-    from the state its pass started from (as `drakebots design` does), projected Newton matrix
-    against the exact Hessian near each step's solution."""
+    from the state its pass started from (as `drakebots design` does), for up to `seconds`
+    each: the default config against the projected Newton matrix throughout and against no
+    line search (the three `cases`)."""
     import dataclasses
 
     from drakebots.cli._design import _Factory
@@ -219,32 +223,49 @@ def _Replay(skin, design_dir: Path, frames: int):
     }
     limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
     finals = {}
-    for name in ("projected", "exact_near_solution"):
-        sim = dyn.NewSimulator()  # the default config: the exact Hessian near the solution
-        if name == "projected":
-            sim.config = dataclasses.replace(sim.config, exact_hessian_below=0.0)
+    # The default config (the exact Hessian near the solution, the line search and the update
+    # bound), and each of the two changed back.
+    cases = {
+        "projected": {"exact_hessian_below": 0.0},
+        "exact_near_solution": {},
+        "without_line_search": {"overshoot": np.inf, "max_update": 0.0},
+    }
+    for name, changes in cases.items():
+        sim = dyn.NewSimulator()
+        sim.config = dataclasses.replace(sim.config, **changes)
         start = time.perf_counter()
         figures, _, Q = PlaybackFramesCoupled(
-            sim, state, q, tau, model.actuated_indices, max_wall_s=3600.0, effort_limits=limits
+            sim, state, q, tau, model.actuated_indices, max_wall_s=seconds, effort_limits=limits
         )
+        wall = time.perf_counter() - start
+        replayed = figures["frames_replayed"]
         rows[name] = {
-            "wall_s": time.perf_counter() - start,
-            "frames_replayed": figures["frames_replayed"],
+            "wall_s": wall,
+            "frames_replayed": replayed,
+            "seconds_per_frame": wall / max(replayed, 1),
             "max_torso_error_m": figures["max_torso_position_error_m"],
             "max_joint_error_deg": figures["max_joint_error_deg"],
             "failure": figures["failure"],
+            "stopped": figures["stopped"],
         }
         finals[name] = np.asarray(Q[-1])
-        print(f"   {name:<20} {rows[name]['wall_s']:7.1f} s for {frames} frames", flush=True)
-    rows["ratio_exact_over_projected"] = (
-        rows["exact_near_solution"]["wall_s"] / rows["projected"]["wall_s"]
+        print(
+            f"   {name:<20} {wall:7.1f} s for {replayed} of {frames} frames "
+            f"({rows[name]['seconds_per_frame']:.1f} s a frame)",
+            flush=True,
+        )
+    per_frame = {name: rows[name]["seconds_per_frame"] for name in cases}
+    rows["ratio_exact_over_projected"] = per_frame["exact_near_solution"] / per_frame["projected"]
+    rows["ratio_line_search_over_without"] = (
+        per_frame["exact_near_solution"] / per_frame["without_line_search"]
     )
-    rows["final_skeleton_difference"] = float(
-        np.abs(finals["projected"] - finals["exact_near_solution"]).max()
+    same = rows["projected"]["frames_replayed"] == rows["exact_near_solution"]["frames_replayed"]
+    rows["final_skeleton_difference"] = (
+        float(np.abs(finals["projected"] - finals["exact_near_solution"]).max()) if same else None
     )
     print(
-        f"   ratio exact/projected {rows['ratio_exact_over_projected']:.3f}, final skeleton "
-        f"positions differ by {rows['final_skeleton_difference']:.1e}",
+        f"   seconds a frame: exact/projected {rows['ratio_exact_over_projected']:.3f}, "
+        f"with/without line search {rows['ratio_line_search_over_without']:.3f}",
         flush=True,
     )
     return rows
@@ -269,6 +290,12 @@ def main(argv=None) -> int:
         help="table 4: a `drakebots design --skin` results folder (made with --skin's skin)",
     )
     parser.add_argument("--replay-frames", type=int, default=4)
+    parser.add_argument(
+        "--replay-seconds",
+        type=float,
+        default=3600.0,
+        help="table 4: wall-time budget of each replay (it ends there, short of its frames)",
+    )
     parser.add_argument("--replay-only", action="store_true", help="table 4 alone")
     args = parser.parse_args(argv)
 
@@ -392,7 +419,9 @@ def main(argv=None) -> int:
 
 def _Table4(args, skin, results) -> None:
     print(f"4. coupled open-loop replay of {args.replay_design}", flush=True)
-    results["coupled_replay"] = _Replay(skin, Path(args.replay_design), args.replay_frames)
+    results["coupled_replay"] = _Replay(
+        skin, Path(args.replay_design), args.replay_frames, args.replay_seconds
+    )
 
 
 def _Write(results, path) -> int:

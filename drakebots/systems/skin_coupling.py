@@ -134,6 +134,15 @@ class CouplingConfig:
     # iteration, 38 iterations to a 1e-7 m update; with the exact matrix from 1e-4 m on, 13
     # (quadratic once there). 0: always projected.
     exact_hessian_below: float = 1e-4
+    # A Newton update moves no skin vertex further than this, m (a longer one is scaled down):
+    # a trust region for the iterates far from the step's solution. On the monster's replay an
+    # update whose contact labels changed moved a tail vertex 16 cm, then 92 cm; the step was
+    # cut after 40 iterations. 0: no bound.
+    max_update: float = 2e-3
+    # The line search's curvature condition (_LineSearch): an update is kept whole unless the
+    # slope of the step's potential at its end exceeds this fraction of the slope's magnitude
+    # at its start (it overshot the minimum along the update). inf: no line search.
+    overshoot: float = 0.5
 
 
 @dataclasses.dataclass
@@ -160,6 +169,8 @@ class StepInfo:
     # Triangular solves for new contact coordinates (the Schur path's cached columns).
     column_solves: int = 0
     step_cuts: int = 0
+    # Residual evaluations of the line search that moved back along an update (_LineSearch).
+    backtracks: int = 0
     glue_residual: float = 0.0
     max_penetration: float = 0.0
     contacts: int = 0
@@ -206,6 +217,65 @@ class Penalties:
         if self.coupling is None:
             return None, None
         return h**2 * self.skeleton_stiffness, (-h * self.coupling).tocsr()
+
+
+class _LineSearch:
+    """The line search along one Newton update of the coupled step.
+
+    The step's residuals are the gradient of its incremental potential Φ in (v+, y): r_r in v+
+    (impulses, inertia and the skeleton's forces, the penalties' reactions through q+ = q + h
+    v+) and r_d in y (the skin's inertia, elasticity, damping, gravity and penalties; Coulomb
+    friction and the servo's damping are the non-conservative exceptions), both with the glue
+    and contact multipliers. Along the update d = (dv, dy) the slope of Φ is φ'(a) = dvᵀ r_r +
+    dyᵀ r_d at the point a d, negative at a = 0 (φ'(0) = -dᵀ A d for Newton's positive
+    definite matrix A). A full step is kept unless it overshoots the minimum along d, φ'(1) >
+    c |φ'(0)| (the strong Wolfe curvature condition, c = CouplingConfig.overshoot); then the
+    root of φ' in [0, 1] is bracketed and found by regula falsi (the Illinois variant) to
+    |φ'(a)| <= c |φ'(0)|, with at most `evaluations` residual evaluations (no factorisation);
+    out of them, the bracket's lower end is kept (short of the minimum, never past it).
+
+    Why: where Newton's matrix misses curvature the update overshoots, and a skin vertex that a
+    skeleton box penalises only once it is inside (stiffness 0 outside, k in) cycled in and
+    out of the box: the monster's replay stepped for 40 iterations at ±2 mm and cut the step.
+    """
+
+    def __init__(self, dv, dy, dlam, pinned, slope0, overshoot, evaluations=8):
+        self.dv, self.dy, self.dlam, self.pinned = dv, dy, dlam, pinned
+        self.slope0 = slope0
+        self.tolerance = overshoot * -slope0
+        self.lo, self.hi = (0.0, slope0), None
+        self.at = 1.0
+        self.left = evaluations
+        self.kept = None  # the bracket's end moved by the last update ("lo" or "hi")
+        self.done = False
+
+    def Next(self, slope: float) -> float | None:
+        """φ'(a) at the current fraction a → the next fraction to evaluate, or None: keep a."""
+        if self.done:
+            return None
+        if self.hi is None and slope <= self.tolerance:
+            return None  # a full step that does not overshoot (or falls short: Newton's part)
+        if self.hi is not None and abs(slope) <= self.tolerance:
+            return None
+        side = "hi" if slope > 0.0 else "lo"
+        setattr(self, side, (self.at, slope))
+        self.left -= 1
+        if self.left <= 0:
+            # Out of evaluations: the bracket's lower end, short of the minimum (φ falls all the
+            # way there), if it moved at all.
+            self.done = True
+            return self.lo[0] if self.lo[0] > 0.0 else None
+        if side == self.kept:
+            # Illinois: the same end moved twice (the slope is far from linear between the
+            # ends: a penalty met along the way); halve the other end's slope so the next point
+            # moves toward it.
+            other = "lo" if side == "hi" else "hi"
+            a, value = getattr(self, other)
+            setattr(self, other, (a, 0.5 * value))
+        self.kept = side
+        (a0, s0), (a1, s1) = self.lo, self.hi
+        self.at = a0 + (a1 - a0) * (-s0) / (s1 - s0)
+        return self.at
 
 
 class CoupledSkinSkeleton:
@@ -425,6 +495,14 @@ class CoupledSkinSkeleton:
             local = (P - c_W) @ R_WBox
             depth = half[None, :] - np.abs(local)
             inside = np.all(depth > 0.0, axis=1) & ~exempt[self.box_vertices]
+            if faces is not None:
+                # A vertex that left the box forgets its face: coming back through another
+                # face, it is pushed out through that one (the force is continuous there); kept,
+                # the old face pushed a vertex just inside with the box's whole width (1.8 N
+                # after a 20 nm move on the monster's replay).
+                now = set(self.box_vertices[inside].tolist())
+                for key in [key for key in faces if key[0] == box and key[1] not in now]:
+                    del faces[key]
             if not inside.any():
                 continue
             rows = np.flatnonzero(inside)
@@ -585,6 +663,7 @@ class CoupledSkinSkeleton:
             info.newton_iterations += first.newton_iterations
             info.factorizations += first.factorizations
             info.exact_factorizations += first.exact_factorizations
+            info.backtracks += first.backtracks
             info.step_cuts = first.step_cuts + info.step_cuts + 1
             info.glue_residual = max(info.glue_residual, first.glue_residual)
             info.max_penetration = max(info.max_penetration, first.max_penetration)
@@ -662,11 +741,20 @@ class CoupledSkinSkeleton:
         if self._kkt_exact:
             self._kkt = None
         exact_failed = False
-        for iteration in range(cfg.max_iterations):
+        search = None
+        # A backtrack of the line search (below) re-evaluates the residuals without a Newton
+        # iteration; backtracks alternate with iterations, so the loop ends.
+        while info.newton_iterations < cfg.max_iterations:
+            iteration = info.newton_iterations
             self._CheckDeadline(time_s)
             q_next = self._Integrate(q, v_next, h)
             if implicit_penalties and iteration > 0:
-                penalties = self.Penalties(q_next, y, faces)
+                # The faces first met at this point are kept only if the line search keeps the
+                # point: a vertex that an overshooting update took deep into a box would keep a
+                # far face, and be pushed back through it from just inside (a force that jumps
+                # at the surface, and a slope φ' that jumps at a = 0).
+                trial_faces = dict(faces)
+                penalties = self.Penalties(q_next, y, trial_faces)
             p_WG, J = self.GluePoints(q_next)
             C = self.glue.Residual(p_WG, y)
             # Motor torques and their derivative (implicit while unsaturated).
@@ -724,6 +812,21 @@ class CoupledSkinSkeleton:
             r_r_full = r_r + G.T @ lam_k
             r_d_full = r_d.copy()
             r_d_full[pinned] -= lam_k
+            if search is not None:
+                slope = float(search.dv @ r_r_full + search.dy @ r_d_full)
+                before = search.at
+                fraction = search.Next(slope)
+                if _DEBUG:
+                    print(f"     slope at {before:.3f}: {slope:.3e} (start {search.slope0:.3e})")
+                if fraction is not None:
+                    v_next = v_next + (fraction - before) * search.dv
+                    y = y + (fraction - before) * search.dy
+                    lam_dof[search.pinned] += (fraction - before) * search.dlam
+                    info.backtracks += 1
+                    continue
+                search = None
+            if implicit_penalties and iteration > 0:
+                faces = trial_faces
             key = None if schur else tuple(contact_dofs.tolist())
             stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= cfg.max_factor_age
             # Modified Newton first (a stale factor); if it is slow to converge (large
@@ -794,8 +897,12 @@ class CoupledSkinSkeleton:
             else:
                 dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
             self._kkt_age += 1
-            # Never step into an inverted element: halve the update until valid.
+            # At most max_update on any vertex; never step into an inverted element: halve the
+            # update until valid.
+            largest = float(np.max(np.abs(dy))) if dy.size else 0.0
             alpha = 1.0
+            if 0.0 < cfg.max_update < largest:
+                alpha = cfg.max_update / largest
             for _ in range(20):
                 if self.fem.Jacobians(y + alpha * dy).min() > _MIN_JACOBIAN:
                     break
@@ -809,6 +916,7 @@ class CoupledSkinSkeleton:
             v_next = v_next + alpha * dv
             y = y + alpha * dy
             lam_dof[pinned] += alpha * dlam
+            phi0 = float(alpha * (dv @ r_r_full + dy @ r_d_full))
             Y = y.reshape(-1, 3)
             info.newton_iterations += 1
             # Contact multipliers: force of the ground on each pinned vertex.
@@ -873,6 +981,10 @@ class CoupledSkinSkeleton:
                 else 0.0
             )
             previous_norm, labels_changed = step_norm, bool(changed)
+            if not changed and phi0 < 0.0:
+                search = _LineSearch(
+                    alpha * dv, alpha * dy, alpha * dlam, pinned, phi0, cfg.overshoot
+                )
             q_next = self._Integrate(q, v_next, h)
             p_WG, _ = self.GluePoints(q_next)
             residual = float(np.max(np.abs(self.glue.Residual(p_WG, y)))) if len(p_WG) else 0.0

@@ -271,6 +271,39 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     np.testing.assert_allclose(kept, stepper._PenaltyLaw(np.array([depth]))[0] * up, rtol=1e-9)
 
 
+def test_a_vertex_that_leaves_a_box_forgets_the_face_it_entered_through(torso_shell):
+    """The face a vertex is pushed through is kept only while the vertex stays in the box: one
+    that entered through the top, left, and comes back 0.1 mm through a side face is pushed out
+    through the side by the penalty of 0.1 mm (the force is continuous at the surface), not
+    through the top with the depth below the top."""
+    plant, instance, skin, top, k = torso_shell
+    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    context = plant.CreateDefaultContext()
+    q = plant.GetPositions(context)
+    X = stepper.fem.RestPositions().reshape(-1, 3)
+    faces = {}
+    X[k] = [top[0], top[1], top[2] - 0.003]
+    stepper.Penalties(q, X.ravel(), faces)
+    ((box, _), (axis, sign)), *_ = faces.items()
+    assert (axis, sign) == (2, 1.0)  # entered through the box's local +z face
+    body, center, R, half, _ = stepper._boxes[box]
+    X_WB = plant.EvalBodyPoseInWorld(context, body)
+    R_WBox = X_WB.rotation().matrix() @ R
+    c_W = X_WB.multiply(center)
+    X[k] = top + [0.0, 0.0, 0.001]  # out through the top
+    assert not np.any(stepper.Penalties(q, X.ravel(), faces).forces)
+    assert not faces
+    # Back in 0.1 mm through the local +x face, halfway down the box.
+    local = np.array([half[0] - 1e-4, 0.0, 0.0])
+    X[k] = c_W + R_WBox @ local
+    force = stepper.Penalties(q, X.ravel(), faces).forces.reshape(-1, 3)[k]
+    law = stepper._PenaltyLaw(np.array([1e-4]))[0][0]
+    np.testing.assert_allclose(force, law * R_WBox[:, 0], rtol=1e-9, atol=1e-12)
+    # Through the top face it would have been the penalty of half the box's height.
+    assert np.linalg.norm(force) < 0.01 * stepper._PenaltyLaw(half[2:])[0][0]
+
+
 def test_skin_skeleton_penalty_coupling_is_its_derivative_in_the_skeleton_motion(torso_shell):
     """The penalties' dependence on the skeleton (for a step implicit in both bodies): moving
     the torso by δ changes the pushed vertex's force by +K J δ (`coupling`) and the torso's
@@ -697,3 +730,68 @@ def test_a_limb_piece_meets_every_box_but_its_torsos(beetle_skin_pieces_coarse):
         F = stepper.Penalties(q, X.ravel()).forces.reshape(-1, 3)
         assert (np.linalg.norm(F[vertex]) > 1.0) == pushed, what
         assert np.abs(np.delete(F, vertex, axis=0)).max() == 0.0, what
+
+
+def test_the_line_search_finds_the_minimum_along_an_update_that_overshoots():
+    """_LineSearch on the slope of a penalty met along the update: φ'(a) = -1 + k max(0, a -
+    a0) (free until a0, then a stiff penalty k), whose minimum is at a0 + 1 / k. A full step
+    that falls short or overshoots little is kept; one that overshoots is brought back to a
+    point whose slope is within c |φ'(0)| of zero, which brackets the minimum analytically."""
+    from drakebots.systems.skin_coupling import _LineSearch
+
+    def Slope(a, a0, k):
+        return -1.0 + k * max(0.0, a - a0)
+
+    none = np.zeros(0)
+    cases = [(0.9, 20.0, True), (0.0, 4.0, True), (0.3, 50.0, False), (0.2, 200.0, False)]
+    for a0, k, close in cases:
+        search = _LineSearch(none, none, none, none, Slope(0.0, a0, k), overshoot=0.5)
+        evaluations, a = 0, 1.0
+        while (nxt := search.Next(Slope(a, a0, k))) is not None:
+            a, evaluations = nxt, evaluations + 1
+        assert evaluations <= 8
+        minimum = a0 + 1.0 / k
+        # Never past the minimum by more than |φ'(a)| <= 0.5 allows (half the penalty's reach
+        # 1 / k); within that of it where the kink is mild, and at least 0.6 of the way where
+        # the budget of evaluations ran out on a stiff one.
+        assert a <= minimum + 0.5 / k + 1e-12, (a0, k, a)
+        assert abs(a - minimum) <= 0.5 / k + 1e-12 if close else a >= 0.6 * minimum, (a0, k, a)
+    # Kept as they are: a full step short of the minimum, and one past it by less than c.
+    for a0, k in [(2.0, 1.0), (0.5, 1.2)]:
+        search = _LineSearch(none, none, none, none, Slope(0.0, a0, k), overshoot=0.5)
+        assert search.Next(Slope(1.0, a0, k)) is None
+
+
+def test_newton_with_a_matrix_too_soft_converges_to_the_same_step(ball):
+    """The line search makes the coupled step converge where Newton's matrix misses curvature:
+    with the skin's block of the matrix at half (or 0.3 of) its value, the full updates
+    overshoot by 2x (3.3x) and the iteration cycles or diverges (with the line search off, the
+    step fails); with it, the step converges, to the state of the step with the true matrix
+    (the residual, and so the solution, is the same). The ball in the air, its skin set
+    vibrating at 1 m/s."""
+    from drakebots.systems.skin_coupling import CoupledStepFailure
+
+    plant, instance, skin = ball
+
+    def Step(scale, overshoot):
+        config = CouplingConfig(
+            time_step=0.005, max_cuts=0, overshoot=overshoot, exact_hessian_below=0.0
+        )
+        stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=0.5)
+        state = stepper.DefaultState()
+        X = skin.mesh.vertices
+        state.w[:] = np.sin(60.0 * X[:, [1, 2, 0]]).ravel()
+        matrix = stepper._SkinMatrix
+        stepper._SkinMatrix = lambda *args: scale * matrix(*args)
+        return stepper.Step(state)
+
+    reference, info = Step(1.0, np.inf)
+    assert info.backtracks == 0
+    for scale in (0.5, 0.3):
+        with pytest.raises(CoupledStepFailure):
+            Step(scale, np.inf)
+        new, info = Step(scale, 0.5)
+        assert info.backtracks > 0
+        np.testing.assert_allclose(new.x, reference.x, atol=5e-8)
+        np.testing.assert_allclose(new.q, reference.q, atol=5e-8)
+        np.testing.assert_allclose(new.v, reference.v, atol=1e-4)
