@@ -195,6 +195,23 @@ def torso_shell():
     return _TorsoShell(0.03)
 
 
+def _PenaltyStepper(torso_shell):
+    """(stepper, config, a default plant context, its positions) for the penalty tests: no
+    self-collision, the penalty at 2000 N/m."""
+    plant, instance, skin, _, _ = torso_shell
+    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    context = plant.CreateDefaultContext()
+    return stepper, config, context, plant.GetPositions(context)
+
+
+def _BoxInWorld(stepper, context, box):
+    """(R_WBox, the box centre in the world, its half sizes) of the stepper's box `box`."""
+    body, center, R, half, _ = stepper._boxes[box]
+    X_WB = stepper.plant.EvalBodyPoseInWorld(context, body)
+    return X_WB.rotation().matrix() @ R, X_WB.multiply(center), half
+
+
 def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     """Section 4.2's penalty: an inner skin vertex pushed into the beetle's torso structure feels
     k * depth along the nearest face's outward normal (and none at rest); the torso feels the
@@ -202,10 +219,7 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     force is the rigid-body wrench [p x (-F); -F] about the torso's origin (Drake's quaternion
     floating joint: angular velocity, then translational velocity, both in the world)."""
     plant, instance, skin, top, k = torso_shell
-    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
-    context = plant.CreateDefaultContext()
-    q = plant.GetPositions(context)
+    stepper, config, context, q = _PenaltyStepper(torso_shell)
     x = stepper.fem.RestPositions()
     at_rest = stepper.Penalties(q, x)
     assert np.abs(at_rest.forces).max() == 0.0
@@ -254,10 +268,7 @@ def test_skin_skeleton_penalty_pushes_out_along_the_box_normal(torso_shell):
     stepper.Penalties(q, X.ravel(), faces)
     ((box, vertex), (axis, sign)), *others = faces.items()
     assert not others and vertex == k and (axis, sign) == (2, 1.0)  # the box's local +z face
-    body, center, R, half, _ = stepper._boxes[box]
-    X_WB = plant.EvalBodyPoseInWorld(context, body)
-    R_WBox = X_WB.rotation().matrix() @ R
-    c_W = X_WB.multiply(center)
+    R_WBox, c_W, half = _BoxInWorld(stepper, context, box)
     local = (X[k] - c_W) @ R_WBox
     other = min(half[0] - abs(local[0]), half[1] - abs(local[1]), half[2])
     depth = 1.2 * other  # deeper below the top than the nearest other face is away
@@ -277,20 +288,14 @@ def test_a_vertex_that_leaves_a_box_forgets_the_face_it_entered_through(torso_sh
     through the side by the penalty of 0.1 mm (the force is continuous at the surface), not
     through the top with the depth below the top."""
     plant, instance, skin, top, k = torso_shell
-    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
-    context = plant.CreateDefaultContext()
-    q = plant.GetPositions(context)
+    stepper, _, context, q = _PenaltyStepper(torso_shell)
     X = stepper.fem.RestPositions().reshape(-1, 3)
     faces = {}
     X[k] = [top[0], top[1], top[2] - 0.003]
     stepper.Penalties(q, X.ravel(), faces)
     ((box, _), (axis, sign)), *_ = faces.items()
     assert (axis, sign) == (2, 1.0)  # entered through the box's local +z face
-    body, center, R, half, _ = stepper._boxes[box]
-    X_WB = plant.EvalBodyPoseInWorld(context, body)
-    R_WBox = X_WB.rotation().matrix() @ R
-    c_W = X_WB.multiply(center)
+    R_WBox, c_W, half = _BoxInWorld(stepper, context, box)
     X[k] = top + [0.0, 0.0, 0.001]  # out through the top
     assert not np.any(stepper.Penalties(q, X.ravel(), faces).forces)
     assert not faces
@@ -312,10 +317,7 @@ def test_skin_skeleton_penalty_coupling_is_its_derivative_in_the_skeleton_motion
     the torso's force rows), and
     against K J with J from Drake's own point Jacobian in every velocity direction."""
     plant, instance, skin, top, k = torso_shell
-    config = CouplingConfig(penalty_stiffness=2000.0, self_collision_distance=1e-9)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
-    context = plant.CreateDefaultContext()
-    q = plant.GetPositions(context)
+    stepper, _, context, q = _PenaltyStepper(torso_shell)
     X = stepper.fem.RestPositions().reshape(-1, 3)
     X[k] = [top[0], top[1], top[2] - 0.003]
     x = X.ravel()
