@@ -227,12 +227,15 @@ class _LineSearch:
     v+) and r_d in y (the skin's inertia, elasticity, damping, gravity and penalties; Coulomb
     friction and the servo's damping are the non-conservative exceptions), both with the glue
     and contact multipliers. Along the update d = (dv, dy) the slope of Φ is φ'(a) = dvᵀ r_r +
-    dyᵀ r_d at the point a d, negative at a = 0 (φ'(0) = -dᵀ A d for Newton's positive
-    definite matrix A). A full step is kept unless it overshoots the minimum along d, φ'(1) >
-    c |φ'(0)| (the strong Wolfe curvature condition, c = CouplingConfig.overshoot); then the
-    root of φ' in [0, 1] is bracketed and found by regula falsi (the Illinois variant) to
-    |φ'(a)| <= c |φ'(0)|, with at most `evaluations` residual evaluations (no factorisation);
-    out of them, the bracket's lower end is kept (short of the minimum, never past it).
+    dyᵀ r_d at the point a d; where the constraints hold at a = 0, φ'(0) = -dᵀ A d < 0 for
+    Newton's positive definite matrix A (otherwise the constraints' restoring term adds to it,
+    and a search starts only where φ'(0) < 0). A full step is kept unless it overshoots the
+    minimum along d, φ'(1) > c |φ'(0)| (the strong Wolfe curvature condition, c =
+    CouplingConfig.overshoot); then the root of φ' in [0, 1] is bracketed and found by regula
+    falsi (the Illinois variant) to |φ'(a)| <= c |φ'(0)|, with at most `evaluations` residual
+    evaluations (no factorisation); out of them, the bracket's lower end is kept (short of the
+    minimum, never past it). The contact labels are those of the update's end, which a search
+    needs unchanged from its start.
 
     Why: where Newton's matrix misses curvature the update overshoots, and a skin vertex that a
     skeleton box penalises only once it is inside (stiffness 0 outside, k in) cycled in and
