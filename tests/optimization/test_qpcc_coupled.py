@@ -14,6 +14,8 @@ The skin is a small one (tests/optimization/_pad_skin.py: an 8 mm silicone pad a
 ~4.5k vertices), so the tests do not need `drakebots skin` output.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -312,13 +314,17 @@ def _StepAndFirstNewtonIterate(dyn, state, tau):
     z = np.concatenate([tau, np.zeros(dyn.nz - nu)])
     lin = dyn.Linearize(state.q, state.v)
     q1, v1 = dyn.Step(state.q, state.v, lin, z)
-    max_iterations, tolerance = stepper.config.max_iterations, stepper.config.glue_tolerance
+    config = stepper.config
     try:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = 1, 1.0
+        # One whole Newton update (not bounded by max_update: a trust region of the iteration,
+        # not part of the step's equations).
+        stepper.config = dataclasses.replace(
+            config, max_iterations=1, glue_tolerance=1.0, max_update=0.0
+        )
         stepper._last_mode, stepper._kkt = None, None
         first, _ = stepper.Step(state, tau_ff=tau)
     finally:
-        stepper.config.max_iterations, stepper.config.glue_tolerance = max_iterations, tolerance
+        stepper.config = config
     return q1, v1, first
 
 
