@@ -250,12 +250,11 @@ class _LineSearch:
         self.at = 1.0
         self.left = evaluations
         self.kept = None  # the bracket's end moved by the last update ("lo" or "hi")
-        self.done = False
 
     def Next(self, slope: float) -> float | None:
         """φ'(a) at the current fraction a → the next fraction to evaluate, or None: keep a."""
-        if self.done:
-            return None
+        if self.left <= 0:
+            return None  # out of evaluations (the point is where the last call sent it)
         if self.hi is None and slope <= self.tolerance:
             return None  # a full step that does not overshoot (or falls short: Newton's part)
         if self.hi is not None and abs(slope) <= self.tolerance:
@@ -266,7 +265,6 @@ class _LineSearch:
         if self.left <= 0:
             # Out of evaluations: the bracket's lower end, short of the minimum (φ falls all the
             # way there), if it moved at all.
-            self.done = True
             return self.lo[0] if self.lo[0] > 0.0 else None
         if side == self.kept:
             # Illinois: the same end moved twice (the slope is far from linear between the
@@ -914,7 +912,8 @@ class CoupledSkinSkeleton:
                 bad = int(np.argmin(self.fem.Jacobians(y + dy)))
                 raise ElementInversion(bad, time_s)
             if self._kkt_exact and alpha < 1.0:
-                # The exact matrix led toward an inverted element: back to the projected one.
+                # The exact matrix led toward an inverted element or past max_update: back to
+                # the projected one.
                 exact_failed, self._kkt = True, None
             v_next = v_next + alpha * dv
             y = y + alpha * dy
