@@ -53,7 +53,6 @@ from drakebots.fem.coupling import (
 )
 from drakebots.fem.materials import Material
 from drakebots.fem.model import ElementInversion, FemModel
-from drakebots.fem.solvers import CholmodAvailable
 
 _DEBUG = bool(__import__("os").environ.get("DRAKEBOTS_COUPLING_DEBUG"))
 # A Newton iterate keeps every element's volume ratio det F above this (the line search's bound).
@@ -127,12 +126,18 @@ class CouplingConfig:
     factorization: str = "auto"
     # Newton's matrix: the skin's elements projected to positive semi-definite (and only the
     # positive part of the self-collision pairs' stiffness) until the skin's update falls below
-    # this, m, with the contact labels settled; then the exact Hessian of both, as long as it is
-    # positive definite (CHOLMOD says so; without CHOLMOD, as long as its steps need no cut).
+    # this, m, with the contact labels settled; then the exact Hessian of both, as long as its
+    # updates descend the step's potential and need no cut (else projected again for the step).
     # The projection is what a step far from its solution needs, but near it Newton then
     # contracts only linearly: on the monster's settled folded skin (42.9k vertices) by 0.77 per
     # iteration, 38 iterations to a 1e-7 m update; with the exact matrix from 1e-4 m on, 13
-    # (quadratic once there). 0: always projected.
+    # (quadratic once there). The exact matrix may be indefinite: the neo-Hookean energy is not
+    # convex in compression, and where the skin is light, inertia (mass / h^2) does not make up
+    # for it. CHOLMOD then refuses it and SuperLU factorises it (Newton's convergence does not
+    # need definiteness; the descent check does the safeguarding). Frame 8 of the monster's walk
+    # replay: one negative eigenvalue, -0.25 N/m, in a patch of side skin whose vertices weigh
+    # 0.6-1.2 mg (inertia 0.024-0.048 N/m); with the exact matrix 18 iterations (42 s), with the
+    # projected one in its place 40, the cap, unconverged (97 s). 0: always projected.
     exact_hessian_below: float = 1e-4
     # A Newton update moves no skin vertex further than this, m (a longer one is scaled down):
     # a trust region for the iterates far from the step's solution. On the monster's replay an
@@ -171,6 +176,8 @@ class StepInfo:
     step_cuts: int = 0
     # Residual evaluations of the line search that moved back along an update (_LineSearch).
     backtracks: int = 0
+    # Updates of the exact matrix that climbed the step's potential, discarded (_Step).
+    rejected_updates: int = 0
     glue_residual: float = 0.0
     max_penetration: float = 0.0
     contacts: int = 0
@@ -228,14 +235,14 @@ class _LineSearch:
     friction and the servo's damping are the non-conservative exceptions), both with the glue
     and contact multipliers. Along the update d = (dv, dy) the slope of Φ is φ'(a) = dvᵀ r_r +
     dyᵀ r_d at the point a d; where the constraints hold at a = 0, φ'(0) = -dᵀ A d < 0 for
-    Newton's positive definite matrix A (otherwise the constraints' restoring term adds to it,
-    and a search starts only where φ'(0) < 0). A full step is kept unless it overshoots the
-    minimum along d, φ'(1) > c |φ'(0)| (the strong Wolfe curvature condition, c =
-    CouplingConfig.overshoot); then the root of φ' in [0, 1] is bracketed and found by regula
-    falsi (the Illinois variant) to |φ'(a)| <= c |φ'(0)|, with at most `evaluations` residual
-    evaluations (no factorisation); out of them, the bracket's lower end is kept (short of the
-    minimum, never past it). The contact labels are those of the update's end, which a search
-    needs unchanged from its start.
+    Newton's matrix A positive definite (otherwise the constraints' restoring term adds to it,
+    or the exact matrix is indefinite along d, and a search starts only where φ'(0) < 0). A
+    full step is kept unless it overshoots the minimum along d, φ'(1) > c |φ'(0)| (the strong
+    Wolfe curvature condition, c = CouplingConfig.overshoot); then the root of φ' in [0, 1] is
+    bracketed and found by regula falsi (the Illinois variant) to |φ'(a)| <= c |φ'(0)|, with
+    at most `evaluations` residual evaluations (no factorisation); out of them, the bracket's
+    lower end is kept (short of the minimum, never past it). The contact labels are those of
+    the update's end, which a search needs unchanged from its start.
 
     Why: where Newton's matrix misses curvature the update overshoots, and a skin vertex that a
     skeleton box penalises only once it is inside (stiffness 0 outside, k in) cycled in and
@@ -665,6 +672,7 @@ class CoupledSkinSkeleton:
             info.factorizations += first.factorizations
             info.exact_factorizations += first.exact_factorizations
             info.backtracks += first.backtracks
+            info.rejected_updates += first.rejected_updates
             info.step_cuts = first.step_cuts + info.step_cuts + 1
             info.glue_residual = max(info.glue_residual, first.glue_residual)
             info.max_penetration = max(info.max_penetration, first.max_penetration)
@@ -744,7 +752,8 @@ class CoupledSkinSkeleton:
         exact_failed = False
         search = None
         # A backtrack of the line search (below) re-evaluates the residuals without a Newton
-        # iteration; backtracks alternate with iterations, so the loop ends.
+        # iteration; backtracks alternate with iterations, and an update rejected by the
+        # descent check (below) happens once a step at most, so the loop ends.
         while info.newton_iterations < cfg.max_iterations:
             iteration = info.newton_iterations
             self._CheckDeadline(time_s)
@@ -862,14 +871,11 @@ class CoupledSkinSkeleton:
                     self._ordering = _NestedDissection(A_d)
                 options = dict(ordering=self._ordering, A_dr=A_dr, factorization=cfg.factorization)
                 rows = (h * J, self.glue.dofs) if schur else (G, pinned)
+                # An exact matrix that CHOLMOD refuses (indefinite) is factorised by SuperLU
+                # (ReducedKkt's fallback) and used all the same: Newton converges quadratically
+                # with the exact Jacobian whatever its inertia, and the descent check below
+                # rejects an update that climbs the step's potential.
                 kkt = ReducedKkt(A_r, A_d, *rows, **options)
-                cholmod = cfg.factorization != "splu" and CholmodAvailable()
-                if exact and cholmod and kkt.factorized_by != "cholmod":
-                    # Not positive definite (CHOLMOD refused it): projected for this step.
-                    exact, exact_failed = False, True
-                    A_d = self._SkinMatrix(y, h, penalties if implicit_penalties else None, False)
-                    kkt = ReducedKkt(A_r, A_d, *rows, **options)
-                    info.factorizations += 1
                 self._kkt = PinnedCorrection(kkt) if schur else kkt
                 self._kkt_exact = exact
                 info.exact_factorizations += int(exact)
@@ -898,6 +904,13 @@ class CoupledSkinSkeleton:
             else:
                 dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
             self._kkt_age += 1
+            if self._kkt_exact and dv @ r_r_full + dy @ r_d_full >= 0.0:
+                # The exact matrix is indefinite along this update, which climbs the step's
+                # potential (toward a saddle of it, a state the skin would not rest in): back to
+                # the projected matrix from the same point.
+                exact_failed, self._kkt = True, None
+                info.rejected_updates += 1
+                continue
             # At most max_update on any vertex; never step into an inverted element: halve the
             # update until valid.
             largest = float(np.max(np.abs(dy))) if dy.size else 0.0

@@ -8,6 +8,8 @@ and Newton's third law (glue forces on skin and skeleton).
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from pydrake.math import RigidTransform
 from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import JacobianWrtVariable, SpatialInertia, UnitInertia
@@ -24,8 +26,8 @@ CORE_MASS = 0.3  # kg
 RADIUS = 0.05  # m
 
 
-@pytest.fixture(scope="module")
-def ball():
+def _Ball(mass_density=1100.0, youngs_modulus=2e6):
+    """(plant, instance, skin): the rigid core inside its spherical skin, glued at its top."""
     mesh = MakeShellMesh(
         lambda P: np.linalg.norm(P, axis=-1) - RADIUS, [-0.06] * 3, [0.06] * 3, 0.004, 0.008
     )
@@ -46,8 +48,8 @@ def ball():
         thickness=np.full(mesh.num_vertices, 0.004),
         outer=outer,
         fold=np.zeros(mesh.num_tets, dtype=bool),
-        mass_density=1100.0,
-        youngs_modulus=2e6,
+        mass_density=mass_density,
+        youngs_modulus=youngs_modulus,
         poissons_ratio=0.45,
         info={},
     )
@@ -61,6 +63,11 @@ def ball():
     plant.Finalize()
     plant.SetDefaultFloatingBaseBodyPose(core, RigidTransform())
     return plant, instance, skin
+
+
+@pytest.fixture(scope="module")
+def ball():
+    return _Ball()
 
 
 def test_glue_holds_and_the_ground_carries_the_weight(ball):
@@ -797,3 +804,73 @@ def test_newton_with_a_matrix_too_soft_converges_to_the_same_step(ball):
         np.testing.assert_allclose(new.x, reference.x, atol=5e-8)
         np.testing.assert_allclose(new.q, reference.q, atol=5e-8)
         np.testing.assert_allclose(new.v, reference.v, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def crushed_ball():
+    """A light, soft skin (50 kg/m^3, 50 kPa) crushed by the 0.3 kg core: after 10 steps its
+    elements are at det F down to 0.7, where the neo-Hookean energy is not convex. (plant,
+    instance, skin, the state, the contact labels and slip directions to start a step from)."""
+    plant, instance, skin = _Ball(mass_density=50.0, youngs_modulus=5e4)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig())
+    state = stepper.DefaultState()
+    for _ in range(10):
+        state, _ = stepper.Step(state)
+    return plant, instance, skin, state, stepper._last_mode, stepper._last_slip_dir
+
+
+def _StepFrom(crushed_ball, matrix_sign=1.0, **config):
+    """One step of the crushed ball from its state with CouplingConfig(**config); the exact
+    Newton matrix multiplied by matrix_sign. (new state, info, stepper)."""
+    plant, instance, skin, state, mode, slip_dir = crushed_ball
+    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(**config))
+    stepper._last_mode, stepper._last_slip_dir = mode.copy(), slip_dir.copy()
+    matrix = stepper._SkinMatrix
+    stepper._SkinMatrix = lambda y, h, p, exact: (
+        (matrix_sign if exact else 1.0) * matrix(y, h, p, exact)
+    )
+    new, info = stepper.Step(state.copy())
+    return new, info, stepper
+
+
+def test_newton_takes_an_indefinite_exact_hessian_and_converges_quadratically(crushed_ball):
+    """Near a step's solution Newton switches to the exact Hessian (CouplingConfig.
+    exact_hessian_below), which for a compressed neo-Hookean skin is indefinite: CHOLMOD refuses
+    it, SuperLU factorises it, and the step converges to the solution of the same equations that
+    the projected matrix reaches only linearly. Reference: the projected-only step converged to
+    1e-11 m; the indefiniteness checked independently (the lowest eigenvalues of the skin's exact
+    Newton matrix at the solution, by shift-invert Lanczos)."""
+    from drakebots.fem.coupling import CholmodAvailable
+
+    new, info, stepper = _StepFrom(crushed_ball)
+    reference, tight, _ = _StepFrom(
+        crushed_ball, exact_hessian_below=0.0, max_iterations=400, position_tolerance=1e-11
+    )
+    projected, linear, _ = _StepFrom(crushed_ball, exact_hessian_below=0.0)
+    assert info.exact_factorizations >= 1 and info.rejected_updates == 0
+    if CholmodAvailable():
+        assert stepper._kkt.base.factorized_by == "splu"  # CHOLMOD refused the exact matrix
+    h = stepper.config.time_step
+    _, _, K = stepper.fem.EnergyGradientHessian(new.x, project=False)
+    A = (K + sp.diags(stepper.mass / h**2) + stepper.damping / h).tocsr()
+    free = np.setdiff1d(np.arange(A.shape[0]), stepper.glue.dofs)
+    lowest = spla.eigsh(
+        A[free][:, free].tocsc(), k=2, sigma=-1.0, which="LM", return_eigenvectors=False
+    )
+    assert lowest.min() < 0.0
+    # The same solution, to far better than the 1e-7 m the projected step stops at, in fewer
+    # iterations.
+    assert np.abs(new.x - reference.x).max() < 1e-9 < np.abs(projected.x - reference.x).max()
+    np.testing.assert_allclose(new.q, reference.q, atol=1e-8)
+    assert info.newton_iterations < linear.newton_iterations < tight.newton_iterations
+
+
+def test_an_exact_hessian_update_that_climbs_the_potential_is_rejected(crushed_ball):
+    """With the exact matrix negated, its update points up the step's potential: the descent
+    check discards it (once) and the step goes on with the projected matrix from the same point,
+    to the projected-only step's state."""
+    projected, _, _ = _StepFrom(crushed_ball, exact_hessian_below=0.0)
+    new, info, _ = _StepFrom(crushed_ball, matrix_sign=-1.0)
+    assert info.rejected_updates == 1 and info.exact_factorizations == 1
+    np.testing.assert_allclose(new.x, projected.x, atol=1e-12)
+    np.testing.assert_allclose(new.q, projected.q, atol=1e-12)
