@@ -389,7 +389,7 @@ def _ChoFactor(S):
 
     try:
         return ("cho", sla.cho_factor(S))
-    except np.linalg.LinAlgError:  # pragma: no cover - S is SPD when K is
+    except np.linalg.LinAlgError:  # S is SPD when K is; K may be indefinite (the exact Hessian)
         return _LuFactor(S)
 
 
