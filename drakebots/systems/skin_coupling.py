@@ -904,7 +904,9 @@ class CoupledSkinSkeleton:
             else:
                 dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
             self._kkt_age += 1
-            if self._kkt_exact and dv @ r_r_full + dy @ r_d_full >= 0.0:
+            # The slope of the step's potential along the update at its start (_LineSearch).
+            slope0 = float(dv @ r_r_full + dy @ r_d_full)
+            if self._kkt_exact and slope0 >= 0.0:
                 # The exact matrix is indefinite along this update, which climbs the step's
                 # potential (toward a saddle of it, a state the skin would not rest in): back to
                 # the projected matrix from the same point.
@@ -931,7 +933,6 @@ class CoupledSkinSkeleton:
             v_next = v_next + alpha * dv
             y = y + alpha * dy
             lam_dof[pinned] += alpha * dlam
-            phi0 = float(alpha * (dv @ r_r_full + dy @ r_d_full))
             Y = y.reshape(-1, 3)
             info.newton_iterations += 1
             # Contact multipliers: force of the ground on each pinned vertex.
@@ -996,9 +997,9 @@ class CoupledSkinSkeleton:
                 else 0.0
             )
             previous_norm, labels_changed = step_norm, bool(changed)
-            if not changed and phi0 < 0.0:
+            if not changed and slope0 < 0.0:
                 search = _LineSearch(
-                    alpha * dv, alpha * dy, alpha * dlam, pinned, phi0, cfg.overshoot
+                    alpha * dv, alpha * dy, alpha * dlam, pinned, alpha * slope0, cfg.overshoot
                 )
             q_next = self._Integrate(q, v_next, h)
             p_WG, _ = self.GluePoints(q_next)
