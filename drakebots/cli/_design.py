@@ -95,6 +95,10 @@ def _Validate(args):
         raise InputError(f"--plan-motor-limits must be >= 0, got {args.plan_motor_limits}")
     if args.space_time_iterations < 1:
         raise InputError(f"--space-time-iterations must be >= 1, got {args.space_time_iterations}")
+    if args.space_time_skin == "off" and not args.skin:
+        raise InputError(
+            "--space-time-skin off: the coupling loads are the FEM skin's (give --skin)"
+        )
     if args.skin_collisions == "off" and not args.skin:
         raise InputError("--skin-collisions off: collisions are the FEM skin's (give --skin)")
     skin = None
@@ -277,6 +281,7 @@ def RunDesign(args) -> int:
         qpcc=_FrameConfig(args),
         max_iterations=args.iterations,
         kinematic_only=args.kinematic_only,
+        skin_loads=args.space_time_skin == "on",
     )
     show = not args.no_progress and sys.stderr.isatty()
     start = time.perf_counter()
@@ -435,6 +440,7 @@ def RunDesign(args) -> int:
                 "torso_attitude_weight": args.torso_attitude_weight,
                 "space_time_iterations": args.space_time_iterations,
                 "space_time_cop": args.space_time_cop,
+                "space_time_skin": args.space_time_skin if args.skin else None,
                 "frame_cop": args.frame_cop,
                 "frame_objective": args.frame_objective,
                 "coupled_replay_seconds": args.coupled_replay_seconds if args.skin else None,

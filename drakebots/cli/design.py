@@ -152,6 +152,14 @@ def register(subparsers):
         "frame-by-frame pass runs on the first plan, which leaves out the skin's coupling)",
     )
     parser.add_argument(
+        "--space-time-skin",
+        choices=("on", "off"),
+        default="on",
+        help="with --skin, hand each pass's skin coupling loads to the next space-time step "
+        "(section 5.1): on (default), or off to leave the skin's effect out of every plan (the "
+        "condition of the paper's Fig. 13c held over the whole loop)",
+    )
+    parser.add_argument(
         "--frame-cop",
         choices=("on", "off"),
         default="on",

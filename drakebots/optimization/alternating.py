@@ -68,6 +68,12 @@ class AlternatingConfig:
     # frame-by-frame pass (the inverse dynamics of the kinematic plan: the joints follow it, the
     # root is left to the dynamics, `QpccConfig.joints_only`), no alternation.
     kinematic_only: bool = False
+    # Hand the skin's coupling loads of each pass to the next space-time step (section 5.1). False
+    # leaves the skin's effect out of every plan, not only the first: the condition of the
+    # paper's Fig. 13c ("when the skin deformation is not considered in the space-time
+    # optimization") held over the whole loop, so the E_F pull toward the last pass is all the
+    # plan learns from the skin.
+    skin_loads: bool = True
 
 
 @dataclasses.dataclass
@@ -279,7 +285,7 @@ def RunAlternating(
             follow_weight *= config.follow_growth
         q_follow = q_tilde[np.clip(knots, 0, len(q_tilde) - 1)]
         q_init = st.q_knots
-        coupling = getattr(dynamics, "CouplingLoads", None)
+        coupling = getattr(dynamics, "CouplingLoads", None) if config.skin_loads else None
         loads = coupling(st.knot_times) if coupling is not None else None
     if not converged and records:
         kept = records[best]

@@ -51,6 +51,7 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
     _Exit2(base + ["--lift-height", "-0.01"], tmp_path, capsys, "--lift-height")
     _Exit2(base + ["--skin-collisions", "off"], tmp_path, capsys, "--skin")
+    _Exit2(base + ["--space-time-skin", "off"], tmp_path, capsys, "--skin")
     _Exit2(base + ["--coupled-replay-seconds", "-1"], tmp_path, capsys, "--coupled-replay-seconds")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
@@ -142,6 +143,9 @@ def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
     with pytest.raises(Stop):
         main(argv + ["--iterations", "2", "--out", str(tmp_path / "two")])
     assert seen["config"].max_iterations == 2
+    # The skin's coupling loads reach the space-time step unless told (they need a FEM skin,
+    # which a stub run of the flag's default does not: it only checks the default here).
+    assert seen["config"].skin_loads is True
 
 
 def test_a_failed_design_names_its_violated_constraints():

@@ -292,6 +292,63 @@ def test_alternating_loop_bookkeeping(beetle, monkeypatch):
     assert [r.agreed for r in result.iterations] == [False, False, True]
 
 
+@pytest.mark.parametrize("skin_loads", [True, False])
+def test_the_loop_hands_the_skins_loads_to_the_plan_only_when_asked(
+    beetle, monkeypatch, skin_loads
+):
+    """Section 5.1: after a pass, the next space-time step gets that pass's coupling loads at its
+    knots (the initialization gets none); `skin_loads=False` (`design --space-time-skin off`,
+    Fig. 13c's condition over the whole loop) never hands them over."""
+    motion = SampleMotion(motions.SingleFootLift(beetle, duration=0.1))
+    N = motion.num_frames
+    knots = motion.times[::5]
+    seen_loads, asked = [], []
+
+    def space_time(model, motion_, config, *, q_follow, follow_weight, loads, limits, q_init, log):
+        seen_loads.append(loads)
+        st = dataclasses.make_dataclass("St", ["knot_times", "q_knots"])(
+            knots, np.tile(beetle.q_home, (len(knots), 1))
+        )
+        return st, 0.0
+
+    class Dynamics:
+        """Frame dynamics with a skin: loads tagged by the pass that made them."""
+
+        passes = 0
+
+        def __init__(self):
+            Dynamics.passes += 1
+            self.tag = Dynamics.passes
+
+        def CouplingLoads(self, times):
+            asked.append(np.asarray(times).copy())
+            return ("loads of pass", self.tag)
+
+    offsets = iter([1.0, 0.8, 0.6])  # better each time, never agreeing: every iteration runs
+
+    def frame_pass(model, dynamics, qpcc, q_plan, contact, progress=None):
+        q = q_plan.copy()
+        q[:, 6] += next(offsets)
+        return dataclasses.make_dataclass(
+            "Fr", ["q", "frames_done", "fell", "infeasible", "frame_time"]
+        )(q, N - 1, False, [], np.zeros(N - 1))
+
+    monkeypatch.setattr(alternating, "_SpaceTime", space_time)
+    monkeypatch.setattr(alternating, "RunFrameByFrame", frame_pass)
+    monkeypatch.setattr(alternating, "FrameQpcc", lambda *a, **k: None)
+    config = alternating.AlternatingConfig(max_iterations=3, skin_loads=skin_loads)
+    alternating.RunAlternating(
+        beetle, motion, make_dynamics=lambda m, dt: Dynamics(), config=config, log=lambda s: None
+    )
+    assert len(seen_loads) == 3 and seen_loads[0] is None
+    if skin_loads:
+        assert seen_loads[1:] == [("loads of pass", 1), ("loads of pass", 2)]
+        for times in asked:
+            np.testing.assert_array_equal(times, knots)
+    else:
+        assert seen_loads[1:] == [None, None] and not asked
+
+
 def test_the_torso_attitude_weight_holds_the_walks_heading():
     """The beetle walk's kinematic plan with the default torso-attitude weight (1) turns the torso
     by more than 10 degrees about the vertical (its foot-flatness term, weight 10, keeps the
