@@ -589,6 +589,14 @@ def SwingClearance(model, q_frames, q_plan, contact) -> dict:
     return out
 
 
+def PlanCopMargins(model, motion, space_time) -> np.ndarray:
+    """The plan's COP margins (m) at the knots where it has one (`space_time.PlanCop`)."""
+    from drakebots.optimization.space_time import PlanCop
+
+    _, margin = PlanCop(model, motion, space_time)
+    return margin[np.isfinite(margin)]
+
+
 def DesignFigures(model, motion, outcome, limits) -> dict:
     """summary.json's figures of merit from an AlternatingResult."""
     final = outcome.final
@@ -603,6 +611,7 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
     iterations = []
     for rec in outcome.iterations:
         st = rec.space_time
+        plan_margin = PlanCopMargins(model, motion, st)
         iterations.append(
             {
                 "iteration": rec.iteration,
@@ -613,6 +622,10 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
                 "space_time_time_s": rec.time_space_time,
                 "space_time_cost": st.cost,
                 "space_time_costs": st.costs,
+                # The plan's own COP (Eq. 5's, Fig. 11's balls): its least margin to the planned
+                # support polygon over the knots (< 0: outside) and how many knots are outside.
+                "plan_min_cop_margin_m": (float(np.min(plan_margin)) if len(plan_margin) else None),
+                "plan_knots_cop_outside": int(np.sum(plan_margin < 0.0)),
                 "frames_done": int(rec.frames.frames_done),
                 "frames_infeasible": [
                     {"frame": int(f), "constraints": names} for f, names in rec.frames.infeasible
@@ -714,7 +727,7 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
     convergence."""
     import matplotlib.pyplot as plt
 
-    from drakebots.analysis.support import SupportPolygon
+    from drakebots.optimization.space_time import PlanCop, PlannedSupportPolygons
 
     figs = {}
     fr = outcome.final.frames
@@ -741,20 +754,51 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
     # Figs. 10-11: COP against the support polygons.
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
     step = max(1, motion.num_frames // 12)
-    for i in range(0, motion.num_frames, step):
-        stance = np.flatnonzero(motion.contact[:, i])
-        if len(stance) < 2:
+    frames = range(0, motion.num_frames, step)
+    for i, polygon in zip(frames, PlannedSupportPolygons(model, motion, frames)):
+        if polygon is None or np.count_nonzero(motion.contact[:, i]) < 2:
             continue
-        pts = []
-        for j in stance:
-            local = model.sole_corners[j][:, :2] - model.sole_centers[j][:2]
-            pts.append(motion.feet[j, i, :2] + local)
-        try:
-            poly = SupportPolygon(np.vstack(pts)).vertices
-        except ValueError:
-            continue
-        closed = np.vstack([poly, poly[:1]])
+        closed = np.vstack([polygon.vertices, polygon.vertices[:1]])
         ax.plot(closed[:, 0], closed[:, 1], color="0.6", lw=0.8)
+    # Fig. 11: the plans' own COPs at the knots, the first plan's (the initialization, made
+    # without the skin's coupling) and the kept one's; filled red where outside the polygon.
+    kept = outcome.final
+    plans = [(outcome.iterations[0], "o", "tab:orange")]
+    if kept is not outcome.iterations[0]:
+        plans.append((kept, "s", "tab:blue"))
+    for rec, marker, color in plans:
+        plan_cop, plan_margin = PlanCop(model, motion, rec.space_time)
+        shown = np.isfinite(plan_margin)
+        if not shown.any():
+            continue
+        out = shown & (plan_margin < 0)
+        ax.scatter(
+            plan_cop[shown, 0],
+            plan_cop[shown, 1],
+            s=22,
+            marker=marker,
+            facecolors="none",
+            edgecolors=color,
+            label=f"plan {rec.iteration} COP (knots)",
+        )
+        if out.any():
+            ax.scatter(
+                plan_cop[out, 0],
+                plan_cop[out, 1],
+                s=22,
+                marker=marker,
+                color="r",
+                label=f"plan {rec.iteration} COP outside",
+            )
+        ax2.plot(
+            rec.space_time.knot_times[shown],
+            1e3 * plan_margin[shown],
+            marker,
+            ms=4,
+            mfc="none",
+            color=color,
+            label=f"plan {rec.iteration} (knots)",
+        )
     cop = np.asarray(fr.cop)
     margin = np.asarray(fr.cop_margin)
     if len(cop):
@@ -766,11 +810,12 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
     ax.set_aspect("equal")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.set_title("COP (frame-by-frame) and support polygons (grey)")
+    ax.set_title("COP (frame-by-frame; plans' at knots) and support polygons (grey)")
     ax.legend(fontsize=7)
     if len(margin):
-        ax2.plot(t[: len(margin)], 1e3 * margin)
+        ax2.plot(t[: len(margin)], 1e3 * margin, label=f"frame-by-frame {kept.iteration}")
     ax2.axhline(0, color="r", lw=0.8)
+    ax2.legend(fontsize=7)
     ax2.set_xlabel("time (s)")
     ax2.set_ylabel("COP margin to the support polygon (mm)")
     fig.tight_layout()

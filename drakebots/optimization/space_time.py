@@ -40,7 +40,7 @@ from pydrake.solvers import (
     SolverOptions,
 )
 
-from drakebots.analysis.support import SupportPolygon
+from drakebots.analysis.support import CopFromWrench, SupportPolygon
 from drakebots.optimization.motion import SampledMotion
 from drakebots.optimization.skeleton_model import NUM_BASE, ExternalLoads, SkeletonModel
 
@@ -198,6 +198,60 @@ def _Knots(motion: SampledMotion, knot_frames: int):
     return np.array(idx)
 
 
+def PlannedSupportPolygons(model: SkeletonModel, motion: SampledMotion, frames) -> list:
+    """The support polygon of Eq. (5) at each of `frames`: the hull of the sole corners of the
+    feet the contact plan has on the ground, placed at their planned footholds (None where no
+    foot is down)."""
+    polygons = []
+    for frame in frames:
+        stance = [j for j in range(4) if motion.contact[j, frame]]
+        if not stance:
+            polygons.append(None)
+            continue
+        points = []
+        for j in stance:
+            yaw = motion.base_yaw[frame]
+            R = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+            local = model.sole_corners[j][:, :2] - model.sole_centers[j][:2]
+            points.append(motion.feet[j, frame, :2] + local @ R.T)
+        polygons.append(SupportPolygon(np.vstack(points)))
+    return polygons
+
+
+def PlanCop(model: SkeletonModel, motion: SampledMotion, result: SpaceTimeResult):
+    """The plan's own COP at each knot, and its margin to the planned support polygon.
+
+    The COP of the ground wrench the plan's contact forces and torques make at the stance feet's
+    sole centres (the quantity Eq. 5 constrains; `AddCopConstraints`), so a plan made with the
+    COP constraint off shows where it would have put the COP: the paper's Fig. 11 (red balls: the
+    first plan's COPs, two of them outside the polygon; green: the plan made with the skin).
+
+    Returns:
+        (cop (K, 2) m, margin (K,) m: > 0 inside, < 0 outside); NaN where no foot is planned
+        down or the plan's feet carry no load.
+    """
+    frames = np.clip(
+        np.rint(np.asarray(result.knot_times) / motion.dt).astype(int), 0, motion.num_frames - 1
+    )
+    polygons = PlannedSupportPolygons(model, motion, frames)
+    K = len(frames)
+    cop, margin = np.full((K, 2), np.nan), np.full(K, np.nan)
+    for k, polygon in enumerate(polygons):
+        if polygon is None:
+            continue
+        legs = [j for j in range(4) if motion.contact[j, frames[k]]]
+        M, F = np.zeros(3), np.zeros(3)
+        for j in legs:
+            p = model.FootPoints(result.q_knots[k], j, model.sole_centers[j])[0][0]
+            M += np.cross(p, result.forces[k, j]) + result.torques[k, j]
+            F += result.forces[k, j]
+        point = CopFromWrench(M, F)
+        if point is not None:
+            cop[k] = point
+            margin[k] = polygon.Margin(point)
+    return cop, margin
+
+
 def MakeTargets(model: SkeletonModel, motion: SampledMotion, config: SpaceTimeConfig):
     """Samples the motion at the knots and builds the support polygons of the contact plan."""
     idx = _Knots(motion, config.knot_frames)
@@ -209,19 +263,7 @@ def MakeTargets(model: SkeletonModel, motion: SampledMotion, config: SpaceTimeCo
         changes = np.flatnonzero(np.diff(motion.contact[j].astype(int)) != 0)
         for c in changes:
             active[j, max(0, c - w) : c + w + 2] = True
-    polygons = []
-    for k, frame in enumerate(idx):
-        stance = [j for j in range(4) if contact[j, k]]
-        if not stance:
-            polygons.append(None)
-            continue
-        points = []
-        for j in stance:
-            yaw = motion.base_yaw[frame]
-            R = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
-            local = model.sole_corners[j][:, :2] - model.sole_centers[j][:2]
-            points.append(motion.feet[j, frame, :2] + local @ R.T)
-        polygons.append(SupportPolygon(np.vstack(points)))
+    polygons = PlannedSupportPolygons(model, motion, idx)
     displacement = np.zeros(model.nq)
     displacement[:3] = motion.com[-1] - motion.com[0]
     displacement[2] = 0.0

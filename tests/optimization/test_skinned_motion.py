@@ -46,6 +46,45 @@ def test_support_polygon_margin_of_a_square():
     assert cop == pytest.approx([0.75, 0.0])
 
 
+def test_plan_cop_is_the_ground_wrenchs_centre_of_pressure(beetle):
+    """`PlanCop` (the plan's COP of Fig. 11) against plane statics: vertical loads w_j at the
+    planned footholds put the COP at Σ w_j e_j / Σ w_j; a contact torque τ_y on a foot moves it by
+    -τ_y / F_z in x; a COP pushed d beyond the front feet's toes is d outside the polygon (its
+    front edge is the front soles' toe line, straight across in the home pose)."""
+    from drakebots.optimization.space_time import PlanCop, SpaceTimeResult
+
+    motion = SampleMotion(motions.SingleFootLift(beetle, duration=0.1))
+    assert motion.contact[:, 0].all()
+    feet = motion.feet[:, 0]  # (4, 3) planned sole centres, from the generator
+    weight = np.array([1.0, 2.0, 3.0, 4.0])
+    forces = np.zeros((2, 4, 3))
+    forces[:, :, 2] = weight * 10.0
+    torques = np.zeros((2, 4, 3))
+    # Knot 1: every load on the front-left foot, tipped forward onto its toe and 5 mm beyond.
+    forces[1, 1:] = 0.0
+    toe = beetle.sole_corners[0][:, 0].max() - beetle.sole_centers[0][0]
+    torques[1, 0, 1] = -(toe + 0.005) * forces[1, 0, 2]
+    result = SpaceTimeResult(
+        success=True,
+        status="",
+        q_knots=np.tile(beetle.q_home, (2, 1)),
+        knot_times=np.array([0.0, 0.0]),
+        forces=forces,
+        torques=torques,
+        joint_torques=np.zeros((2, beetle.nu)),
+        cost=0.0,
+        infeasible=[],
+        solve_time=0.0,
+        costs={},
+    )
+    cop, margin = PlanCop(beetle, motion, result)
+    expected = (weight[:, None] * feet[:, :2]).sum(axis=0) / weight.sum()
+    np.testing.assert_allclose(cop[0], expected, atol=1e-6)
+    assert margin[0] > 0.02
+    np.testing.assert_allclose(cop[1], feet[0, :2] + [toe + 0.005, 0.0], atol=1e-6)
+    assert margin[1] == pytest.approx(-0.005, abs=1e-6)
+
+
 def test_model_mass_includes_the_skin_and_the_failure_case_doubles_it(beetle):
     assert beetle.total_mass == pytest.approx(2.8 + 1.1)  # paper: skeleton 2.8 kg + skin 1.1 kg
     assert SkeletonModel("beetle", mass_scale=2.0).total_mass == pytest.approx(2 * 3.9)
