@@ -25,6 +25,14 @@ def _Motion(args, model):
     from drakebots.optimization import motions
     from drakebots.optimization.motion import MotionFromYaml
 
+    lead = getattr(args, "com_lead", None)
+    if lead is not None:
+        if args.motion != "trot" or args.motion_file:
+            raise InputError(
+                "--com-lead shapes the generated trot (--motion trot without --motion-file)"
+            )
+        if not abs(lead) < 0.1:
+            raise InputError(f"--com-lead {lead} m: at most 0.1 m either way")
     if args.motion_file:
         path = Path(args.motion_file)
         if not path.is_file():
@@ -34,6 +42,7 @@ def _Motion(args, model):
         raise InputError(f"--speed must be > 0 m/s, got {args.speed}")
     duration = getattr(args, "duration", None)
     height = getattr(args, "lift_height", None)
+
     if duration is not None and not duration > 0.0:
         raise InputError(f"--duration must be > 0 s, got {duration}")
     if height is not None and not height > 0.0:
@@ -54,6 +63,8 @@ def _Motion(args, model):
         if args.speed is not None:
             kwargs["speed"] = args.speed
         return motions.Walk(model, **kwargs)
+    if lead is not None:
+        kwargs["com_lead"] = lead
     return motions.Trot(model, speed=args.speed or 0.45, **kwargs)
 
 

@@ -48,6 +48,15 @@ def register(subparsers):
         help="lifts: how high the sole centre rises, m (default 0.04 single, 0.03 double)",
     )
     parser.add_argument(
+        "--com-lead",
+        type=float,
+        default=None,
+        metavar="M",
+        help="trot: run the planned COM this far ahead of its home place over the feet, m "
+        "(default 0; ours: a stand-in for the paper's horse-retargeted trot, whose forelegs "
+        "carry more of the weight)",
+    )
+    parser.add_argument(
         "--motion-file",
         default=None,
         help="a MotionSpec YAML (COM and foot keyframes, contact plan, limits) instead of the "

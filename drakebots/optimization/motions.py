@@ -371,6 +371,7 @@ def Trot(
     period: float = 0.4,
     duty: float = 0.45,
     step_height: float = 0.03,
+    com_lead: float = 0.0,
 ) -> MotionSpec:
     """A parametric trot cycle (periodic): diagonal pairs alternate, with short flight phases.
 
@@ -379,10 +380,16 @@ def Trot(
         period: cycle duration, s.
         duty: fraction of the cycle each foot is on the ground (< 0.5 gives flight phases).
         step_height: swing height, m.
+        com_lead: how far the planned COM runs ahead of its home place over the feet, m (ours:
+            a stand-in for the paper's trot retargeted from Muybridge's horse, whose forelegs
+            carry more of its weight; 0 puts it where the robot stands).
     """
     if not speed > 0.0:
         raise InputError(f"--speed must be > 0 m/s for a trot, got {speed}")
+    if not np.isfinite(com_lead):
+        raise InputError(f"--com-lead must be a finite distance in m, got {com_lead}")
     feet, com = _Home(model)
+    com = com + [com_lead, 0.0, 0.0]
     T = period
     phases = {"front_left": 0.0, "rear_right": 0.0, "front_right": 0.5 * T, "rear_left": 0.5 * T}
     tracks = {
@@ -390,7 +397,7 @@ def Trot(
         for leg in LEG_NAMES
     }
     return MotionSpec(
-        name="trot",
+        name="trot" if com_lead == 0.0 else f"trot (COM {1e3 * com_lead:+.0f} mm ahead)",
         robot=model.robot,
         duration=T,
         periodic=True,

@@ -52,6 +52,9 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--lift-height", "-0.01"], tmp_path, capsys, "--lift-height")
     _Exit2(base + ["--skin-collisions", "off"], tmp_path, capsys, "--skin")
     _Exit2(base + ["--space-time-skin", "off"], tmp_path, capsys, "--skin")
+    _Exit2(base + ["--com-lead", "0.02"], tmp_path, capsys, "--com-lead")
+    trot = ["beetle", "--motion", "trot"]
+    _Exit2(trot + ["--com-lead", "0.5"], tmp_path, capsys, "--com-lead")
     _Exit2(base + ["--coupled-replay-seconds", "-1"], tmp_path, capsys, "--coupled-replay-seconds")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)

@@ -544,6 +544,15 @@ def test_generators_make_valid_motions(beetle):
     walk = SampleMotion(motions.Walk(beetle, speed=0.04))
     assert walk.contact.sum(axis=0).min() == 3  # a crawl: one foot at a time
     assert SampleMotion(motions.SingleFootLift(beetle)).contact.sum(axis=0).min() == 3
+    # A trot whose COM leads (the horse stand-in): the COM path moves ahead by the lead at every
+    # frame, the feet and the contact plan stay; a lead that is not a number is refused.
+    trot = SampleMotion(motions.Trot(beetle, speed=0.2))
+    lead = SampleMotion(motions.Trot(beetle, speed=0.2, com_lead=0.03))
+    np.testing.assert_allclose(lead.com - trot.com, np.tile([0.03, 0.0, 0.0], (len(trot.com), 1)))
+    np.testing.assert_array_equal(lead.feet, trot.feet)
+    np.testing.assert_array_equal(lead.contact, trot.contact)
+    with pytest.raises(InputError, match="--com-lead"):
+        motions.Trot(beetle, com_lead=float("nan"))
 
 
 def test_lookahead_targets_are_the_plans_chord_and_tangent(beetle):
