@@ -19,8 +19,7 @@ Examples:
   drakebots design beetle --motion walk --kinematic-only --out runs/beetle_walk_kinematic
   drakebots design beetle --motion walk --compare-kinematic-only --out runs/beetle_walk_vs
   drakebots design monster --motion trot --mass-scale 2 --out runs/monster_heavy  # fails (paper)
-  drakebots design monster --motion trot --com-lead 0.04 --skin runs/monster_skin \
-      --space-time-skin off --out runs/monster_trot_13c  # Fig. 13c: no skin in the plans
+  drakebots design monster --motion trot --com-lead 0.04 --skin DIR --space-time-skin off  # 13c
 """
 
 from drakebots.cli import AddOutputArguments, AddVerb
