@@ -782,25 +782,17 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
         shown = np.isfinite(plan_margin)
         if not shown.any():
             continue
-        out = shown & (plan_margin < 0)
+        out = plan_margin[shown] < 0
         ax.scatter(
             plan_cop[shown, 0],
             plan_cop[shown, 1],
             s=22,
             marker=marker,
-            facecolors="none",
-            edgecolors=color,
-            label=f"plan {rec.iteration} COP (knots)",
+            facecolors=np.where(out, "r", "none"),
+            edgecolors=np.where(out, "r", color),
+            label=f"plan {rec.iteration} COP (knots; filled red: outside)",
+            zorder=3,
         )
-        if out.any():
-            ax.scatter(
-                plan_cop[out, 0],
-                plan_cop[out, 1],
-                s=22,
-                marker=marker,
-                color="r",
-                label=f"plan {rec.iteration} COP outside",
-            )
         ax2.plot(
             rec.space_time.knot_times[shown],
             1e3 * plan_margin[shown],

@@ -251,6 +251,23 @@ def test_monster_walk_keeps_its_feet_within_reach():
         CheckReachable(monster, SampleMotion(motions.Walk(monster, speed=0.11, period=2.4)))
 
 
+def _StubSteps(monkeypatch, space_time, offsets, N):
+    """Stubs the loop's two steps: `space_time` for the space-time step, and frame-by-frame
+    passes whose motion is the plan with joint 6 off by offsets[i] rad in pass i."""
+    offsets = iter(offsets)
+
+    def frame_pass(model, dynamics, qpcc, q_plan, contact, progress=None):
+        q = q_plan.copy()
+        q[:, 6] += next(offsets)
+        return dataclasses.make_dataclass(
+            "Fr", ["q", "frames_done", "fell", "infeasible", "frame_time"]
+        )(q, N - 1, False, [], np.zeros(N - 1))
+
+    monkeypatch.setattr(alternating, "_SpaceTime", space_time)
+    monkeypatch.setattr(alternating, "RunFrameByFrame", frame_pass)
+    monkeypatch.setattr(alternating, "FrameQpcc", lambda *a, **k: None)
+
+
 def test_alternating_loop_bookkeeping(beetle, monkeypatch):
     """The loop of Fig. 2 with the two steps stubbed: E_F's weight is off in the initialization,
     then 1, then grows 10 % per iteration; E_F follows the last pass; it stops when they agree."""
@@ -266,18 +283,7 @@ def test_alternating_loop_bookkeeping(beetle, monkeypatch):
         )
         return st, 0.0
 
-    offsets = iter([1.0, 0.5, 0.001])
-
-    def frame_pass(model, dynamics, qpcc, q_plan, contact, progress=None):
-        q = q_plan.copy()
-        q[:, 6] += next(offsets)  # a joint off by this much, rad
-        return dataclasses.make_dataclass(
-            "Fr", ["q", "frames_done", "fell", "infeasible", "frame_time"]
-        )(q, N - 1, False, [], np.zeros(N - 1))
-
-    monkeypatch.setattr(alternating, "_SpaceTime", space_time)
-    monkeypatch.setattr(alternating, "RunFrameByFrame", frame_pass)
-    monkeypatch.setattr(alternating, "FrameQpcc", lambda *a, **k: None)
+    _StubSteps(monkeypatch, space_time, [1.0, 0.5, 0.001], N)
     config = alternating.AlternatingConfig(max_iterations=5, qpcc=QpccConfig(angle_scale=0.05))
     result = alternating.RunAlternating(
         beetle, motion, make_dynamics=lambda m, dt: None, config=config, log=lambda s: None
@@ -324,18 +330,8 @@ def test_the_loop_hands_the_skins_loads_to_the_plan_only_when_asked(
             asked.append(np.asarray(times).copy())
             return ("loads of pass", self.tag)
 
-    offsets = iter([1.0, 0.8, 0.6])  # better each time, never agreeing: every iteration runs
-
-    def frame_pass(model, dynamics, qpcc, q_plan, contact, progress=None):
-        q = q_plan.copy()
-        q[:, 6] += next(offsets)
-        return dataclasses.make_dataclass(
-            "Fr", ["q", "frames_done", "fell", "infeasible", "frame_time"]
-        )(q, N - 1, False, [], np.zeros(N - 1))
-
-    monkeypatch.setattr(alternating, "_SpaceTime", space_time)
-    monkeypatch.setattr(alternating, "RunFrameByFrame", frame_pass)
-    monkeypatch.setattr(alternating, "FrameQpcc", lambda *a, **k: None)
+    # Better each time, never agreeing: every iteration runs.
+    _StubSteps(monkeypatch, space_time, [1.0, 0.8, 0.6], N)
     config = alternating.AlternatingConfig(max_iterations=3, skin_loads=skin_loads)
     alternating.RunAlternating(
         beetle, motion, make_dynamics=lambda m, dt: Dynamics(), config=config, log=lambda s: None
