@@ -31,8 +31,6 @@ def _Motion(args, model):
             raise InputError(
                 "--com-lead shapes the generated trot (--motion trot without --motion-file)"
             )
-        if not abs(lead) < 0.1:
-            raise InputError(f"--com-lead {lead} m: at most 0.1 m either way")
     if args.motion_file:
         path = Path(args.motion_file)
         if not path.is_file():
@@ -42,7 +40,6 @@ def _Motion(args, model):
         raise InputError(f"--speed must be > 0 m/s, got {args.speed}")
     duration = getattr(args, "duration", None)
     height = getattr(args, "lift_height", None)
-
     if duration is not None and not duration > 0.0:
         raise InputError(f"--duration must be > 0 s, got {duration}")
     if height is not None and not height > 0.0:
@@ -600,16 +597,10 @@ def SwingClearance(model, q_frames, q_plan, contact) -> dict:
     return out
 
 
-def PlanCopMargins(model, motion, space_time) -> np.ndarray:
-    """The plan's COP margins (m) at the knots where it has one (`space_time.PlanCop`)."""
-    from drakebots.optimization.space_time import PlanCop
-
-    _, margin = PlanCop(model, motion, space_time)
-    return margin[np.isfinite(margin)]
-
-
 def DesignFigures(model, motion, outcome, limits) -> dict:
     """summary.json's figures of merit from an AlternatingResult."""
+    from drakebots.optimization.space_time import PlanCop
+
     final = outcome.final
     fr = final.frames
     tau = np.asarray(fr.tau)
@@ -622,7 +613,8 @@ def DesignFigures(model, motion, outcome, limits) -> dict:
     iterations = []
     for rec in outcome.iterations:
         st = rec.space_time
-        plan_margin = PlanCopMargins(model, motion, st)
+        _, plan_margin = PlanCop(model, motion, st)
+        plan_margin = plan_margin[np.isfinite(plan_margin)]  # knots with a planned load
         iterations.append(
             {
                 "iteration": rec.iteration,

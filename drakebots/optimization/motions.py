@@ -386,8 +386,8 @@ def Trot(
     """
     if not speed > 0.0:
         raise InputError(f"--speed must be > 0 m/s for a trot, got {speed}")
-    if not np.isfinite(com_lead):
-        raise InputError(f"--com-lead must be a finite distance in m, got {com_lead}")
+    if not abs(com_lead) < 0.1:
+        raise InputError(f"--com-lead must be under 0.1 m either way, got {com_lead} m")
     feet, com = _Home(model)
     com = com + [com_lead, 0.0, 0.0]
     T = period
