@@ -278,7 +278,7 @@ def Solves(
 ):
     from drakebots.cli._optimize_hamr import Objective
     from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
-    from drakebots.optimization import hamr_trajopt as ht
+    from drakebots.hamr import trajopt as ht
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
         ReconstructTrajectory,
@@ -456,7 +456,7 @@ def main(argv=None):
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover
         threadpool_limits = None
-    from drakebots.optimization import hamr_trajopt as ht
+    from drakebots.hamr import trajopt as ht
 
     limiter = threadpool_limits(1) if threadpool_limits else None
     print("DEL residual + Jacobian at one knot (CPU seconds per evaluation):")
@@ -464,7 +464,7 @@ def main(argv=None):
     pendulum, q_pendulum = DoublePendulumDynamics()
     kernels.append(KernelBenchmark("double pendulum (2 dof)", pendulum, q_pendulum, repeats=50))
     model = ht.MakeHamrTrajoptModel("cardstock")
-    from drakebots.robots.hamr import HamrLoopConstraints
+    from drakebots.hamr.robot import HamrLoopConstraints
 
     loops = HamrLoopConstraints(model.plant)
     context = model.plant.CreateDefaultContext()

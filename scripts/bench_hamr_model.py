@@ -56,7 +56,7 @@ def PerCall(function, *, min_time: float = 0.3, repeats: int = 5) -> float:
 def Plants(floating_base: str = "joints"):
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.robots.hamr import AddHamr
+    from drakebots.hamr.robot import AddHamr
 
     plant = MultibodyPlant(time_step=0.0)
     AddHamr(plant, floating_base=floating_base)
@@ -67,7 +67,7 @@ def Plants(floating_base: str = "joints"):
 def BenchModelTerms() -> dict:
     from pydrake.autodiffutils import InitializeAutoDiff
 
-    from drakebots.robots.hamr import HamrLoopConstraints
+    from drakebots.hamr.robot import HamrLoopConstraints
 
     plant, plant_ad = Plants()
     context = plant.CreateDefaultContext()
@@ -158,8 +158,8 @@ def BenchModelTerms() -> dict:
 
 
 def BenchSimulation(duration_ms: float) -> dict:
-    from drakebots.systems.hamr_gaits import GaitParams
-    from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
+    from drakebots.hamr.gaits import GaitParams
+    from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
 
     results = {}
     for name, time_step in (("trot_10hz_0.25ms", 0.25), ("trot_10hz_0.1ms", 0.1)):
@@ -191,8 +191,8 @@ def _LoopCost(steps: int = 400) -> dict:
     from pydrake.systems.analysis import Simulator
     from pydrake.systems.framework import DiagramBuilder
 
-    from drakebots.robots.hamr import AddHamr
-    from drakebots.systems.hamr_simulation import AddSurface
+    from drakebots.hamr.robot import AddHamr
+    from drakebots.hamr.simulation import AddSurface
 
     out = {}
     for closure in ("ball", "none"):

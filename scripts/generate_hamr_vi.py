@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
-"""Regenerates HAMR-VI's model files from the facts in drakebots/robots/hamr_model.py.
+"""Regenerates HAMR-VI's model files from the facts in drakebots/hamr/model.py.
 
     python scripts/generate_hamr_vi.py          # writes models/hamr_vi/hamr_vi.sdf, scene.dmd.yaml
     python scripts/generate_hamr_vi.py --check    # exit 1 if a committed file is stale
     python scripts/generate_hamr_vi.py --picture  # also render models/hamr_vi/picture.png
 
 The scene's default joint positions are the home pose, solved with the loop constraints
-(drakebots.robots.hamr.SolveStandingPose) from the SDF this script writes first.
+(drakebots.hamr.robot.SolveStandingPose) from the SDF this script writes first.
 """
 
 import argparse
 import sys
 
+from drakebots.hamr import model as hamr_model
+from drakebots.hamr import robot as hamr
 from drakebots.models import ModelsDirectory
-from drakebots.robots import hamr, hamr_model
 
 
 def main() -> int:
@@ -61,9 +62,9 @@ def RenderPicture(png):
     import numpy as np
     from pydrake.multibody.plant import MultibodyPlant
 
+    from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.robots import GetRobot
     from drakebots.visualization.browser import ScreenshotHtml
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
     from drakebots.visualization.replay import ReplayHtml
 
     robot = GetRobot("hamr_vi")

@@ -26,14 +26,14 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
     Returns a dict with "failure" (None or the reason), "figures", "trajectory" (a
     HamrTrajectory), "check" (SolutionCheck) and "dynamics_evaluations".
     """
-    from drakebots.optimization.contact_implicit import (
-        CheckContactImplicitSolution,
-        ReconstructTrajectory,
-    )
-    from drakebots.optimization.hamr_trajopt import (
+    from drakebots.hamr.trajopt import (
         COMPLEMENTARITY_TARGET,
         FEASIBILITY_TARGET,
         HamrKnotTrajectory,
+    )
+    from drakebots.optimization.contact_implicit import (
+        CheckContactImplicitSolution,
+        ReconstructTrajectory,
     )
 
     x = outcome.result.get_x_val()
@@ -139,7 +139,7 @@ def Objective(problem, x) -> float:
 
 def ht_gravity() -> float:
     """Gravity in HAMR-VI's units, mm/ms^2."""
-    from drakebots.robots.hamr import GRAVITY
+    from drakebots.hamr.robot import GRAVITY
 
     return GRAVITY
 
@@ -239,8 +239,8 @@ def RepeatStrides(q: np.ndarray, times: np.ndarray, x_index: int, count: int):
 
 def SolutionReplay(model, report, kind: str, *, seconds_per_stride: float = 2.0) -> str:
     """replay.html: a slowed-down Meshcat recording (3 strides of a gait; the jump once)."""
+    from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.robots import GetRobot
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
     from drakebots.visualization.replay import ReplayHtml
 
     traj = report["trajectory"]

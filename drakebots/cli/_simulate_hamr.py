@@ -6,7 +6,7 @@ Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default sta
 (stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock),
 `voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90), `swing_lead`
 (deg by which the swing signals lead the trot's; default 0; 90 makes a 10 Hz pronk walk forward,
-drakebots.systems.hamr_gaits). The surface is sized to the run (a foot leaving it fails the run:
+drakebots.hamr.gaits). The surface is sized to the run (a foot leaving it fails the run:
 exit 1). The
 command-line duration, time step and log period are seconds; the simulation runs in the model's
 milliseconds. Figures of merit: forward speed in mm per cycle (after the start ramp), body height,
@@ -32,8 +32,8 @@ MAX_AMPLITUDE_V = 112.5
 def ValidateOptions(scenario) -> tuple[str, str, float]:
     """(gait, surface, frequency Hz) from the scenario, or InputError naming what is wrong (the
     voltage amplitude is checked too)."""
-    from drakebots.robots.hamr import SURFACE_FRICTION
-    from drakebots.systems.hamr_gaits import GAITS
+    from drakebots.hamr.gaits import GAITS
+    from drakebots.hamr.robot import SURFACE_FRICTION
 
     gait = scenario.gait or "stand"
     if gait not in GAITS:
@@ -112,11 +112,11 @@ def GaitFigures(log, gait: str, frequency: float, ramp_cycles: float) -> dict:
 
 def Simulate(scenario, robot, *, meshcat=None, progress=True):
     from drakebots.cli.simulate import SimulationOutcome
-    from drakebots.robots.hamr import SurfaceFriction
-    from drakebots.systems.hamr_gaits import GaitParams
-    from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
-    from drakebots.visualization.hamr_plots import PlotHamrRun
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+    from drakebots.hamr.gaits import GaitParams
+    from drakebots.hamr.plots import PlotHamrRun
+    from drakebots.hamr.replay import HamrReplayDecorator
+    from drakebots.hamr.robot import SurfaceFriction
+    from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
 
     gait, surface, frequency = ValidateOptions(scenario)
     amplitude = float(scenario.voltage_amplitude)
@@ -179,6 +179,6 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
 
 def ReplayExtras(results_dir, robot):
     """HAMR's replay adds lighting scaled to its millimetre scene."""
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+    from drakebots.hamr.replay import HamrReplayDecorator
 
     return HamrReplayDecorator(), None

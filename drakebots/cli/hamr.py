@@ -139,15 +139,15 @@ def RunModes(args) -> int:
 
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.robots import GetRobot
-    from drakebots.robots.hamr import AddHamr
-    from drakebots.systems.hamr_modes import AnalyseHamrModes
-    from drakebots.visualization.hamr_plots import (
+    from drakebots.hamr.modes import AnalyseHamrModes
+    from drakebots.hamr.plots import (
         ModeScale,
         PlotModeFrequencies,
         PlotModeShapes,
     )
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+    from drakebots.hamr.replay import HamrReplayDecorator
+    from drakebots.hamr.robot import AddHamr
+    from drakebots.robots import GetRobot
     from drakebots.visualization.replay import ReplayHtml
 
     results = {}

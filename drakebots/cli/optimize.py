@@ -145,8 +145,8 @@ def _LoadConfig(args):
     InputError on mistakes. The requested solver is --solver, or the file's solver.solver when
     --solver is auto (the command line wins); "auto" when neither names one."""
     from drakebots.config import LoadTypedYaml
+    from drakebots.hamr.trajopt import GaitSettings, JumpSettings
     from drakebots.optimization.contact_implicit import SolverAvailable, SolverConfig
-    from drakebots.optimization.hamr_trajopt import GaitSettings, JumpSettings
 
     settings = GaitSettings() if args.problem == "hamr-gait" else JumpSettings()
     solver = SolverConfig()
@@ -275,7 +275,7 @@ def Run(args) -> int:
     solver_config, settings, requested = _LoadConfig(args)
     out = Path(args.out) if args.out else DefaultOutput("optimize", args.problem)
     CheckOutputFolder(out, args.force)
-    from drakebots.optimization import hamr_trajopt as ht
+    from drakebots.hamr import trajopt as ht
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     model = ht.MakeHamrTrajoptModel(args.surface, friction_directions=args.friction_directions)

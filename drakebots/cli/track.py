@@ -123,7 +123,7 @@ def Run(args) -> int:
     out = Path(args.out) if args.out else DefaultOutput("track", Path(args.plan).name)
     CheckOutputFolder(out, args.force)
 
-    from drakebots.systems.hamr_tracking import SimulateTracking, TrackingConfig, TrackingGains
+    from drakebots.hamr.tracking import SimulateTracking, TrackingConfig, TrackingGains
 
     gains = TrackingGains()
     for name in ("kp_swing", "kp_lift", "kd_swing", "kd_lift"):
@@ -369,8 +369,8 @@ def _PlotCycles(figures):
 
 
 def _Replay(run) -> str:
+    from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.robots import GetRobot
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
     from drakebots.visualization.replay import ReplayHtml
 
     # Slow motion: 100 ms of robot time per second of replay.

@@ -530,7 +530,7 @@ class RelativePositionConstraints:
     def FromHingeFrames(cls, lagrangian: TreeLagrangian, hinges):
         """Hinge loops given as frame pairs (name, frame_A, frame_B): closed when B's origin lies
         on A's z axis (the hinge axis) through A's origin, i.e. the x and y components of
-        p_AoBo in A vanish (2 rows per hinge, as drakebots.robots.hamr.HingeLoopConstraints)."""
+        p_AoBo in A vanish (2 rows per hinge, as drakebots.hamr.robot.HingeLoopConstraints)."""
         loops, names = [], []
         for name, frame_A, frame_B in hinges:
             X_1A = frame_A.GetFixedPoseInBodyFrame()

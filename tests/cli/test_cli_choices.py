@@ -15,7 +15,7 @@ def _Choices(parser: argparse.ArgumentParser, path: list[str], option: str):
 
 
 def test_cli_option_names_are_the_optimizers_names():
-    from drakebots.optimization.hamr_trajopt import SECOND_STAGES
+    from drakebots.hamr.trajopt import SECOND_STAGES
     from drakebots.optimization.qpcc import LOOKAHEAD_TARGETS
 
     parser = MakeParser()

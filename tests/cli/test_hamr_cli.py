@@ -131,7 +131,7 @@ def test_default_time_step_resolves_the_stride():
 def test_surface_is_sized_to_the_run():
     """A robot at the fastest plausible speed stays on the default surface; a fixed 400 mm
     surface let a 1.5 s 30 Hz trot (163 mm/s plus a 24 degree yaw drift) walk off its edge."""
-    from drakebots.systems.hamr_simulation import (
+    from drakebots.hamr.simulation import (
         MAX_PLAUSIBLE_SPEED,
         HamrSimulationConfig,
         SurfaceSizeFor,
@@ -148,7 +148,7 @@ def test_surface_is_sized_to_the_run():
 def test_leaving_the_surface_is_a_failure_not_a_tip_over(tmp_path, capsys, monkeypatch):
     """On a surface smaller than the robot (30 mm; its feet are 17.4 mm off the centre line) the
     run fails with exit 1 naming the surface, before any tip-over verdict."""
-    import drakebots.systems.hamr_simulation as simulation
+    import drakebots.hamr.simulation as simulation
 
     monkeypatch.setattr(simulation, "SurfaceSizeFor", lambda duration_ms: 30.0)
     out = tmp_path / "off"

@@ -248,7 +248,7 @@ def test_tracking_figures_of_a_robot_walking_straight_at_an_angle():
     import types
 
     from drakebots.cli.track import TrackingFigures
-    from drakebots.systems.hamr_tracking import TrackingConfig
+    from drakebots.hamr.tracking import TrackingConfig
 
     period, cycles, stride, yaw = 100.0, 5, 6.0, np.deg2rad(30.0)
     times = np.linspace(0.0, cycles * period, 501)
@@ -294,7 +294,7 @@ def test_auto_warm_start_falls_back_to_drakes_trot_only_when_a_plan_is_not_accep
     record, the solves themselves are the slow tests'.)"""
     from types import SimpleNamespace
 
-    from drakebots.optimization import hamr_trajopt as ht
+    from drakebots.hamr import trajopt as ht
 
     calls, solved, outside = [], [], set()
 

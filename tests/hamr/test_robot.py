@@ -11,9 +11,9 @@ from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoD
 from pydrake.multibody.plant import MultibodyPlant
 from pydrake.solvers import MathematicalProgram
 
+from drakebots.hamr import robot as dut
 from drakebots.models import ModelsDirectory
 from drakebots.robots import GetRobot
-from drakebots.robots import hamr as dut
 from drakebots.robots.base import DescribeRobot
 
 

@@ -31,7 +31,9 @@ from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
 from pydrake.systems.primitives import VectorLogSink
 
-from drakebots.robots.hamr import (
+from drakebots.hamr.gaits import GaitParams, GaitVoltageSource
+from drakebots.hamr.piezo import PiezoBenders
+from drakebots.hamr.robot import (
     ACTUATOR_ORIENTATION,
     BASE_JOINTS,
     AddHamr,
@@ -40,8 +42,6 @@ from drakebots.robots.hamr import (
     LegTransmissionJacobian,
     SurfaceFriction,
 )
-from drakebots.systems.hamr_gaits import GaitParams, GaitVoltageSource
-from drakebots.systems.piezo import PiezoBenders
 from drakebots.systems.simulation import (
     AddMultibodyPlantLogs,
     AdvanceWithProgress,
@@ -64,7 +64,7 @@ class HamrSimulationConfig:
         log_period: sampling period of the logs, ms.
         surface: "teflon", "cardstock" or "sandpaper".
         surface_size: side of the square surface, mm (0: sized to the run, `SurfaceSizeFor`).
-        gait: the open-loop drive (drakebots.systems.hamr_gaits): stand, trot, pronk, jump.
+        gait: the open-loop drive (drakebots.hamr.gaits): stand, trot, pronk, jump.
         contact_approximation: Drake's discrete contact approximation (a SAP one).
     """
 

@@ -11,9 +11,9 @@ import pytest
 from pydrake.multibody.plant import MultibodyPlant
 
 from drakebots.analysis.modal import ConstrainedModes, HertzFromOmega
-from drakebots.robots import hamr
-from drakebots.systems import hamr_modes as dut
-from drakebots.systems.piezo import PiezoBenderForce
+from drakebots.hamr import modes as dut
+from drakebots.hamr import robot as hamr
+from drakebots.hamr.piezo import PiezoBenderForce
 
 
 def test_constrained_modes_of_two_masses_tied_together():

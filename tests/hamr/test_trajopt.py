@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
-from drakebots.optimization import hamr_trajopt as ht
+from drakebots.hamr import trajopt as ht
 from drakebots.optimization.contact_implicit import (
     CheckContactImplicitSolution,
     ReconstructTrajectory,
@@ -282,7 +282,7 @@ def test_jump_reaches_ten_mm(model):
 def _PlanAndTrack(model, frequency: float, num_knots: int, cycles: int) -> tuple:
     """Plans a cardstock gait with the default settings and tracks it in Drake's SAP model with
     the paper's estimator and PD law: (planned mm per stride, tracked mm per stride)."""
-    from drakebots.systems.hamr_tracking import SimulateTracking, TrackingConfig
+    from drakebots.hamr.tracking import SimulateTracking, TrackingConfig
 
     warm = ht.GaitWarmStart(model, frequency, num_knots)
     problem = ht.MakeHamrGaitProblem(model, frequency, warm, ht.GaitSettings(num_knots=num_knots))

@@ -5,7 +5,7 @@ The paper puts the body's vertical natural frequency near 10 Hz and its roll fre
 This module computes the model's own values:
 
 1. The standing equilibrium: every actuator at the mid voltage (the bender then acts as a pure
-   spring, F = -k_p q, drakebots.systems.piezo), gravity, the flexure and actuator springs, the
+   spring, F = -k_p q, drakebots.hamr.piezo), gravity, the flexure and actuator springs, the
    24 loop constraints c(q) = 0, and the feet held by their contacts: either *pinned* (sticking
    friction, 3 rows per foot) or *sliding* (frictionless ground, the foot's height only). Newton's
    method on the KKT conditions ∇U(q) + G(q)ᵀλ = 0, g(q) = 0, where U is the potential energy and
@@ -29,7 +29,8 @@ from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import BodyIndex, JacobianWrtVariable
 
 from drakebots.analysis.modal import ConstrainedModes, HertzFromOmega
-from drakebots.robots.hamr import (
+from drakebots.hamr.piezo import DefaultPiezoBender, PiezoBenderForce
+from drakebots.hamr.robot import (
     ACTUATOR_ORIENTATION,
     BASE_JOINTS,
     LEGS,
@@ -39,7 +40,6 @@ from drakebots.robots.hamr import (
     HamrPositionIndex,
     JointDamping,
 )
-from drakebots.systems.piezo import DefaultPiezoBender, PiezoBenderForce
 
 FEET_MODES = ("pinned", "sliding")
 

@@ -13,7 +13,7 @@ Systems here (double only), all in HAMR's units (mm, ms, V):
     plant state -> MechanicalCurrentSensor -> current
     mocap, current -> LegPositionEstimator -> estimate (x, z per leg; velocities)
     estimate -> TrackingController (+ plan: feed-forward voltages, desired legs) -> voltage
-    voltage -> PiezoBenders -> force -> plant (SAP, closed loops: drakebots.systems.hamr_simulation)
+    voltage -> PiezoBenders -> force -> plant (SAP, closed loops: drakebots.hamr.simulation)
     plant state -> [y, yaw] -> MotionCapture -> HeadingController -> stride_scale -> controller
         (ours, optional: steering by stride length)
 
@@ -32,13 +32,13 @@ import numpy as np
 from pydrake.multibody.tree import JacobianWrtVariable
 from pydrake.systems.framework import BasicVector, LeafSystem
 
-from drakebots.robots.hamr import (
+from drakebots.hamr.model import FLEXURES
+from drakebots.hamr.robot import (
     LEGS,
     HamrLoopConstraints,
     HamrPositionIndex,
     LegTransmissionJacobian,
 )
-from drakebots.robots.hamr_model import FLEXURES
 
 XPC_PERIOD_MS = 0.4  # the controller and estimator rate, 2.5 kHz (Sec. IV-A)
 MOCAP_PERIOD_MS = 2.0  # motion capture, 500 Hz
@@ -573,7 +573,7 @@ class TrackingController(LeafSystem):
 
     u = V_mid + K_f (u0 - V_mid) + sign (K_p e + K_d de/dt), per actuator, with e the leg error
     (desired - estimated) in x for the swing actuator and in z for the lift actuator, and `sign`
-    the sign of d(foot coordinate)/dV of that actuator (drakebots.systems.hamr_simulation.
+    the sign of d(foot coordinate)/dV of that actuator (drakebots.hamr.simulation.
     ActuatorSigns), so that a positive error drives the foot towards the desired position.
     Output held between ticks (zero-order hold); clamped to [0, 225] V.
 
@@ -720,15 +720,15 @@ def SimulateTracking(
     from pydrake.systems.framework import DiagramBuilder
     from pydrake.systems.primitives import MatrixGain, VectorLogSink
 
-    from drakebots.robots.hamr import ACTUATOR_ORIENTATION, AddHamr
-    from drakebots.systems.hamr_simulation import (
+    from drakebots.hamr.piezo import PiezoBenders
+    from drakebots.hamr.robot import ACTUATOR_ORIENTATION, AddHamr
+    from drakebots.hamr.simulation import (
         STICTION_TOLERANCE,
         ActuatorSigns,
         AddSurface,
         LoopResiduals,
         SurfaceSizeFor,
     )
-    from drakebots.systems.piezo import PiezoBenders
     from drakebots.systems.simulation import AdvanceWithProgress, ContactMonitor
 
     builder = DiagramBuilder()
@@ -868,7 +868,7 @@ def _KinematicPlant():
     """A continuous plant for kinematics (the transmission table)."""
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.robots.hamr import AddHamr
+    from drakebots.hamr.robot import AddHamr
 
     plant = MultibodyPlant(0.0)
     AddHamr(plant, loop_closure="none")

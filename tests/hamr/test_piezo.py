@@ -11,8 +11,8 @@ import logging
 import numpy as np
 import pytest
 
-from drakebots.robots.hamr_model import JOINTS
-from drakebots.systems import piezo as dut
+from drakebots.hamr import piezo as dut
+from drakebots.hamr.model import JOINTS
 
 
 def test_bender_stiffness_matches_the_authors_actuator_spring():
@@ -72,7 +72,7 @@ def test_leaf_system_matches_the_function_and_saturates_once(caplog):
     expected, _, _ = dut.PiezoBenderForce(volts, state[[4, 0, 2]], orientation)
     np.testing.assert_allclose(system.get_force_output_port().Eval(context), expected)
     # Out of range: clamped to [0, 225] V with a single warning.
-    with caplog.at_level(logging.WARNING, logger="drakebots.piezo"):
+    with caplog.at_level(logging.WARNING, logger="drakebots.hamr.piezo"):
         system.get_voltage_input_port().FixValue(context, np.array([-30.0, 300.0, 100.0]))
         force = system.get_force_output_port().Eval(context)
         system.get_voltage_input_port().FixValue(context, np.array([-40.0, 310.0, 100.0]))

@@ -1,5 +1,5 @@
 """HAMR-VI's replay renders in headless Chromium: the robot is drawn, and the millimetre scene is
-lit (Meshcat's default lights are placed for metres; drakebots.visualization.hamr_replay moves
+lit (Meshcat's default lights are placed for metres; drakebots.hamr.replay moves
 them). Without the decorator the ground renders at a mean grey of about 0.13; lit, about 0.5."""
 
 import numpy as np
@@ -29,7 +29,7 @@ def Render(tmp_path, name, decorator):
 
 
 def test_hamr_replay_is_drawn_and_lit(tmp_path):
-    from drakebots.visualization.hamr_replay import HamrReplayDecorator
+    from drakebots.hamr.replay import HamrReplayDecorator
 
     lit = Render(tmp_path, "lit", HamrReplayDecorator())
     assert lit.std() > 0.02, "the replay page is uniform: nothing was drawn"

@@ -3,16 +3,16 @@
 shared/reference/hamr-vi/README.md).
 
 `MakeHamrTrajoptModel(surface)` gathers what the general transcription needs from the HAMR-VI
-model of drakebots.robots.hamr: the continuous plant (6-joint floating base, v = qdot), its exact
+model of drakebots.hamr.robot: the continuous plant (6-joint floating base, v = qdot), its exact
 Lagrangian, the 24 loop rows (12 hinges, 2 rows each), the four foot points, and the piezoelectric
-bender force model of drakebots.systems.piezo as the actuation, so the inputs are the drive
+bender force model of drakebots.hamr.piezo as the actuation, so the inputs are the drive
 voltages themselves, bounded to [0, 225] V as in Eq. 15 (rather than force bounds: the bender
 force depends on both the voltage and the deflection, so a voltage bound is the physical limit and
 no conservative force box is needed).
 
 `MakeHamrGaitProblem` and `MakeHamrJumpProblem` compose the problem of Eq. 15 with the costs of
 Eq. 16 (gait) and Eq. 17 (jump); `GaitWarmStart` and `JumpWarmStart` give the initial guesses the
-authors used: the last stride of an open-loop simulation (drakebots.systems.hamr_simulation), and
+authors used: the last stride of an open-loop simulation (drakebots.hamr.simulation), and
 a heuristic crouch-and-push jump, with forces and multipliers from a bounded least-squares fit of
 the discrete dynamics at every knot.
 """
@@ -27,6 +27,20 @@ import time
 import numpy as np
 from pydrake.multibody.plant import MultibodyPlant
 
+from drakebots.hamr.model import FLEXURES, LOOP_HINGES
+from drakebots.hamr.piezo import DefaultPiezoBender, PiezoBenderForce
+from drakebots.hamr.robot import (
+    ACTUATOR_ORIENTATION,
+    BASE_JOINTS,
+    FOOT_BODIES,
+    GRAVITY,
+    HOME_BASE_HEIGHT,
+    LEGS,
+    AddHamr,
+    FootPoint,
+    HamrPositionIndex,
+    SurfaceFriction,
+)
 from drakebots.optimization import contact_implicit_constraints as constraints
 from drakebots.optimization.contact_implicit import (
     CheckContactImplicitSolution,
@@ -49,20 +63,6 @@ from drakebots.optimization.variational import (
     PointContact,
     VariationalDynamics,
 )
-from drakebots.robots.hamr import (
-    ACTUATOR_ORIENTATION,
-    BASE_JOINTS,
-    FOOT_BODIES,
-    GRAVITY,
-    HOME_BASE_HEIGHT,
-    LEGS,
-    AddHamr,
-    FootPoint,
-    HamrPositionIndex,
-    SurfaceFriction,
-)
-from drakebots.robots.hamr_model import FLEXURES, LOOP_HINGES
-from drakebots.systems.piezo import DefaultPiezoBender, PiezoBenderForce
 
 MAX_WARM_START_STEP = 5.5  # ms: longest step of the warm start's time stepping (measured)
 WARM_START_HALVINGS = 2  # how often GaitWarmStart halves its steps for a stride out of bounds
@@ -275,10 +275,10 @@ def OpenLoopVoltages(
     times_ms: np.ndarray,
     amplitude: float = 90.0,
 ) -> np.ndarray:
-    """The open-loop drive of drakebots.systems.hamr_gaits (trot, pronk, jump) at given times,
+    """The open-loop drive of drakebots.hamr.gaits (trot, pronk, jump) at given times,
     (len(times), 8) V, with each actuator's sign from the leg transmission at the home pose."""
-    from drakebots.systems.hamr_gaits import GaitParams, GaitVoltageSource
-    from drakebots.systems.hamr_simulation import ActuatorSigns
+    from drakebots.hamr.gaits import GaitParams, GaitVoltageSource
+    from drakebots.hamr.simulation import ActuatorSigns
 
     plant = model.plant
     signs = ActuatorSigns(plant, plant.CreateDefaultContext())
@@ -311,7 +311,7 @@ def GaitWarmStart(
         source: "variational" integrates the transcription's own dynamics step by step at the
             knot time step (SimulateContactImplicit), so the guess is dynamically consistent
             except for periodicity; "drake" resamples Drake's SAP simulation
-            (drakebots.systems.hamr_simulation), which differs from the transcription in its
+            (drakebots.hamr.simulation), which differs from the transcription in its
             contact and loop models.
         progress: optional callable(step, num_steps).
 
@@ -368,8 +368,8 @@ def GaitWarmStart(
         )
         warm.simulation = sim
         return warm
-    from drakebots.systems.hamr_gaits import GaitParams
-    from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
+    from drakebots.hamr.gaits import GaitParams
+    from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
 
     config = HamrSimulationConfig(
         duration=cycles * period,
@@ -401,7 +401,7 @@ def JumpWarmStart(
 ) -> WarmStart:
     """An open-loop jump simulated with the transcription's dynamics: the legs retract over the
     first half of the motion (loading the flexures and actuator springs), then extend at once
-    (drakebots.systems.hamr_gaits "jump" drive), from rest at the home pose."""
+    (drakebots.hamr.gaits "jump" drive), from rest at the home pose."""
     from drakebots.optimization.contact_implicit import SimulateContactImplicit
 
     h = duration / (num_knots - 1)

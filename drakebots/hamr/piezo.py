@@ -37,7 +37,7 @@ import math
 import numpy as np
 from pydrake.systems.framework import BasicVector, LeafSystem
 
-LOGGER = logging.getLogger("drakebots.piezo")
+LOGGER = logging.getLogger("drakebots.hamr.piezo")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,7 @@ def PiezoBenderForce(voltage, deflection, orientation=1.0, params: PiezoBenderPa
     Args:
         voltage: drive voltage V, V (the model is meant for [V_g, V_b]; nothing is clamped here).
         deflection: actuator tip deflection q, mm (the actuator joint's position).
-        orientation: ±1, the bender's orientation σ (drakebots.robots.hamr.ACTUATOR_ORIENTATION).
+        orientation: ±1, the bender's orientation σ (drakebots.hamr.robot.ACTUATOR_ORIENTATION).
         params: the bender (default: HAMR-VI's).
 
     Returns:

@@ -10,9 +10,9 @@ from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import BasicVector, DiagramBuilder, LeafSystem
 from pydrake.systems.primitives import VectorLogSink
 
-from drakebots.robots.hamr import LEGS, AddHamr, HamrLoopConstraints, HamrPositionIndex
-from drakebots.robots.hamr_model import FLEXURES
-from drakebots.systems.hamr_tracking import (
+from drakebots.hamr.model import FLEXURES
+from drakebots.hamr.robot import LEGS, AddHamr, HamrLoopConstraints, HamrPositionIndex
+from drakebots.hamr.tracking import (
     ENCODER_SCALE,
     XPC_PERIOD_MS,
     BuildTransmissionTable,
@@ -265,7 +265,7 @@ def test_steered_tracking_of_a_standing_plan_keeps_the_robot_in_place():
     """The whole steered diagram (body pose through the 11 ms motion capture into the heading
     controller) runs on the SAP plant: a plan that stands still at the mid voltage stays put,
     heading unchanged."""
-    from drakebots.systems.hamr_tracking import SimulateTracking, TrackingConfig
+    from drakebots.hamr.tracking import SimulateTracking, TrackingConfig
 
     plant = MultibodyPlant(0.0)
     AddHamr(plant, loop_closure="none")

@@ -104,7 +104,7 @@ def StickSegments(plant, context) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """Line segments (world frame, mm) drawing HAMR's mechanism in the pose of `context`: the
     chassis outline, each link from its frame origin to the points it connects, and the legs.
     Returns (p0, p1, colour) triples."""
-    from drakebots.robots.hamr_model import JOINTS, LOOP_HINGES, FootPoint
+    from drakebots.hamr.model import JOINTS, LOOP_HINGES, FootPoint
 
     segments = []
     chassis = plant.GetBodyByName("chassis")

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from drakebots.systems import hamr_gaits
-from drakebots.systems.hamr_simulation import HamrSimulationConfig, SimulateHamr
+from drakebots.hamr import gaits as hamr_gaits
+from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
 
 
 @pytest.fixture(scope="module")
