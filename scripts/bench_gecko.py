@@ -28,7 +28,7 @@ import numpy as np
 
 
 def BenchDecisions(count: int, seed: int = 0) -> dict:
-    from drakebots.optimization.gecko_planner import (
+    from drakebots.gecko.planner import (
         GaitPatternPlanner,
         PlannerParams,
         ReferenceFit,
@@ -71,7 +71,7 @@ def BenchDecisions(count: int, seed: int = 0) -> dict:
 def BenchSimulationDecision(repeats: int = 3) -> dict:
     """A decision that evaluates the geometric model instead of the polynomial: 10 one-cycle
     simulations at candidate gaits (the paper's estimate of a simulation-based choice)."""
-    from drakebots.optimization.gecko_experiments import MeasureCycleGeometric
+    from drakebots.gecko.experiments import MeasureCycleGeometric
 
     candidates = [(q1, q2) for q1 in (50.0, 70.0, 90.0) for q2 in (-0.4, 0.0, 0.4)] + [(80, 0.2)]
     seconds = []
@@ -84,8 +84,8 @@ def BenchSimulationDecision(repeats: int = 3) -> dict:
 
 
 def BenchGeometricCycles(cycles: int) -> dict:
-    from drakebots.optimization.gecko_geometric import GeometricGait
-    from drakebots.robots.gecko_geometry import GaitLawDeg, GaitTiming
+    from drakebots.gecko.geometric import GeometricGait
+    from drakebots.gecko.geometry import GaitLawDeg, GaitTiming
 
     gait = GeometricGait(substeps=1)
     gait.Reset(alpha_deg=GaitLawDeg(80.0, 0.3))
@@ -107,8 +107,8 @@ def BenchGeometricCycles(cycles: int) -> dict:
 
 
 def BenchDrakeCycles(cycles: int, time_step: float) -> dict:
-    from drakebots.robots.gecko_geometry import GaitLawDeg, GaitTiming
-    from drakebots.systems.gecko_simulation import GeckoSimConfig, GeckoSimulation
+    from drakebots.gecko.geometry import GaitLawDeg, GaitTiming
+    from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
 
     start = time.perf_counter()
     sim = GeckoSimulation(
@@ -130,7 +130,7 @@ def BenchDrakeCycles(cycles: int, time_step: float) -> dict:
 
 
 def BenchGrid(full_drake: bool, workers: int) -> dict:
-    from drakebots.optimization.gecko_experiments import (
+    from drakebots.gecko.experiments import (
         MeasureCycleDrake,
         MeasureVelocitySpace,
     )

@@ -1,10 +1,10 @@
 """Writes the gecko's model files: models/gecko/gecko.sdf and scene.dmd.yaml.
 
-The SDF comes from drakebots.robots.gecko.MakeGeckoSdf(GeckoParams()) (five constant-curvature
+The SDF comes from drakebots.gecko.model.MakeGeckoSdf(GeckoParams()) (five constant-curvature
 limbs as rigid-segment chains); the scene places it in its home pose (the straight-gait pose at
 q1 = +90 deg) on the ground; chain_error.png shows the segment chains against the exact arcs
 (the README's table). The picture is scripts/render_pictures.py gecko. A test
-(tests/models/test_gecko_model.py) fails when the committed model files differ from what this
+(tests/gecko/test_model.py) fails when the committed model files differ from what this
 script writes.
 
 Usage:
@@ -15,8 +15,8 @@ Usage:
 import argparse
 import sys
 
+from drakebots.gecko.model import SceneText, SdfText
 from drakebots.models import ModelsDirectory
-from drakebots.robots.gecko import SceneText, SdfText
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
     for name, text in files.items():
         (folder / name).write_text(text)
         print(f"wrote {folder / name}")
-    from drakebots.visualization.gecko_plots import PlotChainError
+    from drakebots.gecko.plots import PlotChainError
 
     figure = PlotChainError(0.091, max_angle_deg=157.5)
     figure.savefig(folder / "chain_error.png", dpi=100)

@@ -1,7 +1,7 @@
 """`drakebots simulate` for the gecko soft walker: standing on its home stance, or walking with the
 gait law (paper Eqs. 14-15) at (--q1, --q2) for --cycles cycles.
 
-The simulation is the Drake multibody model (drakebots.systems.gecko_simulation): suction feet as
+The simulation is the Drake multibody model (drakebots.gecko.simulation): suction feet as
 weld constraints toggled at run time, six pneumatic chambers behind the cascaded controller of the
 paper's Fig. 11B, SAP contact with the ground. Besides the generic files it writes
 gait_signals.png (angles against references, pressures, fixation) and track.png (top view), and
@@ -15,7 +15,7 @@ OPTIONS = {"gait_law", "q1", "q2", "cycles"}
 
 def _Validate(scenario):
     from drakebots.cli.simulate import SimulateScenario
-    from drakebots.robots.gecko_geometry import CheckVelocitySpacePoint
+    from drakebots.gecko.geometry import CheckVelocitySpacePoint
 
     defaults = SimulateScenario()
     if not scenario.gait_law:
@@ -38,11 +38,11 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     import numpy as np
 
     from drakebots.cli.simulate import SimulationOutcome
-    from drakebots.optimization.gecko_experiments import RelativeMotion
-    from drakebots.robots.gecko_geometry import GaitLawDeg, GaitTiming
-    from drakebots.systems.gecko_simulation import GeckoSimConfig, GeckoSimulation
-    from drakebots.visualization.gecko_plots import PlotGaitSignals, PlotTrack
-    from drakebots.visualization.gecko_replay import GeckoReplayDecorator
+    from drakebots.gecko.experiments import RelativeMotion
+    from drakebots.gecko.geometry import GaitLawDeg, GaitTiming
+    from drakebots.gecko.plots import PlotGaitSignals, PlotTrack
+    from drakebots.gecko.replay import GeckoReplayDecorator
+    from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
 
     _Validate(scenario)
     timing = GaitTiming()
@@ -144,7 +144,7 @@ def ReplayExtras(results_dir, robot):
 
     import numpy as np
 
-    from drakebots.visualization.gecko_replay import GeckoReplayDecorator
+    from drakebots.gecko.replay import GeckoReplayDecorator
 
     if results_dir is None:  # a picture of the home pose: its stance fixed, seen from above
         return GeckoReplayDecorator(np.array([[1, 0, 0, 1]]), track=np.zeros((1, 3))), None

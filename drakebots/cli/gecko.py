@@ -203,7 +203,7 @@ def ParseTargets(text: str) -> list[tuple[float, float]]:
 
 
 def _CheckGrid(q1_values, q2_values):
-    from drakebots.robots.gecko_geometry import CheckVelocitySpacePoint
+    from drakebots.gecko.geometry import CheckVelocitySpacePoint
 
     for q1 in q1_values:
         for q2 in q2_values:
@@ -238,7 +238,7 @@ def LoadCourse(path_text: str) -> GeckoCourse:
 
 
 def _LoadFit(text: str):
-    from drakebots.optimization.gecko_planner import LoadFit, ReferenceFit
+    from drakebots.gecko.planner import LoadFit, ReferenceFit
 
     if text == "reference":
         return ReferenceFit()
@@ -269,7 +269,7 @@ def _CompareWithReference(fit, reference, q1, q2) -> dict:
     """
     import numpy as np
 
-    from drakebots.optimization.gecko_planner import OUTPUTS, TERMS, Terms
+    from drakebots.gecko.planner import OUTPUTS, TERMS, Terms
 
     center = (float(np.mean([min(q1), max(q1)])), float(np.mean([min(q2), max(q2)])))
     monomials = np.abs(Terms(q1, q2)).mean(axis=0)
@@ -334,22 +334,22 @@ def RunVelocitySpace(args) -> int:
     import numpy as np
 
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
-    from drakebots.optimization.gecko_experiments import MeasureVelocitySpace
-    from drakebots.optimization.gecko_planner import ReferenceFit
-    from drakebots.robots import GetRobot
-    from drakebots.robots.gecko_geometry import GaitLawDeg
-    from drakebots.visualization.gecko_plots import (
+    from drakebots.gecko.experiments import MeasureVelocitySpace
+    from drakebots.gecko.geometry import GaitLawDeg
+    from drakebots.gecko.planner import ReferenceFit
+    from drakebots.gecko.plots import (
         PlotFitComparison,
         PlotGaitSignals,
         PlotVelocitySpace,
     )
-    from drakebots.visualization.gecko_replay import GeckoReplayDecorator
+    from drakebots.gecko.replay import GeckoReplayDecorator
+    from drakebots.robots import GetRobot
     from drakebots.visualization.replay import ReplayHtml
 
     robot = GetRobot("gecko")
     options = {}
     if args.model == "drake":
-        from drakebots.systems.gecko_simulation import GeckoSimConfig
+        from drakebots.gecko.simulation import GeckoSimConfig
 
         options["config"] = GeckoSimConfig(time_step=args.time_step or GeckoSimConfig.time_step)
     out = args.out or DefaultOutput("gecko", "velocity-space")
@@ -460,7 +460,7 @@ def RunVelocitySpace(args) -> int:
         # A replay of one grid point (Fig. 8's detailed view), in the chosen model.
         replay_q1, replay_q2 = replay_point
         if args.model == "drake":
-            from drakebots.systems.gecko_simulation import GeckoSimulation
+            from drakebots.gecko.simulation import GeckoSimulation
 
             sim = GeckoSimulation(
                 options["config"],
@@ -477,8 +477,8 @@ def RunVelocitySpace(args) -> int:
             )
             results.SaveFigure("replay_point_signals.png", PlotGaitSignals(log))
         else:
-            from drakebots.optimization.gecko_geometric import GeometricGait
-            from drakebots.visualization.gecko_replay import GeometricTraceReplay
+            from drakebots.gecko.geometric import GeometricGait
+            from drakebots.gecko.replay import GeometricTraceReplay
 
             gait = GeometricGait(substeps=8)
             gait.Reset(alpha_deg=GaitLawDeg(replay_q1, replay_q2))
@@ -559,7 +559,7 @@ def _Clearance(result, obstacles) -> list[float]:
     """Smallest distance between the robot's limbs and each obstacle's edge over the run, m."""
     import numpy as np
 
-    from drakebots.robots.gecko_geometry import GeckoDimensions, GeckoOutline, GeckoShapeOf
+    from drakebots.gecko.geometry import GeckoDimensions, GeckoOutline, GeckoShapeOf
 
     if not obstacles:
         return []
@@ -582,7 +582,7 @@ def _Clearance(result, obstacles) -> list[float]:
 def _FeetTracks(result):
     import numpy as np
 
-    from drakebots.robots.gecko_geometry import FEET, GeckoDimensions, GeckoShapeOf
+    from drakebots.gecko.geometry import FEET, GeckoDimensions, GeckoShapeOf
 
     if result.log is not None:
         poses, alphas = result.log.extra["pose"], result.log.extra["angles"]
@@ -632,15 +632,15 @@ def RunNavigate(args) -> int:
     import numpy as np
 
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
-    from drakebots.optimization.gecko_experiments import NavigateDrake, NavigateGeometric
-    from drakebots.optimization.gecko_planner import GaitPatternPlanner, PlannerParams
-    from drakebots.robots import GetRobot
-    from drakebots.visualization.gecko_plots import (
+    from drakebots.gecko.experiments import NavigateDrake, NavigateGeometric
+    from drakebots.gecko.planner import GaitPatternPlanner, PlannerParams
+    from drakebots.gecko.plots import (
         PlotCourse,
         PlotDistanceFunction,
         PlotGaitSignals,
     )
-    from drakebots.visualization.gecko_replay import GeckoReplayDecorator, GeometricTraceReplay
+    from drakebots.gecko.replay import GeckoReplayDecorator, GeometricTraceReplay
+    from drakebots.robots import GetRobot
     from drakebots.visualization.replay import ReplayHtml
 
     robot = GetRobot("gecko")
@@ -667,7 +667,7 @@ def RunNavigate(args) -> int:
             meshcat = Meshcat()
             print(f"Meshcat: {meshcat.web_url()}", flush=True)
         if args.model == "drake":
-            from drakebots.systems.gecko_simulation import GeckoSimConfig
+            from drakebots.gecko.simulation import GeckoSimConfig
 
             config = GeckoSimConfig(time_step=args.time_step or GeckoSimConfig.time_step)
             result = NavigateDrake(

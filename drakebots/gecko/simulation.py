@@ -8,7 +8,7 @@ The diagram (paper Fig. 11; DESIGN.md):
     plant state -> limb angles (MatrixGain) -> CascadedLimbController
     GaitLawSource.fixation -> SuctionFeet (applied between steps at the schedule's event times)
 
-The suction feet are weld constraints to anchors on locked carriages (drakebots.robots.gecko); a
+The suction feet are weld constraints to anchors on locked carriages (drakebots.gecko.model); a
 LeafSystem cannot change another system's context, so `GeckoSimulation` advances the simulator
 to each fixation event of the schedule and applies the gait law's fixation output to the plant
 context there (constraint active status, joint locks, anchor positions) before continuing.
@@ -26,7 +26,9 @@ from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
 from pydrake.systems.primitives import ConstantVectorSource, MatrixGain, VectorLogSink
 
-from drakebots.robots.gecko import (
+from drakebots.gecko.gait import GaitLawSource, GaitPatternGenerator, PlanarPoseSensor
+from drakebots.gecko.geometry import GaitTiming, HomeAnglesDeg
+from drakebots.gecko.model import (
     AddGecko,
     AddSuctionAnchors,
     GeckoParams,
@@ -34,9 +36,7 @@ from drakebots.robots.gecko import (
     LimbMomentToActuation,
     SuctionFeet,
 )
-from drakebots.robots.gecko_geometry import GaitTiming, HomeAnglesDeg
-from drakebots.systems.gecko_gait import GaitLawSource, GaitPatternGenerator, PlanarPoseSensor
-from drakebots.systems.gecko_pneumatics import (
+from drakebots.gecko.pneumatics import (
     CascadedLimbController,
     CascadeGains,
     EquilibriumPressures,
@@ -97,7 +97,7 @@ def MakeGeckoDiagram(
         config: time step, friction, timing, gains.
         gait: a constant gait (q1 [deg], q2); None with planner=None: stand (hold the start pose).
         planner: (planner, targets (K, 2) [m]) to walk to targets with the GaitPatternGenerator
-            (planner: a drakebots.optimization.gecko_planner.GaitPatternPlanner).
+            (planner: a drakebots.gecko.planner.GaitPatternPlanner).
         start_pose: (x, y, eps) of the torso midpoint, m, m, rad.
         start_alpha_deg: the start pose's bending angles, deg (default: the home pose).
         params: model parameters.
@@ -267,7 +267,7 @@ class GeckoSimulation:
     def Pose(self) -> np.ndarray:
         """Current (x, y, eps) of the torso midpoint (the base body)."""
         h = self.handles
-        from drakebots.robots.gecko import PlanarPoseOf
+        from drakebots.gecko.model import PlanarPoseOf
 
         body = h.plant.GetBodyByName("torso", h.instance)
         return PlanarPoseOf(h.plant.EvalBodyPoseInWorld(self.plant_context, body))

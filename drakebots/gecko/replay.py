@@ -10,7 +10,7 @@ import numpy as np
 from pydrake.geometry import Cylinder, Rgba, Sphere
 from pydrake.math import RigidTransform
 
-from drakebots.robots.gecko_geometry import FEET
+from drakebots.gecko.geometry import FEET
 from drakebots.visualization.replay import ReplayDecorator
 
 FIXED_COLOR = Rgba(0.10, 0.85, 0.25, 0.95)
@@ -90,7 +90,7 @@ def GeometricTracePositions(robot, times: np.ndarray, z: np.ndarray, *, rate: fl
     """
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.robots.gecko import SetGeckoPose
+    from drakebots.gecko.model import SetGeckoPose
 
     plant = MultibodyPlant(0.0)
     instance = robot.AddTo(plant)

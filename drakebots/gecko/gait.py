@@ -11,7 +11,7 @@ diagonal (0.25 s). It latches the gait at the start of each move.
 `GaitPatternGenerator` is Algorithm 1 in closed loop (Fig. 11A): at the start of every half cycle
 it reads the measured pose, switches to the next target once within epsilon (5 cm), and asks a
 planner for the gait that brings the robot closest to the target (a
-drakebots.optimization.gecko_planner.GaitPatternPlanner; passed in, so this layer does not import
+drakebots.gecko.planner.GaitPatternPlanner; passed in, so this layer does not import
 the optimization layer).
 `PlanarPoseSensor` reads the pose (x, y, eps) of the base body from the plant's body poses.
 """
@@ -25,7 +25,7 @@ from pydrake.common.value import Value
 from pydrake.math import RigidTransform
 from pydrake.systems.framework import BasicVector, LeafSystem
 
-from drakebots.robots.gecko_geometry import (
+from drakebots.gecko.geometry import (
     FixationOf,
     GaitLawDeg,
     GaitTiming,

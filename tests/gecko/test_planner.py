@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from drakebots.optimization.gecko_experiments import NavigateGeometric
-from drakebots.optimization.gecko_planner import (
+from drakebots.gecko.experiments import NavigateGeometric
+from drakebots.gecko.planner import (
     TABLE3_DEG_CM,
     DistanceSquared,
     DistanceSquaredAndGradient,
@@ -127,7 +127,7 @@ def test_closed_loop_reaches_every_target_of_the_paper_course(which):
     if which == "reference":
         fit = ReferenceFit()
     else:
-        from drakebots.optimization.gecko_experiments import MeasureVelocitySpace
+        from drakebots.gecko.experiments import MeasureVelocitySpace
 
         fit = MeasureVelocitySpace("geometric", options={"substeps": 1}).fit
     result = NavigateGeometric(GaitPatternPlanner(fit), PAPER_COURSE, max_steps_per_target=40)

@@ -10,8 +10,8 @@ from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import BasicVector, DiagramBuilder, LeafSystem
 from pydrake.systems.primitives import ConstantVectorSource
 
-from drakebots.robots.gecko import ChamberParams, GeckoParams
-from drakebots.systems.gecko_pneumatics import (
+from drakebots.gecko.model import ChamberParams, GeckoParams
+from drakebots.gecko.pneumatics import (
     CascadedLimbController,
     CascadeGains,
     EquilibriumPressures,

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from drakebots.robots.gecko_geometry import (  # noqa: E402
+from drakebots.gecko.geometry import (  # noqa: E402
     FEET,
     ArcPoints,
     ChainEndError,
@@ -323,7 +323,7 @@ def PlotCourse(result, *, feet_tracks=None, obstacles=(), title=""):
 def PlotDistanceFunction(planner, pose, target, horizons=(1, 4), *, title=""):
     """Fig. 10: d_n over the velocity space for one target and horizon(s), the minimum (purple
     circle), and below, the predicted poses of the chosen gait for n cycles."""
-    from drakebots.optimization.gecko_planner import DistanceSquared, TargetInRobotFrame
+    from drakebots.gecko.planner import DistanceSquared, TargetInRobotFrame
 
     target_robot = TargetInRobotFrame(pose, target)
     p = planner.params
@@ -355,7 +355,7 @@ def PlotDistanceFunction(planner, pose, target, horizons=(1, 4), *, title=""):
             x, y = x + c * motion[1] - s * motion[2], y + s * motion[1] + c * motion[2]
             eps += motion[0]
             track.append((x, y, eps))
-        from drakebots.robots.gecko_geometry import GaitLawDeg, GeckoDimensions
+        from drakebots.gecko.geometry import GaitLawDeg, GeckoDimensions
 
         alpha = np.radians(GaitLawDeg(q_best[0], q_best[1]))
         for i, pose_i in enumerate(track):
@@ -442,7 +442,7 @@ def PlotTrack(log, *, every: float = 5.0, title=""):
     fig, ax = plt.subplots(figsize=(7, 6))
     pose = log.extra["pose"]
     ax.plot(100 * pose[:, 0], 100 * pose[:, 1], "k-", lw=1.0, label="torso midpoint")
-    from drakebots.robots.gecko_geometry import GeckoDimensions
+    from drakebots.gecko.geometry import GeckoDimensions
 
     lengths = GeckoDimensions().lengths()
     times = np.arange(log.times[0], log.times[-1] + 1e-9, every)

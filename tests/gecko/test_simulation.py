@@ -12,15 +12,15 @@ import math
 import numpy as np
 import pytest
 
-from drakebots.optimization.gecko_experiments import (
+from drakebots.gecko.experiments import (
     MeasureCycleDrake,
     MeasureCycleGeometric,
     NavigateDrake,
 )
-from drakebots.optimization.gecko_planner import GaitPatternPlanner, ReferenceFit
-from drakebots.robots.gecko import FootBodyName
-from drakebots.robots.gecko_geometry import FEET, GaitLawDeg
-from drakebots.systems.gecko_simulation import GeckoSimConfig, GeckoSimulation
+from drakebots.gecko.geometry import FEET, GaitLawDeg
+from drakebots.gecko.model import FootBodyName
+from drakebots.gecko.planner import GaitPatternPlanner, ReferenceFit
+from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
 
 
 def test_half_cycle_fixed_feet_hold_free_feet_swing():

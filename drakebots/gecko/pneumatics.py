@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 from pydrake.systems.framework import BasicVector, LeafSystem
 
-from drakebots.robots.gecko import ChamberParams
+from drakebots.gecko.model import ChamberParams
 
 # Chamber order: front-left leg, front-right leg, torso left, torso right, hind-left, hind-right.
 CHAMBERS = ("front_left", "front_right", "torso_left", "torso_right", "hind_left", "hind_right")

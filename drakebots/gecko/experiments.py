@@ -2,8 +2,8 @@
 closed-loop navigation with the gait pattern generator (section 5, Figs. 11-12).
 
 Both run on either model: "drake" (the multibody model with suction constraints, pneumatics and the
-cascaded controller; drakebots.systems.gecko_simulation) or "geometric" (the authors' quasi-static
-model; drakebots.optimization.gecko_geometric).
+cascaded controller; drakebots.gecko.simulation) or "geometric" (the authors' quasi-static
+model; drakebots.gecko.geometric).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from drakebots.optimization.gecko_geometric import GeometricGait, GeometricModelParams
-from drakebots.optimization.gecko_planner import FitMotion, GaitPatternPlanner, MotionFit
-from drakebots.robots.gecko_geometry import GaitLawDeg, GaitTiming, HomeAnglesDeg
+from drakebots.gecko.geometric import GeometricGait, GeometricModelParams
+from drakebots.gecko.geometry import GaitLawDeg, GaitTiming, HomeAnglesDeg
+from drakebots.gecko.planner import FitMotion, GaitPatternPlanner, MotionFit
 
 MODELS = ("drake", "geometric")
 GRID_Q1 = (50.0, 60.0, 70.0, 80.0, 90.0)  # paper section 4, deg
@@ -100,8 +100,8 @@ def MeasureCycleDrake(
 ) -> CycleMeasurement:
     """One cycle of the Drake model at (q1, q2) after `warmup` cycles from the reference pose
     alpha(+q1, q2) (front-left and hind-right feet fixed)."""
-    from drakebots.robots.gecko import GeckoParams, LimbAngleSelector
-    from drakebots.systems.gecko_simulation import GeckoSimConfig, GeckoSimulation
+    from drakebots.gecko.model import GeckoParams, LimbAngleSelector
+    from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
 
     start = time.perf_counter()
     robot_params = robot_params or GeckoParams()
@@ -444,7 +444,7 @@ def NavigateDrake(
 ) -> NavigationResult:
     """The gait pattern generator (a LeafSystem in the diagram) driving the Drake-simulated gecko
     through the targets (the paper's Fig. 12 course)."""
-    from drakebots.systems.gecko_simulation import GeckoSimConfig, GeckoSimulation
+    from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
 
     wall = time.perf_counter()
     config = config or GeckoSimConfig()

@@ -33,7 +33,7 @@ import numpy as np
 from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoDiff
 from pydrake.solvers import MathematicalProgram, SnoptSolver, SolverOptions
 
-from drakebots.robots.gecko_geometry import (
+from drakebots.gecko.geometry import (
     FEET,
     FOOT_LIMB,
     LEG_BEND_SIGN,
@@ -103,7 +103,7 @@ def FootPositionsAndJacobian(z: np.ndarray, feet: list[int]) -> tuple[np.ndarray
         leg = FEET[j]
         i = FOOT_LIMB[leg]
         r0, r1 = 2 * row, 2 * row + 1
-        # Torso half arc from the midpoint to the node (Eq. 2 geometry, see gecko_geometry).
+        # Torso half arc from the midpoint to the node (Eq. 2 geometry, see gecko.geometry).
         side = 1.0 if LEG_NODE[leg] == "front" else -1.0
         th = eps - side * 0.25 * a2
         c, s = math.cos(th), math.sin(th)
@@ -361,7 +361,7 @@ class GeometricGait:
     def Reset(self, pose=(0.0, 0.0, 0.0), alpha_deg=None, *, first_sign: float = -1.0) -> None:
         """Places the robot in the exact reference shape alpha_deg (default: home pose) with the
         stance of that pose fixed."""
-        from drakebots.robots.gecko_geometry import FixationOf, HomeAnglesDeg
+        from drakebots.gecko.geometry import FixationOf, HomeAnglesDeg
 
         alpha = np.radians(HomeAnglesDeg() if alpha_deg is None else np.asarray(alpha_deg))
         self.z = PackZ(pose, alpha, self.dimensions.lengths())

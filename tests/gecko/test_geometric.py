@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from drakebots.optimization.gecko_experiments import MeasureCycleGeometric, RelativeMotion
-from drakebots.optimization.gecko_geometric import (
+from drakebots.gecko.experiments import MeasureCycleGeometric, RelativeMotion
+from drakebots.gecko.geometric import (
     FootPositionsAndJacobian,
     GeometricGait,
     GeometricModelParams,
@@ -20,7 +20,7 @@ from drakebots.optimization.gecko_geometric import (
     PackZ,
     PhiRows,
 )
-from drakebots.robots.gecko_geometry import (
+from drakebots.gecko.geometry import (
     FootOrientationsEq2,
     GaitLawDeg,
     GeckoDimensions,

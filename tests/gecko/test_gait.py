@@ -12,7 +12,8 @@ from pydrake.systems.analysis import Simulator
 from pydrake.systems.framework import DiagramBuilder
 from pydrake.systems.primitives import ConstantVectorSource
 
-from drakebots.robots.gecko_geometry import (
+from drakebots.gecko.gait import GaitLawSource, GaitSchedule
+from drakebots.gecko.geometry import (
     FixationOf,
     GaitLawDeg,
     GaitTiming,
@@ -21,7 +22,6 @@ from drakebots.robots.gecko_geometry import (
     HalfCycleOf,
     StraightGaitDeg,
 )
-from drakebots.systems.gecko_gait import GaitLawSource, GaitSchedule
 
 
 @pytest.mark.parametrize("q1", [-90.0, -62.5, -40.0, 0.0, 35.0, 50.0, 90.0])

@@ -4,9 +4,9 @@ frame (a real Meshcat; nothing is asserted about pixels here, see test_replay_br
 import numpy as np
 from pydrake.geometry import Meshcat
 
+from drakebots.gecko.geometry import FEET
+from drakebots.gecko.replay import GeckoReplayDecorator
 from drakebots.robots import GetRobot
-from drakebots.robots.gecko_geometry import FEET
-from drakebots.visualization.gecko_replay import GeckoReplayDecorator
 from drakebots.visualization.replay import FrameCamera, MakeReplayScene, RecordTrajectory
 
 

@@ -11,7 +11,19 @@ import pytest
 from pydrake.multibody.plant import AddMultibodyPlant, MultibodyPlant, MultibodyPlantConfig
 from pydrake.systems.framework import DiagramBuilder
 
-from drakebots.robots.gecko import (
+from drakebots.gecko.geometry import (
+    FEET,
+    FOOT_LIMB,
+    ArcChord,
+    ChainEndError,
+    ChainMaxDeviation,
+    ChainPoints,
+    FootOrientationsEq2,
+    GaitLawDeg,
+    GeckoDimensions,
+    GeckoShapeOf,
+)
+from drakebots.gecko.model import (
     AddGecko,
     AddSuctionAnchors,
     FootBodyName,
@@ -23,18 +35,6 @@ from drakebots.robots.gecko import (
     SceneText,
     SdfText,
     SetGeckoPose,
-)
-from drakebots.robots.gecko_geometry import (
-    FEET,
-    FOOT_LIMB,
-    ArcChord,
-    ChainEndError,
-    ChainMaxDeviation,
-    ChainPoints,
-    FootOrientationsEq2,
-    GaitLawDeg,
-    GeckoDimensions,
-    GeckoShapeOf,
 )
 
 
@@ -84,7 +84,7 @@ def _Plant(time_step=0.0):
 def _ChainFoot(pose, alpha, foot, params):
     """A foot of the segment-chain model composed by hand: the torso's middle segment centred on
     the midpoint, N // 2 full segments to each node (midpoint rule), then the leg's chain."""
-    from drakebots.robots.gecko_geometry import LEG_BEND_SIGN, LEG_NODE, LegBaseTangent
+    from drakebots.gecko.geometry import LEG_BEND_SIGN, LEG_NODE, LegBaseTangent
 
     x, y, eps = pose
     nt = params.torso_segments
@@ -163,7 +163,7 @@ def test_suction_weld_holds_a_fixed_foot_and_releases_it():
     from pydrake.systems.analysis import Simulator
     from pydrake.systems.primitives import ConstantVectorSource
 
-    from drakebots.robots.gecko import SuctionFeet
+    from drakebots.gecko.model import SuctionFeet
     from drakebots.systems.ground import AddGround
 
     builder = DiagramBuilder()
