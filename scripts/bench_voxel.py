@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from drakebots.frame.model import Actuator
-from drakebots.frame.pom import Control, PomModel
-from drakebots.frame.voxel import CubicLattice
+from drakebots.voxel.lattice import CubicLattice
+from drakebots.voxel.pom import Control, PomModel
 
 PFEA_SECONDS = {8: 0.09, 56: 0.82, 2744: 154.0}
 SIZES = {8: (2, 2, 2), 56: (2, 4, 7), 2744: (14, 14, 14)}

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drakebots.frame.tripod_model import TripodModelFiles
+from drakebots.voxel.tripod_model import TripodModelFiles
 
 FOLDER = Path(__file__).resolve().parents[1] / "models" / "voxel_tripod"
 

@@ -2,7 +2,7 @@
 amplitudes, forward and reversed, and the time-step check.
 
 For each (clearance c, rear narrowing n) and each direction the gait runs for --cycles cycles in
-Drake (drakebots.systems.voxel_simulation); the last cycle's advance and yaw are reported (the
+Drake (drakebots.voxel.simulation); the last cycle's advance and yaw are reported (the
 first carries the start-up transient). n = 0 switches the pivot off (the swing foot's lift alone
 still yaws the body a little); c is what lifts the feet. The time-step check repeats the default
 gait at half the step.
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from drakebots.robots import GetRobot
-from drakebots.systems.voxel_simulation import (
+from drakebots.voxel.simulation import (
     DistancePerCycle,
     SimulateVoxelGait,
     VoxelGaitConfig,

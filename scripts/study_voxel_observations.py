@@ -5,7 +5,7 @@ strut-to-node joints: an actuator between two nodes of a 2x2 formation displaces
 plane with equal magnitude and alternating direction; the pattern does not decay through a larger
 lattice ("only up to 4.9 % of displacement is lost to other modes"); nodes outside the actuated
 plane do not translate. The figures' exact lattices are not in our copy of the text, so this
-study measures the claims (drakebots.frame.observations) over:
+study measures the claims (drakebots.voxel.observations) over:
 
   A. the 2x2x1 formation of Fig. 1 with four actuator settings: stroke with both nodes clamped
      (each moves half the stroke, rotations held: our reading of sec. 2.1), the FERVOR PFEA
@@ -28,14 +28,14 @@ import numpy as np
 
 from drakebots.frame.elements import RectangularSection
 from drakebots.frame.model import Actuator, FixNode
-from drakebots.frame.observations import AnalysePattern
-from drakebots.frame.voxel import (
+from drakebots.voxel.lattice import (
     PITCH,
     POISSONS_RATIO,
     STRUT_SIDE,
     YOUNGS_MODULUS,
     CubicLattice,
 )
+from drakebots.voxel.observations import AnalysePattern
 
 STROKE = 2e-3  # m
 FORCE = 1.0  # N

@@ -33,8 +33,8 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
     import numpy as np
 
     from drakebots.cli.simulate import SimulationOutcome
-    from drakebots.robots.voxel import TripodMetadata
-    from drakebots.systems.voxel_simulation import (
+    from drakebots.voxel.robot import TripodMetadata
+    from drakebots.voxel.simulation import (
         GAITS,
         DistancePerCycle,
         SimulateVoxelGait,

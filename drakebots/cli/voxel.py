@@ -20,7 +20,7 @@ fem writes the displacement pattern (Figs. 1-3 of the paper), the displacement d
 distance in the actuated plane (Fig. 2: dissipation.png + dissipation.json) and the motion of the
 parallel layers (Fig. 3); pom writes the actuator sequence that the POM inverse kinematics gives
 for the gait's foot paths (--lift: swing-foot clearance, --narrow: rear stance narrowing; see
-drakebots.frame.tripod) and the feet's predicted motion; compare checks the POM prediction
+drakebots.voxel.tripod) and the feet's predicted motion; compare checks the POM prediction
 against the FEM of the whole robot, node by node.
 """
 
@@ -31,7 +31,7 @@ from drakebots.errors import InputError
 
 ROBOTS = ("tripod",)
 GAITS = ("tripod", "tripod_reverse")
-STROKE_TRAVEL_MM = 10.0  # the model's actuator travel (drakebots.frame.tripod_model)
+STROKE_TRAVEL_MM = 10.0  # the model's actuator travel (drakebots.voxel.tripod_model)
 # Actuation axis -> (lattice, node) of the 2x2 formation of Fig. 1 with its actuator along it.
 FORMATIONS = {"x": ("2x2x1", "0:0:0/4"), "y": ("2x2x1", "0:0:0/3"), "z": ("2x1x2", "0:0:0/3")}
 
@@ -102,7 +102,7 @@ def _LoadOccupancy(path: str):
     """The occupancy array of an .npy file, validated (3-D boolean, at least one voxel)."""
     import numpy as np
 
-    from drakebots.frame.voxel import CheckOccupancy
+    from drakebots.voxel.lattice import CheckOccupancy
 
     try:
         occupancy = np.load(path, allow_pickle=False)
@@ -147,12 +147,12 @@ def ParseActuator(lattice, spec: str, mount: str):
     import numpy as np
 
     from drakebots.frame.model import Actuator
-    from drakebots.frame.observations import (
+    from drakebots.voxel.lattice import AXES
+    from drakebots.voxel.observations import (
         ActuatorPlane,
         DescribeValidActuators,
         ValidActuators,
     )
-    from drakebots.frame.voxel import AXES
 
     def Fail(message: str):
         raise InputError(
@@ -252,13 +252,7 @@ def _RunFem(args, out) -> int:
 
     from drakebots.cli._results import MakeSummary, ResultsFolder
     from drakebots.frame.elements import RectangularSection
-    from drakebots.frame.observations import (
-        ActuatorPlane,
-        AnalysePattern,
-        DescribeValidActuators,
-        NodeSpec,
-    )
-    from drakebots.frame.voxel import (
+    from drakebots.voxel.lattice import (
         MAX_SQUARE_ROTATION,
         POISSONS_RATIO,
         STRUT_SIDE,
@@ -269,7 +263,13 @@ def _RunFem(args, out) -> int:
         StrokeLimits,
         VoxelLattice,
     )
-    from drakebots.visualization.voxel import (
+    from drakebots.voxel.observations import (
+        ActuatorPlane,
+        AnalysePattern,
+        DescribeValidActuators,
+        NodeSpec,
+    )
+    from drakebots.voxel.plots import (
         LatticeReplayHtml,
         PlotDisplacementPattern,
         PlotDissipation,
@@ -479,8 +479,9 @@ def _RunPom(args, out, *, compare: bool) -> int:
     import numpy as np
 
     from drakebots.cli._results import MakeSummary, ResultsFolder
-    from drakebots.frame.pom import DeriveActuationMatrices
-    from drakebots.frame.tripod import (
+    from drakebots.voxel.plots import LatticeReplayHtml, PlotPomVsFem
+    from drakebots.voxel.pom import DeriveActuationMatrices
+    from drakebots.voxel.tripod import (
         ACTUATORS,
         FEET,
         GAIT_KEYFRAMES,
@@ -492,7 +493,6 @@ def _RunPom(args, out, *, compare: bool) -> int:
         TripodLattice,
         TripodPom,
     )
-    from drakebots.visualization.voxel import LatticeReplayHtml, PlotPomVsFem
 
     A, derivation = DeriveActuationMatrices()
     pom = TripodPom(actuation_matrices=A)
@@ -637,14 +637,14 @@ def _RunPom(args, out, *, compare: bool) -> int:
 
 
 def _DrakeStaticCheck(lattice, strokes) -> dict:
-    """The Drake model's static response (drakebots.systems.voxel_statics) against the frame FEM
+    """The Drake model's static response (drakebots.voxel.statics) against the frame FEM
     for the gait keyframe with the largest strokes (prismatic mounts, rigid motion removed)."""
     import numpy as np
 
     from drakebots.frame.model import RemoveRigidBodyMotion
-    from drakebots.frame.tripod import ACTUATORS, TripodActuators
-    from drakebots.frame.tripod_model import NodeName
-    from drakebots.systems.voxel_statics import TripodStatics
+    from drakebots.voxel.statics import TripodStatics
+    from drakebots.voxel.tripod import ACTUATORS, TripodActuators
+    from drakebots.voxel.tripod_model import NodeName
 
     keyframe = int(np.argmax(np.abs(strokes).sum(axis=1)))
     values = dict(zip(ACTUATORS, strokes[keyframe]))

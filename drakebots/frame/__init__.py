@@ -1,7 +1,8 @@
-"""3-D frame (beam) finite elements for voxel lattices (NumPy/SciPy, no Drake systems).
+"""3-D frame (beam) finite elements (NumPy/SciPy, no Drake systems); no robot family.
 
 - elements.py: element stiffness (Euler-Bernoulli or Timoshenko), geometric stiffness, mass.
 - model.py: `Frame` (sparse assembly, supports, loads, linear actuators, static solves, modes).
-- voxel.py: octahedral voxel lattices from an occupancy array (reference numbering and material).
-- pom.py: the Planes-of-Motion kinematic model (voxel-planes-of-motion.txt sec. 2.2).
+- cholesky.py: the multifrontal Cholesky factorisation the static solves use by default.
+
+The voxel lattices built on it (lattices, Planes of Motion, the tripod) live in drakebots.voxel.
 """

@@ -20,7 +20,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "lizard": ("drakebots.robots.quadruped", "lizard-like skinned quad-robot, 17 joints"),
     "cow": ("drakebots.robots.quadruped", "cow-like skinned quad-robot, 16 joints"),
     "hamr_vi": ("drakebots.hamr.robot", "HAMR-VI piezo microrobot, 1.5 g, 38 coords, 24 loops"),
-    "voxel_tripod": ("drakebots.robots.voxel", "tripod-gait voxel robot, 10 voxels, 4 actuators"),
+    "voxel_tripod": ("drakebots.voxel.robot", "tripod-gait voxel robot, 10 voxels, 4 actuators"),
     "gecko": ("drakebots.gecko.model", "gecko soft walker, 5 pneumatic limbs, 4 suction feet"),
 }
 

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from drakebots.frame.cholesky import NestedDissectionTree, SupernodalCholesky
 from drakebots.frame.model import Actuator, _Factorize
-from drakebots.frame.voxel import CubicLattice
+from drakebots.voxel.lattice import CubicLattice
 
 
 def _Ancestors(parent, block):

@@ -4,8 +4,8 @@
                                                    |-> state, actuation, contact logs
 
 The four actuators are prismatic joints with implicit PD servos (SAP); the struts are bushings
-plus compliant distance constraints (drakebots.robots.voxel). The gait's actuator strokes come
-from the POM inverse kinematics of its foot paths (drakebots.frame.tripod), the same sequence
+plus compliant distance constraints (drakebots.voxel.robot). The gait's actuator strokes come
+from the POM inverse kinematics of its foot paths (drakebots.voxel.tripod), the same sequence
 `drakebots voxel pom` writes; "tripod_reverse" runs the foot positions in reverse (sec. 3.1).
 
 The run starts with `settle` seconds at zero stroke (the lattice sags onto its pads), then the
@@ -13,7 +13,7 @@ gait. Besides the plant's state the log carries what the paper measures (sec. 3.
 markers in the world and in the body frame, and the body's yaw. The body frame is the rigid motion
 that best fits the 36 core nodes (least squares, Kabsch), so the feet's body-frame displacements
 compare directly with the POM and frame-FEM predictions for the measured strokes, which use the
-same frame (drakebots.frame.tripod.PomFeetMatrix, FemFeetMatrix).
+same frame (drakebots.voxel.tripod.PomFeetMatrix, FemFeetMatrix).
 """
 
 import dataclasses
@@ -32,7 +32,11 @@ from pydrake.systems.primitives import TrajectorySource
 from pydrake.trajectories import PiecewisePolynomial
 from pydrake.visualization import AddDefaultVisualization
 
-from drakebots.frame.tripod import (
+from drakebots.robots.base import Robot
+from drakebots.systems.ground import AddGround
+from drakebots.systems.simulation import AddMultibodyPlantLogs, AdvanceWithProgress, SimulationLog
+from drakebots.voxel.robot import TripodMetadata
+from drakebots.voxel.tripod import (
     GAIT_CLEARANCE,
     GAIT_NARROW,
     GAIT_STEPS,
@@ -43,10 +47,6 @@ from drakebots.frame.tripod import (
     TripodGaitTargets,
     TripodPom,
 )
-from drakebots.robots.base import Robot
-from drakebots.robots.voxel import TripodMetadata
-from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AddMultibodyPlantLogs, AdvanceWithProgress, SimulationLog
 
 # Gait name -> expected direction of travel along x (+1 forward, -1 backward, 0 none).
 GAITS = {"tripod": 1, "tripod_reverse": -1, "stand": 0}
@@ -74,7 +74,7 @@ class VoxelGaitConfig:
     # Rear stance narrowing while a front foot swings (POM foot path), m.
     narrow: float = GAIT_NARROW
     # Friction coefficient of the ground itself; None: the one the model's pads assume (Drake
-    # combines it with each pad's coefficient, see drakebots.frame.tripod_model.PadFriction).
+    # combines it with each pad's coefficient, see drakebots.voxel.tripod_model.PadFriction).
     ground_friction: float | None = None
     # SAP's near-rigid threshold (MultibodyPlantConfig.sap_near_rigid_threshold). Drake's default
     # 1.0 softens every constraint stiffer than ~1/dt^2 (the pads' contact, the struts' axial
@@ -181,8 +181,8 @@ def SimulateVoxelGait(
         the coefficient Drake applies between each foot's pad and the ground (feet order of the
         model's metadata).
     """
-    from drakebots.frame.tripod import ACTUATORS, CoreLattice
-    from drakebots.frame.tripod_model import NodeName
+    from drakebots.voxel.tripod import ACTUATORS, CoreLattice
+    from drakebots.voxel.tripod_model import NodeName
 
     meta = TripodMetadata()
     ground = config.ground_friction

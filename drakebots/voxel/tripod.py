@@ -63,8 +63,8 @@ import functools
 import numpy as np
 
 from drakebots.frame.model import Actuator, RemoveRigidBodyMotion
-from drakebots.frame.pom import Control, PomModel
-from drakebots.frame.voxel import PITCH, VoxelLattice
+from drakebots.voxel.lattice import PITCH, VoxelLattice
+from drakebots.voxel.pom import Control, PomModel
 
 # Actuators: name -> (lower node, upper node), lattice coordinates (units of p/2).
 ACTUATORS = {
@@ -120,7 +120,7 @@ def TripodOccupancy() -> np.ndarray:
 
 def TripodLattice(*, pitch: float = PITCH, timoshenko: bool = False) -> VoxelLattice:
     """The robot's voxel lattice (reference struts by default)."""
-    from drakebots.frame.voxel import StrutSection
+    from drakebots.voxel.lattice import StrutSection
 
     return VoxelLattice(TripodOccupancy(), pitch=pitch, section=StrutSection(timoshenko=timoshenko))
 

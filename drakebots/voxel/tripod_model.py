@@ -1,7 +1,7 @@
 """The tripod-gait voxel robot as Drake model files (SDFormat text; no Drake import here).
 
 `TripodModelFiles()` returns the text of models/voxel_tripod/{voxel_tripod.sdf, voxel_tripod.yaml}.
-scripts/generate_voxel_tripod.py writes them, and tests/frame/test_tripod_model.py checks that the
+scripts/generate_voxel_tripod.py writes them, and tests/voxel/test_tripod_model.py checks that the
 committed files equal this output.
 
 The model (issue "Voxel-lattice robots", build item 6):
@@ -32,14 +32,14 @@ import math
 
 import numpy as np
 
-from drakebots.frame.tripod import ACTUATORS, FEET, FOOT_PAD_HEIGHT, MARKERS, TripodLattice
-from drakebots.frame.voxel import (
+from drakebots.voxel.lattice import (
     AXES,
     PITCH,
     STRUT_SIDE,
     ConnectorMassPerNode,
     StrutMass,
 )
+from drakebots.voxel.tripod import ACTUATORS, FEET, FOOT_PAD_HEIGHT, MARKERS, TripodLattice
 
 MODEL_NAME = "voxel_tripod"
 CONNECTOR_RADIUS = 0.004  # m, a node connector drawn as a sphere of this radius
@@ -66,7 +66,7 @@ ACTUATOR_KD = 40.0  # N s/m
 # the simulation ground's GROUND_FRICTION.
 REAR_FRICTION = 0.3  # printed pads on a smooth surface (not tuned)
 FRONT_FRICTION = 1.5  # "sticky" front pads (not tuned)
-GROUND_FRICTION = 1.0  # the ground the simulation adds (drakebots.systems.voxel_simulation)
+GROUND_FRICTION = 1.0  # the ground the simulation adds (drakebots.voxel.simulation)
 PAD_RADIUS = 0.004  # m
 
 

@@ -1,6 +1,6 @@
 """Static response of the Drake model of the tripod voxel robot, to check it against the frame FEM.
 
-The Drake model (drakebots.robots.voxel) replaces each strut by a LinearBushingRollPitchYaw at its
+The Drake model (drakebots.voxel.robot) replaces each strut by a LinearBushingRollPitchYaw at its
 midpoint (transverse and rotational stiffness) plus a compliant distance constraint (axial EA/L,
 SAP only), and each actuator by a prismatic joint. Its small-displacement stiffness is measured
 here from Drake itself, without simulating to rest:
@@ -23,7 +23,7 @@ from pydrake.math import RigidTransform  # noqa: F401 - loads the math bindings 
 from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import JacobianWrtVariable, MultibodyForces
 
-from drakebots.robots.voxel import AddVoxelTripod, TripodMetadata
+from drakebots.voxel.robot import AddVoxelTripod, TripodMetadata
 
 
 class TripodStatics:

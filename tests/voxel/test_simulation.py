@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 
 from drakebots.cli import main
 from drakebots.robots import GetRobot
-from drakebots.systems.voxel_simulation import (
+from drakebots.voxel.simulation import (
     BodyFrames,
     DistancePerCycle,
     SimulateVoxelGait,

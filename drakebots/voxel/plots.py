@@ -77,7 +77,7 @@ def PlotDisplacementPattern(lattice, translations, report, *, title, actuator=No
 
 def PlotDissipation(report, *, title):
     """Displacement dissipation against distance (paper Fig. 2) and the parallel layers' motion
-    (Fig. 3), from a drakebots.frame.observations.PatternReport."""
+    (Fig. 3), from a drakebots.voxel.observations.PatternReport."""
     import matplotlib.pyplot as plt
 
     figure, (ax, ax2) = plt.subplots(

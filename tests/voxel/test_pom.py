@@ -5,14 +5,15 @@ import numpy as np
 import pytest
 
 from drakebots.errors import InputError
-from drakebots.frame.pom import (
+from drakebots.voxel.lattice import CubicLattice
+from drakebots.voxel.pom import (
     Control,
     DeriveActuationMatrices,
     IdealActuationMatrices,
     PomModel,
     ReferenceFormation,
 )
-from drakebots.frame.tripod import (
+from drakebots.voxel.tripod import (
     CompareWithFem,
     FemFeetMatrix,
     GaitQuantities,
@@ -22,7 +23,6 @@ from drakebots.frame.tripod import (
     TripodGaitTargets,
     TripodPom,
 )
-from drakebots.frame.voxel import CubicLattice
 
 
 def test_two_by_two_formation_rotates_its_squares():
@@ -107,7 +107,7 @@ def test_gait_inverse_kinematics_reproduces_the_foot_paths():
 
 
 def test_front_feet_touch_down_level_fore_and_aft():
-    """The claim the gait design rests on (drakebots.frame.tripod): with the front voxels hung
+    """The claim the gait design rests on (drakebots.voxel.tripod): with the front voxels hung
     from single nodes, whatever the strokes, the fore-aft offset between the front feet is
     proportional to their height difference, so a swing foot that comes down level with the
     stance foot is level with it fore and aft too (no step from the front feet alone). Checked on

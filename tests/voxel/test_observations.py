@@ -1,4 +1,4 @@
-"""The sec. 2.1 measures (drakebots.frame.observations) against the pin-jointed rotating-squares
+"""The sec. 2.1 measures (drakebots.voxel.observations) against the pin-jointed rotating-squares
 mechanism (exact kinematics), the scaling laws of rigid-jointed lattices, and identities."""
 
 import math
@@ -9,8 +9,7 @@ import pytest
 from drakebots.errors import InputError
 from drakebots.frame.elements import RectangularSection
 from drakebots.frame.model import Actuator
-from drakebots.frame.observations import ActuatorPlane, AnalysePattern, ValidActuators
-from drakebots.frame.voxel import (
+from drakebots.voxel.lattice import (
     PITCH,
     POISSONS_RATIO,
     STRUT_SIDE,
@@ -19,6 +18,7 @@ from drakebots.frame.voxel import (
     SquareRotation,
     StrokeLimits,
 )
+from drakebots.voxel.observations import ActuatorPlane, AnalysePattern, ValidActuators
 
 
 def _Lattice(size, side=STRUT_SIDE):

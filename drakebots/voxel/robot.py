@@ -1,7 +1,7 @@
 """The tripod-gait voxel robot (voxel-planes-of-motion.txt sec. 3) in a MultibodyPlant.
 
 `AddVoxelTripod(plant)` parses the generated model (models/voxel_tripod/voxel_tripod.sdf, written
-by scripts/generate_voxel_tripod.py from drakebots.frame.tripod_model): one body per lattice node,
+by scripts/generate_voxel_tripod.py from drakebots.voxel.tripod_model): one body per lattice node,
 one LinearBushingRollPitchYaw per strut (stiffness matched to the frame element), one prismatic
 joint with a PD-servoed actuator per linear actuator, and foot pads with friction (sticky at the
 front). The home pose is the undeformed lattice standing on its four pads; the parser takes the

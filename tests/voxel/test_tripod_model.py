@@ -4,8 +4,8 @@ reproduce the frame element's stiffness."""
 import numpy as np
 import pytest
 
-from drakebots.frame.tripod_model import TripodModelFiles
 from drakebots.models import ModelsDirectory
+from drakebots.voxel.tripod_model import TripodModelFiles
 
 
 def test_committed_files_equal_the_generator_output():
@@ -20,7 +20,7 @@ def test_midpoint_spring_reproduces_the_beam_element():
     """A diagonal spring at the midpoint between two rigid half-struts (the bushing model) has the
     same 12x12 stiffness as the Euler-Bernoulli element."""
     from drakebots.frame.elements import LocalStiffness
-    from drakebots.frame.voxel import StrutSection
+    from drakebots.voxel.lattice import StrutSection
 
     s = StrutSection()
     L = 0.05
@@ -56,9 +56,9 @@ def test_drake_model_statics_match_the_frame_fem():
     conditioning of K (axial/bending stiffness ratio ~1800 and the soft rotating-squares modes).
     """
     from drakebots.frame.model import RemoveRigidBodyMotion
-    from drakebots.frame.tripod import TripodActuators, TripodLattice
-    from drakebots.frame.tripod_model import NodeName
-    from drakebots.systems.voxel_statics import TripodStatics
+    from drakebots.voxel.statics import TripodStatics
+    from drakebots.voxel.tripod import TripodActuators, TripodLattice
+    from drakebots.voxel.tripod_model import NodeName
 
     strokes = {"right": 1e-3, "left": -0.5e-3, "rear": 0.3e-3, "front": -0.2e-3}
     statics = TripodStatics()
@@ -88,7 +88,7 @@ def test_pads_give_the_intended_effective_friction():
     from pydrake.systems.framework import DiagramBuilder
 
     from drakebots.robots import GetRobot
-    from drakebots.robots.voxel import TripodMetadata
+    from drakebots.voxel.robot import TripodMetadata
 
     meta = TripodMetadata()["friction"]
     builder = DiagramBuilder()

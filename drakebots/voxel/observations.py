@@ -33,13 +33,13 @@ import dataclasses
 import numpy as np
 
 from drakebots.errors import InputError
-from drakebots.frame.pom import (
+from drakebots.voxel.lattice import AXES, NODE_FACE_AXIS, VoxelLattice
+from drakebots.voxel.pom import (
     IdealActuationMatrices,
     PlaneOfMotion,
     _PlaneComponents,
     _VoxelSign,
 )
-from drakebots.frame.voxel import AXES, NODE_FACE_AXIS, VoxelLattice
 
 PAPER_MAX_DISSIPATION = 0.049  # sec. 2.1: "only up to 4.9% of displacement is lost"
 

@@ -27,7 +27,7 @@ squares ("the forward and inverse kinematic models ... take the same form", sec.
 other node. Two control nodes on one plane of motion would drive one degree of freedom twice: the
 model reports that as over-determined.
 
-Lattice coordinates and node numbering are those of drakebots.frame.voxel. Units: displacements in
+Lattice coordinates and node numbering are those of drakebots.voxel.lattice. Units: displacements in
 whatever length unit the caller uses (the model is linear and scale-free).
 """
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from drakebots.errors import InputError
 from drakebots.frame.model import Actuator
-from drakebots.frame.voxel import AXES, NODE_FACE_AXIS, NODE_OFFSETS, CubicLattice, VoxelLattice
+from drakebots.voxel.lattice import AXES, NODE_FACE_AXIS, NODE_OFFSETS, CubicLattice, VoxelLattice
 
 
 def IdealActuationMatrices() -> np.ndarray:
@@ -305,7 +305,7 @@ def DeriveActuationMatrices(
     for d in range(3):
         lattice, actuator, _, _ = ReferenceFormation(d)
         if timoshenko:
-            from drakebots.frame.voxel import StrutSection
+            from drakebots.voxel.lattice import StrutSection
 
             lattice.section = StrutSection(timoshenko=True)
         actuator.stroke, actuator.mount = stroke, mount
