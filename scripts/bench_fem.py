@@ -151,7 +151,7 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
     from pydrake.multibody.plant import MultibodyPlant
 
     from drakebots.robots import GetRobot
-    from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+    from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CouplingConfig
 
     robot = GetRobot(skin.robot)
     plant = MultibodyPlant(0.0)
@@ -211,8 +211,8 @@ def _Replay(skin, design_dir: Path, frames: int, seconds: float, names=tuple(REP
     import dataclasses
 
     from drakebots.cli._design import _Factory
-    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
-    from drakebots.systems.plan_playback import PlaybackFramesCoupled
+    from drakebots.skinned.playback import PlaybackFramesCoupled
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     summary = json.loads((design_dir / "summary.json").read_text())
     inputs = summary["inputs"]
@@ -320,8 +320,8 @@ def main(argv=None) -> int:
         )
 
     from drakebots.fem.mesh import BoxMesh, WriteVtk
-    from drakebots.fem.skin import LoadSkin, MakeSkin
-    from drakebots.robots.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import LoadSkin, MakeSkin
 
     skin_dir = Path(args.skin)
     if (skin_dir / "skin.vtk").is_file():

@@ -36,17 +36,17 @@ PAPER_SPACE_TIME_S = 40.0  # section 7: "The space-time optimization step ... is
 def SpaceTimeSection(args) -> dict:
     from pydrake.autodiffutils import InitializeAutoDiff
 
-    from drakebots.optimization import motions
-    from drakebots.optimization.motion import SampleMotion
-    from drakebots.optimization.skeleton_model import SkeletonModel
-    from drakebots.optimization.space_time import (
+    from drakebots.skinned import motions
+    from drakebots.skinned.motion import SampleMotion
+    from drakebots.skinned.skeleton_model import SkeletonModel
+    from drakebots.skinned.space_time import (
         InitialGuess,
         KinematicWarmStart,
         MakeSpaceTimeProgram,
         SolveSpaceTime,
         SpaceTimeConfig,
     )
-    from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+    from drakebots.skinned.space_time_nlp import SpaceTimeNlp
 
     model = SkeletonModel("beetle")
     motion = SampleMotion(motions.SingleFootLift(model))
@@ -98,9 +98,9 @@ PAPER_CONDENSED_SPEEDUP = 50.0  # section 7: condensation makes a frame "about 5
 def _CoupledFrames(robot: str, skin, frames: int) -> dict:
     """Runs `frames` frames of the coupled QPCC on a standing robot asked to shift its torso
     1 cm sideways and roll 0.05 rad (all four feet planted), timing each part."""
-    from drakebots.optimization.qpcc import FrameQpcc, QpccConfig
-    from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
-    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+    from drakebots.skinned.qpcc import FrameQpcc, QpccConfig
+    from drakebots.skinned.qpcc_coupled import CoupledFrameDynamics
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     model = SkeletonModel(robot, skin_load=SkinLoad())
     start = time.perf_counter()
@@ -152,9 +152,9 @@ def _CoupledFrames(robot: str, skin, frames: int) -> dict:
 def QpccSection(args) -> dict:
     """Per-frame coupled QPCC time per robot against Table 1, the factorisation lower bound, and
     condensed against uncondensed QPCC on the same frame."""
-    from drakebots.fem.skin import LoadSkin
-    from drakebots.optimization.qpcc import BREAKAGE, STATIC
-    from drakebots.optimization.qpcc_coupled import UncondensedQp
+    from drakebots.skinned.qpcc import BREAKAGE, STATIC
+    from drakebots.skinned.qpcc_coupled import UncondensedQp
+    from drakebots.skinned.skin import LoadSkin
 
     out = {"robots": {}, "load_average_start": os.getloadavg()[0]}
     for robot in args.robots:
@@ -203,11 +203,11 @@ def QpccSection(args) -> dict:
             if args.uncondensed_skin == "pad":
                 # The tests' 8 mm foot-pad skin (~4.5k vertices): Clarabel solves the
                 # uncondensed QP of a full skin (46k dofs) only after ~10 min, if at all.
-                from drakebots.optimization.qpcc import FrameQpcc, QpccConfig
-                from drakebots.optimization.qpcc_coupled import CoupledFrameDynamics
+                from drakebots.skinned.qpcc import FrameQpcc, QpccConfig
+                from drakebots.skinned.qpcc_coupled import CoupledFrameDynamics
 
                 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root
-                from tests.optimization._pad_skin import MakeFootPadSkin
+                from tests.skinned._pad_skin import MakeFootPadSkin
 
                 dyn = CoupledFrameDynamics(model, MakeFootPadSkin(model), 0.005)
                 qpcc = FrameQpcc(model, dyn, model.effort_limits, 0.8, QpccConfig())

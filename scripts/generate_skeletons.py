@@ -6,14 +6,14 @@
     python scripts/generate_skeletons.py --check    # exit 1 if a committed file is stale
 
 Writes models/<name>/<name>.sdf and models/<name>/scene.dmd.yaml from
-drakebots/robots/skeletons/<name>.yaml (see drakebots.robots.skeleton).
+drakebots/skinned/skeletons/<name>.yaml (see drakebots.skinned.skeleton).
 """
 
 import argparse
 import sys
 
 from drakebots.models import ModelsDirectory
-from drakebots.robots.skeleton import BuiltinSkeletonNames, GeneratedSkeletonFiles
+from drakebots.skinned.skeleton import BuiltinSkeletonNames, GeneratedSkeletonFiles
 
 
 def main() -> int:

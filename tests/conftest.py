@@ -26,8 +26,8 @@ def pytest_collection_modifyitems(config, items):
 def beetle_skin_coarse():
     """The beetle's whole-body skin on 16 mm voxels at 0.67 MPa (issue 5's calibrated modulus;
     6040 vertices, ~2.5 s to make), shared read-only by the tests that need a real skin."""
-    from drakebots.fem.skin import MakeSkin, SkinOptions
-    from drakebots.robots.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
 
     return MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
 
@@ -38,8 +38,8 @@ def beetle_skin_pieces_coarse():
     of each other over the hips' range (the default), 0.67 MPa, on 12 mm voxels (13.8k
     vertices, ~12 s; on 16 mm a piece's sheets cross and every piece is remade finer),
     read-only."""
-    from drakebots.fem.skin import MakeSkin, SkinOptions
-    from drakebots.robots.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
 
     return MakeSkin(
         LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.012, pieces=True)
@@ -51,8 +51,8 @@ def beetle_skin_pieces_overlapping():
     """The beetle's skin in pieces as shaped, not cut clear of each other (piece_clearance 0):
     the legs pass through the torso's piece, so turning a hip makes the collision penalties act
     (13.5k vertices, ~6 s), read-only."""
-    from drakebots.fem.skin import MakeSkin, SkinOptions
-    from drakebots.robots.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
 
     return MakeSkin(
         LoadSkeletonParams("beetle"),

@@ -22,8 +22,8 @@ from drakebots.errors import InputError
 
 
 def _Motion(args, model):
-    from drakebots.optimization import motions
-    from drakebots.optimization.motion import MotionFromYaml
+    from drakebots.skinned import motions
+    from drakebots.skinned.motion import MotionFromYaml
 
     lead = getattr(args, "com_lead", None)
     if lead is not None:
@@ -67,9 +67,9 @@ def _Motion(args, model):
 
 def _Validate(args):
     """Everything that can be wrong with the input, before anything is written."""
-    from drakebots.optimization.motion import CheckReachable, SampleMotion
-    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
     from drakebots.robots import GetRobot, KnownRobots
+    from drakebots.skinned.motion import CheckReachable, SampleMotion
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     if args.robot not in KnownRobots():
         raise InputError(f"unknown robot '{args.robot}' (known: {', '.join(KnownRobots())})")
@@ -89,7 +89,7 @@ def _Validate(args):
     if not args.mass_scale > 0.0:
         raise InputError(f"--mass-scale must be > 0, got {args.mass_scale}")
     # Unset: SpaceTimeConfig's defaults (one place for them; the parser does not import it).
-    from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
+    from drakebots.skinned.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     if args.plan_motor_limits is None:
         args.plan_motor_limits = SpaceTimeConfig.motor_limit_fraction
@@ -125,7 +125,7 @@ def _Validate(args):
     # space-time step then stopping at its iteration limit).
     load = None
     if skin is not None and args.plan_skin_mass == "skin":
-        from drakebots.optimization.skeleton_model import SkinLoadFromSkin
+        from drakebots.skinned.skeleton_model import SkinLoadFromSkin
 
         load = SkinLoadFromSkin(skin, robot.params)
     model = SkeletonModel(args.robot, skin_load=load, mass_scale=args.mass_scale)
@@ -158,10 +158,10 @@ def _LoadSkin(path: Path):
     if not path.is_dir():
         raise InputError(f"--skin {path}: not a folder (give a `drakebots skin` results folder)")
     try:
-        from drakebots.optimization import qpcc_coupled  # noqa: F401
+        from drakebots.skinned import qpcc_coupled  # noqa: F401
     except ImportError as e:
         raise InputError(f"--skin: the coupled QPCC is not available here ({e})") from e
-    from drakebots.fem.skin import LoadSkin
+    from drakebots.skinned.skin import LoadSkin
 
     try:
         return LoadSkin(path)
@@ -170,11 +170,11 @@ def _LoadSkin(path: Path):
 
 
 def _Factory(skin, collisions: bool = True):
-    from drakebots.optimization.qpcc import RigidFrameDynamics
+    from drakebots.skinned.qpcc import RigidFrameDynamics
 
     if skin is None:
         return RigidFrameDynamics, "rigid feet (skeleton; skin weight on the links)"
-    from drakebots.optimization.qpcc_coupled import CoupledFrameConfig, CoupledFrameDynamics
+    from drakebots.skinned.qpcc_coupled import CoupledFrameConfig, CoupledFrameDynamics
 
     fem_skin, bare, load = skin
     # Collision penalties off also switch them off in the coupled replay (NewSimulator takes
@@ -223,7 +223,7 @@ def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s, effort_limits) ->
     skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
     started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
     last pass's CoupledFrameDynamics (the same skin, settings and lift as every pass's)."""
-    from drakebots.systems.plan_playback import PlaybackFramesCoupled
+    from drakebots.skinned.playback import PlaybackFramesCoupled
 
     fr = kept.frames
     # The coupled pass ran on the plan raised onto the skin's soles (alternating.py).
@@ -255,7 +255,7 @@ def _FrameConfig(args):
     """The frame-by-frame QPCC's options from the command line; `--frame-objective paper` is
     Eq. (13) as the paper writes it: E_F on the next frame alone, no term following the plan's
     foot forces, no motor-torque regulariser (see QpccConfig for what each addition does)."""
-    from drakebots.optimization.qpcc import QpccConfig
+    from drakebots.skinned.qpcc import QpccConfig
 
     config = QpccConfig(lookahead_target=args.lookahead, cop_constraint=args.frame_cop == "on")
     if args.frame_objective == "paper":
@@ -270,10 +270,10 @@ def _FrameConfig(args):
 
 def RunDesign(args) -> int:
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
-    from drakebots.optimization.alternating import AlternatingConfig, RunAlternating
-    from drakebots.optimization.motion import MotionToYaml
-    from drakebots.optimization.qpcc import ResolveLookahead
-    from drakebots.optimization.space_time import SpaceTimeConfig, SpaceTimeWeights
+    from drakebots.skinned.alternating import AlternatingConfig, RunAlternating
+    from drakebots.skinned.motion import MotionToYaml
+    from drakebots.skinned.qpcc import ResolveLookahead
+    from drakebots.skinned.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     robot, model, spec, motion, limits, skin = _Validate(args)
     make_dynamics, dynamics_name = _Factory(skin, collisions=args.skin_collisions == "on")
@@ -367,7 +367,7 @@ def RunDesign(args) -> int:
             # Drake's own simulator (SAP, point contact at the sole corners, servo PD toward q̃
             # plus τ as feed-forward). Reported, not part of success: the servos' PD is not in
             # the optimizer's model.
-            from drakebots.systems.plan_playback import PlaybackFrames
+            from drakebots.skinned.playback import PlaybackFrames
 
             log("playing the motion back in Drake's simulator (servo PD + feed-forward torques)")
             fr = outcome.final.frames
@@ -599,7 +599,7 @@ def SwingClearance(model, q_frames, q_plan, contact) -> dict:
 
 def DesignFigures(model, motion, outcome, limits) -> dict:
     """summary.json's figures of merit from an AlternatingResult."""
-    from drakebots.optimization.space_time import PlanCop
+    from drakebots.skinned.space_time import PlanCop
 
     final = outcome.final
     fr = final.frames
@@ -730,7 +730,7 @@ def DesignPlots(model, motion, outcome, limits, baseline=None, label="ours") -> 
     convergence."""
     import matplotlib.pyplot as plt
 
-    from drakebots.optimization.space_time import PlanCop, PlannedSupportPolygons
+    from drakebots.skinned.space_time import PlanCop, PlannedSupportPolygons
 
     figs = {}
     fr = outcome.final.frames

@@ -9,7 +9,7 @@ OPTIONS = {"drop_height", "ground_friction", "skin"}
 
 def Simulate(scenario, robot, *, meshcat=None, progress=True):
     from drakebots.cli.simulate import SimulationOutcome
-    from drakebots.systems.quadruped_simulation import SimulateStanding, StandingConfig
+    from drakebots.skinned.skeleton_simulation import SimulateStanding, StandingConfig
 
     if scenario.skin:  # skeleton + FEM skin, coupled (drakebots/cli/_simulate_skinned.py)
         from drakebots.cli._simulate_skinned import SimulateWithSkin

@@ -1,5 +1,5 @@
 """The `--skin` branch of `drakebots simulate` for skinned quad-robots: skeleton and FEM skin
-coupled (drakebots.systems.skinned_simulation), with the skin in the replay and a ParaView series.
+coupled (drakebots.skinned.simulation), with the skin in the replay and a ParaView series.
 """
 
 import shutil
@@ -20,8 +20,8 @@ GENERATE = "generate"
 def LoadSkinFor(folder: str, robot):
     """Loads and checks a skin folder for `robot` (InputError names what is wrong); the value
     "generate" makes the robot's default skin instead."""
-    from drakebots.fem.skin import SKIN_FILES, LoadSkin, MakeSkin, SkinInputError
-    from drakebots.robots.skeleton import _Build
+    from drakebots.skinned.skeleton import _Build
+    from drakebots.skinned.skin import SKIN_FILES, LoadSkin, MakeSkin, SkinInputError
 
     if folder == GENERATE:
         print(f"generating the {robot.name} skin (drakebots skin {robot.name})", flush=True)
@@ -55,8 +55,8 @@ def LoadSkinFor(folder: str, robot):
 def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
     from drakebots.cli.simulate import SimulationOutcome
     from drakebots.fem.mesh import WritePvd, WriteVtu
-    from drakebots.systems.skinned_simulation import SimulateSkinned, SkinnedConfig
-    from drakebots.visualization.skin import SkinReplayDecorator
+    from drakebots.skinned.plots import SkinReplayDecorator
+    from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
 
     if scenario.drop_height != 0.0:
         raise InputError(
@@ -125,7 +125,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
         WritePvd(Path(tmp) / "skin.pvd", entries)
         files["skin.pvd"] = (Path(tmp) / "skin.pvd").read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        from drakebots.fem.skin import WriteSkin
+        from drakebots.skinned.skin import WriteSkin
 
         WriteSkin(tmp, skin)
         for name in ("skin.vtk", "skin.npz", "skin.json"):
@@ -165,8 +165,8 @@ def _PlotSteps(run):
 
 def SkinReplayExtras(results_dir, robot):
     """(decorator, None) for `drakebots view` of a skinned run, or None if it has no skin."""
-    from drakebots.fem.skin import LoadSkin
-    from drakebots.visualization.skin import SkinReplayDecorator
+    from drakebots.skinned.plots import SkinReplayDecorator
+    from drakebots.skinned.skin import LoadSkin
 
     folder = Path(results_dir)
     if not (folder / "skin" / "skin.vtk").is_file():

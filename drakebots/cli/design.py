@@ -61,7 +61,7 @@ def register(subparsers):
         "--motion-file",
         default=None,
         help="a MotionSpec YAML (COM and foot keyframes, contact plan, limits) instead of the "
-        "generator (drakebots.optimization.motion.MotionSpec; motion.yaml of a run is one)",
+        "generator (drakebots.skinned.motion.MotionSpec; motion.yaml of a run is one)",
     )
     parser.add_argument(
         "--kinematic-only",

@@ -41,7 +41,7 @@ def AddFoldArguments(parser):
 def ValidateFold(args, voxel: float | None = None):
     """The fold options' checks; with the grid's `voxel` (m), also that a tooth spans the
     FOLD_VOXELS cells it needs to be resolved (MakeSkin checks its own grid)."""
-    from drakebots.fem.skin import CheckFoldResolution, SkinInputError
+    from drakebots.skinned.skin import CheckFoldResolution, SkinInputError
 
     for name in ("fold_depth", "fold_pitch"):
         if not getattr(args, name) > 0.0:
@@ -122,7 +122,7 @@ def register(subparsers):
 
 def MakeOptions(args):
     """SkinOptions from the command line, validated (InputError names the option)."""
-    from drakebots.fem.skin import SkinOptions
+    from drakebots.skinned.skin import SkinOptions
 
     if not args.thickness > 0.0:
         raise InputError(f"--thickness must be > 0 m, got {args.thickness}")
@@ -139,7 +139,7 @@ def MakeOptions(args):
     folding = tuple(s.strip() for s in args.folding_regions.split(",") if s.strip())
     soft_regions = None
     if args.soft_regions is not None:
-        from drakebots.fem.skin import SOFT_REGIONS
+        from drakebots.skinned.skin import SOFT_REGIONS
 
         names = tuple(s.strip() for s in args.soft_regions.split(",") if s.strip())
         soft_regions = () if names in ((), ("none",)) else names
@@ -167,7 +167,7 @@ def MakeOptions(args):
     if args.surface:
         if args.pieces:
             raise InputError("--surface is one closed body: it cannot be used with --pieces")
-        from drakebots.fem.skin import LoadSurface, SkinInputError
+        from drakebots.skinned.skin import LoadSurface, SkinInputError
 
         try:
             options.surface = LoadSurface(args.surface)
@@ -190,15 +190,15 @@ def Run(args) -> int:
     import time
 
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
-    from drakebots.fem.skin import (
+    from drakebots.robots import GetRobot
+    from drakebots.skinned.plots import PlotSkin
+    from drakebots.skinned.skin import (
         MakeSkin,
         SkinInputError,
         SkinMeshingError,
         WriteSkin,
         _FoldSites,
     )
-    from drakebots.robots import GetRobot
-    from drakebots.visualization.skin import PlotSkin
 
     robot = GetRobot(args.robot)
     if robot.family != "skinned_quadruped":
@@ -222,7 +222,7 @@ def Run(args) -> int:
         # What the skin costs each motor: its small-strain stiffness per joint (no gravity) and
         # the angle the motor's stall torque turns it (a whole-body skin locks the hips; a skin
         # in pieces leaves them free).
-        from drakebots.systems.skin_bend import JointStiffnesses
+        from drakebots.skinned.bend import JointStiffnesses
 
         stiffness = {name: k for name, (k, _) in JointStiffnesses(params, skin).items()}
         limit = params.motor.effort_limit

@@ -74,7 +74,7 @@ def register(subparsers):
 
 
 def _Validate(args, robot):
-    from drakebots.robots.skeleton import JointKinds
+    from drakebots.skinned.skeleton import JointKinds
 
     kinds = JointKinds(robot.params)
     if args.joint not in kinds:
@@ -106,10 +106,10 @@ def Run(args) -> int:
 
     from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
     from drakebots.fem.mesh import WriteVtu
-    from drakebots.fem.skin import MakeSkin, SkinOptions, WriteSkin
     from drakebots.robots import GetRobot
-    from drakebots.robots.skeleton import _Build
-    from drakebots.systems.skin_bend import CLEARANCE, BendConfig, LinearBendStiffness, RunBend
+    from drakebots.skinned.bend import CLEARANCE, BendConfig, LinearBendStiffness, RunBend
+    from drakebots.skinned.skeleton import _Build
+    from drakebots.skinned.skin import MakeSkin, SkinOptions, WriteSkin
 
     robot = GetRobot(args.robot)
     if robot.family != "skinned_quadruped":
@@ -328,8 +328,8 @@ def _PlotBent(skins, results_by_skin):
     import numpy as np
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from drakebots.systems.skin_bend import CLEARANCE
-    from drakebots.visualization.skin import OuterSurface
+    from drakebots.skinned.bend import CLEARANCE
+    from drakebots.skinned.plots import OuterSurface
 
     fig = plt.figure(figsize=(10, 5))
     for k, (label, skin) in enumerate(skins.items()):
@@ -361,9 +361,9 @@ def _Replay(robot, skin, result, joint_name):
     import numpy as np
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.systems.skin_bend import CLEARANCE
+    from drakebots.skinned.bend import CLEARANCE
+    from drakebots.skinned.plots import SkinReplayDecorator
     from drakebots.visualization.replay import ReplayHtml
-    from drakebots.visualization.skin import SkinReplayDecorator
 
     plant = MultibodyPlant(0.0)
     robot.AddTo(plant)

@@ -1,4 +1,5 @@
-"""Finite elements for the skinned quad-robots' soft skin (NumPy/SciPy only, no Drake systems).
+"""Tetrahedral finite elements (NumPy/SciPy only, no Drake systems), made for the skinned
+quad-robots' soft skin but knowing no robot family.
 
 Paper: Xu et al., *Computational Design of Skinned Quad-Robots* (shared/papers/
 skinned-quad-robots.txt), section 4 (two-way coupled multibody-elastic dynamics, Eqs. 1-2),
@@ -63,7 +64,7 @@ Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
         The coupled simulator's default for contact-label changes (CouplingConfig.contact_solver
         = "schur"; "refactor" factorises each new contact set, the reference).
 
-Skin generation (`drakebots.fem.skin`)
+Skin generation (in the skinned wing, `drakebots.skinned.skin`)
     MakeSkin(params, SkinOptions) -> Skin (mesh, glue vertices + link names + link-frame points,
     skinning weights (n, L) over skin_links, per-vertex thickness, outer-sheet and fold masks,
     mass_density); WriteSkin/LoadSkin(directory) (skin.vtk, skin.npz, skin.json).
@@ -74,7 +75,7 @@ Skin generation (`drakebots.fem.skin`)
     default, section 7); Skin.ElementYoungsScale() (m,) per-element factor on E, saved in
     skin.npz and passed to FemModel(youngs_scale=...) by the coupled simulator.
 
-The coupled simulator built on these (drakebots.systems.skin_coupling.CoupledSkinSkeleton) shows
+The coupled simulator built on these (drakebots.skinned.skin_coupling.CoupledSkinSkeleton) shows
 how the blocks of Eq. (2) are formed from a MultibodyPlant: A_r = M(q) + h D (+ servo terms),
 G_q = h J_WG(q+) (translational Jacobians of the glue points), A_d = M_s/h^2 + D_s/h + K(y).
 """

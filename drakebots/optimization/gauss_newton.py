@@ -680,7 +680,7 @@ class MathematicalProgramNlp(LeastSquaresNlp):
 
         Without it the SQP follows a curved equality constraint only through second-order
         corrections and stops short of the answer (min ||x - a||² on the unit sphere:
-        tests/optimization/test_skinned_motion.py).
+        tests/skinned/test_motion_optimization.py).
         """
         from drakebots.fem.materials import ProjectToPsd
 

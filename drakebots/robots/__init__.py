@@ -15,10 +15,10 @@ from drakebots.errors import InputError
 
 # name -> (module, one-line description). The module defines MakeRobot(name) -> Robot.
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "beetle": ("drakebots.robots.quadruped", "beetle-like skinned quad-robot, 12 joints"),
-    "monster": ("drakebots.robots.quadruped", "monster-like skinned quad-robot, 16 joints"),
-    "lizard": ("drakebots.robots.quadruped", "lizard-like skinned quad-robot, 17 joints"),
-    "cow": ("drakebots.robots.quadruped", "cow-like skinned quad-robot, 16 joints"),
+    "beetle": ("drakebots.skinned.robot", "beetle-like skinned quad-robot, 12 joints"),
+    "monster": ("drakebots.skinned.robot", "monster-like skinned quad-robot, 16 joints"),
+    "lizard": ("drakebots.skinned.robot", "lizard-like skinned quad-robot, 17 joints"),
+    "cow": ("drakebots.skinned.robot", "cow-like skinned quad-robot, 16 joints"),
     "hamr_vi": ("drakebots.hamr.robot", "HAMR-VI piezo microrobot, 1.5 g, 38 coords, 24 loops"),
     "voxel_tripod": ("drakebots.voxel.robot", "tripod-gait voxel robot, 10 voxels, 4 actuators"),
     "gecko": ("drakebots.gecko.model", "gecko soft walker, 5 pneumatic limbs, 4 suction feet"),

@@ -16,7 +16,7 @@ def _Choices(parser: argparse.ArgumentParser, path: list[str], option: str):
 
 def test_cli_option_names_are_the_optimizers_names():
     from drakebots.hamr.trajopt import SECOND_STAGES
-    from drakebots.optimization.qpcc import LOOKAHEAD_TARGETS
+    from drakebots.skinned.qpcc import LOOKAHEAD_TARGETS
 
     parser = MakeParser()
     assert set(_Choices(parser, ["design"], "--lookahead")) == set(LOOKAHEAD_TARGETS)

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from drakebots.cli import main
-from drakebots.optimization import motions
-from drakebots.optimization.motion import MotionToYaml
-from drakebots.optimization.skeleton_model import SkeletonModel
+from drakebots.skinned import motions
+from drakebots.skinned.motion import MotionToYaml
+from drakebots.skinned.skeleton_model import SkeletonModel
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
     """`--space-time-cop off` (the paper's failed trot, Fig. 13c) turns off Eq. (5) in the
     space-time step the loop runs, and only there; `--frame-cop off` turns off the frame-by-frame
     step's COP rows (Eq. 18), and only there."""
-    from drakebots.optimization import alternating
+    from drakebots.skinned import alternating
 
     seen = {}
 
@@ -360,7 +360,7 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
     import numpy as np
 
     from drakebots.cli import _design
-    from drakebots.systems import plan_playback
+    from drakebots.skinned import playback as plan_playback
 
     seen = {}
 
@@ -389,8 +389,8 @@ def test_skin_collisions_off_leaves_the_penalties_out_of_the_passes_and_the_repl
     replayed in both step without collision penalties (the stepper's penalty stiffness 0:
     no force wherever the skin lies), and the run names it."""
     from drakebots.cli._design import _Factory
-    from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
-    from tests.optimization._pad_skin import MakeFootPadSkin
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
+    from tests.skinned._pad_skin import MakeFootPadSkin
 
     bare = SkeletonModel("beetle", skin_load=SkinLoad())
     skin = MakeFootPadSkin(bare)

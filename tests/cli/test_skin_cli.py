@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from drakebots.cli import main
-from drakebots.fem.skin import MakeShellMesh, Skin, WriteSkin
+from drakebots.skinned.skin import MakeShellMesh, Skin, WriteSkin
 
 
 @dataclasses.dataclass
@@ -157,7 +157,7 @@ def test_simulate_with_a_skin_writes_every_file(drakebots, tmp_path):
     summary with the coupled figures, replay with the skin, the ParaView series."""
     import json
 
-    from drakebots.robots.skeleton import HomeBaseHeight, LoadSkeletonParams
+    from drakebots.skinned.skeleton import HomeBaseHeight, LoadSkeletonParams
 
     center = np.array([0.0, 0.0, HomeBaseHeight(LoadSkeletonParams("beetle"))])
     mesh = MakeShellMesh(
@@ -287,7 +287,7 @@ def test_skin_in_pieces_writes_the_skin_and_each_joints_stiffness(drakebots, tmp
     each angle the motor limit over the stiffness."""
     import json
 
-    from drakebots.fem.skin import LoadSkin
+    from drakebots.skinned.skin import LoadSkin
 
     out = tmp_path / "skin"
     result = drakebots(
@@ -326,7 +326,7 @@ def test_a_skin_gmsh_cannot_mesh_exits_1_naming_the_grids(drakebots, tmp_path, m
     """When Gmsh refuses the shell on every grid tried (the monster's pieces with folded knees
     did, before this message existed, with a traceback), the run exits 1 saying which shape
     and which voxels, and writes no folder."""
-    from drakebots.fem import skin as skin_module
+    from drakebots.skinned import skin as skin_module
 
     def Refuse(*args, **kwargs):
         raise RuntimeError("gmsh produced no tetrahedra")

@@ -17,8 +17,8 @@ from pydrake.multibody.tree import (
     RevoluteJoint,
 )
 
-from drakebots.optimization.skeleton_model import SkeletonModel
 from drakebots.optimization.tree_inverse_dynamics import BatchInverseDynamics
+from drakebots.skinned.skeleton_model import SkeletonModel
 
 from ._trees import MakeRandomTree, RandomInertia
 

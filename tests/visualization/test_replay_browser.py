@@ -25,7 +25,7 @@ def EmptySceneHtml(path):
 
 def test_replay_html_draws_the_robot(tmp_path):
     from drakebots.robots import GetRobot
-    from drakebots.systems.quadruped_simulation import SimulateStanding, StandingConfig
+    from drakebots.skinned.skeleton_simulation import SimulateStanding, StandingConfig
     from drakebots.visualization.replay import ReplayHtml
 
     robot = GetRobot("beetle")

@@ -12,10 +12,10 @@ at small strain, where neo-Hookean reduces to linear elasticity with the same E 
 import numpy as np
 import pytest
 
-from drakebots.fem.skin import MakeSkin, SkinOptions
 from drakebots.robots import GetRobot
-from drakebots.robots.skeleton import _Build
-from drakebots.systems.skin_bend import BendConfig, LinearBendStiffness, RunBend
+from drakebots.skinned.bend import BendConfig, LinearBendStiffness, RunBend
+from drakebots.skinned.skeleton import _Build
+from drakebots.skinned.skin import MakeSkin, SkinOptions
 
 JOINT = "front_left_ankle"
 YOUNGS = 9e7  # Pa, the paper's skin

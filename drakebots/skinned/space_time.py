@@ -41,8 +41,8 @@ from pydrake.solvers import (
 )
 
 from drakebots.analysis.support import CopFromWrench, SupportPolygon
-from drakebots.optimization.motion import SampledMotion
-from drakebots.optimization.skeleton_model import NUM_BASE, ExternalLoads, SkeletonModel
+from drakebots.skinned.motion import SampledMotion
+from drakebots.skinned.skeleton_model import NUM_BASE, ExternalLoads, SkeletonModel
 
 
 @dataclasses.dataclass
@@ -1233,7 +1233,7 @@ def SolveSpaceTime(
     "ipopt" (through Drake's MathematicalProgram interface).
     """
     from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
-    from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+    from drakebots.skinned.space_time_nlp import SpaceTimeNlp
 
     config = problem.config
     prog = problem.prog
@@ -1296,7 +1296,7 @@ def SummarizeSpaceTime(
 ) -> SpaceTimeResult:
     """Reads a solution, checks EVERY constraint binding of the MathematicalProgram at it
     (`prog.CheckSatisfied`, independent of the solver's own bookkeeping), and totals the costs."""
-    from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+    from drakebots.skinned.space_time_nlp import SpaceTimeNlp
 
     prog = problem.prog
     nlp = nlp or SpaceTimeNlp(problem)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from drakebots.errors import InputError
-from drakebots.optimization.motion import FootTrack, MotionSpec
-from drakebots.robots.skeleton import LEG_NAMES
+from drakebots.skinned.motion import FootTrack, MotionSpec
+from drakebots.skinned.skeleton import LEG_NAMES
 
 
 def _Home(model):

@@ -48,8 +48,8 @@ import numpy as np
 from pydrake.solvers import ClarabelSolver, MathematicalProgram, OsqpSolver, SolverOptions
 
 from drakebots.analysis.support import SupportPolygon
-from drakebots.optimization.skeleton_model import NUM_BASE, SkeletonModel
 from drakebots.runtime import SingleThreadedBlas
+from drakebots.skinned.skeleton_model import NUM_BASE, SkeletonModel
 
 STATIC, SLIDING, BREAKAGE = "static", "sliding", "breakage"
 # The friction pyramid's four tangent directions (the columns of D in Eq. 12).

@@ -15,8 +15,8 @@ from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import JacobianWrtVariable, SpatialInertia, UnitInertia
 
 from drakebots.fem.mesh import BoundaryFaces
-from drakebots.fem.skin import MakeShellMesh, Skin
-from drakebots.systems.skin_coupling import (
+from drakebots.skinned.skin import MakeShellMesh, Skin
+from drakebots.skinned.skin_coupling import (
     CoupledSkinSkeleton,
     CouplingConfig,
     SkinnedRobotSystem,
@@ -152,7 +152,7 @@ def _TorsoShell(center_height):
     """A small shell (2 cm radius, 4 mm thick) centred center_height above the beetle torso
     box's top face, glued to the torso at three inner vertices: clear of the box at rest."""
     from drakebots.robots import GetRobot
-    from drakebots.robots.skeleton import _Build
+    from drakebots.skinned.skeleton import _Build
 
     robot = GetRobot("beetle")
     plant = MultibodyPlant(0.0)
@@ -383,7 +383,7 @@ def test_implicit_penalty_is_stable_where_the_explicit_one_overshoots():
     or inverts elements; the implicit one (re-evaluated at each Newton iterate, backward Euler)
     ends the step with the dent between the box face and the rest shape."""
     from drakebots.fem.model import ElementInversion
-    from drakebots.systems.skin_coupling import CoupledStepFailure
+    from drakebots.skinned.skin_coupling import CoupledStepFailure
 
     plant, instance, skin, top, k = _TorsoShell(0.016 + 0.0025 + 0.001)
     rest = skin.mesh.vertices
@@ -689,9 +689,9 @@ def test_a_limb_piece_meets_every_box_but_its_torsos(beetle_skin_pieces_coarse):
     inner vertex of the front-left piece moved into the front-right lower leg's box, and one of
     the torso's piece moved into the front-left lower leg's box, are each pushed out, while a
     front-left vertex moved to the middle of the torso's box feels nothing."""
-    from drakebots.fem.skin import PieceParentLinks
     from drakebots.robots import GetRobot
-    from drakebots.robots.skeleton import _Build
+    from drakebots.skinned.skeleton import _Build
+    from drakebots.skinned.skin import PieceParentLinks
 
     skin = beetle_skin_pieces_coarse
     robot = GetRobot("beetle")
@@ -746,7 +746,7 @@ def test_the_line_search_finds_the_minimum_along_an_update_that_overshoots():
     a0) (free until a0, then a stiff penalty k), whose minimum is at a0 + 1 / k. A full step
     that falls short or overshoots little is kept; one that overshoots is brought back to a
     point whose slope is within c |φ'(0)| of zero, which brackets the minimum analytically."""
-    from drakebots.systems.skin_coupling import _LineSearch
+    from drakebots.skinned.skin_coupling import _LineSearch
 
     def Slope(a, a0, k):
         return -1.0 + k * max(0.0, a - a0)
@@ -778,7 +778,7 @@ def test_newton_with_a_matrix_too_soft_converges_to_the_same_step(ball):
     step fails); with it, the step converges, to the state of the step with the true matrix
     (the residual, and so the solution, is the same). The ball in the air, its skin set
     vibrating at 1 m/s."""
-    from drakebots.systems.skin_coupling import CoupledStepFailure
+    from drakebots.skinned.skin_coupling import CoupledStepFailure
 
     plant, instance, skin = ball
 

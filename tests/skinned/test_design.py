@@ -13,11 +13,11 @@ import pytest
 
 from drakebots.analysis.support import SupportPolygon
 from drakebots.errors import InputError
-from drakebots.optimization import alternating, motions
-from drakebots.optimization.motion import CheckReachable, LegReach, SampleMotion
-from drakebots.optimization.qpcc import QpccConfig
-from drakebots.optimization.skeleton_model import SkeletonModel
-from drakebots.optimization.space_time import (
+from drakebots.skinned import alternating, motions
+from drakebots.skinned.motion import CheckReachable, LegReach, SampleMotion
+from drakebots.skinned.qpcc import QpccConfig
+from drakebots.skinned.skeleton_model import SkeletonModel
+from drakebots.skinned.space_time import (
     InitialGuess,
     KinematicWarmStart,
     MakeSpaceTimeProgram,
@@ -25,7 +25,7 @@ from drakebots.optimization.space_time import (
     SolveSpaceTime,
     SpaceTimeConfig,
 )
-from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+from drakebots.skinned.space_time_nlp import SpaceTimeNlp
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_the_soft_sole_implies_eq_8s_torque_bound(beetle):
 def test_motor_load_is_a_smooth_upper_bound_of_the_largest_torque_with_its_gradient():
     """MotorLoad(a) lies in [max|a|, max|a| + ln(2m)/s]; its gradient along J against central
     differences (a = J y, so the derivative in y is the chain rule through J)."""
-    from drakebots.optimization.space_time import MOTOR_LOAD_SHARPNESS, MotorLoad
+    from drakebots.skinned.space_time import MOTOR_LOAD_SHARPNESS, MotorLoad
 
     rng = np.random.default_rng(3)
     J = rng.normal(size=(12, 5))
@@ -350,7 +350,7 @@ def test_the_torso_attitude_weight_holds_the_walks_heading():
     by more than 10 degrees about the vertical (its foot-flatness term, weight 10, keeps the
     3-joint legs' soles flat that way); with weight 300 (`design --torso-attitude-weight`) the
     heading stays within 2 degrees of the plan's. Measured: +-25 and +-0.8 degrees."""
-    from drakebots.optimization.space_time import SpaceTimeWeights
+    from drakebots.skinned.space_time import SpaceTimeWeights
 
     beetle = SkeletonModel("beetle")
     motion = SampleMotion(motions.Walk(beetle))

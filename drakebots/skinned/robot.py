@@ -1,7 +1,7 @@
 """The skinned quad-robots' skeletons: beetle, monster, lizard and cow (skinned-quad-robots.txt).
 
 `AddSkinnedQuadruped(plant, "beetle")` adds the generated SDF model (models/<name>/<name>.sdf,
-see drakebots.robots.skeleton) with its home pose as the plant's default state: every joint at
+see drakebots.skinned.skeleton) with its home pose as the plant's default state: every joint at
 zero and the torso at the height where the soles touch the ground.
 """
 
@@ -15,7 +15,7 @@ from pydrake.multibody.tree import ModelInstanceIndex
 
 from drakebots.models import ConfigureParser
 from drakebots.robots.base import Robot
-from drakebots.robots.skeleton import (
+from drakebots.skinned.skeleton import (
     LEG_NAMES,
     BuiltinSkeletonNames,
     FootContactPoints,

@@ -7,9 +7,9 @@ import pytest
 
 @pytest.mark.slow
 def test_skinned_beetle_stands_one_second():
-    from drakebots.fem.skin import MakeSkin
     from drakebots.robots import GetRobot
-    from drakebots.systems.skinned_simulation import SimulateSkinned, SkinnedConfig
+    from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
+    from drakebots.skinned.skin import MakeSkin
 
     robot = GetRobot("beetle")
     skin = MakeSkin(robot.params)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from drakebots.fem.mesh import BoundaryFaces, CheckClosedManifold, ReadVtk, TetMesh
-from drakebots.fem.skin import (
+from drakebots.skinned.skeleton import LoadSkeletonParams, _Build
+from drakebots.skinned.skin import (
     LoadSkin,
     MakeShellMesh,
     MakeSkin,
@@ -17,7 +18,6 @@ from drakebots.fem.skin import (
     SkinOptions,
     WriteSkin,
 )
-from drakebots.robots.skeleton import LoadSkeletonParams, _Build
 
 PAPER_VERTICES = {"beetle": 14152, "monster": 16624, "lizard": 18261, "cow": 12494}
 
@@ -219,7 +219,7 @@ def test_skin_from_a_user_surface(tmp_path):
     around the beetle, written by a different route: marching cubes of an analytic field)."""
     from skimage.measure import marching_cubes
 
-    from drakebots.fem.skin import LoadSurface
+    from drakebots.skinned.skin import LoadSurface
 
     params = LoadSkeletonParams("beetle")
     h = 0.01
@@ -253,7 +253,7 @@ def test_a_skin_in_pieces_is_five_shells_each_glued_to_its_own_limb(
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
-    from drakebots.fem.skin import SkinPieces
+    from drakebots.skinned.skin import SkinPieces
 
     params = LoadSkeletonParams("beetle")
     skin = beetle_skin_pieces_coarse
@@ -301,7 +301,7 @@ def _PiecesTurned(skin, params, angles):
     apart by their weights (each piece is skinned only to its own links)."""
     from scipy.spatial.transform import Rotation
 
-    from drakebots.fem.skin import SkinPieces
+    from drakebots.skinned.skin import SkinPieces
 
     built = _Build(params)
     X = skin.mesh.vertices.copy()
@@ -337,7 +337,7 @@ def test_the_pieces_stay_clear_of_each_other_through_the_hips_range(
     torso's piece."""
     from scipy.spatial import cKDTree
 
-    from drakebots.systems.skin_coupling import CouplingConfig
+    from drakebots.skinned.skin_coupling import CouplingConfig
 
     params = LoadSkeletonParams("beetle")
     built = _Build(params)
@@ -380,7 +380,7 @@ def test_only_a_yaw_hip_keeps_its_limb_off_the_mid_plane():
     30 mm behind the hip, 5 mm off the plane, comes to the plane's other side at the range's
     end; the foot stays on its side). A roll hip (the cow's) would have every far point of its
     limb cross the plane at some roll, so it cuts nothing."""
-    from drakebots.fem.skin import SkinPieces, _MidplaneCut
+    from drakebots.skinned.skin import SkinPieces, _MidplaneCut
 
     for robot, cuts in (("beetle", True), ("cow", False)):
         params = LoadSkeletonParams(robot)

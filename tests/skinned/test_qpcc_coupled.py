@@ -10,7 +10,7 @@ Independent references:
 - the robot's weight (Σ f_z = (m_skeleton + m_skin) g), Coulomb's cone and the support polygon,
   checked from the returned forces, not from the solver's labels.
 
-The skin is a small one (tests/optimization/_pad_skin.py: an 8 mm silicone pad around each foot,
+The skin is a small one (tests/skinned/_pad_skin.py: an 8 mm silicone pad around each foot,
 ~4.5k vertices), so the tests do not need `drakebots skin` output.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from drakebots.analysis.support import SupportPolygon
-from drakebots.optimization.qpcc import BREAKAGE, SLIDING, STATIC, FrameQpcc, QpccConfig
-from drakebots.optimization.qpcc_coupled import (
+from drakebots.skinned.qpcc import BREAKAGE, SLIDING, STATIC, FrameQpcc, QpccConfig
+from drakebots.skinned.qpcc_coupled import (
     CholmodAvailable,
     CoupledFrameConfig,
     CoupledFrameDynamics,
@@ -29,7 +29,7 @@ from drakebots.optimization.qpcc_coupled import (
     CouplingLoadsOfPass,
     UncondensedQp,
 )
-from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
+from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
 from ._pad_skin import MakeFootPadSkin
 
@@ -414,7 +414,7 @@ def test_sole_patches_leave_out_excluded_vertices(beetle):
     skin; the patches must then leave it out, since the condensed frame moves only free vertices.
     Checked by excluding a few sole vertices of every patch: they vanish from the patches and every
     patch keeps vertices, each within the sole band of its foot's lowest point."""
-    from drakebots.optimization.qpcc_coupled import MakeSolePatches
+    from drakebots.skinned.qpcc_coupled import MakeSolePatches
 
     model, skin, dyn = beetle
     x = dyn.stepper.fem.RestPositions()
@@ -567,9 +567,9 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     replayed frame is one Step with τ_0) and ends early once it is `stop_beyond_m` off, or once
     its wall-time budget is spent, inside a frame if need be. In the
     air, it follows the pass to round-off, and 0.05 N·m more on one motor turns that joint."""
-    from drakebots.optimization.qpcc import RunFrameByFrame
-    from drakebots.systems.plan_playback import PlaybackFramesCoupled
-    from drakebots.systems.skin_coupling import CoupledState
+    from drakebots.skinned.playback import PlaybackFramesCoupled
+    from drakebots.skinned.qpcc import RunFrameByFrame
+    from drakebots.skinned.skin_coupling import CoupledState
 
     model, _, dyn = beetle
     qpcc = _Qpcc(model, dyn)
@@ -645,7 +645,7 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
 def _StandStill(model, skin, frames):
     """A coupled frame-by-frame pass (foot-wise friction) that plans to stand still for
     `frames` frames from the standing pose: (the pass, ground force / weight per frame)."""
-    from drakebots.optimization.qpcc import RunFrameByFrame
+    from drakebots.skinned.qpcc import RunFrameByFrame
 
     dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(foot_friction=True))
     plan = np.tile(dyn.q_stand, (frames + 1, 1))

@@ -8,11 +8,11 @@ values in test_design.py), and Drake's per-point kinematics (`SkeletonModel`).
 import numpy as np
 import pytest
 
-from drakebots.optimization import motions
-from drakebots.optimization.motion import SampleMotion
-from drakebots.optimization.skeleton_model import SkeletonModel
-from drakebots.optimization.space_time import InitialGuess, MakeSpaceTimeProgram, SpaceTimeConfig
-from drakebots.optimization.space_time_nlp import SpaceTimeNlp
+from drakebots.skinned import motions
+from drakebots.skinned.motion import SampleMotion
+from drakebots.skinned.skeleton_model import SkeletonModel
+from drakebots.skinned.space_time import InitialGuess, MakeSpaceTimeProgram, SpaceTimeConfig
+from drakebots.skinned.space_time_nlp import SpaceTimeNlp
 
 # The rows whose q-q curvature `Curvature` adds (kinematic in q; forces held).
 _KINEMATIC = (
@@ -88,7 +88,7 @@ def test_curvature_is_the_lagrangian_hessian_of_the_kinematic_rows(walk):
 def test_batched_knot_kinematics_equal_drakes_per_point_kinematics(walk):
     """`_Kinematics` (one Drake call per foot over its five sole points) against SkeletonModel's
     per-quantity functions, and its smooth lowest corner against SkeletonModel.SoleLowest."""
-    from drakebots.optimization.space_time_nlp import _SoleLowest
+    from drakebots.skinned.space_time_nlp import _SoleLowest
 
     beetle, nlp, x, _ = walk
     q = x[nlp.iq[1]]

@@ -1,6 +1,6 @@
 """The space-time program of Eq. (9), evaluated in one vectorised pass (for the Gauss-Newton SQP).
 
-`MakeSpaceTimeProgram` (drakebots.optimization.space_time) states the problem as a
+`MakeSpaceTimeProgram` (drakebots.skinned.space_time) states the problem as a
 MathematicalProgram with one named binding per term and knot: that is the definition, what
 SNOPT/IPOPT solve, and what every answer is checked against (`prog.CheckSatisfied`). Building a
 QP from thousands of bindings every Gauss-Newton iteration costs seconds in Python, though, so
@@ -14,7 +14,7 @@ QP from thousands of bindings every Gauss-Newton iteration costs seconds in Pyth
   constant sparse rows;
 - bounds (joint limits, F_z >= 0, no wrench on a swing foot) and friction cones (Eq. 8) exactly.
 
-tests/optimization/test_design.py checks cost and constraint values against the
+tests/skinned/test_design.py checks cost and constraint values against the
 MathematicalProgram's own bindings at random points, and the Jacobians against finite
 differences.
 """
@@ -26,8 +26,8 @@ import scipy.sparse as sp
 from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
-from drakebots.optimization.skeleton_model import NUM_BASE, SOLE_SOFTNESS
-from drakebots.optimization.space_time import MotorLoad, SoleLaw, _Scale
+from drakebots.skinned.skeleton_model import NUM_BASE, SOLE_SOFTNESS
+from drakebots.skinned.space_time import MotorLoad, SoleLaw, _Scale
 
 
 class _Coo:
@@ -156,7 +156,7 @@ class SpaceTimeNlp(LeastSquaresNlp):
             if V.patch is None
             else np.array([find(V.patch[k].ravel()) for k in range(K)], dtype=int).reshape(K, 4, 5)
         )
-        from drakebots.optimization.space_time import SolePatchPoints, SoleStiffness
+        from drakebots.skinned.space_time import SolePatchPoints, SoleStiffness
 
         self.patch_points = [SolePatchPoints(model, j) for j in range(4)]
         self._patch_T = [np.ascontiguousarray(p.T) for p in self.patch_points]

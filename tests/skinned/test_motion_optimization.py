@@ -13,12 +13,12 @@ from pydrake.multibody.plant import MultibodyPlant
 
 from drakebots.analysis.support import CenterOfPressure, SupportPolygon
 from drakebots.errors import InputError
-from drakebots.optimization import motions
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, SolveGaussNewton
-from drakebots.optimization.motion import FootTrack, SampleMotion
-from drakebots.optimization.qpcc import FrameQpcc, QpccConfig, RigidFrameDynamics
-from drakebots.optimization.skeleton_model import SkeletonModel
-from drakebots.robots.quadruped import AddSkinnedQuadruped
+from drakebots.skinned import motions
+from drakebots.skinned.motion import FootTrack, SampleMotion
+from drakebots.skinned.qpcc import FrameQpcc, QpccConfig, RigidFrameDynamics
+from drakebots.skinned.robot import AddSkinnedQuadruped
+from drakebots.skinned.skeleton_model import SkeletonModel
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_plan_cop_is_the_ground_wrenchs_centre_of_pressure(beetle):
     planned footholds put the COP at Σ w_j e_j / Σ w_j; a contact torque τ_y on a foot moves it by
     -τ_y / F_z in x; a COP pushed d beyond the front feet's toes is d outside the polygon (its
     front edge is the front soles' toe line, straight across in the home pose)."""
-    from drakebots.optimization.space_time import PlanCop, SpaceTimeResult
+    from drakebots.skinned.space_time import PlanCop, SpaceTimeResult
 
     motion = SampleMotion(motions.SingleFootLift(beetle, duration=0.1))
     assert motion.contact[:, 0].all()
@@ -306,7 +306,7 @@ def test_a_frame_without_dynamics_stops_the_pass_and_is_named(beetle, monkeypatc
     """A dynamics model that cannot linearise a state (the coupled system's matrix indefinite
     after a skin element inverted) ends the pass at that frame, recorded as infeasible with the
     reason, the frames before it kept (no traceback out of `drakebots design`)."""
-    from drakebots.optimization.qpcc import FrameDynamicsError, RunFrameByFrame
+    from drakebots.skinned.qpcc import FrameDynamicsError, RunFrameByFrame
 
     dyn = RigidFrameDynamics(beetle, 0.005)
     qpcc = FrameQpcc(beetle, dyn, beetle.effort_limits, 0.8, QpccConfig())
@@ -333,7 +333,7 @@ def test_final_labels_satisfy_the_complementarity_through_a_lift_off(beetle):
     force and is not below the ground; a sticking foot's force is inside the friction pyramid
     and its sole centre does not slip; a sliding foot's force is on the pyramid and does no
     positive work. The swing foot leaves the ground."""
-    from drakebots.optimization.qpcc import BREAKAGE, SLIDING, STATIC
+    from drakebots.skinned.qpcc import BREAKAGE, SLIDING, STATIC
 
     dt, mu = 0.005, 0.8
     dyn = RigidFrameDynamics(beetle, dt)
@@ -401,7 +401,7 @@ def test_gauss_newton_solves_a_constrained_least_squares_exactly():
     """min ||x - a||² s.t. ||x||² = 1 has the answer a / ||a|| (closed form)."""
     from pydrake.solvers import MathematicalProgram
 
-    from drakebots.optimization.space_time import ResidualsOf, _AddResidualCost, _Evaluator
+    from drakebots.skinned.space_time import ResidualsOf, _AddResidualCost, _Evaluator
 
     a = np.array([2.0, -1.0, 0.5])
     prog = MathematicalProgram()
@@ -503,7 +503,7 @@ def test_generic_curvature_is_the_weighted_constraint_hessian():
     from pydrake.solvers import MathematicalProgram
 
     from drakebots.optimization.gauss_newton import MathematicalProgramNlp
-    from drakebots.optimization.space_time import _Evaluator
+    from drakebots.skinned.space_time import _Evaluator
 
     prog = MathematicalProgram()
     x = prog.NewContinuousVariables(3, "x")
@@ -561,7 +561,7 @@ def test_lookahead_targets_are_the_plans_chord_and_tangent(beetle):
     on q̄_k = a k² the chord exceeds the tangent by exactly a L² (Taylor's remainder, the plan's
     curvature over the horizon: what makes aiming at the chord a low-pass filter). "auto" is the
     tangent for a contact plan with flight phases (the trot), the chord for a crawl."""
-    from drakebots.optimization.qpcc import LookaheadTarget, ResolveLookahead
+    from drakebots.skinned.qpcc import LookaheadTarget, ResolveLookahead
 
     N, L = 40, 10
     k = np.arange(N, dtype=float)[:, None]
@@ -590,7 +590,7 @@ def test_periodic_keyframes_interpolate_across_the_seam_as_across_any_keyframe()
     middle cycle, where the seam is an ordinary interior keyframe."""
     from scipy.interpolate import PchipInterpolator
 
-    from drakebots.optimization.motion import _Interpolate
+    from drakebots.skinned.motion import _Interpolate
 
     T = 2.0
     times = np.array([0.0, 0.3, 0.9, 1.4, 2.0])

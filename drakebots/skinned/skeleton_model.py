@@ -2,7 +2,7 @@
 
 The paper parameterises the skeleton by "the Cartesian coordinates of the center of mass ... at the
 root link and the three Euler angles at each joint" (skinned-quad-robots.txt, section 4.1). We build
-the same coordinates in Drake: the robot's SDF (drakebots.robots.quadruped) with its torso attached
+the same coordinates in Drake: the robot's SDF (drakebots.skinned.robot) with its torso attached
 to the world by three prismatic joints (x, y, z) and three revolute joints (yaw about z, pitch
 about y, roll about x, so R_WTorso = Rz(yaw) Ry(pitch) Rx(roll), Drake's RollPitchYaw). With these
 coordinates q̇ = v, so finite differences of q are generalized velocities and accelerations, and
@@ -36,8 +36,8 @@ from pydrake.multibody.tree import (
 )
 
 from drakebots.optimization.tree_inverse_dynamics import BatchInverseDynamics
-from drakebots.robots.quadruped import AddSkinnedQuadruped
-from drakebots.robots.skeleton import (
+from drakebots.skinned.robot import AddSkinnedQuadruped
+from drakebots.skinned.skeleton import (
     LEG_NAMES,
     FootContactPoints,
     JointKinds,
@@ -102,7 +102,7 @@ def SkinLoadFromSkin(skin, params: SkeletonParams) -> SkinLoad:
     step). Summed over the links this is the skin's own mass, centre of mass and inertia at the
     home pose, where link frames are aligned with the world and sit at the links' origins.
     """
-    from drakebots.robots.skeleton import _Build
+    from drakebots.skinned.skeleton import _Build
 
     mesh = skin.mesh
     m = mesh.LumpedMasses(skin.mass_density)
@@ -283,7 +283,7 @@ class SkeletonModel:
 
     def HomePositions(self) -> np.ndarray:
         """q of the home pose: joints at zero, torso at its home height (soles on the ground)."""
-        from drakebots.robots.skeleton import HomeBaseHeight
+        from drakebots.skinned.skeleton import HomeBaseHeight
 
         q = np.zeros(self.nq)
         q[2] = HomeBaseHeight(self.params)

@@ -421,8 +421,8 @@ class CoupledSkinSkeleton:
 
     # ---- collisions (explicit penalties, section 4.2) ------------------------------------------
     def _SkeletonBoxes(self, skin):
-        from drakebots.fem.skin import PieceParentLinks
-        from drakebots.robots.skeleton import LoadSkeletonParams, _Build
+        from drakebots.skinned.skeleton import LoadSkeletonParams, _Build
+        from drakebots.skinned.skin import PieceParentLinks
 
         try:
             params = LoadSkeletonParams(skin.robot)

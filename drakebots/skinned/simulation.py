@@ -23,14 +23,14 @@ from pydrake.systems.rendering import MultibodyPositionToGeometryPose
 
 from drakebots.fem.model import ElementInversion
 from drakebots.robots.base import Robot
-from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AddPlantLogs, SimulationLog
-from drakebots.systems.skin_coupling import (
+from drakebots.skinned.skin_coupling import (
     CoupledSkinSkeleton,
     CoupledStepFailure,
     CouplingConfig,
     SkinnedRobotSystem,
 )
+from drakebots.systems.ground import AddGround
+from drakebots.systems.simulation import AddPlantLogs, SimulationLog
 
 
 @dataclasses.dataclass
@@ -91,7 +91,7 @@ def SimulateSkinned(
 
     Args:
         robot: the skeleton (drakebots.robots.GetRobot).
-        skin: the drakebots.fem.skin.Skin of that robot.
+        skin: the drakebots.skinned.skin.Skin of that robot.
         config: SkinnedConfig.
         meshcat: stream the skeleton and the deforming skin to this Meshcat.
         progress: show a progress bar.
@@ -141,7 +141,7 @@ def SimulateSkinned(
     if meshcat is not None:
         from pydrake.geometry import MeshcatVisualizer
 
-        from drakebots.visualization.skin import SkinMeshcat
+        from drakebots.skinned.plots import SkinMeshcat
 
         MeshcatVisualizer.AddToBuilder(builder, scene_graph, meshcat)
         drawer = SkinMeshcat(meshcat, skin.mesh.tets, skin.outer)

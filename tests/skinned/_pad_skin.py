@@ -11,7 +11,7 @@ skin's density.
 import numpy as np
 
 from drakebots.fem.mesh import BoundaryFaces, TetMesh
-from drakebots.fem.skin import MakeShellMesh, Skin
+from drakebots.skinned.skin import MakeShellMesh, Skin
 
 PAD_THICKNESS = 0.008  # m
 DENSITY = 473.0  # kg/m^3 (the generated beetle skin's)

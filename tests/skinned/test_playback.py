@@ -1,13 +1,13 @@
-"""The plan playback in Drake's own simulator (drakebots.systems.plan_playback), the independent
+"""The plan playback in Drake's own simulator (drakebots.skinned.playback), the independent
 check every `drakebots design` run reports: its contact forces and masses against Newton's laws,
 and its open-loop mode (pd_scale 0) applying the plan's torques and nothing else."""
 
 import numpy as np
 import pytest
 
-from drakebots.optimization.skeleton_model import SkeletonModel
 from drakebots.robots import GetRobot
-from drakebots.systems.plan_playback import PlaybackFrames
+from drakebots.skinned.playback import PlaybackFrames
+from drakebots.skinned.skeleton_model import SkeletonModel
 
 DT = 0.005
 

@@ -314,13 +314,13 @@ def PlaybackFramesCoupled(
     effort_limits=None,
 ):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
-    simulator (`drakebots.systems.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
+    simulator (`drakebots.skinned.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
     --skin` runs: Newton to convergence on the FEM skin glued to the skeleton, per-vertex ground
     contact with Coulomb friction, collision penalties) and compares the skeleton with the plan:
     returns (figures dict, times (N,), skeleton positions (N', nq)).
 
     The frame-by-frame QPCC steps the same equations once linearised per frame with its contact
-    on five patches per sole (drakebots.optimization.qpcc_coupled); here nothing but the torques
+    on five patches per sole (drakebots.skinned.qpcc_coupled); here nothing but the torques
     is taken from the plan. The motors apply only τ (clamped at U_m, no servo feedback).
 
     Args:
@@ -343,7 +343,7 @@ def PlaybackFramesCoupled(
     over the frames replayed (PlaybackFrames' largest error is per component).
     """
     from drakebots.fem.model import ElementInversion
-    from drakebots.systems.skin_coupling import (
+    from drakebots.skinned.skin_coupling import (
         CoupledStepFailure,
         SkinnedRobotSystem,
         StepDeadlinePassed,
@@ -409,7 +409,7 @@ def PlaybackFramesCoupled(
     joint_err = np.abs(sim_q[:, actuated_indices] - plan[:, actuated_indices])
     strayed = np.flatnonzero(err > TORSO_TOLERANCE_M)
     figures = {
-        "simulator": "coupled skin-skeleton (drakebots.systems.skin_coupling)",
+        "simulator": "coupled skin-skeleton (drakebots.skinned.skin_coupling)",
         "frames_replayed": int(done),
         "frames_planned": int(len(tau)),
         "failure": failure,

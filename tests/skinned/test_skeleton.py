@@ -10,7 +10,7 @@ from pydrake.systems.framework import DiagramBuilder
 from drakebots.models import ModelsDirectory
 from drakebots.robots import GetRobot
 from drakebots.robots.base import DescribeRobot
-from drakebots.robots.skeleton import (
+from drakebots.skinned.skeleton import (
     BuiltinSkeletonNames,
     GeneratedSkeletonFiles,
     LoadSkeletonParams,

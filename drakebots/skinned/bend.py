@@ -26,10 +26,10 @@ from pydrake.multibody.tree import (
 
 from drakebots.fem.materials import Material
 from drakebots.fem.model import FemModel
-from drakebots.fem.skin import Skin
 from drakebots.fem.solvers import Factorize
-from drakebots.robots.skeleton import SkeletonParams, _Build, _MassProperties
-from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+from drakebots.skinned.skeleton import SkeletonParams, _Build, _MassProperties
+from drakebots.skinned.skin import Skin
+from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CouplingConfig
 
 # Height of the experiment above the ground (the limb hangs in the air), m.
 CLEARANCE = 0.5

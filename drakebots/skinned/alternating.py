@@ -34,10 +34,10 @@ import time
 
 import numpy as np
 
-from drakebots.optimization.motion import SampledMotion
-from drakebots.optimization.qpcc import FrameQpcc, QpccConfig, RunFrameByFrame
-from drakebots.optimization.skeleton_model import NUM_BASE, SkeletonModel
-from drakebots.optimization.space_time import (
+from drakebots.skinned.motion import SampledMotion
+from drakebots.skinned.qpcc import FrameQpcc, QpccConfig, RunFrameByFrame
+from drakebots.skinned.skeleton_model import NUM_BASE, SkeletonModel
+from drakebots.skinned.space_time import (
     InitialGuess,
     InterpolateToFrames,
     KinematicWarmStart,

@@ -4,7 +4,7 @@
 provided by the user" (section 5; Fig. 1: foot swing trajectories, COM trajectory, contact plan).
 A `MotionSpec` holds them as keyframes (typed YAML, loaded with `drakebots.config.LoadTypedYaml`),
 and `SampleMotion` turns it into per-frame arrays at the frame step Δt (0.005 s in the paper,
-section 7). Generators for the paper's motions live in `drakebots.optimization.motions`.
+section 7). Generators for the paper's motions live in `drakebots.skinned.motions`.
 
 Conventions: world frame z up, the ground is z = 0 (the paper uses y up; `n̂` is our +z). A foot's
 position is its sole centre (the point on the sole under the middle of the foot plate). Times in
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from drakebots.errors import InputError
-from drakebots.robots.skeleton import LEG_NAMES
+from drakebots.skinned.skeleton import LEG_NAMES
 
 
 @dataclass

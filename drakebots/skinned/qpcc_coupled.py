@@ -81,10 +81,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from drakebots.fem.solvers import CholmodAvailable
-from drakebots.optimization.qpcc import STATIC, FrameDynamicsError, FrameLinearization
-from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.runtime import SingleThreadedBlas
-from drakebots.systems.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
+from drakebots.skinned.qpcc import STATIC, FrameDynamicsError, FrameLinearization
+from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
+from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
 
 PATCHES_PER_FOOT = 5
 LINEAR_SOLVERS = ("auto", "cholmod", "splu")
@@ -1124,8 +1124,8 @@ def _SkinLoadToSubtract(model: SkeletonModel) -> SkinLoad:
     """The lumped skin load a default SkeletonModel of this robot carries (section 5.4)."""
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.optimization.skeleton_model import StaticSkinLoadByLinkMass
-    from drakebots.robots.quadruped import AddSkinnedQuadruped
+    from drakebots.skinned.robot import AddSkinnedQuadruped
+    from drakebots.skinned.skeleton_model import StaticSkinLoadByLinkMass
 
     probe = MultibodyPlant(time_step=0.0)
     instance = AddSkinnedQuadruped(probe, model.robot)
@@ -1158,7 +1158,7 @@ def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None
         ExternalLoads(bodies, wrenches (K or frames, L, 6) [torque; force] about each link's
         origin in the link frame, N·m and N); None if no pass was recorded.
     """
-    from drakebots.optimization.skeleton_model import ExternalLoads
+    from drakebots.skinned.skeleton_model import ExternalLoads
 
     records = dyn.pass_records
     if not records:

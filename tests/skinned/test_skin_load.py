@@ -14,7 +14,7 @@ from pydrake.multibody.tree import SpatialInertia
 
 from drakebots.fem.materials import Material
 from drakebots.fem.model import FemModel
-from drakebots.optimization.skeleton_model import SkeletonModel, SkinLoad, SkinLoadFromSkin
+from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad, SkinLoadFromSkin
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_the_skin_load_turns_with_its_links(beetle_skin):
     on_leg = skin.weights[:, columns].sum(axis=1) > 0.5
     assert on_leg.sum() > 500
     # The limb piece turned about the hip's axis through its origin (world = link frames at home).
-    from drakebots.robots.skeleton import _Build
+    from drakebots.skinned.skeleton import _Build
 
     built = _Build(bare.params)
     hip = next(j for j in built.joints if j.name == "front_left_hip_yaw")

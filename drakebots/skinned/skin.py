@@ -58,7 +58,7 @@ from drakebots.fem.mesh import (
     TetMesh,
     WriteVtk,
 )
-from drakebots.robots.skeleton import LEG_NAMES, SkeletonParams, _Build
+from drakebots.skinned.skeleton import LEG_NAMES, SkeletonParams, _Build
 
 FOLDABLE_KINDS = ("ankle", "knee", "hip")
 # Grid cells a folding region's tooth pitch must span at least (`MakeSkin` refuses fewer).
@@ -1203,7 +1203,7 @@ def MakeSkin(params: SkeletonParams, options: SkinOptions | None = None, *, prog
     """Generates the skin of a skeleton (see the module docstring).
 
     Args:
-        params: the skeleton's parameters (drakebots.robots.skeleton.LoadSkeletonParams).
+        params: the skeleton's parameters (drakebots.skinned.skeleton.LoadSkeletonParams).
         options: SkinOptions.
         progress: optional callable(str) told about each stage.
     """

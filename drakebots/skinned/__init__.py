@@ -1,0 +1,30 @@
+"""The skinned quad-robots (skinned-quad-robots.txt): everything of their family.
+
+- skeleton: parametric skeleton templates (the YAMLs under skeletons/ or the user's), SDF
+  generation; robot: `AddSkinnedQuadruped(plant)` and the registry's `MakeRobot`.
+- skin: the hollow FEM skin around a skeleton (`MakeSkin`, `WriteSkin`, `LoadSkin`).
+- skin_coupling: the two-way coupled skin-skeleton system (Eqs. 1-2) on drakebots.fem.
+- simulation, skeleton_simulation: Drake simulations with and without the skin.
+- bend: the folding-region experiment (Fig. 17).
+- motion, motions: the user's motion input and the paper's motion generators.
+- skeleton_model: the skeleton as the motion optimizer sees it.
+- space_time (+ space_time_terms, space_time_nlp): the space-time step (section 5.1).
+- qpcc, qpcc_coupled: the frame-by-frame QPCC, rigid and with the coupled skin (5.2-5.3).
+- alternating: the alternating design loop (section 5, Fig. 2).
+- playback: a plan played back in Drake's simulator; plots: the skin drawn, live and in replays.
+
+Units: SI (m, kg, s, N, Pa).
+"""
+
+from drakebots.skinned.skeleton import LoadSkeletonParams, SkeletonParams
+from drakebots.skinned.skin import LoadSkin, MakeSkin, Skin, SkinOptions, WriteSkin
+
+__all__ = [
+    "LoadSkeletonParams",
+    "LoadSkin",
+    "MakeSkin",
+    "SkeletonParams",
+    "Skin",
+    "SkinOptions",
+    "WriteSkin",
+]
