@@ -41,8 +41,17 @@ from pydrake.solvers import (
 )
 
 from drakebots.analysis.support import CopFromWrench, SupportPolygon
+from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
 from drakebots.skinned.motion import SampledMotion
 from drakebots.skinned.skeleton_model import NUM_BASE, ExternalLoads, SkeletonModel
+from drakebots.skinned.space_time_nlp import SpaceTimeNlp
+from drakebots.skinned.space_time_terms import (
+    CoordinateScale,
+    MotorLoad,
+    SoleLaw,
+    SolePatchPoints,
+    SoleStiffness,
+)
 
 
 @dataclasses.dataclass
@@ -388,14 +397,6 @@ class _DynamicsCache:
 # Builders (one per term of Eqs. 3-8).
 
 
-def _Scale(model: SkeletonModel, length_scale: float, angle_scale: float = 1.0) -> np.ndarray:
-    """Per-coordinate scale of q: base translations in units of length_scale, angles in units
-    of angle_scale (rad)."""
-    s = np.full(model.nq, 1.0 / angle_scale)
-    s[:3] = 1.0 / length_scale
-    return s
-
-
 def AddComCost(prog, model, V, targets, *, weight, length_scale, frames_per_knot):
     """α_c E_COM: ||φ_COM(q^i) - g_i||² (Eq. 3), in units of length_scale."""
     bindings = []
@@ -461,7 +462,7 @@ def AddSmoothnessCost(
     momentum rows do (without it a plan may kink at the cycle's seam, where only E_τ sees the
     acceleration).
     """
-    s = _Scale(model, length_scale, angle_scale)
+    s = CoordinateScale(model, length_scale, angle_scale)
     # A knot second difference is frames_per_knot² frame second differences; there are
     # frames_per_knot frames per knot.
     c = weight * frames_per_knot / frames_per_knot**4
@@ -496,7 +497,7 @@ def AddSmoothnessCost(
 
 def AddFollowCost(prog, model, V, q_follow, *, weight, length_scale, frames_per_knot):
     """α_f E_F: ||q^i - q̃^i||², toward the previous frame-by-frame motion (Eq. 3)."""
-    s = _Scale(model, length_scale)
+    s = CoordinateScale(model, length_scale)
     bindings = []
     for k in range(len(V.knot_times)):
         b = prog.AddQuadraticErrorCost(
@@ -619,31 +620,6 @@ def AddClearanceConstraints(prog, model, V, targets):
                 )
             )
     return bindings
-
-
-def SolePatchPoints(model, j) -> np.ndarray:
-    """Foot j's five sole patches (four corners, then the centre) in its link frame, (5, 3) m:
-    the points of the frame-by-frame step's `RigidFrameDynamics`."""
-    return np.vstack([model.sole_corners[j], model.sole_centers[j][None]])
-
-
-def SoleStiffness(model, compression: float) -> float:
-    """Normal stiffness per sole patch, N/m: the robot's weight over 20 patches compresses the
-    sole by `compression` (as `RigidFrameDynamics`'s default)."""
-    return model.total_mass * model.gravity / (20.0 * compression)
-
-
-def SoleLaw(z, stiffness: float, width: float, unit: float):
-    """The soft sole's normal force at a patch of height z (m, < 0: pressed in), in units of
-    `unit` (N), and its first two derivatives in z: f = k w softplus(-z / w) / unit, i.e. k (-z)
-    once pressed in by more than a few widths w, zero well above the ground, smooth between."""
-    z = np.asarray(z, float)
-    u = -z / width
-    value = stiffness * width * np.logaddexp(0.0, u) / unit
-    sigma = 0.5 * (1.0 + np.tanh(0.5 * u))
-    d1 = -stiffness * sigma / unit
-    d2 = stiffness * sigma * (1.0 - sigma) / (width * unit)
-    return value, d1, d2
 
 
 def PatchOffsets(model, q, j):
@@ -897,25 +873,6 @@ def AddTorqueCost(prog, model, V, cache, *, weight, effort_limits, frames_per_kn
 
         bindings.append(_AddResidualCost(prog, residual, cache.KnotVariables(k), f"torque[{k}]"))
     return bindings
-
-
-# Sharpness of the smooth maximum in `MotorLoad` (units of 1/U_m): it exceeds the true maximum
-# by at most ln(2 m) / MOTOR_LOAD_SHARPNESS (0.08 U_m for 12 motors when all are equally loaded,
-# far less when one dominates).
-MOTOR_LOAD_SHARPNESS = 40.0
-
-
-def MotorLoad(a: np.ndarray, J: np.ndarray | None = None, sharpness: float = MOTOR_LOAD_SHARPNESS):
-    """A smooth upper bound of max_i |a_i| (a: motor torques in units of U_m) and its gradient
-    from the rows J of ∂a: (1/s) ln Σ_i (e^{s a_i} + e^{-s a_i}) >= max |a_i|."""
-    a = np.asarray(a, float)
-    top = np.abs(a).max()
-    up, down = np.exp(sharpness * (a - top)), np.exp(sharpness * (-a - top))
-    total = up.sum() + down.sum()
-    value = top + np.log(total) / sharpness
-    if J is None:
-        return value, None
-    return value, ((up - down) / total) @ J
 
 
 def AddMotorLimitConstraints(prog, model, V, cache, *, effort_limits, fraction, interior):
@@ -1232,9 +1189,6 @@ def SolveSpaceTime(
     The solver is config.solver: "gauss_newton" (the paper's, section 5.1; default), "snopt" or
     "ipopt" (through Drake's MathematicalProgram interface).
     """
-    from drakebots.optimization.gauss_newton import GaussNewtonOptions, SolveLeastSquaresSqp
-    from drakebots.skinned.space_time_nlp import SpaceTimeNlp
-
     config = problem.config
     prog = problem.prog
     start = time.perf_counter()
@@ -1296,8 +1250,6 @@ def SummarizeSpaceTime(
 ) -> SpaceTimeResult:
     """Reads a solution, checks EVERY constraint binding of the MathematicalProgram at it
     (`prog.CheckSatisfied`, independent of the solver's own bookkeeping), and totals the costs."""
-    from drakebots.skinned.space_time_nlp import SpaceTimeNlp
-
     prog = problem.prog
     nlp = nlp or SpaceTimeNlp(problem)
     q, forces, torques = nlp.Unpack(x)

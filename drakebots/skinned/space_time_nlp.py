@@ -27,7 +27,13 @@ from pydrake.multibody.tree import JacobianWrtVariable
 
 from drakebots.optimization.gauss_newton import LeastSquaresNlp, NlpEvaluation
 from drakebots.skinned.skeleton_model import NUM_BASE, SOLE_SOFTNESS
-from drakebots.skinned.space_time import MotorLoad, SoleLaw, _Scale
+from drakebots.skinned.space_time_terms import (
+    CoordinateScale,
+    MotorLoad,
+    SoleLaw,
+    SolePatchPoints,
+    SoleStiffness,
+)
 
 
 class _Coo:
@@ -156,8 +162,6 @@ class SpaceTimeNlp(LeastSquaresNlp):
             if V.patch is None
             else np.array([find(V.patch[k].ravel()) for k in range(K)], dtype=int).reshape(K, 4, 5)
         )
-        from drakebots.skinned.space_time import SolePatchPoints, SoleStiffness
-
         self.patch_points = [SolePatchPoints(model, j) for j in range(4)]
         self._patch_T = [np.ascontiguousarray(p.T) for p in self.patch_points]
         # The same points in the frames of the batched kinematics' links (for `Curvature`).
@@ -222,9 +226,9 @@ class SpaceTimeNlp(LeastSquaresNlp):
         # Constant (linear) residual rows: smoothness, torso attitude, posture, follow.
         lin = _Coo()
         offsets = []
-        scale = _Scale(model, ls)  # E_F, as AddFollowCost
+        scale = CoordinateScale(model, ls)  # E_F, as AddFollowCost
         c_s = np.sqrt(W.smoothness * fpk / fpk**4)
-        smooth = _Scale(model, ls, cfg.smoothness_angle_scale)  # E_S, as AddSmoothnessCost
+        smooth = CoordinateScale(model, ls, cfg.smoothness_angle_scale)  # E_S, as AddSmoothnessCost
         block = np.hstack([np.diag(smooth), -2 * np.diag(smooth), np.diag(smooth)]) * c_s
         for k in range(1, K - 1):
             lin.Add(block, np.concatenate([self.iq[k - 1], self.iq[k], self.iq[k + 1]]))

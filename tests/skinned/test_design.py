@@ -120,7 +120,7 @@ def test_the_soft_sole_implies_eq_8s_torque_bound(beetle):
 def test_motor_load_is_a_smooth_upper_bound_of_the_largest_torque_with_its_gradient():
     """MotorLoad(a) lies in [max|a|, max|a| + ln(2m)/s]; its gradient along J against central
     differences (a = J y, so the derivative in y is the chain rule through J)."""
-    from drakebots.skinned.space_time import MOTOR_LOAD_SHARPNESS, MotorLoad
+    from drakebots.skinned.space_time_terms import MOTOR_LOAD_SHARPNESS, MotorLoad
 
     rng = np.random.default_rng(3)
     J = rng.normal(size=(12, 5))
