@@ -209,7 +209,7 @@ def ChooseFigures(rows: list[dict], count: int, preferred=()) -> list[str]:
 def WriteFiguresPlot(rows: list[dict], folder: Path, title: str, preferred=()) -> Path | None:
     """figures.png: the sweep's own figures, then the most varying ones, over the parameters
     (None with < 2 results)."""
-    from drakebots.visualization.sweep_plots import PlotSweepFigures
+    from drakebots.sweeps.plots import PlotSweepFigures
 
     rows = [r for r in rows if r.get("status") in ("done", "failed") and r.get("figures")]
     names = ChooseFigures(rows, 4, preferred)

@@ -240,7 +240,7 @@ def test_the_sweep_files_figures_come_first_then_the_most_varying():
 def test_sweep_plots_for_two_one_and_many_parameters():
     import matplotlib.pyplot as plt
 
-    from drakebots.visualization.sweep_plots import PlotSweepFigures
+    from drakebots.sweeps.plots import PlotSweepFigures
 
     q1 = [50, 50, 60, 60]
     q2 = [-0.5, 0.5, -0.5, 0.5]
