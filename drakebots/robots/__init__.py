@@ -3,10 +3,11 @@
 Every robot is described by a `Robot` object (see `drakebots.robots.base.Robot`): its name, family,
 units, how to add it to a plant (`AddTo(plant)`), its home pose, and facts for `drakebots info`.
 This registry maps the names users type (`drakebots info beetle`) to those objects. A family's
-module is imported only when one of its robots is asked for.
+module lives in its wing (drakebots/<family>/) and is named here as a string: it is imported only
+when one of its robots is asked for, so this foundation never imports a wing.
 
-Adding a robot: write `drakebots/robots/<family>.py` with a `Robot` subclass and a `MakeRobot(name)`
-factory, then add its names here.
+Adding a robot: write a module in its family's wing with a `Robot` subclass and a
+`MakeRobot(name)` factory, then add its names here.
 """
 
 import importlib

@@ -1,5 +1,5 @@
 """`drakebots skin`, `simulate --skin` and `skin-bend`: bad input exits 2 naming the problem and
-writes nothing. (The full runs are slow tests in tests/fem and tests/systems.)"""
+writes nothing. (The full runs are slow tests in tests/skinned.)"""
 
 import dataclasses
 
