@@ -608,16 +608,12 @@ def _Factorize(
         except CholmodNotPositiveDefiniteError as e:
             raise ValueError(message) from e
     elif backend == "superlu":
-        try:
-            lu = spla.splu(
-                permuted,
-                permc_spec="NATURAL",
-                diag_pivot_thresh=0.0,
-                options={"SymmetricMode": True},
-            )
-        except RuntimeError as e:
+        from drakebots.fem.solvers import NotPositiveDefinite, OrderedSplu
+
+        try:  # no pivoting, its pivots checked, its solves checked
+            solve = OrderedSplu(permc_spec="NATURAL").Factor(permuted).solve
+        except NotPositiveDefinite as e:
             raise ValueError(message) from e
-        solve = lu.solve
     else:
         try:
             with _SingleThreadedBlas(permuted.shape[0]):
