@@ -218,9 +218,9 @@ class OrderedSplu(_Checked):
 
 
 class CholmodFactor(_Checked):
-    """CHOLMOD (scikit-sparse) behind the same interface: the symbolic analysis is reused while
-    the sparsity pattern stays the same; a matrix that is not positive definite raises
-    `NotPositiveDefinite`.
+    """CHOLMOD's supernodal Cholesky (scikit-sparse) behind the same interface: the symbolic
+    analysis is reused while the sparsity pattern stays the same; a matrix that is not positive
+    definite raises `NotPositiveDefinite`.
 
     Args:
         ordering: CHOLMOD's fill-reducing order ("nesdis": its METIS nested dissection; on the
@@ -241,7 +241,11 @@ class CholmodFactor(_Checked):
         self._matrix = A
         pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
         if self._factor is None or pattern != self._pattern:
-            self._factor = analyze(A, ordering_method=self._ordering)
+            # Supernodal always: its LLᵀ meets a non-positive pivot and says so. In "auto" mode
+            # CHOLMOD factorises a small or sparse-enough matrix by simplicial LDLᵀ, which takes
+            # an indefinite one without complaint (measured: a 432-row shifted Laplacian, and a
+            # box skin's reduced Eq. 2 with 7 negative eigenvalues; tests/fem/test_solvers.py).
+            self._factor = analyze(A, mode="supernodal", ordering_method=self._ordering)
             self._pattern = pattern
         try:
             self._factor.cholesky_inplace(A)

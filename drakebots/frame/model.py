@@ -600,18 +600,13 @@ def _Factorize(
     if permuted is None:
         permuted = sp.csr_matrix(matrix)[permutation][:, permutation]
     permuted = sp.csc_matrix(permuted)
-    if backend == "cholmod":
-        from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
+    if backend in ("cholmod", "superlu"):
+        from drakebots.fem.solvers import CholmodFactor, NotPositiveDefinite, OrderedSplu
 
+        # Either refuses a matrix that is not positive definite; their solves are checked.
+        factor = CholmodFactor("metis") if backend == "cholmod" else OrderedSplu(None, "NATURAL")
         try:
-            solve = cholesky(permuted, ordering_method="metis")
-        except CholmodNotPositiveDefiniteError as e:
-            raise ValueError(message) from e
-    elif backend == "superlu":
-        from drakebots.fem.solvers import NotPositiveDefinite, OrderedSplu
-
-        try:  # no pivoting, its pivots checked, its solves checked
-            solve = OrderedSplu(permc_spec="NATURAL").Factor(permuted).solve
+            solve = factor.Factor(permuted).solve
         except NotPositiveDefinite as e:
             raise ValueError(message) from e
     else:
