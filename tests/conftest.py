@@ -13,7 +13,16 @@ CHROMIUM = FindChromium()
 
 
 def pytest_collection_modifyitems(config, items):
-    """Browser tests need Chromium: skip them where it is not installed (CI installs it)."""
+    """Browser tests need Chromium: skip them where it is not installed (CI installs it). With
+    DRAKEBOTS_REQUIRE_CHOLMOD set (.ci/run's CHOLMOD phase) a missing CHOLMOD is an error, not a
+    skip of the tests that compare it with SuperLU."""
+    if os.environ.get("DRAKEBOTS_REQUIRE_CHOLMOD"):
+        from drakebots.fem.solvers import CholmodAvailable
+
+        if not CholmodAvailable():
+            raise pytest.UsageError(
+                "DRAKEBOTS_REQUIRE_CHOLMOD is set but scikit-sparse (CHOLMOD) does not import"
+            )
     if CHROMIUM:
         return
     skip = pytest.mark.skip(reason="headless Chromium not installed (apt-get install chromium)")

@@ -15,7 +15,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drakebots"
 
-FOUNDATIONS = {
+# The foundations issue 46 names, then the shared workflow plumbing (workflow.py: config, result,
+# progress) and the results folder it writes through (results.py), generic as well.
+NAMED_FOUNDATIONS = {
     "errors",
     "config",
     "models",
@@ -28,6 +30,7 @@ FOUNDATIONS = {
     "analysis",
     "visualization",
 }
+FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results"}
 WINGS = {"hamr", "skinned", "gecko", "voxel"}
 SWEEPS = {"sweeps"}
 CLI = {"cli", "__main__"}
@@ -140,7 +143,7 @@ def test_every_module_lives_in_a_known_layer():
     # Each wing is a package of its own, and every foundation named above exists.
     for name in WINGS | SWEEPS:
         assert (PACKAGE / name / "__init__.py").is_file(), name
-    for name in FOUNDATIONS:
+    for name in NAMED_FOUNDATIONS:
         assert (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file(), name
 
 
@@ -189,7 +192,7 @@ def LongCliFunctions() -> list[str]:
 @pytest.mark.xfail(
     strict=True,
     reason="issue 46's later phase moves the workflows out of cli/ into the wings (RunDesign is "
-    "224 lines today); this flips to a pass when the CLI is thin",
+    "227 lines today); this flips to a pass when the CLI is thin",
 )
 def test_cli_functions_are_short():
     long = LongCliFunctions()

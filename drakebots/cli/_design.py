@@ -356,6 +356,9 @@ def RunDesign(args) -> int:
                 f"{'folded' if blended is None else f'{blended:.3g} J'}), holding it takes up "
                 f"to {skin_start['holding_torque_max_ratio']:.2f} U_m"
             )
+        if coupled_dynamics is not None:
+            # Which factorisation the coupled frames took ("cholmod" or "splu"; issue 53).
+            figures["linear_solver"] = coupled_dynamics.solver_name
         if baseline is not None:
             figures["kinematic_only"] = DesignFigures(model, motion, baseline, limits)
             figures["root_roll_variation_ratio_kinematic_over_ours"] = _Ratio(

@@ -32,9 +32,8 @@ and forces for the skin rows, so lam is a force in N).
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
-from drakebots.fem.solvers import CholmodAvailable
+from drakebots.fem.solvers import BACKENDS, FactorSymmetric, NestedDissection
 
 
 class GlueConstraint:
@@ -85,60 +84,11 @@ def AssembleKkt(A_r, A_d, G_q, G_u, A_dr=None) -> sp.csr_matrix:
     )
 
 
-def _NestedDissection(A_d: sp.spmatrix, block: int = 3) -> np.ndarray | None:
-    """A fill-reducing ordering of the vertices (METIS nested dissection) or None if pymetis is
-    missing. Returns a permutation of the dofs."""
-    try:
-        import pymetis
-    except ImportError:  # pragma: no cover - pymetis is a declared dependency
-        return None
-    n = A_d.shape[0] // block
-    A = sp.csr_matrix(A_d)
-    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)) // block
-    cols = A.indices // block
-    graph = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    graph.setdiag(0)
-    graph.eliminate_zeros()
-    graph.sort_indices()
-    adjacency = pymetis.CSRAdjacency(graph.indptr, graph.indices)
-    perm, _ = pymetis.nested_dissection(adjacency)
-    perm = np.asarray(perm, dtype=np.int64)
-    return (block * perm[:, None] + np.arange(block)).ravel()
-
-
-# How ReducedKkt factorises its reduced matrix: SciPy's SuperLU (symmetric mode, no pivoting),
-# CHOLMOD's supernodal Cholesky (scikit-sparse, optional), or "auto" (CHOLMOD when it imports).
-FACTORIZATIONS = ("splu", "cholmod", "auto")
-
-
-class _CholmodSolver:
-    """CHOLMOD's Cholesky factor behind SuperLU's `.solve(b)` (b a vector or a block of columns).
-
-    The reduced matrix is symmetric positive definite (module doc), so a Cholesky factor serves.
-    Against SuperLU in the same nested-dissection order, a coupled step takes 0.94 of the time on
-    the standing beetle and 0.86 on the monster's folded 42.9k-vertex skin (scripts/bench_fem.py,
-    table 3, `--skin` the skin's folder)."""
-
-    def __init__(self, factor):
-        self._factor = factor
-
-    @classmethod
-    def Of(cls, M, *, natural: bool):
-        """The factor of M, or None without scikit-sparse or when M is not numerically positive
-        definite (the caller falls back to SuperLU, which factorises it without pivoting as
-        before). M in the caller's fill-reducing order (natural) or CHOLMOD's nested
-        dissection."""
-        if not CholmodAvailable():
-            return None
-        from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
-
-        try:
-            return cls(cholesky(M, ordering_method="natural" if natural else "nesdis"))
-        except CholmodNotPositiveDefiniteError:
-            return None
-
-    def solve(self, b):
-        return self._factor.solve_A(b)
+# How ReducedKkt factorises its reduced matrix (drakebots.fem.solvers.BACKENDS): SciPy's SuperLU
+# (symmetric mode, no pivoting, its pivots checked), CHOLMOD's supernodal Cholesky (scikit-sparse,
+# optional), or "auto" (CHOLMOD when it imports). A matrix that is not positive definite (the
+# coupled simulator's exact Hessian) is factorised by SuperLU's pivoted LU instead.
+FACTORIZATIONS = BACKENDS
 
 
 class ReducedKkt:
@@ -149,11 +99,16 @@ class ReducedKkt:
         A_d: (nd, nd) sparse skin block (symmetric positive definite).
         G_q: (p, nr) skeleton Jacobian of the constraint rows.
         pinned: (p,) skin coordinate pinned by each row (G_u row = -e_pinned).
-        ordering: optional dof permutation of the skin (reuse one from `_NestedDissection`).
+        ordering: optional dof permutation of the skin (reuse one from
+            `drakebots.fem.solvers.NestedDissection`).
         A_dr: optional (nd, nr) sparse block coupling skin rows to the skeleton unknowns, and
             its transpose the skeleton rows to the skin's (`AssembleKkt`; the collision
             penalties implicit in both bodies).
         factorization: "splu" (default), "cholmod" or "auto" (`FACTORIZATIONS`).
+
+    `factorized_by` says what factorised the reduced matrix: "cholmod" or "splu" (it is
+    positive definite), or "lu" (it is not: SuperLU's pivoted LU; the exact Hessian of a
+    compressed skin). Every solve is checked (drakebots.fem.solvers).
     """
 
     def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None, A_dr=None, factorization="splu"):
@@ -172,7 +127,7 @@ class ReducedKkt:
         is_pinned = np.zeros(self.nd, dtype=bool)
         is_pinned[self.pinned] = True
         if ordering is None:
-            ordering = _NestedDissection(A_d)
+            ordering = NestedDissection(A_d)
         order = np.arange(self.nd) if ordering is None else np.asarray(ordering)
         self.free = order[~is_pinned[order]]
         A_ff = A_d[self.free][:, self.free]
@@ -192,22 +147,12 @@ class ReducedKkt:
             bottom_left = bottom_left + self.A_dr[self.free]
             self._A_dr_P = self.A_dr[self.pinned]
         M = sp.bmat([[A_ff, bottom_left], [bottom_left.T, sp.csr_matrix(top_left)]], format="csc")
-        if factorization == "cholmod" and not CholmodAvailable():
-            raise ValueError(
-                "factorization 'cholmod' needs scikit-sparse (pip install scikit-sparse)"
-            )
-        self._lu = (
-            None if factorization == "splu" else _CholmodSolver.Of(M, natural=ordering is not None)
+        # M is in the fill-reducing order already (the skeleton's dense rows last), unless no
+        # ordering could be made.
+        self._lu = FactorSymmetric(
+            M, factorization, ordering="natural" if ordering is not None else None, indefinite="lu"
         )
-        # The factorization this system got ("splu" where CHOLMOD is missing or M not PD).
-        self.factorized_by = "splu" if self._lu is None else "cholmod"
-        if self._lu is None:
-            self._lu = spla.splu(
-                M,
-                permc_spec="NATURAL" if ordering is not None else "MMD_AT_PLUS_A",
-                diag_pivot_thresh=0.0,
-                options={"SymmetricMode": True},
-            )
+        self.factorized_by = self._lu.backend
         self._A_fP = A_fP
         self._A_PP = A_PP
         self._A_Pf = A_d[self.pinned][:, self.free]

@@ -11,7 +11,8 @@ the stationarity condition of the incremental potential
 which is the skin block (A_d, b_d) of the paper's Eq. (2) (skinned-quad-robots.txt section 4.1,
 Appendix A: A_d = M/h^2 + D/h + K). Newton's method uses the exact stiffness (with the mass term
 it is positive definite except under large compression) and switches to the PSD-projected one as
-soon as a direction fails to descend Phi; a modified Newton keeps the factorisation while the
+soon as a direction fails to descend Phi or the factorisation finds the matrix indefinite
+(drakebots.fem.solvers.NotPositiveDefinite); a modified Newton keeps the factorisation while the
 iteration contracts fast; a backtracking line search (Armijo) keeps Phi decreasing and
 rejects any trial point where an element inverts (det F <= `min_jacobian`: neo-Hookean energy is
 infinite there). If Newton fails (no descent, an inversion it cannot avoid, or too many
@@ -28,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from drakebots.fem.model import ElementInversion, FemModel
-from drakebots.fem.solvers import DEFAULT_SOLVER, Factorize
+from drakebots.fem.solvers import DEFAULT_SOLVER, Factorize, NestedDissection, NotPositiveDefinite
 
 
 class NewtonFailure(RuntimeError):
@@ -242,10 +243,16 @@ class BackwardEuler:
             if factor is None:
                 A = self._Constrain(A)
                 if opt.linear_solver == "splu_nd" and self._ordering is None:
-                    from drakebots.fem.coupling import _NestedDissection
-
-                    self._ordering = _NestedDissection(A)
-                factor = Factorize(A, opt.linear_solver, ordering=self._ordering)
+                    self._ordering = NestedDissection(A)
+                try:
+                    factor = Factorize(A, opt.linear_solver, ordering=self._ordering)
+                except NotPositiveDefinite:
+                    if project:
+                        raise
+                    # The exact Hessian is indefinite (large compression): no Newton descent
+                    # direction from it; the PSD-projected one from the same point.
+                    project, factor = True, None
+                    continue
             dy = -factor.solve(grad)
             dy[~free] = 0.0
             slope = float(np.dot(grad, dy))

@@ -600,24 +600,15 @@ def _Factorize(
     if permuted is None:
         permuted = sp.csr_matrix(matrix)[permutation][:, permutation]
     permuted = sp.csc_matrix(permuted)
-    if backend == "cholmod":
-        from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
+    if backend in ("cholmod", "superlu"):
+        from drakebots.fem.solvers import CholmodFactor, NotPositiveDefinite, OrderedSplu
 
+        # Either refuses a matrix that is not positive definite; their solves are checked.
+        factor = CholmodFactor("metis") if backend == "cholmod" else OrderedSplu(None, "NATURAL")
         try:
-            solve = cholesky(permuted, ordering_method="metis")
-        except CholmodNotPositiveDefiniteError as e:
+            solve = factor.Factor(permuted).solve
+        except NotPositiveDefinite as e:
             raise ValueError(message) from e
-    elif backend == "superlu":
-        try:
-            lu = spla.splu(
-                permuted,
-                permc_spec="NATURAL",
-                diag_pivot_thresh=0.0,
-                options={"SymmetricMode": True},
-            )
-        except RuntimeError as e:
-            raise ValueError(message) from e
-        solve = lu.solve
     else:
         try:
             with _SingleThreadedBlas(permuted.shape[0]):

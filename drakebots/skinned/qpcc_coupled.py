@@ -80,14 +80,20 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from drakebots.fem.solvers import CholmodAvailable
+from drakebots.fem.solvers import (
+    CholmodAvailable,
+    CholmodFactor,
+    NestedDissection,
+    NotPositiveDefinite,
+    SpdFactor,
+)
 from drakebots.runtime import SingleThreadedBlas
 from drakebots.skinned.qpcc import STATIC, FrameDynamicsError, FrameLinearization
 from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
 
 PATCHES_PER_FOOT = 5
-LINEAR_SOLVERS = ("auto", "cholmod", "splu")
+LINEAR_SOLVERS = ("auto", "cholmod", "splu", "dense")
 
 
 @dataclasses.dataclass
@@ -101,7 +107,8 @@ class CoupledFrameConfig:
     penalties: bool = True
     # Sole vertices within this height of a foot's lowest skin vertex are its planar part, m.
     sole_band: float = 0.003
-    # "auto" (CHOLMOD when scikit-sparse imports, else SuperLU), "cholmod" or "splu".
+    # "auto" (CHOLMOD when scikit-sparse imports, else SuperLU), "cholmod", "splu" or "dense"
+    # (LAPACK's Cholesky: the tests' independent reference, small skins only).
     linear_solver: str = "auto"
     # Ground friction for the simulator check (the QPCC takes μ from the motion).
     friction: float = 0.8
@@ -231,90 +238,57 @@ def MakeSolePatches(
 # Factorisations of the reduced coupled matrix.
 
 
-class _CholmodFactor:
-    """CHOLMOD (scikit-sparse): symbolic analysis reused while the pattern stays the same.
+class _ReducedFactor:
+    """The positive-definite factorisation of K_red (drakebots.fem.solvers.SpdFactor: CHOLMOD or
+    SciPy's SuperLU, each refusing a matrix that is not positive definite with
+    `NotPositiveDefinite`, each solve checked) and the compliance O^T K_red^-1 O.
 
-    The fill-reducing order is CHOLMOD's nested dissection ("nesdis", METIS-based), not its
-    default (AMD, or METIS when AMD's fill is poor): on the beetle's reduced matrix (37.7k rows)
-    it gives 6% less fill and a 25-30% faster numeric factorisation (0.27 vs 0.35-0.39 s) for a
-    one-off analysis 0.12 s longer (scripts/bench_skinned.py runs frames on one pattern).
+    CHOLMOD orders by its own nested dissection ("nesdis": on the beetle's reduced matrix, 37.7k
+    rows, 6 % less fill and a 25-30 % faster numeric factorisation than its default). SuperLU
+    takes a METIS nested dissection of the skin's free vertices with the `dense_tail` skeleton
+    coordinates last (they couple to every glued neighbourhood): on the beetle's reduced matrix
+    this halves the factorisation against SuperLU's own MMD(AᵀA) order (1.18 -> 0.62 s) and cuts
+    the compliance solves by a fifth (scripts/bench_skinned.py). Orders and CHOLMOD's symbolic
+    analysis are made once per sparsity pattern.
     """
 
-    ORDERING = "nesdis"
-
-    def __init__(self):
-        self._factor = None
-        self._pattern = None
-
-    def Factor(self, K: sp.csc_matrix):
-        from sksparse.cholmod import analyze
-
-        pattern = (K.shape, K.indptr.tobytes(), K.indices.tobytes())
-        if self._factor is None or pattern != self._pattern:
-            self._factor = analyze(K, ordering_method=self.ORDERING)
-            self._pattern = pattern
-        self._factor.cholesky_inplace(K)
-
-    def Solve(self, b):
-        return self._factor.solve_A(b)
-
-    def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
-        """O^T K^-1 O = Y^T Y with Y = L^-1 P O, by forward solves.
-
-        The right-hand side is passed dense: CHOLMOD's sparse-RHS solve returns a sparse Y that
-        is nearly dense below the outputs' rows, and costs twice the dense solve on the beetle
-        (0.21 vs 0.10 s for 78 columns)."""
-        f = self._factor
-        Y = f.solve_L(f.apply_P(O.toarray()), use_LDLt_decomposition=False)
-        with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
-            return Y.T @ Y
-
-
-class _SuperLuFactor:
-    """SciPy's SuperLU (drakebots.fem.solvers.OrderedSplu) in a METIS nested-dissection order of
-    the skin's free vertices with the `dense_tail` skeleton coordinates last (they couple to
-    every glued neighbourhood). On the beetle's reduced matrix (37.7k rows) this halves the
-    factorisation against SuperLU's own MMD(AᵀA) order (1.18 -> 0.62 s) and cuts the compliance
-    solves by a fifth (scripts/bench_skinned.py). The order is computed once per pattern."""
-
-    def __init__(self, dense_tail: int = 0):
-        from drakebots.fem.solvers import OrderedSplu
-
+    def __init__(self, name: str, dense_tail: int = 0):
+        if name not in LINEAR_SOLVERS:
+            raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
+        if name == "cholmod" and not CholmodAvailable():
+            raise ValueError(
+                "linear solver 'cholmod' needs scikit-sparse (pip install scikit-sparse)"
+            )
+        self.name = (
+            "cholmod" if name == "cholmod" or (name == "auto" and CholmodAvailable()) else "splu"
+        )
         self._tail = int(dense_tail)
-        self._splu = OrderedSplu(self._Ordering)
+        self._factor = SpdFactor(self.name, self._Ordering)
 
     def _Ordering(self, K: sp.csc_matrix) -> np.ndarray | None:
-        """None (no pymetis, or not whole vertices): SuperLU's own ordering."""
-        from drakebots.fem.coupling import _NestedDissection
-
+        """SuperLU's order (None: not whole vertices, SuperLU's own ordering)."""
         nf = K.shape[0] - self._tail
-        perm_f = _NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
+        perm_f = NestedDissection(K[:nf, :nf]) if nf % 3 == 0 and nf > 0 else None
         if perm_f is None:
             return None
         return np.concatenate([perm_f, nf + np.arange(self._tail)])
 
     def Factor(self, K: sp.csc_matrix):
-        self._splu.Factor(K)
+        """Raises NotPositiveDefinite where K is not (numerically) positive definite."""
+        self._factor.Factor(K)
 
     def Solve(self, b):
-        return self._splu.solve(b)
+        return self._factor.solve(b)
 
     def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
-        return np.asarray(O.T @ self._splu.solve(O.toarray()))
-
-
-def _MakeFactor(name: str, dense_tail: int = 0):
-    if name == "auto":
-        name = "cholmod" if CholmodAvailable() else "splu"
-    if name == "cholmod":
-        if not CholmodAvailable():
-            raise ValueError(
-                "linear solver 'cholmod' needs scikit-sparse (pip install scikit-sparse)"
-            )
-        return _CholmodFactor(), name
-    if name == "splu":
-        return _SuperLuFactor(dense_tail), name
-    raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
+        """O^T K^-1 O. With CHOLMOD, Y^T Y with Y = L^-1 P O by forward solves (the right-hand
+        side passed dense: CHOLMOD's sparse-RHS solve returns a nearly dense sparse Y and costs
+        twice the dense solve on the beetle, 0.21 vs 0.10 s for 78 columns)."""
+        if isinstance(self._factor, CholmodFactor):
+            Y = self._factor.HalfSolve(O.toarray())
+            with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
+                return Y.T @ Y
+        return np.asarray(O.T @ self._factor.solve(O.toarray()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -438,9 +412,10 @@ class CoupledFrameDynamics:
         # Free rows reserved in K_red for the penalties' coupling to Δv (see _Reduced).
         self._reserved = np.zeros(0, dtype=np.int64)
         self.nz = model.nu + 3 * self.num_patches
-        self._factor, self.solver_name = _MakeFactor(cfg.linear_solver, self.model.nv)
+        self._factor = _ReducedFactor(cfg.linear_solver, self.model.nv)
+        self.solver_name = self._factor.name
         # The exact stiffness (the linearisation of Eq. 2); PSD-projected only if it stops being
-        # positive definite (CHOLMOD reports it).
+        # positive definite (the factorisation reports it, CHOLMOD and SuperLU alike).
         self._project = False
         self._states = {}
         self.records = {}
@@ -820,9 +795,7 @@ class CoupledFrameDynamics:
         t2 = time.perf_counter()
         try:
             self._factor.Factor(K_red)
-        except Exception as e:  # CHOLMOD: not positive definite
-            if "positive definite" not in str(e).lower():
-                raise
+        except NotPositiveDefinite as e:
             if self._project:
                 raise FrameDynamicsError(
                     "the coupled system's matrix is not positive definite even with every "

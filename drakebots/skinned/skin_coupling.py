@@ -45,14 +45,10 @@ from pydrake.multibody.tree import JacobianWrtVariable
 from pydrake.systems.framework import BasicVector, LeafSystem
 from scipy.spatial import cKDTree
 
-from drakebots.fem.coupling import (
-    GlueConstraint,
-    PinnedCorrection,
-    ReducedKkt,
-    _NestedDissection,
-)
+from drakebots.fem.coupling import GlueConstraint, PinnedCorrection, ReducedKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.model import ElementInversion, FemModel
+from drakebots.fem.solvers import NestedDissection
 
 _DEBUG = bool(__import__("os").environ.get("DRAKEBOTS_COUPLING_DEBUG"))
 # A Newton iterate keeps every element's volume ratio det F above this (the line search's bound).
@@ -868,13 +864,14 @@ class CoupledSkinSkeleton:
                     if A_rr is not None:
                         A_r = A_r + A_rr
                 if self._ordering is None:
-                    self._ordering = _NestedDissection(A_d)
+                    self._ordering = NestedDissection(A_d)
                 options = dict(ordering=self._ordering, A_dr=A_dr, factorization=cfg.factorization)
                 rows = (h * J, self.glue.dofs) if schur else (G, pinned)
-                # An exact matrix that CHOLMOD refuses (indefinite) is factorised by SuperLU
-                # (ReducedKkt's fallback) and used all the same: Newton converges quadratically
-                # with the exact Jacobian whatever its inertia, and the descent check below
-                # rejects an update that climbs the step's potential.
+                # An exact matrix that is not positive definite (CHOLMOD or SuperLU's pivot
+                # check refuses it) is factorised by SuperLU's pivoted LU (ReducedKkt's
+                # fallback, its solves checked) and used all the same: Newton converges
+                # quadratically with the exact Jacobian whatever its inertia, and the descent
+                # check below rejects an update that climbs the step's potential.
                 kkt = ReducedKkt(A_r, A_d, *rows, **options)
                 self._kkt = PinnedCorrection(kkt) if schur else kkt
                 self._kkt_exact = exact

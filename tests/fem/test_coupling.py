@@ -59,11 +59,11 @@ def test_reduced_solve_equals_direct_kkt_solve(factorization):
 
 
 def test_reduced_solve_with_a_fill_reducing_ordering():
-    from drakebots.fem.coupling import _NestedDissection
+    from drakebots.fem.solvers import NestedDissection
 
     fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(1)
     plain = ReducedKkt(A_r, A_d, G_q, glue.dofs, ordering=np.arange(fem.num_dofs))
-    nd = ReducedKkt(A_r, A_d, G_q, glue.dofs, ordering=_NestedDissection(A_d))
+    nd = ReducedKkt(A_r, A_d, G_q, glue.dofs, ordering=NestedDissection(A_d))
     for a, b in zip(plain.Solve(b_r, b_d, c), nd.Solve(b_r, b_d, c)):
         np.testing.assert_allclose(a, b, atol=1e-9 * np.abs(a).max())
 
@@ -160,3 +160,24 @@ def test_pinned_correction_with_friction_coupling():
     np.testing.assert_allclose(
         np.concatenate([lam, lam_extra]), z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max()
     )
+
+
+@pytest.mark.parametrize("factorization", FACTORIZATIONS)
+def test_an_indefinite_skin_block_is_factorised_by_the_pivoted_lu(factorization):
+    """A skin block shifted past its lowest eigenvalues (as the exact Hessian of a compressed
+    skin is): every positive-definite factorisation refuses the reduced matrix, SuperLU's
+    pivoted LU takes it, and the solve equals a direct sparse solve of the assembled Eq. (2)."""
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(4)
+    # Shifted between its 20th and 21st eigenvalues: with 12 glue coordinates eliminated the free
+    # block keeps at least 7 negative ones (Cauchy interlacing).
+    lowest = np.sort(spla.eigsh(A_d.tocsc(), k=21, sigma=0.0, which="LM")[0])
+    A_d = (A_d - 0.5 * (lowest[19] + lowest[20]) * sp.identity(A_d.shape[0])).tocsr()
+    kkt = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization)
+    assert kkt.factorized_by == "lu"
+    K = AssembleKkt(A_r, A_d, G_q, glue.JacobianU())
+    z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c]))
+    nr, nd = len(b_r), len(b_d)
+    dq, du, lam = kkt.Solve(b_r, b_d, c)
+    scale = np.abs(z).max()
+    np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
+    np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)

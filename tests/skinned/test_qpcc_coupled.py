@@ -836,3 +836,46 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     expected = model.B.T @ (J.T @ stepper.fem.Gradient(x)[dyn.pinned] - penalties.skeleton)
     assert np.allclose(dyn.start_report["holding_torque_nm"], expected, atol=1e-9)
     assert np.abs(model.B.T @ penalties.skeleton).max() > 0.01
+
+
+# Every positive-definite factorisation the frames can take; "dense" (LAPACK's Cholesky) is the
+# reference independent of SuperLU and CHOLMOD, so the SuperLU path is compared with one whether or
+# not scikit-sparse is installed (CI installs it, and compares all three).
+BACKENDS = ["splu", "dense"] + (["cholmod"] if CholmodAvailable() else [])
+
+
+def test_frames_on_a_compressed_skin_agree_on_every_factorisation(bent_pads):
+    """Issue 53: a few real frames on a skin whose exact stiffness is indefinite (the ankle pads
+    bent 8 degrees, compressed at the ankles' inner side: the monster's folded skin is so in its
+    first frame) give the same torques, contact forces and states with every factorisation. A
+    positive-definite factorisation that meets the indefinite matrix refuses it on every backend
+    (LAPACK's potrf, CHOLMOD, SuperLU's pivot check), and the frames go on with the PSD-projected
+    stiffness. Before the fix SuperLU factorised the indefinite matrix without complaint and the
+    frames used it: the default install's monster walk diverged within four frames."""
+    from drakebots.skinned.qpcc import RunFrameByFrame
+
+    model, _, q, _, _, _, _, _ = bent_pads
+    skin = bent_pads[1].skin
+    # The paper's 90 MPa pads sheared across the ankles take ~1.8 kN·m to hold (the holding
+    # torque test above): motors far stronger than the MG995R's keep the frames feasible.
+    LIMIT = 1e4
+    N = 4
+    plan = np.tile(q, (N, 1))
+    passes = {}
+    for backend in BACKENDS:
+        dyn = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(linear_solver=backend))
+        passed = RunFrameByFrame(
+            model, dyn, _Qpcc(model, dyn, LIMIT), plan, np.ones((4, N), bool), v0=np.zeros(model.nv)
+        )
+        assert passed.frames_done == N - 1 and not passed.infeasible, (backend, passed.infeasible)
+        # The exact stiffness is indefinite: every backend refused it and projected.
+        assert dyn._project, backend
+        passes[backend] = (passed, dyn.SkinState(passed.q[-1])[0])
+    reference, x_reference = passes["dense"]
+    weight = _Weight(model, bent_pads[1])
+    for backend, (passed, x) in passes.items():
+        scale = np.abs(reference.tau).max()
+        np.testing.assert_allclose(passed.tau, reference.tau, atol=1e-6 * scale, err_msg=backend)
+        np.testing.assert_allclose(passed.forces, reference.forces, atol=1e-6 * weight)
+        np.testing.assert_allclose(passed.q, reference.q, atol=1e-9, err_msg=backend)
+        np.testing.assert_allclose(x, x_reference, atol=1e-9, err_msg=backend)

@@ -1,0 +1,148 @@
+"""The sparse factorisations behind drakebots.fem.solvers: every backend refuses a matrix that is
+not positive definite, the pivoted LU solves it, and every solve is checked (issue 53).
+
+References: NumPy's dense eigenvalues (the inertia) and dense LAPACK solves.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from drakebots.fem.solvers import (
+    BACKWARD_ERROR_TOLERANCE,
+    BackwardError,
+    CholmodAvailable,
+    Factorize,
+    FactorSymmetric,
+    InaccurateSolve,
+    LuFactor,
+    NestedDissection,
+    NotPositiveDefinite,
+    OrderedSplu,
+    SpdFactor,
+)
+
+BACKENDS = ["splu", "dense"] + (["cholmod"] if CholmodAvailable() else [])
+
+
+def _Laplacian(n: int = 12, block: int = 3) -> sp.csc_matrix:
+    """A 2-D grid Laplacian with `block` dofs a node: symmetric, positive semi-definite (one
+    constant mode per dof)."""
+    one = sp.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1])
+    grid = sp.kron(one, sp.identity(n)) + sp.kron(sp.identity(n), one)
+    return sp.kron(grid, sp.identity(block)).tocsc()
+
+
+def _Spd():
+    A = _Laplacian() + 1e-2 * sp.identity(432)
+    return A.tocsc()
+
+
+def _Indefinite():
+    """The SPD matrix shifted past its lowest eigenvalues: three negative ones (the neo-Hookean
+    stiffness of a compressed skin is so)."""
+    A = _Laplacian()
+    lowest = np.linalg.eigvalsh(A.toarray())[:6]
+    return (A - 0.5 * (lowest[2] + lowest[3]) * sp.identity(A.shape[0])).tocsc()
+
+
+def test_the_test_matrices_have_the_inertia_they_claim():
+    assert np.linalg.eigvalsh(_Spd().toarray()).min() > 0
+    assert np.sum(np.linalg.eigvalsh(_Indefinite().toarray()) < 0) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_solves_a_positive_definite_system(backend):
+    A = _Spd()
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(A.shape[0])
+    B = rng.standard_normal((A.shape[0], 5))
+    factor = FactorSymmetric(A, backend, ordering=NestedDissection)
+    assert factor.backend == backend
+    dense = A.toarray()
+    np.testing.assert_allclose(factor.solve(b), np.linalg.solve(dense, b), rtol=1e-10)
+    np.testing.assert_allclose(factor.solve(B), np.linalg.solve(dense, B), rtol=1e-10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_refuses_an_indefinite_matrix(backend):
+    with pytest.raises(NotPositiveDefinite):
+        SpdFactor(backend, NestedDissection).Factor(_Indefinite())
+
+
+@pytest.mark.parametrize("method", ["splu_nd", "splu", "splu_colamd"])
+def test_factorize_refuses_an_indefinite_matrix(method):
+    """The skin's Newton steps (BackwardEuler) take this refusal as their cue to project."""
+    with pytest.raises(NotPositiveDefinite):
+        Factorize(_Indefinite(), method)
+
+
+def test_superlu_refuses_a_singular_matrix():
+    """A dof with no stiffness (a zero row and column): exactly singular."""
+    A = _Spd().tolil()
+    A[7, :] = 0.0
+    A[:, 7] = 0.0
+    with pytest.raises(NotPositiveDefinite):
+        OrderedSplu(NestedDissection).Factor(A.tocsc())
+
+
+def test_the_pivoted_lu_solves_an_indefinite_system_that_no_pivoting_gets_wrong():
+    """[[δ, 1], [1, δ]] blocks (δ = 1e-13) beside an SPD part: without pivoting the first pivot δ
+    grows the second to -1e13 and the solve loses ~10 digits (checked: SciPy's unpivoted
+    SuperLU leaves a backward error far above the tolerance). The positive-definite
+    factorisation refuses it and the pivoted LU solves it to round-off."""
+    delta = 1e-13
+    k = 40
+    pairs = sp.kron(sp.identity(k), sp.csc_matrix([[delta, 1.0], [1.0, delta]]))
+    A = sp.block_diag([pairs, _Spd()]).tocsc()
+    rng = np.random.default_rng(1)
+    b = rng.standard_normal(A.shape[0])
+    unpivoted = spla.splu(
+        A, permc_spec="NATURAL", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+    )
+    assert BackwardError(A, unpivoted.solve(b), b) > 1e3 * BACKWARD_ERROR_TOLERANCE
+    with pytest.raises(NotPositiveDefinite):
+        FactorSymmetric(A, "splu", ordering="natural")
+    factor = FactorSymmetric(A, "splu", ordering="natural", indefinite="lu")
+    assert factor.backend == "lu"
+    x = factor.solve(b)
+    np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-9, atol=1e-12)
+    assert BackwardError(A, x, b) <= BACKWARD_ERROR_TOLERANCE
+
+
+def test_the_pivoted_lu_solves_the_shifted_laplacian():
+    A = _Indefinite()
+    b = np.random.default_rng(2).standard_normal(A.shape[0])
+    x = LuFactor(NestedDissection).Factor(A).solve(b)
+    np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-8)
+
+
+def test_a_wrong_solve_is_caught():
+    """A factor that answers wrongly (a perturbed solve, as an unstable factorisation would) is
+    caught by the backward-error check of a single vector and of a block of columns, after one
+    step of iterative refinement that cannot mend it."""
+    A = _Spd()
+
+    class Wrong(OrderedSplu):
+        def _Solve(self, b):
+            return 1.01 * super()._Solve(b)
+
+    factor = Wrong(NestedDissection).Factor(A)
+    rng = np.random.default_rng(3)
+    with pytest.raises(InaccurateSolve, match="backward error"):
+        factor.solve(rng.standard_normal(A.shape[0]))
+    with pytest.raises(InaccurateSolve):
+        factor.solve(rng.standard_normal((A.shape[0], 4)))
+
+
+def test_iterative_refinement_mends_a_slightly_wrong_solve():
+    A = _Spd()
+
+    class Slightly(OrderedSplu):
+        def _Solve(self, b):
+            return (1.0 + 1e-7) * super()._Solve(b)
+
+    b = np.random.default_rng(4).standard_normal(A.shape[0])
+    x = Slightly(NestedDissection).Factor(A).solve(b)
+    assert BackwardError(A, x, b) <= BACKWARD_ERROR_TOLERANCE
