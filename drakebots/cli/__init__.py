@@ -73,6 +73,18 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
+def CommandLine() -> str:
+    """The command line of this run, as summary.json records it."""
+    return "drakebots " + " ".join(sys.argv[1:]) if sys.argv else "drakebots"
+
+
+def Summary(verb: str, inputs: dict, **fields) -> dict:
+    """drakebots.results.MakeSummary with this run's command line."""
+    from drakebots.results import MakeSummary
+
+    return MakeSummary(verb, inputs, command=CommandLine(), **fields)
+
+
 def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
     """--out and --force, shared by every verb that writes a results folder."""
     parser.add_argument(

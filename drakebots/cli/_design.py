@@ -269,7 +269,8 @@ def _FrameConfig(args):
 
 
 def RunDesign(args) -> int:
-    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.skinned.alternating import AlternatingConfig, RunAlternating
     from drakebots.skinned.motion import MotionToYaml
     from drakebots.skinned.qpcc import ResolveLookahead
@@ -436,7 +437,7 @@ def RunDesign(args) -> int:
         failure_constraints = [] if success else FailureConstraints(outcome, figures)
         if failure_constraints:
             reason = f"{reason}; violated: {'; '.join(failure_constraints)}"
-        summary = MakeSummary(
+        summary = Summary(
             "design",
             {
                 "robot": robot.name,

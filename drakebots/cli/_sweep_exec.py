@@ -70,7 +70,7 @@ def _Now() -> str:
 
 
 def _AtomicJson(path: Path, data) -> None:
-    from drakebots.cli._results import ToJson
+    from drakebots.results import ToJson
 
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     tmp.write_text(ToJson(data))
@@ -486,7 +486,7 @@ class SweepFolder:
 
     def AppendJournal(self, record: dict) -> None:
         """One line per event, flushed and synced: a crash loses at most the line being written."""
-        from drakebots.cli._results import ToJson
+        from drakebots.results import ToJson
 
         line = json.dumps(json.loads(ToJson(record)), separators=(",", ":")) + "\n"
         with open(self.path / JOURNAL_FILE, "a") as f:
@@ -950,9 +950,9 @@ def _AllCases(folder: SweepFolder) -> list[dict]:
 
 
 def _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_flight) -> None:
-    from drakebots.cli._results import MakeSummary
+    from drakebots.cli import Summary
 
-    summary = MakeSummary(
+    summary = Summary(
         "sweep",
         {
             "sweep": sweep.name,
@@ -1012,7 +1012,7 @@ def StatusReport(path: str | Path, *, as_json: bool = False) -> int:
     journal = folder.ReadJournal()
     running = _RunningSweep(folder)
     if as_json:
-        from drakebots.cli._results import ToJson
+        from drakebots.results import ToJson
 
         print(ToJson({"sweep": data["sweep"], "counts": counts, "rows": rows}), end="")
     else:

@@ -89,7 +89,7 @@ def register(subparsers):
 
 def Run(args) -> int:
     from drakebots.cli import main
-    from drakebots.cli._results import DefaultOutput, ResultsFolder, ToJson
+    from drakebots.results import DefaultOutput, ResultsFolder, ToJson
 
     if args.list:
         for folder, title, command in STEPS:

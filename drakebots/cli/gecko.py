@@ -333,7 +333,7 @@ def RunVelocitySpace(args) -> int:
 
     import numpy as np
 
-    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
     from drakebots.gecko.experiments import MeasureVelocitySpace
     from drakebots.gecko.geometry import GaitLawDeg
     from drakebots.gecko.planner import ReferenceFit
@@ -343,6 +343,7 @@ def RunVelocitySpace(args) -> int:
         PlotVelocitySpace,
     )
     from drakebots.gecko.replay import GeckoReplayDecorator
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.robots import GetRobot
     from drakebots.visualization.replay import ReplayHtml
 
@@ -486,7 +487,7 @@ def RunVelocitySpace(args) -> int:
             trace = gait.Trace()
             html = GeometricTraceReplay(robot, trace, track=trace.poses)
         results.WriteText("replay.html", html)
-        summary = MakeSummary(
+        summary = Summary(
             "gecko velocity-space",
             {
                 "model": args.model,
@@ -631,7 +632,7 @@ def RunNavigate(args) -> int:
 
     import numpy as np
 
-    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
     from drakebots.gecko.experiments import NavigateDrake, NavigateGeometric
     from drakebots.gecko.planner import GaitPatternPlanner, PlannerParams
     from drakebots.gecko.plots import (
@@ -640,6 +641,7 @@ def RunNavigate(args) -> int:
         PlotGaitSignals,
     )
     from drakebots.gecko.replay import GeckoReplayDecorator, GeometricTraceReplay
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.robots import GetRobot
     from drakebots.visualization.replay import ReplayHtml
 
@@ -768,7 +770,7 @@ def RunNavigate(args) -> int:
         else:
             html = GeometricTraceReplay(robot, result.trace, **decorator_args)
         results.WriteText("replay.html", html)
-        summary = MakeSummary(
+        summary = Summary(
             "gecko navigate",
             {
                 "course": name,

@@ -129,8 +129,9 @@ def _Explanation(body: dict, scaled: dict) -> str:
 def RunModes(args) -> int:
     import numpy as np
 
-    from drakebots.cli._results import CheckOutputFolder, DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
     from drakebots.errors import InputError
+    from drakebots.results import CheckOutputFolder, DefaultOutput, ResultsFolder
 
     if not 0.0 < args.body_threshold < 1.0:
         raise InputError(f"--body-threshold {args.body_threshold}: must be in (0, 1)")
@@ -188,7 +189,7 @@ def RunModes(args) -> int:
             "modes": _ModeRecords(result),
         }
     with ResultsFolder(out, force=args.force) as folder:
-        summary = MakeSummary(
+        summary = Summary(
             "hamr modes",
             {"amplitude": args.amplitude, "body_threshold": args.body_threshold},
             robot="hamr_vi",

@@ -54,7 +54,7 @@ def Run(args) -> int:
 
     info = DescribeRobot(GetRobot(args.robot))
     if args.json:
-        from drakebots.cli._results import ToJson
+        from drakebots.results import ToJson
 
         print(ToJson(info), end="")
         return 0

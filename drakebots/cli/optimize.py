@@ -269,7 +269,7 @@ class _Progress:
 
 def Run(args) -> int:
     from drakebots.cli._optimize_hamr import Evaluate
-    from drakebots.cli._results import CheckOutputFolder, DefaultOutput
+    from drakebots.results import CheckOutputFolder, DefaultOutput
 
     Validate(args)
     solver_config, settings, requested = _LoadConfig(args)
@@ -362,12 +362,13 @@ def _WriteResults(
 ) -> int:
     import dataclasses
 
+    from drakebots.cli import Summary
     from drakebots.cli._optimize_hamr import SolutionArrays, SolutionFigures, SolutionReplay
-    from drakebots.cli._results import MakeSummary, ResultsFolder
+    from drakebots.results import ResultsFolder
 
     inputs = {key: value for key, value in vars(args).items() if key not in ("func",)}
     failure = report["failure"]
-    summary = MakeSummary(
+    summary = Summary(
         "optimize",
         inputs,
         robot="hamr_vi",

@@ -230,7 +230,7 @@ def CheckOptionsApply(scenario: SimulateScenario, family: str, runner) -> None:
 
 
 def Run(args) -> int:
-    from drakebots.cli._results import DefaultOutput, ResultsFolder
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.robots import GetRobot
 
     scenario = MakeScenario(args)
@@ -256,12 +256,12 @@ def Run(args) -> int:
 
 def WriteSimulationResults(results, verb: str, inputs: dict, robot, outcome) -> dict:
     """Writes summary.json, log.npz, replay.html and plots of a simulation into `results`."""
-    from drakebots.cli._results import MakeSummary
+    from drakebots.cli import Summary
     from drakebots.visualization.plots import PlotBaseHeight, PlotTorquesAgainstLimits
     from drakebots.visualization.replay import ReplayHtml
 
     log = outcome.log
-    summary = MakeSummary(
+    summary = Summary(
         verb,
         inputs,
         robot=robot.name,

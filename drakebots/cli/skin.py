@@ -189,7 +189,8 @@ def MakeOptions(args):
 def Run(args) -> int:
     import time
 
-    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.robots import GetRobot
     from drakebots.skinned.plots import PlotSkin
     from drakebots.skinned.skin import (
@@ -235,7 +236,7 @@ def Run(args) -> int:
         }
         WriteSkin(results.directory, skin)
         results.SaveFigure("skin.png", PlotSkin(skin))
-        summary = MakeSummary(
+        summary = Summary(
             "skin",
             {
                 "robot": robot.name,

@@ -104,8 +104,9 @@ def Run(args) -> int:
 
     import numpy as np
 
-    from drakebots.cli._results import DefaultOutput, MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
     from drakebots.fem.mesh import WriteVtu
+    from drakebots.results import DefaultOutput, ResultsFolder
     from drakebots.robots import GetRobot
     from drakebots.skinned.bend import CLEARANCE, BendConfig, LinearBendStiffness, RunBend
     from drakebots.skinned.skeleton import _Build
@@ -253,7 +254,7 @@ def Run(args) -> int:
                         f"{label}_wall_time_s": r.wall,
                     }
                 )
-        summary = MakeSummary(
+        summary = Summary(
             "skin-bend",
             {
                 k: getattr(args, k)

@@ -111,7 +111,7 @@ def LoadPlan(folder: str) -> tuple[dict, dict]:
 
 
 def Run(args) -> int:
-    from drakebots.cli._results import CheckOutputFolder, DefaultOutput
+    from drakebots.results import CheckOutputFolder, DefaultOutput
 
     summary, plan = LoadPlan(args.plan)
     if args.cycles < 2:
@@ -212,7 +212,8 @@ def TrackingFigures(run, plan, summary, config) -> dict:
 def _Write(args, out, run, plan, summary, config, figures) -> int:
     import dataclasses
 
-    from drakebots.cli._results import MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
+    from drakebots.results import ResultsFolder
     from drakebots.visualization.trajopt_plots import (
         PlotBodyPose,
         PlotFeetInBodyFrame,
@@ -229,7 +230,7 @@ def _Write(args, out, run, plan, summary, config, figures) -> int:
             f"{WITHIN:.0%} of the planned {figures['planned_velocity_mm_per_cycle']:.2f} mm/cycle"
         )
     inputs = {key: value for key, value in vars(args).items() if key != "func"}
-    result = MakeSummary(
+    result = Summary(
         "track",
         inputs,
         robot="hamr_vi",

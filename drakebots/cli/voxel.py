@@ -222,7 +222,7 @@ def ParseActuator(lattice, spec: str, mount: str):
 
 
 def Run(args) -> int:
-    from drakebots.cli._results import CheckOutputFolder, DefaultOutput
+    from drakebots.results import CheckOutputFolder, DefaultOutput
 
     out = args.out or DefaultOutput("voxel", args.action)
     CheckOutputFolder(out, args.force)
@@ -250,8 +250,9 @@ def _RunFem(args, out) -> int:
 
     import numpy as np
 
-    from drakebots.cli._results import MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
     from drakebots.frame.elements import RectangularSection
+    from drakebots.results import ResultsFolder
     from drakebots.voxel.lattice import (
         MAX_SQUARE_ROTATION,
         POISSONS_RATIO,
@@ -376,7 +377,7 @@ def _RunFem(args, out) -> int:
         for a in actuators
         if a.force is None
     ]
-    summary = MakeSummary(
+    summary = Summary(
         "voxel fem",
         {
             "lattice": None if args.occupancy else args.lattice,
@@ -478,7 +479,8 @@ def _RunFem(args, out) -> int:
 def _RunPom(args, out, *, compare: bool) -> int:
     import numpy as np
 
-    from drakebots.cli._results import MakeSummary, ResultsFolder
+    from drakebots.cli import Summary
+    from drakebots.results import ResultsFolder
     from drakebots.voxel.plots import LatticeReplayHtml, PlotPomVsFem
     from drakebots.voxel.pom import DeriveActuationMatrices
     from drakebots.voxel.tripod import (
@@ -591,7 +593,7 @@ def _RunPom(args, out, *, compare: bool) -> int:
     scale = 5.0
     html = LatticeReplayHtml(lattice.nodes, lattice.struts, pom_frames, scale=scale, extra=extra)
     verb = "voxel compare" if compare else "voxel pom"
-    summary = MakeSummary(
+    summary = Summary(
         verb,
         {"robot": args.robot, "gait": args.gait, "lift_mm": args.lift, "narrow_mm": args.narrow},
         success=success,

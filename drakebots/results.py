@@ -1,5 +1,8 @@
 """Results folders (DESIGN.md, "The user's interface"): written atomically, never half written.
 
+A foundation: every workflow's `WorkflowResult.Save` (drakebots.workflow) and the command line
+write through it.
+
 A run writes into a hidden temporary folder next to its destination and renames it into place
 when it finishes (also when it finishes without reaching its goal: exit 1 keeps everything). If
 the run crashes, the temporary folder is removed and the destination is untouched. An existing
@@ -11,7 +14,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -167,11 +169,16 @@ class ResultsFolder:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def MakeSummary(verb: str, inputs: dict, **fields) -> dict:
-    """The common head of every summary.json: verb, command line, inputs, versions, time."""
+def MakeSummary(verb: str, inputs: dict, command: str | None = None, **fields) -> dict:
+    """The common head of every summary.json: verb, command line, inputs, versions, time.
+
+    Args:
+        command: the command line that made the run (the CLI passes `drakebots.cli.
+            CommandLine()`); None from a script: "" (a library call reads no argv).
+    """
     summary = {
         "verb": verb,
-        "command": "drakebots " + " ".join(sys.argv[1:]) if sys.argv else "",
+        "command": command or "",
         "inputs": inputs,
         "versions": Versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
