@@ -32,7 +32,7 @@ Exit codes of a run: 0 every case done; 1 some case not done (the report names e
 import sys
 from pathlib import Path
 
-from drakebots.cli import AddVerb
+from drakebots.cli import AddVerb, CommandLine
 from drakebots.errors import InputError
 
 
@@ -121,8 +121,8 @@ def register(subparsers):
 
 
 def Run(args) -> int:
-    from drakebots.cli._sweep_spec import LoadSweep, NamedSweeps, SweepFile
     from drakebots.config import LoadTypedYaml
+    from drakebots.sweeps.spec import LoadSweep, NamedSweeps, SweepFile
 
     if args.list:
         for name, path in NamedSweeps().items():
@@ -136,7 +136,7 @@ def Run(args) -> int:
     if args.target is None:
         raise InputError("give a sweep file or name, or 'status DIR' (see --help)")
     if args.target == "status" and (args.folder is not None or not Path("status").is_file()):
-        from drakebots.cli._sweep_exec import StatusReport
+        from drakebots.sweeps.executor import StatusReport
 
         if args.folder is None:
             raise InputError("sweep status: give the sweep folder (drakebots sweep status DIR)")
@@ -168,7 +168,7 @@ def Run(args) -> int:
         for case in sweep.cases:
             print(f"  {case.name}\n      drakebots {shlex.join(case.argv)}")
         return 0
-    from drakebots.cli._sweep_exec import RunSweep, SweepFolder, SweepOptions
+    from drakebots.sweeps.executor import RunSweep, SweepFolder, SweepOptions
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{sweep.name}"
     SweepFolder(out).CheckUsable()
@@ -182,6 +182,7 @@ def Run(args) -> int:
         allowed_failures=1 if args.allowed_failures is None else args.allowed_failures,
         progress=not args.no_progress and sys.stderr.isatty(),
         verbose=args.verbose,
+        command=CommandLine(),
     )
     hint = f"drakebots sweep {args.target} --out {out}" + (
         f" --scheduler {args.scheduler}" if args.scheduler else ""

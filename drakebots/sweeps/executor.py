@@ -21,11 +21,11 @@ command line equals the case's current one. Re-running a sweep runs the missing 
 Each case is one Dask task, `RunCase`. By default it runs in a fresh process of its own, output
 to the case's log: a case that crashes, even inside Drake's C++, is recorded as an error and the
 worker lives on, and `--case-timeout` can stop it. On Linux that process is forked from a warm
-fork server per worker thread (drakebots.cli._sweep_zygote: pydrake, numpy, matplotlib and the
+fork server per worker thread (drakebots.sweeps.zygote: pydrake, numpy, matplotlib and the
 verbs already imported), so it starts in milliseconds instead of the ~1 s CPU of a new
 interpreter; elsewhere it is `python -m drakebots ...`. With `in_process` the verb runs inside
-the worker process through `drakebots.cli.main`, file descriptors 1 and 2 sent to the log (no
-isolation: a crash in a case takes its worker down).
+the worker process through the command module's `main` (drakebots.sweeps.Commands), file
+descriptors 1 and 2 sent to the log (no isolation: a crash in a case takes its worker down).
 """
 
 from __future__ import annotations
@@ -46,13 +46,13 @@ import time
 import traceback
 from pathlib import Path
 
-from drakebots.cli._sweep_table import (
+from drakebots.errors import InputError
+from drakebots.sweeps.table import (
     FlattenSummary,
     FormatTable,
     WriteFiguresPlot,
     WriteTable,
 )
-from drakebots.errors import InputError
 
 CASE_MARKER = "sweep_case.json"
 STATUSES = ("done", "failed", "error", "lost", "missing")
@@ -99,7 +99,9 @@ def _RunInProcess(argv: list[str], log) -> tuple[int | None, str | None]:
     """
     import gc
 
-    from drakebots.cli import main
+    from drakebots.sweeps import Commands
+
+    main = Commands().main
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -161,7 +163,7 @@ _CHILDREN: dict[tuple[str, str], object] = {}
 _CHILDREN_LOCK = threading.Lock()
 # Sweep runs that were interrupted (their cases still queued here must not start).
 _STOPPED_RUNS: set[str] = set()
-# Each worker thread's fork server (drakebots.cli._sweep_zygote), started at its first case.
+# Each worker thread's fork server (drakebots.sweeps.zygote), started at its first case.
 _LOCAL = threading.local()
 
 
@@ -200,7 +202,7 @@ def _ForkServer():
         return None
     server = getattr(_LOCAL, "server", None)
     if server is None or not server.Alive():
-        from drakebots.cli._sweep_zygote import ForkServer
+        from drakebots.sweeps.zygote import ForkServer
 
         try:
             server = ForkServer()
@@ -682,6 +684,7 @@ class SweepOptions:
         progress: bool = True,
         verbose: bool = False,
         table_period: float = 30.0,
+        command: str | None = None,
     ):
         self.scheduler = scheduler
         self.workers = workers
@@ -692,6 +695,8 @@ class SweepOptions:
         self.allowed_failures = allowed_failures
         self.progress = progress
         self.verbose = verbose
+        # The command line that started the sweep, for its summary.json (None from a script).
+        self.command = command
         self.table_period = table_period
 
 
@@ -950,9 +955,9 @@ def _AllCases(folder: SweepFolder) -> list[dict]:
 
 
 def _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_flight) -> None:
-    from drakebots.cli import Summary
+    from drakebots.results import MakeSummary
 
-    summary = Summary(
+    summary = MakeSummary(
         "sweep",
         {
             "sweep": sweep.name,
@@ -964,6 +969,7 @@ def _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_
             "in_process": options.in_process,
             "case_timeout": options.case_timeout,
         },
+        command=options.command,
         success=counts["done"] == sum(counts.values()) and not interrupted,
         reason=interrupted
         or (
