@@ -319,7 +319,7 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
 def _InjectSimulatorFault():
     """Runs on every worker process: simulate raises for ground friction 0.123 (a stand-in for a
     crash deep inside a verb; every user input that could cause one is rejected with exit 2)."""
-    import drakebots.cli._simulate_quadruped as quadruped
+    import drakebots.skinned.simulate as quadruped
 
     original = getattr(quadruped, "_original_simulate", quadruped.Simulate)
     quadruped._original_simulate = original

@@ -1,4 +1,5 @@
-"""`drakebots simulate` for HAMR-VI: open-loop piezo gaits on the paper's surfaces.
+"""`drakebots.Simulate` (`drakebots simulate`) for HAMR-VI: open-loop piezo gaits on the paper's
+surfaces.
 
     drakebots simulate hamr_vi --gait trot --frequency 10 --surface cardstock --duration 0.5
 
@@ -110,13 +111,13 @@ def GaitFigures(log, gait: str, frequency: float, ramp_cycles: float) -> dict:
     return figures
 
 
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
-    from drakebots.cli.simulate import SimulationOutcome
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.hamr.gaits import GaitParams
     from drakebots.hamr.plots import PlotHamrRun
     from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.hamr.robot import SurfaceFriction
     from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
+    from drakebots.systems.simulate import SimulationOutcome
 
     gait, surface, frequency = ValidateOptions(scenario)
     amplitude = float(scenario.voltage_amplitude)

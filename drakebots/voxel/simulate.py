@@ -1,4 +1,5 @@
-"""`drakebots simulate` for the voxel robots: the tripod gait (forward or reversed) or standing."""
+"""`drakebots.Simulate` (`drakebots simulate`) for the voxel robots: the tripod gait (forward or
+reversed) or standing."""
 
 import collections.abc
 
@@ -29,10 +30,10 @@ class _LazyFigures(collections.abc.Mapping):
         return len(self._makers)
 
 
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     import numpy as np
 
-    from drakebots.cli.simulate import SimulationOutcome
+    from drakebots.systems.simulate import SimulationOutcome
     from drakebots.voxel.robot import TripodMetadata
     from drakebots.voxel.simulation import (
         GAITS,
