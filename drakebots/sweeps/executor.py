@@ -680,7 +680,7 @@ class SweepOptions:
         force: bool = False,
         in_process: bool = False,
         case_timeout: float | None = None,
-        allowed_failures: int = 1,
+        allowed_failures: int | None = None,
         progress: bool = True,
         verbose: bool = False,
         table_period: float = 30.0,
@@ -692,6 +692,7 @@ class SweepOptions:
         self.force = force
         self.in_process = in_process
         self.case_timeout = case_timeout
+        # Local cluster: retries of a case whose worker died (None: 1).
         self.allowed_failures = allowed_failures
         self.progress = progress
         self.verbose = verbose
@@ -699,12 +700,31 @@ class SweepOptions:
         self.command = command
         self.table_period = table_period
 
+    def Check(self) -> None:
+        """InputError for options that contradict each other (before any case runs)."""
+        if self.case_timeout is not None and self.in_process:
+            raise InputError("--case-timeout cannot stop a case run --in-process; drop one of them")
+        if self.scheduler and self.workers:
+            raise InputError("--workers applies to the local cluster, not to --scheduler")
+        if self.scheduler and self.allowed_failures is not None:
+            raise InputError(
+                "--allowed-failures applies to the local cluster; a cluster of your own follows "
+                "its scheduler's distributed.scheduler.allowed-failures setting"
+            )
+        if self.scheduler and not self.scheduler.startswith(
+            ("tcp://", "tls://", "ucx://", "inproc://")
+        ):
+            raise InputError(
+                f"--scheduler {self.scheduler}: expected an address like tcp://host:8786"
+            )
+
 
 def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str = "") -> int:
     """Runs the cases of `sweep` that are not complete in `out`; returns the exit code.
 
     0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C).
     """
+    options.Check()
     folder = SweepFolder(out)
     folder.CheckUsable()
     created = not folder.path.exists()
@@ -754,7 +774,10 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
         workers = options.workers or os.cpu_count() or 1
         workers = max(1, min(workers, len(to_run)))
         client, cluster = _StartClient(
-            options.scheduler, workers, options.allowed_failures, options.verbose
+            options.scheduler,
+            workers,
+            1 if options.allowed_failures is None else options.allowed_failures,
+            options.verbose,
         )
         try:
             _CheckWorkersSeeFolder(client, folder.path)
