@@ -120,17 +120,18 @@ def Run(args) -> int:
     robot = GetRobot(config.robot)
     CheckOptionsApply(config, robot.family, Runner(robot.family))
     out = args.out or DefaultOutput("simulate", robot.name)
-    CheckOutputFolder(out, args.force)
+    reads = [p for p in (args.config, args.target, config.skin) if p and Path(p).exists()]
+    CheckOutputFolder(out, args.force, reads=reads)
     meshcat = None
     if args.meshcat:
-        from pydrake.geometry import Meshcat
+        from drakebots.visualization.meshcat import LocalMeshcat
 
-        meshcat = Meshcat()
+        meshcat = LocalMeshcat()
         print(f"Meshcat: {meshcat.web_url()}", flush=True)
     progress = CliProgress(bars=False if args.no_progress else None)
     result = Simulate(config, meshcat=meshcat, progress=progress)
     progress.Close()
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     PrintSummary(folder, result)
     return 0 if result.success else 1
 

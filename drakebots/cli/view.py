@@ -33,18 +33,15 @@ def register(subparsers):
 
 
 def Run(args) -> int:
-    from pydrake.geometry import Meshcat, MeshcatParams
-
-    from drakebots.systems.simulate import ReplayFolder
+    from drakebots.systems.simulate import LoadSimulationFolder, ReplayFolder
+    from drakebots.visualization.meshcat import LocalMeshcat
 
     folder = Path(args.folder)
-    params = MeshcatParams()
-    if args.port is not None:
-        params.port = args.port
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not a folder")
-    meshcat = Meshcat(params)
-    robot, log, frames = ReplayFolder(meshcat, folder)
+    loaded = LoadSimulationFolder(folder)
+    if args.port is not None and not 1 <= args.port <= 65535:
+        raise InputError(f"--port {args.port}: outside 1-65535")
+    meshcat = LocalMeshcat(port=args.port)
+    robot, log, frames = ReplayFolder(meshcat, folder, loaded)
     print(
         f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
         f"{meshcat.web_url()}",

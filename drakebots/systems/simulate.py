@@ -308,16 +308,19 @@ def LoadSimulationFolder(folder: str | Path):
     return robot, LoadSimulationLog(log_path), summary
 
 
-def ReplayFolder(meshcat, folder: str | Path):
+def ReplayFolder(meshcat, folder: str | Path, loaded=None):
     """Publishes a results folder's logged motion to `meshcat` as an animation, with its family's
     replay extras (suction markers, the skin, ...).
+
+    Args:
+        loaded: the folder's (robot, log, summary) if already read (LoadSimulationFolder).
 
     Returns:
         (robot, log, number of frames).
     """
     from drakebots.visualization.replay import RecordReplay
 
-    robot, log, _ = LoadSimulationFolder(folder)
+    robot, log, _ = loaded or LoadSimulationFolder(folder)
     decorator, add_models = Runner(robot.family).ReplayExtras(Path(folder), robot)
     _, frames = RecordReplay(
         meshcat, robot, log.times, log.positions, decorator=decorator, add_models=add_models
