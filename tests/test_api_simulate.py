@@ -136,3 +136,21 @@ def test_config_loads_from_yaml_and_reports_progress(tmp_path):
     assert result.success
     steps = [e for e in events if e.step is not None]
     assert steps and steps[-1].step == steps[-1].total
+
+
+def test_cli_config_file_with_flags_overriding_it(tmp_path, capsys):
+    """`drakebots simulate --config FILE --duration D`: the file's values, the flags on top."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text("robot: cow\nduration: 5.0\nground_friction: 0.6\n")
+    out = tmp_path / "run"
+    assert main(["simulate", "--config", str(path), "--duration", "0.05", "--out", str(out)]) == 0
+    inputs = json.loads((out / "summary.json").read_text())["inputs"]
+    assert inputs == dataclasses.asdict(
+        drakebots.SimulateConfig(robot="cow", duration=0.05, ground_friction=0.6)
+    )
+    # A robot name given with --config replaces the file's; a file without a robot is exit 2.
+    path.write_text("duration: 0.05\n")
+    assert main(["simulate", "--config", str(path), "--out", str(tmp_path / "x")]) == 2
+    assert "key 'robot' is required" in capsys.readouterr().err
+    assert main(["simulate", "beetle", "--config", str(path), "--out", str(tmp_path / "b")]) == 0
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["robot"] == "beetle"

@@ -42,7 +42,7 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.gecko.plots import PlotGaitSignals, PlotTrack
     from drakebots.gecko.replay import GeckoReplayDecorator
     from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
-    from drakebots.systems.simulate import SimulationOutcome
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
     from drakebots.workflow import Reporter
 
     _Validate(scenario)
@@ -123,10 +123,12 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
         failure=failure,
         nominal_base_height=nominal,
         decorator=GeckoReplayDecorator(log.extra["fixation"], track=log.extra["pose"]),
-        figures={
-            "gait_signals.png": PlotGaitSignals(log),
-            "track.png": PlotTrack(log),
-        },
+        figures=LazyFigures(
+            {
+                "gait_signals.png": lambda: PlotGaitSignals(log),
+                "track.png": lambda: PlotTrack(log),
+            }
+        ),
     )
 
 

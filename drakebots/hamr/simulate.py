@@ -117,7 +117,7 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.hamr.robot import SurfaceFriction
     from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
-    from drakebots.systems.simulate import SimulationOutcome
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 
     gait, surface, frequency = ValidateOptions(scenario)
     amplitude = float(scenario.voltage_amplitude)
@@ -172,7 +172,9 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
         log=log,
         summary=summary,
         decorator=HamrReplayDecorator(),
-        figures={"gait.png": PlotHamrRun(log, figures, title=f"hamr_vi {gait} on {surface}")},
+        figures=LazyFigures(
+            {"gait.png": lambda: PlotHamrRun(log, figures, title=f"hamr_vi {gait} on {surface}")}
+        ),
         failure=failure,
         nominal_base_height=nominal,
     )

@@ -59,7 +59,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.fem.mesh import WritePvd, WriteVtu
     from drakebots.skinned.plots import SkinReplayDecorator
     from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
-    from drakebots.systems.simulate import SimulationOutcome
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 
     if scenario.drop_height != 0.0:
         raise InputError(
@@ -140,7 +140,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
         nominal_base_height=nominal,
         decorator=decorator,
         files=files,
-        figures={"coupled_steps.png": _PlotSteps(run)},
+        figures=LazyFigures({"coupled_steps.png": lambda: _PlotSteps(run)}),
     )
 
 

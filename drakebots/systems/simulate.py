@@ -21,6 +21,7 @@ Durations are seconds for every robot (HAMR-VI's model runs in milliseconds inte
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import importlib
 import json
@@ -94,6 +95,24 @@ FAMILY_RUNNERS: dict[str, str] = {
 def RegisterFamilyRunner(family: str, module: str) -> None:
     """Simulates robots of `family` with `module` (a dotted module path; see the module doc)."""
     FAMILY_RUNNERS[family] = module
+
+
+class LazyFigures(collections.abc.Mapping):
+    """File name -> figure, drawn anew each time it is read (`Save` reads each once and closes
+    it; a caller that only wants the figures and the log, such as a script running many cases or
+    the generic model checks, pays nothing for plotting and keeps no open matplotlib figures)."""
+
+    def __init__(self, makers: dict):
+        self._makers = makers
+
+    def __getitem__(self, name):
+        return self._makers[name]()
+
+    def __iter__(self):
+        return iter(self._makers)
+
+    def __len__(self):
+        return len(self._makers)
 
 
 @dataclasses.dataclass
