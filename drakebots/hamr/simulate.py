@@ -3,7 +3,7 @@ surfaces.
 
     drakebots simulate hamr_vi --gait trot --frequency 10 --surface cardstock --duration 0.5
 
-Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
+Options (SimulateConfig fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
 (stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock),
 `voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90), `swing_lead`
 (deg by which the swing signals lead the trot's; default 0; 90 makes a 10 Hz pronk walk forward,
