@@ -294,3 +294,35 @@ def test_bad_skinned_robot_files(tmp_path, text, key):
     with pytest.raises(InputError) as error:
         LoadRobot(path)
     assert str(path) in str(error.value) and f"'{key}'" in str(error.value), str(error.value)
+
+
+FREE_BODY_MJCF = """<mujoco model="pendulum_on_a_free_body">
+  <worldbody>
+    <body name="torso" pos="0 0 1">
+      <freejoint name="root"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+      <body name="leg" pos="0 0 -0.1">
+        <joint name="hip" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.2"/>
+        <geom name="foot" type="sphere" pos="0 0 -0.3" size="0.03" mass="0.05"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hip" gear="1"/></actuator>
+</mujoco>
+"""
+
+
+def test_a_quaternion_floating_joint_in_the_model_is_replaced_by_the_base(tmp_path):
+    """MuJoCo's <freejoint> parses to a QuaternionFloatingJoint; the planar base replaces it."""
+    (tmp_path / "free.xml").write_text(FREE_BODY_MJCF)
+    path = tmp_path / "free.yaml"
+    path.write_text("model: free.xml\nbase: planar_xz\ncontacts: {from_collision: true}\n")
+    robot = LoadRobot(path)
+    _, plant, _, instance = Finalized(robot)
+    types = {plant.get_joint(j).type_name() for j in plant.GetJointIndices(instance)}
+    assert "quaternion_floating" not in types
+    assert plant.num_positions(instance) == 3 + 1
+    # The foot sphere (radius 0.03, 0.4 m below the torso's centre) is the contact.
+    assert robot.contacts[0][0] == "leg"
+    assert robot.nominal_base_height == pytest.approx(0.1 + 0.3 + 0.03)
