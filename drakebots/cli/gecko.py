@@ -185,12 +185,15 @@ def _Progress(args):
     return CliProgress(bars=False if args.no_progress else None, quiet=args.no_progress)
 
 
-def _Output(args, verb: str):
+def _Output(args, verb: str, reads) -> tuple:
+    """(--out or a fresh runs/ folder, the input paths a --force must not replace), checked
+    before any work."""
     from drakebots.results import CheckOutputFolder, DefaultOutput
 
     out = args.out or DefaultOutput("gecko", verb)
-    CheckOutputFolder(out, args.force)
-    return out
+    reads = [r for r in (args.config, *reads) if r is not None]
+    CheckOutputFolder(out, args.force, reads=reads)
+    return out, reads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,9 +214,9 @@ def RunVelocitySpace(args) -> int:
         time_step=args.time_step,
         replay=ParseFloatList(args.replay, "--replay"),
     )
-    out = _Output(args, "velocity-space")
+    out, reads = _Output(args, "velocity-space", ())
     result = VelocitySpace(config, progress=_Progress(args))
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     _PrintVelocitySpace(folder, result)
     return 0 if result.success else 1
 
@@ -281,15 +284,16 @@ def RunNavigate(args) -> int:
         config = dataclasses.replace(config, course=None)
     if args.course is not None:
         config = dataclasses.replace(config, targets=None)
-    out = _Output(args, "navigate")
+    fit = None if config.fit == "reference" else config.fit
+    out, reads = _Output(args, "navigate", (config.course, fit))
     meshcat = None
     if args.meshcat:
-        from pydrake.geometry import Meshcat
+        from drakebots.visualization.meshcat import LocalMeshcat
 
-        meshcat = Meshcat()
+        meshcat = LocalMeshcat()
         print(f"Meshcat: {meshcat.web_url()}", flush=True)
     result = Navigate(config, meshcat=meshcat, progress=_Progress(args))
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     _PrintNavigate(folder, result)
     if not result.success:
         print(f"  FAILED: {result.reason}")

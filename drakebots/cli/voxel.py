@@ -105,7 +105,8 @@ def Run(args) -> int:
     from drakebots.voxel import Compare, CompareConfig, Fem, FemConfig, Pom, PomConfig
 
     out = args.out or DefaultOutput("voxel", args.action)
-    CheckOutputFolder(out, args.force)
+    reads = [r for r in (args.config, args.occupancy) if r is not None]
+    CheckOutputFolder(out, args.force, reads=reads)
     if args.action == "fem":
         config = ConfigFromArguments(
             FemConfig,
@@ -127,7 +128,7 @@ def Run(args) -> int:
             schema, args, robot=args.robot, gait=args.gait, lift=args.lift, narrow=args.narrow
         )
         result = workflow(config)
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {folder}")
     (_PrintFem if args.action == "fem" else _PrintPom)(result)
     return 0 if result.success else 1
