@@ -105,12 +105,23 @@ class WorkflowResult:
 
         return MakeSummary(
             self.verb,
-            _Inputs(self.config),
+            self._SummaryInputs(),
             command=command,
             success=self.success,
             reason=self.reason,
-            **self.figures,
+            **self._SummaryFields(),
         )
+
+    def _SummaryInputs(self) -> dict:
+        """summary.json's "inputs" (default: the config's fields; a subclass may keep the keys
+        its verb wrote before it became a workflow)."""
+        return _Inputs(self.config)
+
+    def _SummaryFields(self) -> dict:
+        """summary.json's entries after success and reason (default: the figures, spread; a
+        subclass whose summary.json nests them under "figures" beside other entries returns
+        those here)."""
+        return dict(self.figures)
 
     def Save(
         self, folder: str | Path, force: bool = False, *, command: str | None = None, reads=()

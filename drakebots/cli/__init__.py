@@ -125,3 +125,25 @@ def PositiveFloat(text: str) -> float:
     if not value > 0.0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def AddConfigArgument(parser: argparse.ArgumentParser) -> None:
+    """--config FILE: a YAML file of the verb's workflow config (its flags override it)."""
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="a YAML file of the workflow's config (keys: its fields); the flags given override it",
+    )
+
+
+def ConfigFromArguments(schema, args, **flags):
+    """A workflow config: --config FILE (else the schema's defaults), then each flag the user
+    gave (`flags`: config field -> the parsed value, None where the flag was not given)."""
+    import dataclasses
+
+    from drakebots.workflow import LoadConfig
+
+    file = getattr(args, "config", None)
+    config = LoadConfig(schema, file) if file else schema()
+    return dataclasses.replace(config, **{k: v for k, v in flags.items() if v is not None})
