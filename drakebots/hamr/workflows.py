@@ -333,6 +333,7 @@ def OptimizeGait(config: GaitConfig, *, meshcat=None, progress=None) -> GaitResu
     from drakebots.hamr.trajopt_report import Evaluate
 
     config.Check()
+    config = copy.deepcopy(config)  # the result's record of what ran
     requested = config.solver.solver  # "auto": chosen per problem size (ChooseSolver)
     reporter = Reporter(progress)
     settings, solver = config.Settings(), copy.deepcopy(config.solver)
@@ -376,6 +377,7 @@ def OptimizeJump(config: JumpConfig, *, meshcat=None, progress=None) -> JumpResu
     from drakebots.hamr.trajopt_report import Evaluate
 
     config.Check()
+    config = copy.deepcopy(config)  # the result's record of what ran
     requested = config.solver.solver  # "auto": chosen per problem size (ChooseSolver)
     reporter = Reporter(progress)
     settings, solver = config.Settings(), copy.deepcopy(config.solver)
@@ -384,7 +386,12 @@ def OptimizeJump(config: JumpConfig, *, meshcat=None, progress=None) -> JumpResu
     reporter.Say(
         f"warm start: simulating an open-loop crouch-and-push jump ({config.duration:g} ms)"
     )
-    warm = ht.JumpWarmStart(model, config.duration, settings.num_knots)
+    warm = ht.JumpWarmStart(
+        model,
+        config.duration,
+        settings.num_knots,
+        progress=lambda step, total: reporter.Step("warm-start steps", step, total),
+    )
     reporter.Say(f"  apex {warm.apex_height_mm:.2f} mm above standing")
     problem = ht.MakeHamrJumpProblem(model, warm, settings)
     warm_time = time.perf_counter() - start
@@ -534,6 +541,7 @@ def Track(config: TrackConfig, *, meshcat=None, progress=None) -> TrackResult:
     from drakebots.hamr.tracking_report import LoadPlan, TrackingFailure, TrackingFigures
 
     config.Check()
+    config = copy.deepcopy(config)  # the result's record of what ran
     summary, plan = LoadPlan(config.plan)
     reporter = Reporter(progress)
     surface = str(plan["surface"])
@@ -647,6 +655,7 @@ def Modes(config: ModesConfig, *, meshcat=None, progress=None) -> ModesResult:
     from drakebots.hamr.modes import AnalyseHamrModes
 
     config.Check()
+    config = copy.deepcopy(config)  # the result's record of what ran
     reporter = Reporter(progress)
     cases = {}
     for k, (name, case) in enumerate(MODE_CASES.items()):
