@@ -172,6 +172,9 @@ def test_track_matches_the_cli(gait, tmp_path):
     assert result.times[-1] == pytest.approx(2 * period, abs=1.0)
     assert result.positions.shape == (len(result.times), 38)
     assert np.max(result.loop_residual) < 1e-2
+    # --force never replaces the plan the run reads.
+    assert Cli("track", plan, "--cycles", 2, "--force", "--out", plan) == 2
+    assert (plan / "solution.npz").is_file()
 
 
 def test_track_names_a_bad_plan(tmp_path):

@@ -66,9 +66,12 @@ def RunModes(args) -> int:
     with FlagNames(args, MODES_FLAGS):
         config.Check()
     out = args.out or DefaultOutput("hamr", "modes")
-    CheckOutputFolder(out, args.force)
-    result = Modes(config, progress=CliProgress(quiet=True))
-    final = result.Save(out, force=args.force, command=CommandLine())
+    reads = [args.config] if args.config else []
+    CheckOutputFolder(out, args.force, reads=reads)
+    progress = CliProgress(quiet=True)
+    result = Modes(config, progress=progress)
+    progress.Close()
+    final = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {final}")
     for name, body in result.body_frequencies_hz.items():
         values = ", ".join(f"{m} {f:.1f} Hz" for m, f in body.items())

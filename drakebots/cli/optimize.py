@@ -182,10 +182,13 @@ def Run(args) -> int:
 
     config = CheckArgs(args)
     out = Path(args.out) if args.out else DefaultOutput("optimize", args.problem)
-    CheckOutputFolder(out, args.force)
+    reads = [args.config] if args.config else []
+    CheckOutputFolder(out, args.force, reads=reads)
     workflow = OptimizeGait if args.problem == "hamr-gait" else OptimizeJump
-    result = workflow(config, progress=CliProgress(quiet=args.quiet))
-    final = result.Save(out, force=args.force, command=CommandLine())
+    progress = CliProgress(quiet=args.quiet)
+    result = workflow(config, progress=progress)
+    progress.Close()
+    final = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     _Print(result, final)
     return 0 if result.success else 1
 

@@ -134,9 +134,12 @@ def Run(args) -> int:
 
     config = CheckArgs(args)
     out = Path(args.out) if args.out else DefaultOutput("track", Path(config.plan).name)
-    CheckOutputFolder(out, args.force)
-    result = Track(config, progress=CliProgress(bars=False if args.quiet else None))
-    final = result.Save(out, force=args.force, command=CommandLine())
+    reads = [p for p in (config.plan, args.config) if p]
+    CheckOutputFolder(out, args.force, reads=reads)
+    progress = CliProgress(bars=False if args.quiet else None)
+    result = Track(config, progress=progress)
+    progress.Close()
+    final = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     _Print(result, final)
     return 0 if result.success else 1
 
