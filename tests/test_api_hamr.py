@@ -178,6 +178,8 @@ def test_track_matches_the_cli(gait, tmp_path):
 
 
 def test_track_names_a_bad_plan(tmp_path):
+    with pytest.raises(InputError, match="^plan: none given"):
+        Track(TrackConfig())
     with pytest.raises(InputError, match="no such results folder"):
         Track(TrackConfig(plan=str(tmp_path / "missing")))
 

@@ -154,6 +154,8 @@ class TrackConfig:
 
     def Check(self) -> None:
         """InputError naming the first bad field (the plan itself is read by Track)."""
+        if not str(self.plan):
+            raise InputError("plan: none given (a results folder of OptimizeGait)")
         _CheckTracking(self.tracking)
 
 
