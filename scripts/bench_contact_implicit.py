@@ -276,9 +276,9 @@ def Solves(
     second_stages: tuple[str, ...] = ("proximal",),
     budgets: tuple[int, ...] | None = None,
 ):
-    from drakebots.cli._optimize_hamr import Objective
-    from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
     from drakebots.hamr import trajopt as ht
+    from drakebots.hamr.trajopt_report import Objective
+    from drakebots.hamr.workflows import FIRST_STAGE_ITERATIONS
     from drakebots.optimization.contact_implicit import (
         CheckContactImplicitSolution,
         ReconstructTrajectory,

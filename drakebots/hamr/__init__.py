@@ -10,10 +10,43 @@
   drakebots.optimization.contact_implicit).
 - tracking: closed-loop tracking of a planned trajectory.
 - plots, replay: figures and Meshcat lighting in the model's millimetre units.
+- workflows: the verbs as Python calls: `OptimizeGait(GaitConfig)`, `OptimizeJump(JumpConfig)`,
+  `Track(TrackConfig)`, `Modes(ModesConfig)` (trajopt_report and tracking_report hold their
+  figures of merit, plots and replays).
 
 Units: mm, ms, g (force N, torque N·mm), as in the paper.
 """
 
 from drakebots.hamr.robot import AddHamr, HamrLoopConstraints, HomePositions
+from drakebots.hamr.workflows import (
+    GaitConfig,
+    GaitResult,
+    JumpConfig,
+    JumpResult,
+    Modes,
+    ModesConfig,
+    ModesResult,
+    OptimizeGait,
+    OptimizeJump,
+    Track,
+    TrackConfig,
+    TrackResult,
+)
 
-__all__ = ["AddHamr", "HamrLoopConstraints", "HomePositions"]
+__all__ = [
+    "AddHamr",
+    "HamrLoopConstraints",
+    "HomePositions",
+    "GaitConfig",
+    "GaitResult",
+    "JumpConfig",
+    "JumpResult",
+    "Modes",
+    "ModesConfig",
+    "ModesResult",
+    "OptimizeGait",
+    "OptimizeJump",
+    "Track",
+    "TrackConfig",
+    "TrackResult",
+]

@@ -703,7 +703,7 @@ def SimulateTracking(
     config: TrackingConfig,
     *,
     table: TransmissionTable | None = None,
-    progress: bool = False,
+    progress=False,
 ) -> TrackingRun:
     """Tracks a planned stride (repeated) on the SAP plant with the estimator and Eq. 22.
 
@@ -712,6 +712,8 @@ def SimulateTracking(
         desired_legs: (N, 8) planned x, z of each leg in the chassis frame, mm.
         surface: "teflon", "cardstock" or "sandpaper".
         table: a TransmissionTable (built from the plant if None).
+        progress: True for a tqdm bar, or a callable(simulated_ms, total_ms) called as the run
+            advances (the Track workflow's reporter), or False.
     """
     import time as _time
 
@@ -835,7 +837,15 @@ def SimulateTracking(
     simulator = Simulator(diagram)
     simulator.Initialize()
     start = _time.perf_counter()
-    AdvanceWithProgress(simulator, config.cycles * period, progress=progress, label="track")
+    if callable(progress):
+        duration = config.cycles * period
+        for k in range(1, 101):
+            simulator.AdvanceTo(duration * k / 100)
+            progress(duration * k / 100, duration)
+    else:
+        AdvanceWithProgress(
+            simulator, config.cycles * period, progress=bool(progress), label="track"
+        )
     wall = _time.perf_counter() - start
     context = simulator.get_context()
     data = {name: log.FindLog(context) for name, log in logs.items()}

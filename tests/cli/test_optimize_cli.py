@@ -234,7 +234,7 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
 
 
 def test_auto_solver_picks_snopt_for_small_and_ipopt_for_large_programs():
-    from drakebots.cli.optimize import ChooseSolver
+    from drakebots.hamr.workflows import ChooseSolver
 
     assert ChooseSolver("auto", 1149) == "snopt"
     assert ChooseSolver("auto", 5589) == "ipopt"
@@ -247,8 +247,8 @@ def test_tracking_figures_of_a_robot_walking_straight_at_an_angle():
     stride, the heading figure all of it, and the slip (Eq. 23) is zero."""
     import types
 
-    from drakebots.cli.track import TrackingFigures
     from drakebots.hamr.tracking import TrackingConfig
+    from drakebots.hamr.tracking_report import TrackingFigures
 
     period, cycles, stride, yaw = 100.0, 5, 6.0, np.deg2rad(30.0)
     times = np.linspace(0.0, cycles * period, 501)

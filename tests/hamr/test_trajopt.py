@@ -11,8 +11,8 @@ track within 30 % in Drake's simulator, and the 10 Hz teflon warm start stays in
 import numpy as np
 import pytest
 
-from drakebots.cli.optimize import FIRST_STAGE_ITERATIONS
 from drakebots.hamr import trajopt as ht
+from drakebots.hamr.workflows import FIRST_STAGE_ITERATIONS
 from drakebots.optimization.contact_implicit import (
     CheckContactImplicitSolution,
     ReconstructTrajectory,

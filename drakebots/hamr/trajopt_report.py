@@ -1,9 +1,9 @@
 """Figures of merit, arrays, plots and the replay of a HAMR-VI trajectory optimization.
 
-Used by `drakebots optimize` (and `drakebots track` for the plan it tracks). Metrics follow the
-paper: distance per stride, the normalized slip of Eq. 23, the apex height of the jump; the
-solution is re-checked independently of the solver (every binding evaluated; the TRUE
-complementarity, not the relaxed one).
+Used by the OptimizeGait and OptimizeJump workflows (drakebots.hamr.workflows, `drakebots
+optimize`). Metrics follow the paper: distance per stride, the normalized slip of Eq. 23, the apex
+height of the jump; the solution is re-checked independently of the solver (every binding
+evaluated; the TRUE complementarity, not the relaxed one).
 """
 
 from __future__ import annotations
@@ -124,6 +124,19 @@ def Evaluate(model, problem, outcome, kind: str, *, settings, frequency=None) ->
         "check": check,
         "dynamics_evaluations": int(model.dynamics.evaluation_counts["interval"]),
     }
+
+
+def SolverLog(outcome) -> str:
+    """The solver's own log of every stage of a SolveHamrProblem outcome (IPOPT's iterations
+    and timing, SNOPT's print file), each under a header with the stage's status and seconds."""
+    parts = [
+        f"===== stage {i + 1}: {name} ({seconds:.1f} s) =====\n{log}"
+        for i, ((name, seconds), log) in enumerate(
+            zip(outcome.stages, outcome.stage_logs, strict=False)
+        )
+        if log
+    ]
+    return "\n".join(parts)
 
 
 def Objective(problem, x) -> float:
