@@ -105,12 +105,22 @@ class WorkflowResult:
 
         return MakeSummary(
             self.verb,
-            _Inputs(self.config),
+            self._SummaryInputs(),
             command=command,
             success=self.success,
             reason=self.reason,
-            **self.figures,
+            **self._SummaryFields(),
         )
+
+    def _SummaryInputs(self) -> dict:
+        """summary.json's "inputs" (default: the config's fields); a subclass may record the
+        config as run instead (defaults filled in, as its verb always has)."""
+        return _Inputs(self.config)
+
+    def _SummaryFields(self) -> dict:
+        """summary.json's fields after success and reason (default: the figures, at the top
+        level); a subclass whose summary nests them (e.g. under "figures") says so here."""
+        return self.figures
 
     def Save(self, folder: str | Path, force: bool = False, *, command: str | None = None):
         """Writes the results folder (summary.json and whatever `_Write` adds) atomically.

@@ -210,7 +210,7 @@ def _Replay(skin, design_dir: Path, frames: int, seconds: float, names=tuple(REP
     line search (the `names` of REPLAY_CASES; a ratio where both of its cases ran)."""
     import dataclasses
 
-    from drakebots.cli._design import _Factory
+    from drakebots.skinned.design import _Factory
     from drakebots.skinned.playback import PlaybackFramesCoupled
     from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
