@@ -279,6 +279,9 @@ def _Replay(skin, design_dir: Path, frames: int, seconds: float, names=tuple(REP
 
 
 def main(argv=None) -> int:
+    from drakebots.runtime import KeepFreedMemory
+
+    KeepFreedMemory()  # as the `drakebots` command runs (opt-in: drakebots.runtime)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

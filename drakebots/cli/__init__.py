@@ -48,6 +48,11 @@ def MakeParser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `drakebots` console script and `python -m drakebots`."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    from drakebots.runtime import KeepFreedMemory
+
+    # The command is a program, so it may set the process's allocator (drakebots.runtime: the
+    # FEM's large temporaries reused, not faulted in again); a library call never does.
+    KeepFreedMemory()
     parser = MakeParser()
     args = parser.parse_args(argv)
     import pydrake.common  # noqa: F401 - sets up Drake's logger, which the next line quiets.
