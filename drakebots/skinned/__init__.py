@@ -28,15 +28,23 @@ Units: SI (m, kg, s, N, Pa).
 """
 
 from drakebots.skinned.design import Design, DesignConfig, DesignResult
+from drakebots.skinned.make_skin import MakeSkin, MakeSkinConfig, MakeSkinResult
 from drakebots.skinned.skeleton import LoadSkeletonParams, SkeletonParams
 from drakebots.skinned.skin import LoadSkin, Skin, SkinOptions, WriteSkin
+from drakebots.skinned.skin_bend import Bend, BendConfig, BendResult
 
 __all__ = [
+    "Bend",
+    "BendConfig",
+    "BendResult",
     "Design",
     "DesignConfig",
     "DesignResult",
     "LoadSkeletonParams",
     "LoadSkin",
+    "MakeSkin",
+    "MakeSkinConfig",
+    "MakeSkinResult",
     "SkeletonParams",
     "Skin",
     "SkinOptions",
