@@ -13,7 +13,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydrake.common.yaml import yaml_dump_typed, yaml_load, yaml_load_typed
+from pydrake.common.yaml import yaml_dump_typed, yaml_load_typed
 
 from drakebots.errors import InputError
 
@@ -113,6 +113,103 @@ def _ResolveAnnotations(schema: type, seen: set | None = None) -> None:
                 stack.append(inner)
 
 
+# Limits on a YAML file the package reads (issue 50: a 1 KB file of nested aliases grew a process
+# to 2.8 GB): its size, and the number of nodes once every alias is expanded.
+YAML_MAX_BYTES = 4 * 1024 * 1024
+YAML_MAX_NODES = 200_000
+
+
+def _SafeLoader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader (no Python tags) that refuses duplicate keys."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:
+                    duplicate = False
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key) if not isinstance(key, (list, dict)) else None
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def _ExpandedSize(node, memo: dict) -> int:
+    """How many nodes the document has once every alias is expanded (aliases share node objects,
+    so this counts a shared subtree each time it is used, without expanding it)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a recursive alias counts once (and is refused by the constructor)
+    if isinstance(node.value, list):
+        total = 1
+        for item in node.value:
+            if isinstance(item, tuple):
+                total += _ExpandedSize(item[0], memo) + _ExpandedSize(item[1], memo)
+            else:
+                total += _ExpandedSize(item, memo)
+            if total > YAML_MAX_NODES:
+                break
+        memo[key] = total
+    return memo[key]
+
+
+def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, source=None):
+    """The one way the package reads a YAML file: PyYAML's safe loader (no Python tags), no
+    duplicate keys, at most `YAML_MAX_BYTES` and `YAML_MAX_NODES` nodes with aliases expanded.
+    Every mistake is an InputError naming the file (or `source`).
+
+    Returns:
+        the document's data (None for an empty document).
+    """
+    import yaml
+
+    source = str(source or filename or "<yaml text>")
+    if filename is not None:
+        path = Path(filename)
+        if not path.is_file():
+            raise InputError(f"{source}: file not found")
+        if path.stat().st_size > YAML_MAX_BYTES:
+            raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+        try:
+            data = path.read_text()
+        except UnicodeDecodeError:
+            raise InputError(f"{source}: not a text file") from None
+        except OSError as e:
+            raise InputError(f"{source}: cannot be read ({e.strerror})") from None
+    elif data is not None and len(data) > YAML_MAX_BYTES:
+        raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+    Loader = _SafeLoader()
+    try:
+        loader = Loader(data or "")
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            if _ExpandedSize(node, {}) > YAML_MAX_NODES:
+                raise InputError(
+                    f"{source}: more than {YAML_MAX_NODES} values once its aliases are expanded"
+                )
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except InputError:
+        raise
+    except yaml.YAMLError as e:
+        raise InputError(f"{source}: not valid YAML ({' '.join(str(e).split())})") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply") from None
+
+
 def LoadTypedYaml(
     schema: type[T],
     *,
@@ -120,6 +217,7 @@ def LoadTypedYaml(
     data: str | None = None,
     child_name: str | None = None,
     defaults: T | None = None,
+    source: str | None = None,
 ) -> T:
     """Loads a typed config, raising InputError that names the key and the file on any mistake.
 
@@ -129,19 +227,15 @@ def LoadTypedYaml(
         data: YAML text.
         child_name: load only this top-level key (one file may hold several named scenarios).
         defaults: a default instance; keys absent from the YAML keep these values.
+        source: the name messages give the input (default: the file's name).
     """
-    source = str(filename) if filename is not None else "<yaml text>"
-    if filename is not None and not Path(filename).is_file():
-        raise InputError(f"{source}: file not found")
-    try:
-        raw = yaml_load(filename=str(filename)) if filename is not None else yaml_load(data=data)
-    except Exception as e:  # noqa: BLE001 - a YAML syntax error is the user's input.
-        raise InputError(f"{source}: not valid YAML ({e})") from None
+    source = str(source or (filename if filename is not None else "<yaml text>"))
+    raw = ReadYaml(filename, data=data, source=source)
     if raw is None:
         raw = {}
     if child_name is not None:
         if not isinstance(raw, dict) or child_name not in raw:
-            known = ", ".join(sorted(raw)) if isinstance(raw, dict) else "none"
+            known = ", ".join(sorted(map(str, raw))) if isinstance(raw, dict) else "none"
             raise InputError(f"{source}: no entry named '{child_name}' (entries: {known})")
         raw = raw[child_name]
         if raw is None:

@@ -21,15 +21,64 @@ import numpy as np
 
 from drakebots.errors import InputError
 
+# Written into every results folder: `--force` replaces only a folder that holds it.
+MARKER = ".drakebots-results"
 
-def CheckOutputFolder(out: str | Path, force: bool) -> Path:
-    """Validates a destination before any work starts (exit 2 if it exists without --force)."""
+
+def CheckOutputFolder(out: str | Path, force: bool, *, reads=()) -> Path:
+    """Validates a destination before any work starts (InputError, exit 2, otherwise).
+
+    An existing folder is replaced only with `force`, and only if drakebots made it (it holds
+    `MARKER`); never the working directory or a folder above it, and never a folder the run
+    reads from (`reads`: the input paths, e.g. the plan a `track` reads).
+    """
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise InputError(f"--out {out}: exists and is not a folder")
-    if path.exists() and not force:
+    if not path.exists():
+        return path
+    if not force:
         raise InputError(f"--out {out}: folder exists; pass --force to replace it")
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise InputError(f"--out {out}: --force would replace the working directory")
+    for read in reads:
+        read = Path(read).resolve()
+        if read == resolved or resolved in read.parents:
+            raise InputError(f"--out {out}: --force would replace {read}, which this run reads")
+    if not (path / MARKER).is_file():
+        raise InputError(
+            f"--out {out}: --force replaces only a results folder drakebots made (no {MARKER} "
+            "in it); move or remove it yourself"
+        )
     return path
+
+
+def _Alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def RemoveStaleTemporaries(final: Path) -> list[Path]:
+    """Removes the hidden `.NAME.tmp-PID-*` and `.NAME.old-PID` folders that killed runs into
+    `final` left beside it (their process no longer runs). Returns what was removed."""
+    removed = []
+    if not final.parent.is_dir():
+        return removed
+    for pattern in (f".{final.name}.tmp-*", f".{final.name}.old-*"):
+        for path in final.parent.glob(pattern):
+            tail = path.name.rsplit(".tmp-" if ".tmp-" in path.name else ".old-", 1)[1]
+            pid = tail.split("-", 1)[0]
+            if pid.isdigit() and not _Alive(int(pid)) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
 
 
 def Versions() -> dict:
@@ -96,15 +145,19 @@ class ResultsFolder:
     Call `Commit()` early to finalise before raising `RunFailure` (exit 1 keeps the results).
     """
 
-    def __init__(self, out: str | Path, *, force: bool = False):
-        self.final = CheckOutputFolder(out, force)
+    def __init__(self, out: str | Path, *, force: bool = False, reads=()):
+        self.final = CheckOutputFolder(out, force, reads=reads)
         self.force = force
         self._tmp: Path | None = None
         self.committed = False
 
     def __enter__(self) -> "ResultsFolder":
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.tmp-", dir=self.final.parent))
+        RemoveStaleTemporaries(self.final)
+        self._tmp = Path(
+            tempfile.mkdtemp(prefix=f".{self.final.name}.tmp-{os.getpid()}-", dir=self.final.parent)
+        )
+        (self._tmp / MARKER).write_text("a results folder written by drakebots\n")
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -153,8 +206,11 @@ class ResultsFolder:
             return self.final
         trash = None
         if self.final.exists():
-            if not self.force:
-                raise InputError(f"--out {self.final}: folder appeared during the run")
+            if not self.force or not (self.final / MARKER).is_file():
+                raise InputError(
+                    f"--out {self.final}: a folder appeared there during the run; the results "
+                    f"are kept in {self._tmp}"
+                )
             trash = self.final.with_name(f".{self.final.name}.old-{os.getpid()}")
             os.replace(self.final, trash)
         os.chmod(self._tmp, 0o755)  # mkdtemp makes it private; a results folder is not.

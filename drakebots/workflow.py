@@ -122,19 +122,22 @@ class WorkflowResult:
         level); a subclass whose summary nests them (e.g. under "figures") says so here."""
         return self.figures
 
-    def Save(self, folder: str | Path, force: bool = False, *, command: str | None = None):
+    def Save(
+        self, folder: str | Path, force: bool = False, *, command: str | None = None, reads=()
+    ):
         """Writes the results folder (summary.json and whatever `_Write` adds) atomically.
 
         Args:
             folder: the destination; an existing one is replaced only with `force`.
             command: the command line that made it, for summary.json (the CLI passes its own).
+            reads: the paths the run read (`force` never replaces a folder holding one).
 
         Returns:
             the folder's Path.
         """
         from drakebots.results import ResultsFolder
 
-        with ResultsFolder(folder, force=force) as results:
+        with ResultsFolder(folder, force=force, reads=reads) as results:
             self._Write(results)
             results.WriteJson("summary.json", self.Summary(command))
         return results.final

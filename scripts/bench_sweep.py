@@ -127,7 +127,7 @@ def TimeCasePhase(
     worker has imported pydrake and the verbs (its fork server is up) before the timed sweep, as
     the direct reference has before its timing: the per-case cost of the Dask path alone.
     """
-    from drakebots.cli._sweep_exec import RunSweep, SweepFolder, SweepOptions
+    from drakebots.sweeps.executor import RunSweep, SweepFolder, SweepOptions
 
     cluster, client, _ = StartCluster(workers)
     try:
@@ -173,7 +173,7 @@ def main():
 
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
-    from drakebots.cli._sweep_spec import LoadSweep
+    from drakebots.sweeps.spec import LoadSweep
 
     work = Path(tempfile.mkdtemp(prefix="bench_sweep-"))
     try:

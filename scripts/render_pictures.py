@@ -38,7 +38,7 @@ def HomePositions(robot) -> np.ndarray:
 
 
 def Render(name: str, png: Path, size=(900, 650)) -> Path:
-    from drakebots.cli.simulate import Runner
+    from drakebots.systems.simulate import Runner
 
     robot = GetRobot(name)
     q = HomePositions(robot)

@@ -78,3 +78,54 @@ def test_string_annotations_load(tmp_path):
     assert config == _Deferred(weight=0.25, count=3, leaf=Leaf(7.0))
     with pytest.raises(InputError, match="count"):
         LoadTypedYaml(_Deferred, data="count: many\n")
+
+
+# ---- The one YAML reading path (issue 50): limits, duplicate keys, the file named. ----------
+
+
+def _Yaml(tmp_path, text, name="bad.yaml"):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # A billion laughs: 9 levels of 9 aliases, 387 million values once expanded.
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+                for i in range(8)
+            ),
+            "aliases are expanded",
+        ),
+        ("robot: beetle\nrobot: cow\n", "duplicate key 'robot'"),
+        ("robot: !!python/object/apply:os.system ['true']\n", "not valid YAML"),
+        ("robot: [beetle\n", "not valid YAML"),
+        (b"\xff\xfe\x00binary\x00", "not a text file"),
+    ],
+    ids=["alias-bomb", "duplicate-key", "python-tag", "syntax", "binary"],
+)
+def test_a_bad_yaml_file_is_an_input_error_naming_the_file(tmp_path, text, message):
+    from drakebots.config import ReadYaml
+
+    path = _Yaml(tmp_path, text)
+    with pytest.raises(InputError, match=message) as info:
+        ReadYaml(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_typed_config_that_is_not_a_mapping_names_the_file(tmp_path):
+    @dataclasses.dataclass
+    class Config:
+        robot: str = "beetle"
+
+    for text in ("3\n", "- beetle\n"):
+        path = _Yaml(tmp_path, text, "scalar.yaml")
+        with pytest.raises(InputError, match="must be a mapping") as info:
+            LoadTypedYaml(Config, filename=path)
+        assert str(path) in str(info.value)
+    with pytest.raises(InputError, match="my-config.yaml"):
+        LoadTypedYaml(Config, data="robot: [1\n", source="my-config.yaml")

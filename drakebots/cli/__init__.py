@@ -70,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"drakebots {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        # The environment failed (a read-only or full disk, a name too long): one line naming
+        # the path and the cause; the results folder was written to a temporary name and is
+        # not half in place (drakebots.results).
+        where = e.filename if e.filename is not None else "(no path)"
+        print(f"drakebots {args.verb}: {where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except SystemExit as e:
         # pydrake turns a failed DRAKE_DEMAND into SystemExit(message): report it as a failure.
         if isinstance(e.code, str):

@@ -234,8 +234,10 @@ def Run(args) -> int:
 
     config = MakeConfig(args)
     out = args.out or DefaultOutput("design", config.robot)
-    CheckOutputFolder(out, args.force)
+    # The run's inputs: --force never replaces a folder holding one.
+    reads = [path for path in (args.config, config.motion_file, config.skin) if path]
+    CheckOutputFolder(out, args.force, reads=reads)
     result = Design(config, progress=CliProgress(bars=False if args.no_progress else None))
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {folder}")
     return 0 if result.success else 1

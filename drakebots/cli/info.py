@@ -3,6 +3,7 @@
 Examples:
   drakebots info beetle
   drakebots info beetle --json
+  drakebots info ./my_hopper.yaml          (a robot file: see drakebots.robots.robot_file)
   drakebots info --list
 
 JSON keys (stable; robot units, see "units"):
@@ -18,7 +19,8 @@ JSON keys (stable; robot units, see "units"):
   actuators                         [{name, joint, effort_limit, effort_unit}]
   joints                            [{name, type, position_lower, position_upper}]
 Families add their own keys (skinned quad-robots: skeleton_mass, skin_mass, paper_size, motor,
-joint_kinds, feet; HAMR-VI: loop_jacobian_rank, ...).
+joint_kinds, feet; HAMR-VI: loop_jacobian_rank, ...; robot files: robot_file, model, base,
+contacts, home).
 """
 
 import json
@@ -28,7 +30,7 @@ from drakebots.cli import AddVerb
 
 def register(subparsers):
     parser = AddVerb(subparsers, "info", __doc__)
-    parser.add_argument("robot", nargs="?", help="robot name (see --list)")
+    parser.add_argument("robot", nargs="?", help="robot name (see --list) or robot file (.yaml)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--list", action="store_true", help="list the known robots")
     parser.set_defaults(func=Run)
@@ -48,7 +50,9 @@ def Run(args) -> int:
             for name, description in robots.items():
                 print(f"{name:<{width}}  {description}")
         if not args.robot and not args.list:
-            raise InputError("give a robot name; known robots: " + ", ".join(robots))
+            raise InputError(
+                "give a robot name or a robot file (.yaml); known robots: " + ", ".join(robots)
+            )
         return 0
     from drakebots.robots.base import DescribeRobot
 

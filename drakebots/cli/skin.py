@@ -123,9 +123,11 @@ def Run(args) -> int:
 
     config = MakeConfig(args)
     out = args.out or DefaultOutput("skin", config.robot)
-    CheckOutputFolder(out, args.force)
+    # The run's inputs: --force never replaces a folder holding one.
+    reads = [path for path in (args.config, config.surface) if path]
+    CheckOutputFolder(out, args.force, reads=reads)
     result = MakeSkin(config, progress=CliProgress())
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {folder}")
     _PrintSkin(result.figures)
     return 0

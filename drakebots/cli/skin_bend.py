@@ -82,9 +82,10 @@ def Run(args) -> int:
 
     config = ConfigFromArguments(BendConfig, args)
     out = args.out or DefaultOutput("skin-bend", config.robot)
-    CheckOutputFolder(out, args.force)
+    reads = [args.config] if args.config else []  # (--force never replaces it)
+    CheckOutputFolder(out, args.force, reads=reads)
     result = Bend(config, progress=CliProgress(bars=False if args.no_progress else None))
-    folder = result.Save(out, force=args.force, command=CommandLine())
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {folder}")
     figures = result.figures
     for label in result.stiffness:

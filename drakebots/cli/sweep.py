@@ -32,7 +32,7 @@ Exit codes of a run: 0 every case done; 1 some case not done (the report names e
 import sys
 from pathlib import Path
 
-from drakebots.cli import AddVerb
+from drakebots.cli import AddVerb, CommandLine
 from drakebots.errors import InputError
 
 
@@ -121,22 +121,14 @@ def register(subparsers):
 
 
 def Run(args) -> int:
-    from drakebots.cli._sweep_spec import LoadSweep, NamedSweeps, SweepFile
-    from drakebots.config import LoadTypedYaml
+    from drakebots.sweeps.spec import LoadSweep
 
     if args.list:
-        for name, path in NamedSweeps().items():
-            description = LoadTypedYaml(SweepFile, filename=path).description
-            try:
-                detail = f"{len(LoadSweep(str(path)).cases)} cases"
-            except InputError as e:
-                detail = f"not runnable here: {str(e).split(': ', 2)[-1]}"
-            print(f"{name:<18} {description}\n{'':<18} ({detail}; {path})")
-        return 0
+        return _List()
     if args.target is None:
         raise InputError("give a sweep file or name, or 'status DIR' (see --help)")
     if args.target == "status" and (args.folder is not None or not Path("status").is_file()):
-        from drakebots.cli._sweep_exec import StatusReport
+        from drakebots.sweeps.executor import StatusReport
 
         if args.folder is None:
             raise InputError("sweep status: give the sweep folder (drakebots sweep status DIR)")
@@ -147,19 +139,7 @@ def Run(args) -> int:
         )
     if args.json:
         raise InputError("--json applies to 'sweep status DIR' only")
-    if args.case_timeout is not None and args.in_process:
-        raise InputError("--case-timeout cannot stop a case run --in-process; drop one of them")
-    if args.scheduler and args.workers:
-        raise InputError("--workers applies to the local cluster, not to --scheduler")
-    if args.scheduler and args.allowed_failures is not None:
-        raise InputError(
-            "--allowed-failures applies to the local cluster; a cluster of your own follows its "
-            "scheduler's distributed.scheduler.allowed-failures setting"
-        )
-    if args.scheduler and not args.scheduler.startswith(
-        ("tcp://", "tls://", "ucx://", "inproc://")
-    ):
-        raise InputError(f"--scheduler {args.scheduler}: expected an address like tcp://host:8786")
+    options = _Options(args)
     sweep = LoadSweep(args.target)
     if args.dry_run:
         import shlex
@@ -168,10 +148,20 @@ def Run(args) -> int:
         for case in sweep.cases:
             print(f"  {case.name}\n      drakebots {shlex.join(case.argv)}")
         return 0
-    from drakebots.cli._sweep_exec import RunSweep, SweepFolder, SweepOptions
+    from drakebots.sweeps.executor import RunSweep, SweepFolder
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{sweep.name}"
     SweepFolder(out).CheckUsable()
+    hint = f"drakebots sweep {args.target} --out {out}" + (
+        f" --scheduler {args.scheduler}" if args.scheduler else ""
+    )
+    return RunSweep(sweep, out, options, rerun_hint=hint)
+
+
+def _Options(args):
+    """The SweepOptions of the command line, checked."""
+    from drakebots.sweeps.executor import SweepOptions
+
     options = SweepOptions(
         scheduler=args.scheduler,
         workers=args.workers,
@@ -179,11 +169,25 @@ def Run(args) -> int:
         force=args.force,
         in_process=args.in_process,
         case_timeout=args.case_timeout,
-        allowed_failures=1 if args.allowed_failures is None else args.allowed_failures,
+        allowed_failures=args.allowed_failures,
         progress=not args.no_progress and sys.stderr.isatty(),
         verbose=args.verbose,
+        command=CommandLine(),
     )
-    hint = f"drakebots sweep {args.target} --out {out}" + (
-        f" --scheduler {args.scheduler}" if args.scheduler else ""
-    )
-    return RunSweep(sweep, out, options, rerun_hint=hint)
+    options.Check()
+    return options
+
+
+def _List() -> int:
+    """The shipped sweeps, with their descriptions and case counts."""
+    from drakebots.config import LoadTypedYaml
+    from drakebots.sweeps.spec import LoadSweep, NamedSweeps, SweepFile
+
+    for name, path in NamedSweeps().items():
+        description = LoadTypedYaml(SweepFile, filename=path).description
+        try:
+            detail = f"{len(LoadSweep(str(path)).cases)} cases"
+        except InputError as e:
+            detail = f"not runnable here: {str(e).split(': ', 2)[-1]}"
+        print(f"{name:<18} {description}\n{'':<18} ({detail}; {path})")
+    return 0

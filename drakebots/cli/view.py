@@ -9,7 +9,6 @@ Examples:
   drakebots view runs/beetle_stand --port 7001 --seconds 60
 """
 
-import json
 import time
 from pathlib import Path
 
@@ -33,44 +32,16 @@ def register(subparsers):
     return parser
 
 
-def LoadReplayInputs(folder: Path):
-    """(robot, log, summary) of a results folder, with clear errors for what is missing."""
-    from drakebots.robots import GetRobot
-    from drakebots.systems.simulation import LoadSimulationLog
-
-    summary_path, log_path = folder / "summary.json", folder / "log.npz"
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not a folder")
-    if not summary_path.is_file():
-        raise InputError(f"{folder}: no summary.json (not a drakebots results folder)")
-    if not log_path.is_file():
-        raise InputError(f"{folder}: no log.npz to replay")
-    try:
-        summary = json.loads(summary_path.read_text())
-    except json.JSONDecodeError as e:
-        raise InputError(f"{summary_path}: not valid JSON ({e})") from None
-    if "robot" not in summary:
-        raise InputError(f"{summary_path}: has no 'robot' key")
-    robot = GetRobot(summary["robot"])
-    return robot, LoadSimulationLog(log_path), summary
-
-
 def Run(args) -> int:
-    from pydrake.geometry import Meshcat, MeshcatParams
-
-    from drakebots.cli.simulate import Runner
-    from drakebots.visualization.replay import RecordReplay
+    from drakebots.systems.simulate import LoadSimulationFolder, ReplayFolder
+    from drakebots.visualization.meshcat import LocalMeshcat
 
     folder = Path(args.folder)
-    robot, log, _ = LoadReplayInputs(folder)
-    decorator, add_models = Runner(robot.family).ReplayExtras(folder, robot)
-    params = MeshcatParams()
-    if args.port is not None:
-        params.port = args.port
-    meshcat = Meshcat(params)
-    _, frames = RecordReplay(
-        meshcat, robot, log.times, log.positions, decorator=decorator, add_models=add_models
-    )
+    loaded = LoadSimulationFolder(folder)
+    if args.port is not None and not 1 <= args.port <= 65535:
+        raise InputError(f"--port {args.port}: outside 1-65535")
+    meshcat = LocalMeshcat(port=args.port)
+    robot, log, frames = ReplayFolder(meshcat, folder, loaded)
     print(
         f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
         f"{meshcat.web_url()}",

@@ -204,7 +204,7 @@ def MeasureVelocitySpace(
     start = time.perf_counter()
     results: list[CycleMeasurement | None] = [None] * len(points)
     if workers > 1 and model == "drake":
-        # Dask distributed, as every sweep of the project (drakebots/cli/_sweep_exec.py): a local
+        # Dask distributed, as every sweep of the project (drakebots/sweeps/executor.py): a local
         # cluster of single-threaded worker processes, one grid point per task.
         import logging
 

@@ -6,6 +6,9 @@ This registry maps the names users type (`drakebots info beetle`) to those objec
 module lives in its wing (drakebots/<family>/) and is named here as a string: it is imported only
 when one of its robots is asked for, so this foundation never imports a wing.
 
+A user's own robot comes from a robot file instead (`LoadRobot(path)`, drakebots.robots.robot_file):
+`GetRobot` takes a registry name or the path of such a file, so every verb takes both.
+
 Adding a robot: write a module in its family's wing with a `Robot` subclass and a
 `MakeRobot(name)` factory, then add its names here.
 """
@@ -31,14 +34,32 @@ def KnownRobots() -> dict[str, str]:
     return {name: description for name, (_, description) in sorted(_REGISTRY.items())}
 
 
-def GetRobot(name: str):
-    """The `Robot` description for a registered name.
+def LoadRobot(path):
+    """The `Robot` a robot file describes (see drakebots.robots.robot_file for the schema)."""
+    from drakebots.robots.robot_file import LoadRobot as _LoadRobot
+
+    return _LoadRobot(path)
+
+
+def GetRobot(name_or_path):
+    """The `Robot` description for a registered name or a robot file's path.
+
+    A registered name wins; otherwise a string that ends in .yaml/.yml or names an existing file
+    is read as a robot file (`LoadRobot`).
 
     Raises:
-        InputError: for an unknown name; the message lists the known ones.
+        InputError: for an unknown name (the message lists the known ones) or a bad robot file
+            (the message names the key and the file).
     """
+    from drakebots.robots.robot_file import IsRobotFile
+
+    name = str(name_or_path)
     if name not in _REGISTRY:
+        if IsRobotFile(name):
+            return LoadRobot(name)
         known = ", ".join(sorted(_REGISTRY))
-        raise InputError(f"unknown robot '{name}'; known robots: {known}")
+        raise InputError(
+            f"unknown robot '{name}'; known robots: {known} (or give a robot file, NAME.yaml)"
+        )
     module, _ = _REGISTRY[name]
     return importlib.import_module(module).MakeRobot(name)

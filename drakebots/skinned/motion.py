@@ -213,12 +213,9 @@ def SampleMotion(spec: MotionSpec, *, known_legs=LEG_NAMES) -> SampledMotion:
 
 def MotionFromYaml(filename, *, robot: str | None = None) -> MotionSpec:
     """Loads a MotionSpec from a YAML file (unknown keys and bad types name the key and file)."""
-    from pydrake.common.yaml import yaml_load
+    from drakebots.config import ReadYaml
 
-    try:
-        raw = yaml_load(filename=str(filename)) or {}
-    except Exception as e:  # a YAML syntax error
-        raise InputError(f"{filename}: not valid YAML ({e})") from e
+    raw = ReadYaml(filename) or {}
     if not isinstance(raw, dict):
         raise InputError(f"{filename}: the top level must be a mapping")
     # Key checks here (drakebots.config's checker reads dict[str, FootTrack] as a FootTrack).

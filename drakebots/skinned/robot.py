@@ -6,6 +6,7 @@ zero and the torso at the height where the soles touch the ground.
 """
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 from pydrake.math import RigidTransform
@@ -22,12 +23,18 @@ from drakebots.skinned.skeleton import (
     HomeBaseHeight,
     JointKinds,
     LoadSkeletonParams,
+    MakeSkeletonSdf,
     SkeletonParams,
 )
 
 
 def AddSkinnedQuadruped(
-    plant: MultibodyPlant, name: str = "beetle", *, model_name: str | None = None
+    plant: MultibodyPlant,
+    name: str = "beetle",
+    *,
+    model_name: str | None = None,
+    model_file: str | Path | None = None,
+    params: SkeletonParams | None = None,
 ) -> ModelInstanceIndex:
     """Adds a skinned quad-robot skeleton to `plant` with its home pose as default state.
 
@@ -35,6 +42,8 @@ def AddSkinnedQuadruped(
         plant: a MultibodyPlant that is not finalized yet.
         name: "beetle", "monster", "lizard" or "cow".
         model_name: the model instance name (default: `name`), to add several copies.
+        model_file: a user skeleton's generated SDF (with `params`) instead of a built-in's.
+        params: the skeleton parameters of `model_file`.
 
     Returns:
         The model instance.
@@ -43,10 +52,14 @@ def AddSkinnedQuadruped(
     ConfigureParser(parser)
     if model_name is not None:
         parser.SetAutoRenaming(True)
-    (instance,) = parser.AddModels(url=f"package://drakebots/{name}/{name}.sdf")
+    if model_file is not None:
+        (instance,) = parser.AddModels(str(model_file))
+    else:
+        (instance,) = parser.AddModels(url=f"package://drakebots/{name}/{name}.sdf")
     if model_name is not None:
         plant.RenameModelInstance(instance, model_name)
-    params = LoadSkeletonParams(name)
+    if params is None:
+        params = LoadSkeletonParams(name)
     plant.SetDefaultFloatingBaseBodyPose(
         plant.GetBodyByName("torso", instance),
         RigidTransform([0.0, 0.0, HomeBaseHeight(params)]),
@@ -64,8 +77,14 @@ class SkinnedQuadruped(Robot):
     """A skinned quad-robot skeleton (SI units)."""
 
     params: SkeletonParams = dataclasses.field(default_factory=SkeletonParams)
+    # A user skeleton's generated SDF (robot files); empty for the built-in skeletons.
+    model_file: str = ""
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
+        if self.model_file:
+            return AddSkinnedQuadruped(
+                plant, self.name, model_file=self.model_file, params=self.params
+            )
         return AddSkinnedQuadruped(plant, self.name)
 
     def ExtraInfo(self, plant, context) -> dict:
@@ -100,4 +119,45 @@ def MakeRobot(name: str) -> SkinnedQuadruped:
         base_body="torso",
         nominal_base_height=HomeBaseHeight(params),
         params=params,
+    )
+
+
+def MakeRobotFromSkeletonFile(
+    skeleton: str | Path,
+    *,
+    name: str,
+    description: str = "",
+    model_directory: str | Path,
+    source: str = "",
+) -> SkinnedQuadruped:
+    """A skinned quad-robot from a user's skeleton parameter file (robot files, issue 47).
+
+    The skeleton's SDF is generated into `model_directory` as `<name>.sdf` (rewritten only when it
+    changes), never into the package.
+
+    Args:
+        skeleton: the skeleton parameter YAML (the schema of drakebots/skinned/skeletons/*.yaml).
+        name: the robot's name (the SDF's file stem).
+        description: one line (default: the skeleton's).
+        model_directory: the folder the SDF is written into (the robot file's).
+        source: the robot file, for messages.
+
+    Raises:
+        InputError: a bad skeleton file (the loader names the key and the file), or one whose
+            legs cannot reach the ground.
+    """
+    from drakebots.robots.robot_file import WriteTextIfChanged
+
+    params = LoadSkeletonParams(Path(skeleton))
+    sdf = MakeSkeletonSdf(params, source=str(skeleton))
+    model_file = Path(model_directory) / f"{name}.sdf"
+    WriteTextIfChanged(model_file, sdf)
+    return SkinnedQuadruped(
+        name=name,
+        family="skinned_quadruped",
+        description=description or params.description or f"skinned quad-robot from {source}",
+        base_body="torso",
+        nominal_base_height=HomeBaseHeight(params),
+        params=params,
+        model_file=str(model_file),
     )

@@ -30,7 +30,7 @@ from drakebots.skinned.skin_coupling import (
     SkinnedRobotSystem,
 )
 from drakebots.systems.ground import AddGround
-from drakebots.systems.simulation import AddPlantLogs, SimulationLog
+from drakebots.systems.simulation import AddPlantLogs, SimulationLog, SimulationProgress
 
 
 @dataclasses.dataclass
@@ -94,7 +94,7 @@ def SimulateSkinned(
         skin: the drakebots.skinned.skin.Skin of that robot.
         config: SkinnedConfig.
         meshcat: stream the skeleton and the deforming skin to this Meshcat.
-        progress: show a progress bar.
+        progress: a workflow's progress callback, True for a tqdm bar, None for none.
     """
     builder = DiagramBuilder()
     scene_graph = builder.AddSystem(SceneGraph())
@@ -151,33 +151,22 @@ def SimulateSkinned(
     simulator = Simulator(diagram)
     simulator.Initialize()
     failure = None
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=config.duration,
-            desc=f"simulate {robot.name} + skin",
-            unit="s sim",
-            leave=False,
-            bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}]",
-        )
     wall_start = time.perf_counter()
     steps = max(1, int(round(config.duration / config.time_step)))
     chunk = max(1, steps // 50)
+    bar = SimulationProgress(
+        progress, f"simulate {robot.name} + skin", config.duration, -(-steps // chunk)
+    )
     k = 0
     try:
         while k < steps:
             k = min(steps, k + chunk)
             simulator.AdvanceTo(k * config.time_step)
-            if bar is not None:
-                bar.n = k * config.time_step
-                bar.refresh()
+            bar.Update(-(-k // chunk), k * config.time_step)
     except (ElementInversion, CoupledStepFailure, RuntimeError) as e:
         failure = f"stopped at t = {simulator.get_context().get_time():.4f} s: {e}"
     wall = time.perf_counter() - wall_start
-    if bar is not None:
-        bar.close()
+    bar.Close()
     context = simulator.get_context()
     times, x, actuation, contact = logs.Read(context)
     stats = stats_log.FindLog(context)

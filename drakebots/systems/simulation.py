@@ -48,37 +48,66 @@ class ContactMonitor(LeafSystem):
         output.SetFromVector([depth, float(count), normal_force])
 
 
+class SimulationProgress:
+    """The progress of a simulation run, in `chunks` steps.
+
+    `progress` is a workflow's callback (drakebots.workflow.ProgressEvent: one Step event per
+    chunk, task `label`), True for a tqdm bar of simulated seconds on stderr, or None/False for
+    nothing.
+    """
+
+    def __init__(self, progress, label: str, duration: float, chunks: int):
+        self._bar = None
+        self._reporter = None
+        self._label, self._duration, self._chunks = label, duration, chunks
+        if callable(progress):
+            from drakebots.workflow import Reporter
+
+            self._reporter = Reporter(progress)
+        elif progress:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=duration,
+                desc=label,
+                unit="s sim",
+                leave=False,
+                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}]",
+            )
+
+    def Update(self, chunk: int, simulated: float) -> None:
+        """`chunk` of the chunks done, `simulated` seconds (model time units) of the duration."""
+        if self._bar is not None:
+            self._bar.n = simulated
+            self._bar.refresh()
+        if self._reporter is not None:
+            self._reporter.Step(self._label, chunk, self._chunks)
+
+    def Close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 def AdvanceWithProgress(
     simulator: Simulator,
     duration: float,
     *,
-    progress: bool = True,
+    progress=True,
     label: str = "simulate",
     chunks: int = 100,
 ) -> float:
-    """Advances `simulator` by `duration` in chunks, with a progress bar; returns wall seconds."""
+    """Advances `simulator` by `duration` in chunks, reporting progress (a workflow's callback, True
+    for a tqdm bar, None for nothing: SimulationProgress); returns wall seconds."""
     start_time = simulator.get_context().get_time()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=duration,
-            desc=label,
-            unit="s sim",
-            leave=False,
-            bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} {unit} [{elapsed}<{remaining}]",
-        )
+    bar = SimulationProgress(progress, label, duration, chunks)
     wall_start = time.perf_counter()
     for k in range(1, chunks + 1):
         target = start_time + duration * k / chunks
         simulator.AdvanceTo(target)
-        if bar is not None:
-            bar.n = target - start_time
-            bar.refresh()
+        bar.Update(k, target - start_time)
     wall = time.perf_counter() - wall_start
-    if bar is not None:
-        bar.close()
+    bar.Close()
     return wall
 
 

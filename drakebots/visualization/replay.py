@@ -21,6 +21,7 @@ from pydrake.systems.framework import DiagramBuilder
 
 from drakebots.robots.base import Robot, VisualBoundingBox
 from drakebots.systems.ground import AddGround
+from drakebots.visualization.meshcat import LocalMeshcat
 
 
 @dataclasses.dataclass
@@ -204,7 +205,7 @@ def ReplayHtml(
 ) -> str:
     """A self-contained replay page (Meshcat StaticHtml) of a logged trajectory."""
     logging.getLogger("drake").setLevel(logging.WARNING)  # no "Meshcat listening" line
-    meshcat = Meshcat()
+    meshcat = LocalMeshcat()
     scene = None
     try:
         scene, _ = RecordReplay(

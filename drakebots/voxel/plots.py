@@ -131,11 +131,13 @@ def LatticeReplayHtml(nodes, struts, frames, *, scale=1.0, colours=None, extra=N
     set of frames (T, M, 3) + positions (M, 3) drawn as red spheres (e.g. the FEM when the main
     set is the POM).
     """
-    from pydrake.geometry import Meshcat, MeshcatAnimation, Rgba, Sphere
+    from pydrake.geometry import MeshcatAnimation, Rgba, Sphere
     from pydrake.math import RigidTransform
 
+    from drakebots.visualization.meshcat import LocalMeshcat
+
     logging.getLogger("drake").setLevel(logging.WARNING)
-    meshcat = Meshcat()
+    meshcat = LocalMeshcat()
     try:
         frames = np.asarray(frames)
         radius = 0.04 * float(

@@ -103,18 +103,26 @@ def test_negative_duration(tmp_path):
     _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="--duration")
 
 
-def test_existing_output_needs_force(tmp_path):
+def test_existing_output_needs_force_and_force_replaces_only_drakebots_folders(tmp_path):
+    """Issue 50: `--force` over a folder of the user's own files removed them; it now replaces
+    only a results folder drakebots made, and a user's folder is exit 2 with nothing touched."""
     existing = tmp_path / "existing"
     existing.mkdir()
     (existing / "keep.txt").write_text("mine")
     result = drakebots("simulate", "beetle", "--duration", "0.05", "--out", str(existing))
     _assert_exit_2_nothing_written(result, tmp_path, expect_in_message="--force")
     assert (existing / "keep.txt").read_text() == "mine"
-    result = drakebots(
-        "simulate", "beetle", "--duration", "0.05", "--out", str(existing), "--force"
-    )
+    argv = ("simulate", "beetle", "--duration", "0.05")
+    result = drakebots(*argv, "--out", str(existing), "--force")
+    assert result.returncode == 2 and "drakebots made" in result.stderr
+    assert (existing / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in existing.iterdir()) == ["keep.txt"]
+    made = tmp_path / "made"
+    assert drakebots(*argv, "--out", str(made)).returncode == 0
+    (made / "stale.txt").write_text("from the last run")
+    result = drakebots(*argv, "--out", str(made), "--force")
     assert result.returncode == 0, result.stderr
-    assert not (existing / "keep.txt").exists() and (existing / "summary.json").is_file()
+    assert not (made / "stale.txt").exists() and (made / "summary.json").is_file()
 
 
 def test_scenario_unknown_key_names_key_and_file(tmp_path):

@@ -121,7 +121,7 @@ def test_modes_bad_threshold(tmp_path, capsys):
 
 
 def test_default_time_step_resolves_the_stride():
-    from drakebots.cli._simulate_hamr import DefaultTimeStep
+    from drakebots.hamr.simulate import DefaultTimeStep
 
     assert DefaultTimeStep("stand", 10.0) == 0.25
     assert DefaultTimeStep("trot", 10.0) == 0.25

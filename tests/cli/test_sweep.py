@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from drakebots.cli import VerbModules, main
-from drakebots.cli._sweep_spec import NamedSweeps, SweepFile
 from drakebots.config import LoadTypedYaml
+from drakebots.sweeps.spec import NamedSweeps, SweepFile
 
 # Figures that measure the machine (wall time), not the simulated physics.
 TIMING_FIGURES = {"figures.wall_time_s", "figures.real_time_rate"}
@@ -44,7 +44,7 @@ def journal(out: Path) -> list[dict]:
 
 def rows_by_case(out: Path) -> dict:
     """The current rows (status's JSON view) by case name."""
-    from drakebots.cli._sweep_exec import SweepFolder
+    from drakebots.sweeps.executor import SweepFolder
 
     folder = SweepFolder(out)
     return {row["case"]: row for row in folder.Rows(folder.ReadCases()["cases"])}
@@ -159,8 +159,8 @@ def test_every_shipped_sweep_is_listed_and_typed():
 def test_shipped_sweep_validates_against_its_verb(name):
     """Every case's command line passes the verb's parser, once the verb exists in this build
     (optimize, design and the gecko options come with their own issues)."""
-    from drakebots.cli._sweep_spec import LoadSweep
     from drakebots.errors import InputError
+    from drakebots.sweeps.spec import LoadSweep
 
     spec = LoadTypedYaml(SweepFile, filename=NamedSweeps()[name])
     verb = spec.command.split()[0]
@@ -199,7 +199,7 @@ def test_placeholders_fill_positionals_and_fixed_values(tmp_path, capsys):
 
 
 def test_table_keeps_a_swept_option_apart_from_a_summary_figure_of_the_same_name(tmp_path):
-    from drakebots.cli._sweep_table import WriteTable
+    from drakebots.sweeps.table import WriteTable
 
     rows = [
         {"case": "a", "status": "done", "params": {"iterations": 20}, "figures": {"iterations": 7}},
@@ -215,8 +215,8 @@ def test_table_keeps_a_swept_option_apart_from_a_summary_figure_of_the_same_name
 def test_the_sweep_files_figures_come_first_then_the_most_varying():
     """A sweep file's `figures` fill the table's and figures.png's places first, in their order,
     when some case reports them; the rest go to the figures that vary most."""
-    from drakebots.cli._sweep_spec import ExpandSweep
-    from drakebots.cli._sweep_table import ChooseFigures, FormatTable
+    from drakebots.sweeps.spec import ExpandSweep
+    from drakebots.sweeps.table import ChooseFigures, FormatTable
 
     rows = [
         {"case": "a", "status": "done", "params": {"f": 2}, "figures": {"v": 9.5, "r": 1e-9}},
@@ -291,7 +291,7 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
         serial = json.loads((serial_dir / "summary.json").read_text())
         assert serial["inputs"]["drop_height"] == row["drop-height"]
         assert serial["inputs"]["ground_friction"] == row["ground-friction"]
-        from drakebots.cli._sweep_table import FlattenSummary
+        from drakebots.sweeps.table import FlattenSummary
 
         for key, value in FlattenSummary(serial).items():
             if key not in TIMING_FIGURES:
@@ -319,7 +319,7 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
 def _InjectSimulatorFault():
     """Runs on every worker process: simulate raises for ground friction 0.123 (a stand-in for a
     crash deep inside a verb; every user input that could cause one is rejected with exit 2)."""
-    import drakebots.cli._simulate_quadruped as quadruped
+    import drakebots.skinned.simulate as quadruped
 
     original = getattr(quadruped, "_original_simulate", quadruped.Simulate)
     quadruped._original_simulate = original

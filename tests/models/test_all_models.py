@@ -10,9 +10,9 @@ import pytest
 from pydrake.multibody.parsing import LoadModelDirectives, Parser, ProcessModelDirectives
 from pydrake.multibody.plant import MultibodyPlant
 
-from drakebots.cli.simulate import Runner, SimulateScenario
 from drakebots.models import ConfigureParser, ModelsDirectory
 from drakebots.robots import GetRobot, KnownRobots
+from drakebots.systems.simulate import Runner, SimulateConfig
 
 MODEL_FOLDERS = sorted(p for p in ModelsDirectory().iterdir() if p.is_dir())
 
@@ -58,8 +58,8 @@ def test_stands_for_one_second(folder):
     import numpy as np
 
     robot = GetRobot(folder.name)
-    scenario = SimulateScenario(robot=robot.name, duration=1.0)
-    outcome = Runner(robot.family).Simulate(scenario, robot, meshcat=None, progress=False)
+    scenario = SimulateConfig(robot=robot.name, duration=1.0)
+    outcome = Runner(robot.family).Simulate(scenario, robot, meshcat=None, progress=None)
     log = outcome.log
     assert np.all(np.isfinite(log.positions)) and np.all(np.isfinite(log.velocities))
     nominal = robot.nominal_base_height

@@ -1,4 +1,5 @@
-"""`drakebots simulate` for the skinned quad-robots' skeletons (PD hold of the home pose)."""
+"""`drakebots.Simulate` (`drakebots simulate`) for the skinned quad-robots' skeletons (PD hold of
+the home pose); with `skin`, skeleton and FEM skin coupled (simulate_skin.py)."""
 
 import numpy as np
 
@@ -7,12 +8,12 @@ from drakebots.errors import InputError
 OPTIONS = {"drop_height", "ground_friction", "skin"}
 
 
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
-    from drakebots.cli.simulate import SimulationOutcome
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.skinned.skeleton_simulation import SimulateStanding, StandingConfig
+    from drakebots.systems.simulate import SimulationOutcome
 
-    if scenario.skin:  # skeleton + FEM skin, coupled (drakebots/cli/_simulate_skinned.py)
-        from drakebots.cli._simulate_skinned import SimulateWithSkin
+    if scenario.skin:  # skeleton + FEM skin, coupled (drakebots/skinned/simulate_skin.py)
+        from drakebots.skinned.simulate_skin import SimulateWithSkin
 
         return SimulateWithSkin(scenario, robot, meshcat=meshcat, progress=progress)
 
@@ -50,6 +51,6 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
 
 def ReplayExtras(results_dir, robot):
     """Rigid skeletons need nothing beyond the plant's own geometry; a skinned run adds its skin."""
-    from drakebots.cli._simulate_skinned import SkinReplayExtras
+    from drakebots.skinned.simulate_skin import SkinReplayExtras
 
     return SkinReplayExtras(results_dir, robot) or (None, None)

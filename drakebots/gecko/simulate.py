@@ -1,5 +1,5 @@
-"""`drakebots simulate` for the gecko soft walker: standing on its home stance, or walking with the
-gait law (paper Eqs. 14-15) at (--q1, --q2) for --cycles cycles.
+"""`drakebots.Simulate` (`drakebots simulate`) for the gecko soft walker: standing on its home
+stance, or walking with the gait law (paper Eqs. 14-15) at (--q1, --q2) for --cycles cycles.
 
 The simulation is the Drake multibody model (drakebots.gecko.simulation): suction feet as
 weld constraints toggled at run time, six pneumatic chambers behind the cascaded controller of the
@@ -14,10 +14,10 @@ OPTIONS = {"gait_law", "q1", "q2", "cycles"}
 
 
 def _Validate(scenario):
-    from drakebots.cli.simulate import SimulateScenario
     from drakebots.gecko.geometry import CheckVelocitySpacePoint
+    from drakebots.systems.simulate import SimulateConfig
 
-    defaults = SimulateScenario()
+    defaults = SimulateConfig()
     if not scenario.gait_law:
         for name in ("q1", "q2", "cycles"):
             if getattr(scenario, name) != getattr(defaults, name):
@@ -34,15 +34,16 @@ def _Validate(scenario):
         raise InputError(f"--cycles must be >= 0, got {scenario.cycles}")
 
 
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     import numpy as np
 
-    from drakebots.cli.simulate import SimulationOutcome
     from drakebots.gecko.experiments import RelativeMotion
     from drakebots.gecko.geometry import GaitLawDeg, GaitTiming
     from drakebots.gecko.plots import PlotGaitSignals, PlotTrack
     from drakebots.gecko.replay import GeckoReplayDecorator
     from drakebots.gecko.simulation import GeckoSimConfig, GeckoSimulation
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
+    from drakebots.workflow import Reporter
 
     _Validate(scenario)
     timing = GaitTiming()
@@ -66,18 +67,10 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         meshcat=meshcat,
     )
     chunks = max(1, int(np.ceil(duration / 0.25)))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=duration, desc=f"simulate {robot.name}", unit="s sim", leave=False)
+    reporter = Reporter(progress)
     for k in range(1, chunks + 1):
         sim.AdvanceTo(min(duration, k * duration / chunks))
-        if bar is not None:
-            bar.n = sim.time
-            bar.refresh()
-    if bar is not None:
-        bar.close()
+        reporter.Step(f"simulate {robot.name} (0.25 s chunks)", k, chunks)
     log = sim.Log(robot.name)
     figures = log.Summary()
     nominal = robot.nominal_base_height
@@ -130,10 +123,12 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         failure=failure,
         nominal_base_height=nominal,
         decorator=GeckoReplayDecorator(log.extra["fixation"], track=log.extra["pose"]),
-        figures={
-            "gait_signals.png": PlotGaitSignals(log),
-            "track.png": PlotTrack(log),
-        },
+        figures=LazyFigures(
+            {
+                "gait_signals.png": lambda: PlotGaitSignals(log),
+                "track.png": lambda: PlotTrack(log),
+            }
+        ),
     )
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from drakebots.errors import InputError
 
-SWEEPS_DIRECTORY = Path(__file__).resolve().parents[1] / "sweeps"
+SWEEPS_DIRECTORY = Path(__file__).resolve().parent
 
 # A value in a sweep file: YAML's scalars. Strings pass through unchanged; numbers are written on
 # the case's command line as Python prints them (0.05 -> "0.05").
@@ -165,7 +165,9 @@ def _VerbParser(
     top: argparse.ArgumentParser, words: list[str], source: str, where: str
 ) -> argparse.ArgumentParser:
     """The parser of the options of `words` (the verb, then sub-verbs among the positionals)."""
-    from drakebots.cli import VerbModules
+    from drakebots.sweeps import Commands
+
+    VerbModules = Commands().VerbModules
 
     if not words:
         raise InputError(f"{source}: {where}: 'command' is empty (e.g. command: simulate beetle)")
@@ -254,7 +256,9 @@ def ExpandSweep(spec: SweepFile, source: str | Path, name: str = "") -> Sweep:
         InputError: an empty sweep, an unknown verb or option, a value the verb's parser rejects,
             two cases with the same folder name.
     """
-    from drakebots.cli import MakeParser
+    from drakebots.sweeps import Commands
+
+    MakeParser = Commands().MakeParser
 
     source = str(source)
     top = MakeParser()

@@ -1,6 +1,5 @@
-"""`drakebots simulate` for the voxel robots: the tripod gait (forward or reversed) or standing."""
-
-import collections.abc
+"""`drakebots.Simulate` (`drakebots simulate`) for the voxel robots: the tripod gait (forward or
+reversed) or standing."""
 
 from drakebots.errors import InputError
 
@@ -9,30 +8,10 @@ STEPS_PER_CYCLE = 8
 FEET = ("front_right", "front_left", "rear_right", "rear_left")
 
 
-class _LazyFigures(collections.abc.Mapping):
-    """File name -> figure, each drawn when first read (the results writer reads them; a caller
-    that only wants the log, such as the generic model checks, pays nothing for plotting)."""
-
-    def __init__(self, makers: dict):
-        self._makers = makers
-        self._made = {}
-
-    def __getitem__(self, name):
-        if name not in self._made:
-            self._made[name] = self._makers[name]()
-        return self._made[name]
-
-    def __iter__(self):
-        return iter(self._makers)
-
-    def __len__(self):
-        return len(self._makers)
-
-
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     import numpy as np
 
-    from drakebots.cli.simulate import SimulationOutcome
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
     from drakebots.voxel.robot import TripodMetadata
     from drakebots.voxel.simulation import (
         GAITS,
@@ -111,7 +90,7 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         summary=summary,
         failure=failure,
         nominal_base_height=nominal,
-        figures=_LazyFigures(makers),
+        figures=LazyFigures(makers),
     )
 
 

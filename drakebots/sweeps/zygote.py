@@ -2,10 +2,11 @@
 
 Starting `python -m drakebots ...` costs about 1 s of CPU per case, nearly all of it importing
 pydrake, numpy and matplotlib. A sweep worker instead starts this module once (per worker thread)
-as `python -m drakebots.cli._sweep_zygote PARENT_PID`: it imports those modules, then for each
-request forks a child that runs `drakebots.cli.main(argv)` with its output sent to the case's log,
-and reports the child's pid, then its exit code and CPU time. The child is still a separate
-process (a crash or a leak stays in it, it can be killed), it just starts from a warm copy.
+as `python -m drakebots.sweeps.zygote PARENT_PID`: it imports those modules, then for each
+request forks a child that runs the command module's `main(argv)` (drakebots.sweeps.Commands)
+with its output sent to the case's log, and reports the child's pid, then its exit code and CPU
+time. The child is still a separate process (a crash or a leak stays in it, it can be killed), it
+just starts from a warm copy.
 
 Protocol (one JSON object per line): the worker writes {"argv": [...], "log": path}; this server
 answers {"pid": N} when the child starts and {"pid": N, "code": exit code, "cpu": s} when it ends.
@@ -42,7 +43,9 @@ def _Child(request: dict, protocol_fd: int) -> None:
         os.dup2(null, 0)
         os.close(null)
         sys.argv = ["drakebots", *request["argv"]]  # summary.json records the command from here.
-        from drakebots.cli import main
+        from drakebots.sweeps import Commands
+
+        main = Commands().main
 
         code = int(main(request["argv"]) or 0)
     except SystemExit as e:  # As Python does: a message (pydrake's failed DRAKE_DEMAND) exits 1.
@@ -79,7 +82,9 @@ def Serve(parent_pid: int) -> None:
     import pydrake.all  # noqa: F401
     import scipy.sparse  # noqa: F401
 
-    from drakebots.cli import MakeParser
+    from drakebots.sweeps import Commands
+
+    MakeParser = Commands().MakeParser
 
     MakeParser()  # Imports every verb module.
     import gc
@@ -119,7 +124,7 @@ class ForkServer:
 
         env = dict(os.environ, MPLBACKEND="Agg")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "drakebots.cli._sweep_zygote", str(os.getpid())],
+            [sys.executable, "-m", "drakebots.sweeps.zygote", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -1,5 +1,6 @@
-"""The `--skin` branch of `drakebots simulate` for skinned quad-robots: skeleton and FEM skin
-coupled (drakebots.skinned.simulation), with the skin in the replay and a ParaView series.
+"""The `skin` option of `drakebots.Simulate` (`drakebots simulate --skin`) for skinned quad-robots:
+skeleton and FEM skin coupled (drakebots.skinned.simulation), with the skin in the replay and a
+ParaView series.
 """
 
 import shutil
@@ -17,14 +18,16 @@ VTU_FRAMES_PER_SECOND = 10
 GENERATE = "generate"
 
 
-def LoadSkinFor(folder: str, robot):
+def LoadSkinFor(folder: str, robot, progress=None):
     """Loads and checks a skin folder for `robot` (InputError names what is wrong); the value
-    "generate" makes the robot's default skin instead."""
+    "generate" makes the robot's default skin instead (reported through `progress`)."""
     from drakebots.skinned.skeleton import _Build
     from drakebots.skinned.skin import SKIN_FILES, LoadSkin, MakeSkin, SkinInputError
 
     if folder == GENERATE:
-        print(f"generating the {robot.name} skin (drakebots skin {robot.name})", flush=True)
+        from drakebots.workflow import Reporter
+
+        Reporter(progress).Say(f"generating the {robot.name} skin (drakebots skin {robot.name})")
         return MakeSkin(robot.params)
     path = Path(folder)
     if not path.is_dir():
@@ -52,11 +55,11 @@ def LoadSkinFor(folder: str, robot):
     return skin
 
 
-def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
-    from drakebots.cli.simulate import SimulationOutcome
+def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.fem.mesh import WritePvd, WriteVtu
     from drakebots.skinned.plots import SkinReplayDecorator
     from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 
     if scenario.drop_height != 0.0:
         raise InputError(
@@ -64,7 +67,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
         )
     if scenario.ground_friction <= 0.0:
         raise InputError(f"--ground-friction must be > 0, got {scenario.ground_friction}")
-    skin = LoadSkinFor(scenario.skin, robot)
+    skin = LoadSkinFor(scenario.skin, robot, progress)
     time_step = scenario.time_step or 0.005
     config = SkinnedConfig(
         duration=scenario.duration,
@@ -137,7 +140,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=True):
         nominal_base_height=nominal,
         decorator=decorator,
         files=files,
-        figures={"coupled_steps.png": _PlotSteps(run)},
+        figures=LazyFigures({"coupled_steps.png": lambda: _PlotSteps(run)}),
     )
 
 

@@ -1,8 +1,9 @@
-"""`drakebots simulate` for HAMR-VI: open-loop piezo gaits on the paper's surfaces.
+"""`drakebots.Simulate` (`drakebots simulate`) for HAMR-VI: open-loop piezo gaits on the paper's
+surfaces.
 
     drakebots simulate hamr_vi --gait trot --frequency 10 --surface cardstock --duration 0.5
 
-Options (SimulateScenario fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
+Options (SimulateConfig fields): `gait` (stand, trot, pronk, jump; default stand), `frequency`
 (stride frequency, Hz, > 0), `surface` (teflon, cardstock, sandpaper; default cardstock),
 `voltage_amplitude` (V about the 112.5 V mid voltage, 0 to 112.5; default 90), `swing_lead`
 (deg by which the swing signals lead the trot's; default 0; 90 makes a 10 Hz pronk walk forward,
@@ -110,13 +111,13 @@ def GaitFigures(log, gait: str, frequency: float, ramp_cycles: float) -> dict:
     return figures
 
 
-def Simulate(scenario, robot, *, meshcat=None, progress=True):
-    from drakebots.cli.simulate import SimulationOutcome
+def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.hamr.gaits import GaitParams
     from drakebots.hamr.plots import PlotHamrRun
     from drakebots.hamr.replay import HamrReplayDecorator
     from drakebots.hamr.robot import SurfaceFriction
     from drakebots.hamr.simulation import HamrSimulationConfig, SimulateHamr
+    from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 
     gait, surface, frequency = ValidateOptions(scenario)
     amplitude = float(scenario.voltage_amplitude)
@@ -171,7 +172,9 @@ def Simulate(scenario, robot, *, meshcat=None, progress=True):
         log=log,
         summary=summary,
         decorator=HamrReplayDecorator(),
-        figures={"gait.png": PlotHamrRun(log, figures, title=f"hamr_vi {gait} on {surface}")},
+        figures=LazyFigures(
+            {"gait.png": lambda: PlotHamrRun(log, figures, title=f"hamr_vi {gait} on {surface}")}
+        ),
         failure=failure,
         nominal_base_height=nominal,
     )

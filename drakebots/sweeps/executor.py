@@ -21,11 +21,11 @@ command line equals the case's current one. Re-running a sweep runs the missing 
 Each case is one Dask task, `RunCase`. By default it runs in a fresh process of its own, output
 to the case's log: a case that crashes, even inside Drake's C++, is recorded as an error and the
 worker lives on, and `--case-timeout` can stop it. On Linux that process is forked from a warm
-fork server per worker thread (drakebots.cli._sweep_zygote: pydrake, numpy, matplotlib and the
+fork server per worker thread (drakebots.sweeps.zygote: pydrake, numpy, matplotlib and the
 verbs already imported), so it starts in milliseconds instead of the ~1 s CPU of a new
 interpreter; elsewhere it is `python -m drakebots ...`. With `in_process` the verb runs inside
-the worker process through `drakebots.cli.main`, file descriptors 1 and 2 sent to the log (no
-isolation: a crash in a case takes its worker down).
+the worker process through the command module's `main` (drakebots.sweeps.Commands), file
+descriptors 1 and 2 sent to the log (no isolation: a crash in a case takes its worker down).
 """
 
 from __future__ import annotations
@@ -46,13 +46,13 @@ import time
 import traceback
 from pathlib import Path
 
-from drakebots.cli._sweep_table import (
+from drakebots.errors import InputError
+from drakebots.sweeps.table import (
     FlattenSummary,
     FormatTable,
     WriteFiguresPlot,
     WriteTable,
 )
-from drakebots.errors import InputError
 
 CASE_MARKER = "sweep_case.json"
 STATUSES = ("done", "failed", "error", "lost", "missing")
@@ -99,7 +99,9 @@ def _RunInProcess(argv: list[str], log) -> tuple[int | None, str | None]:
     """
     import gc
 
-    from drakebots.cli import main
+    from drakebots.sweeps import Commands
+
+    main = Commands().main
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -161,7 +163,7 @@ _CHILDREN: dict[tuple[str, str], object] = {}
 _CHILDREN_LOCK = threading.Lock()
 # Sweep runs that were interrupted (their cases still queued here must not start).
 _STOPPED_RUNS: set[str] = set()
-# Each worker thread's fork server (drakebots.cli._sweep_zygote), started at its first case.
+# Each worker thread's fork server (drakebots.sweeps.zygote), started at its first case.
 _LOCAL = threading.local()
 
 
@@ -200,7 +202,7 @@ def _ForkServer():
         return None
     server = getattr(_LOCAL, "server", None)
     if server is None or not server.Alive():
-        from drakebots.cli._sweep_zygote import ForkServer
+        from drakebots.sweeps.zygote import ForkServer
 
         try:
             server = ForkServer()
@@ -678,10 +680,11 @@ class SweepOptions:
         force: bool = False,
         in_process: bool = False,
         case_timeout: float | None = None,
-        allowed_failures: int = 1,
+        allowed_failures: int | None = None,
         progress: bool = True,
         verbose: bool = False,
         table_period: float = 30.0,
+        command: str | None = None,
     ):
         self.scheduler = scheduler
         self.workers = workers
@@ -689,10 +692,31 @@ class SweepOptions:
         self.force = force
         self.in_process = in_process
         self.case_timeout = case_timeout
+        # Local cluster: retries of a case whose worker died (None: 1).
         self.allowed_failures = allowed_failures
         self.progress = progress
         self.verbose = verbose
+        # The command line that started the sweep, for its summary.json (None from a script).
+        self.command = command
         self.table_period = table_period
+
+    def Check(self) -> None:
+        """InputError for options that contradict each other (before any case runs)."""
+        if self.case_timeout is not None and self.in_process:
+            raise InputError("--case-timeout cannot stop a case run --in-process; drop one of them")
+        if self.scheduler and self.workers:
+            raise InputError("--workers applies to the local cluster, not to --scheduler")
+        if self.scheduler and self.allowed_failures is not None:
+            raise InputError(
+                "--allowed-failures applies to the local cluster; a cluster of your own follows "
+                "its scheduler's distributed.scheduler.allowed-failures setting"
+            )
+        if self.scheduler and not self.scheduler.startswith(
+            ("tcp://", "tls://", "ucx://", "inproc://")
+        ):
+            raise InputError(
+                f"--scheduler {self.scheduler}: expected an address like tcp://host:8786"
+            )
 
 
 def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str = "") -> int:
@@ -700,6 +724,7 @@ def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str =
 
     0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C).
     """
+    options.Check()
     folder = SweepFolder(out)
     folder.CheckUsable()
     created = not folder.path.exists()
@@ -749,7 +774,10 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
         workers = options.workers or os.cpu_count() or 1
         workers = max(1, min(workers, len(to_run)))
         client, cluster = _StartClient(
-            options.scheduler, workers, options.allowed_failures, options.verbose
+            options.scheduler,
+            workers,
+            1 if options.allowed_failures is None else options.allowed_failures,
+            options.verbose,
         )
         try:
             _CheckWorkersSeeFolder(client, folder.path)
@@ -950,9 +978,9 @@ def _AllCases(folder: SweepFolder) -> list[dict]:
 
 
 def _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_flight) -> None:
-    from drakebots.cli import Summary
+    from drakebots.results import MakeSummary
 
-    summary = Summary(
+    summary = MakeSummary(
         "sweep",
         {
             "sweep": sweep.name,
@@ -964,6 +992,7 @@ def _WriteSweepSummary(folder, sweep, options, counts, started, interrupted, in_
             "in_process": options.in_process,
             "case_timeout": options.case_timeout,
         },
+        command=options.command,
         success=counts["done"] == sum(counts.values()) and not interrupted,
         reason=interrupted
         or (

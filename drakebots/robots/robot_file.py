@@ -1,0 +1,599 @@
+"""Robot files: a user's own robot, described in YAML, as a `Robot` like the registry's.
+
+`LoadRobot(path)` reads a typed robot file and returns a `Robot` whose `AddTo(plant)` parses the
+user's model with Drake's Parser, joins it to the world with the requested base, and sets the home
+pose as the plant's default state. Every mistake in the file is an `InputError` that names the
+key, the file and what is wrong (exit status 2 on the command line), raised before anything is
+written.
+
+The schema (keys other than these are refused):
+
+```yaml
+name: my_hopper                 # the robot's name (default: the file's stem)
+description: "one line"         # optional
+model: hopper.urdf              # URDF or SDF, relative to this file; package:// URIs work too
+units: SI                       # SI (m, kg, s) or mm-ms-g (HAMR-VI's: mm, g, ms; force in N)
+base: planar_xz                 # planar_xz | floating_rpy | fixed
+base_body: torso                # optional: the model's root body (default: its only root)
+contacts:                       # point contacts, each a body and a point in its frame ...
+  - {body: foot, point: [0, 0, -0.05]}
+# contacts: {from_collision: true}               # ... or the model's collision spheres at the
+# contacts: {from_collision: true, bodies: [foot]}  # feet (the leaf bodies) or on these bodies
+home: {hip: 0.3, knee: -0.6}    # joint positions (rad or length unit); the rest stay at zero
+```
+
+and, for a skinned quad-robot whose skeleton is not in the package:
+
+```yaml
+name: mybug
+kind: skinned_quadruped
+skeleton: mybug_skeleton.yaml   # semantic skeleton parameters (drakebots/skinned/skeletons/*.yaml)
+```
+
+whose SDF is generated beside the robot file (`<name>.sdf`), never into the package.
+
+Bases: `planar_xz` adds prismatic joints `base_x` and `base_z` and a revolute joint `base_pitch`
+(about y) from the world to the root body (two massless intermediate bodies carry them), so
+q = [x, z, pitch, model joints...]; every joint of the model must then move in the x-z plane.
+`floating_rpy` adds a 6-dof `RpyFloatingJoint` named `base` (home keys `base_x`, `base_y`,
+`base_roll`, `base_pitch`, `base_yaw` set it). `fixed` welds the root body to the world at the
+origin. A model whose root is already joined to the world by a quaternion (or rpy) floating joint
+has that joint replaced by the base; one welded or hinged to the world takes only `base: fixed`.
+
+Home pose: the joints named in `home` take their values, the base x, pitch (and roll, yaw) theirs
+(default 0), and the base height is found by settling: the lowest contact point touches z = 0.
+Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pydrake.geometry import Sphere
+from pydrake.math import RigidTransform
+from pydrake.multibody.parsing import Parser
+from pydrake.multibody.plant import AddMultibodyPlantSceneGraph, MultibodyPlant
+from pydrake.multibody.tree import (
+    ModelInstanceIndex,
+    PrismaticJoint,
+    RevoluteJoint,
+    RpyFloatingJoint,
+    SpatialInertia,
+)
+from pydrake.systems.framework import DiagramBuilder
+
+from drakebots.config import LoadTypedYaml, ReadYaml
+from drakebots.errors import InputError
+from drakebots.models import ConfigureParser
+from drakebots.robots.base import SI_UNITS, Robot
+
+# units key -> (quantity -> unit symbol, gravity magnitude in those units).
+UNIT_SYSTEMS = {
+    "SI": (dict(SI_UNITS), 9.81),
+    "mm-ms-g": (
+        {
+            "length": "mm",
+            "mass": "g",
+            "time": "ms",
+            "force": "N",
+            "torque": "N*mm",
+            "angle": "rad",
+        },
+        9.81e-3,
+    ),
+}
+BASE_TYPES = ("planar_xz", "floating_rpy", "fixed")
+KINDS = ("model", "skinned_quadruped")
+MODEL_SUFFIXES = (".urdf", ".sdf", ".xml")
+ROBOT_FILE_SUFFIXES = (".yaml", ".yml")
+PLANAR_BASE_JOINTS = ("base_x", "base_z", "base_pitch")
+FLOATING_HOME_KEYS = ("base_roll", "base_pitch", "base_yaw", "base_x", "base_y")
+# Robot kinds made by a wing: kind -> module, which defines MakeRobotFromSkeletonFile. The module
+# is data, imported only when such a file is loaded, so this foundation never imports a wing.
+_KIND_MODULES = {"skinned_quadruped": "drakebots.skinned.robot"}
+
+
+@dataclass
+class ContactPointSpec:
+    """One point contact of a robot file."""
+
+    # Name of the body (link) in the model that carries the point.
+    body: str = ""
+    # The point in the body's frame, in the robot's length unit.
+    point: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+
+
+@dataclass
+class RobotFileSpec:
+    """The typed contents of a robot file (see the module docstring for the meaning)."""
+
+    # The robot's name (default: the file's stem).
+    name: str = ""
+    # One line for `drakebots info`.
+    description: str = ""
+    # "model" (a URDF/SDF model) or "skinned_quadruped" (a skeleton parameter file).
+    kind: str = "model"
+    # The URDF or SDF model, relative to the robot file, or a package:// URI.
+    model: str = ""
+    # kind skinned_quadruped: the skeleton parameter YAML, relative to the robot file.
+    skeleton: str = ""
+    # "SI" or "mm-ms-g".
+    units: str = "SI"
+    # "planar_xz", "floating_rpy" or "fixed".
+    base: str = "planar_xz"
+    # The model's root body (default: the only body that no joint of the model moves).
+    base_body: str = ""
+    # Point contacts (the mapping form {from_collision: true} is read separately).
+    contacts: list[ContactPointSpec] = field(default_factory=list)
+    # Joint name -> home position (rad for revolute joints, length unit for prismatic ones).
+    home: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class UserRobot(Robot):
+    """A robot from a user's robot file (family "user"): a URDF/SDF model on a chosen base.
+
+    Attributes (besides `Robot`'s):
+        source: the robot file.
+        model_file: the model's path or package:// URI, as the Parser takes it.
+        base: "planar_xz", "floating_rpy" or "fixed".
+        contacts: [(body name, point in the body frame)], robot units.
+        home: joint name -> home position (base joints included where given).
+    """
+
+    source: str = ""
+    model_file: str = ""
+    base: str = "planar_xz"
+    contacts: list = dataclasses.field(default_factory=list)
+    home: dict = dataclasses.field(default_factory=dict)
+
+    def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
+        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height)
+        return instance
+
+    def ExtraInfo(self, plant, context) -> dict:
+        return {
+            "robot_file": self.source,
+            "model": self.model_file,
+            "base": self.base,
+            "contacts": [
+                {"body": body, "point": [float(x) for x in p]} for body, p in self.contacts
+            ],
+            "home": {name: float(value) for name, value in self.home.items()},
+        }
+
+
+def IsRobotFile(name_or_path: str | os.PathLike) -> bool:
+    """True when `name_or_path` names a robot file: it ends in .yaml/.yml or is an existing file."""
+    path = Path(name_or_path)
+    return path.suffix.lower() in ROBOT_FILE_SUFFIXES or path.is_file()
+
+
+def LoadRobot(path: str | os.PathLike) -> Robot:
+    """The `Robot` described by a robot file (see the module docstring for the schema).
+
+    Args:
+        path: the robot file (YAML).
+
+    Returns:
+        A `UserRobot` (family "user"), or for `kind: skinned_quadruped` the skinned wing's robot
+        (family "skinned_quadruped", as the registry's beetle), its SDF written beside the file.
+
+    Raises:
+        InputError: naming the key, the file and what is wrong; nothing is written then.
+    """
+    path = Path(path)
+    source = str(path)
+    raw = ReadYaml(path, source=source)
+    if raw is None:
+        raise InputError(f"{source}: empty robot file (it needs at least 'model')")
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}: the top level must be a mapping, got {raw!r}")
+    raw = dict(raw)
+    collision = None
+    if isinstance(raw.get("contacts"), dict):
+        collision = _ReadCollisionContacts(raw.pop("contacts"), source)
+    import yaml
+
+    spec = LoadTypedYaml(RobotFileSpec, data=yaml.safe_dump(raw), source=source)
+    spec.name = spec.name or path.stem
+    if spec.kind not in KINDS:
+        raise _Bad(source, "kind", f"unknown kind '{spec.kind}' (known: {', '.join(KINDS)})")
+    if spec.kind == "skinned_quadruped":
+        return _LoadSkinned(path, spec, raw, collision)
+    return _LoadModelRobot(path, spec, raw, collision)
+
+
+def _Bad(source: str, key: str, what: str) -> InputError:
+    return InputError(f"{source}: key '{key}': {what}")
+
+
+def _ReadCollisionContacts(data: dict, source: str) -> dict:
+    """The mapping form of `contacts`: {from_collision: true, bodies: [...]}."""
+    known = ("bodies", "from_collision")
+    for key in data:
+        if key not in known:
+            raise InputError(
+                f"{source}: unknown key 'contacts.{key}' (known keys here: {', '.join(known)})"
+            )
+    if data.get("from_collision") is not True:
+        raise _Bad(
+            source,
+            "contacts.from_collision",
+            f"must be true to take the model's collision spheres, got "
+            f"{data.get('from_collision')!r} (or give contacts as a list of {{body, point}})",
+        )
+    bodies = data.get("bodies", [])
+    if not isinstance(bodies, list) or not all(isinstance(b, str) for b in bodies):
+        raise _Bad(source, "contacts.bodies", f"must be a list of body names, got {bodies!r}")
+    return {"bodies": list(bodies)}
+
+
+def _LoadSkinned(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
+    source = str(path)
+    used = sorted(
+        key for key in ("model", "base", "base_body", "contacts", "home") if key in raw
+    ) + (["contacts"] if collision is not None else [])
+    if used:
+        raise _Bad(
+            source,
+            used[0],
+            "does not apply to kind skinned_quadruped (its skeleton file sets the model, base, "
+            "contacts and home pose)",
+        )
+    if spec.units != "SI":
+        raise _Bad(source, "units", "skinned quad-robots are in SI units")
+    if not spec.skeleton:
+        raise _Bad(source, "skeleton", "missing: kind skinned_quadruped needs a skeleton file")
+    skeleton = path.parent / spec.skeleton
+    if not skeleton.is_file():
+        raise _Bad(source, "skeleton", f"file not found: {skeleton}")
+    wing = importlib.import_module(_KIND_MODULES["skinned_quadruped"])
+    return wing.MakeRobotFromSkeletonFile(
+        skeleton,
+        name=spec.name,
+        description=spec.description,
+        model_directory=path.parent,
+        source=source,
+    )
+
+
+def _ResolveModel(path: Path, spec: RobotFileSpec) -> str:
+    """The model's file path (or package:// URI, checked to resolve)."""
+    source = str(path)
+    if not spec.model:
+        raise _Bad(source, "model", "missing: give the URDF or SDF file of the robot")
+    if "://" in spec.model:
+        parser = Parser(MultibodyPlant(0.0))
+        ConfigureParser(parser)
+        try:
+            resolved = parser.package_map().ResolveUrl(spec.model)
+        except Exception as e:  # noqa: BLE001 - Drake's message says which package is unknown.
+            raise _Bad(source, "model", f"cannot resolve {spec.model} ({e})") from None
+        if not Path(resolved).is_file():
+            raise _Bad(source, "model", f"file not found: {spec.model} ({resolved})")
+        suffix = Path(resolved).suffix.lower()
+        model = spec.model
+    else:
+        file = (path.parent / spec.model).resolve()
+        if not file.is_file():
+            raise _Bad(
+                source,
+                "model",
+                f"file not found: {file} (the path is relative to the robot file's folder)",
+            )
+        suffix = file.suffix.lower()
+        model = str(file)
+    if suffix not in MODEL_SUFFIXES:
+        raise _Bad(
+            source,
+            "model",
+            f"'{spec.model}' is not a URDF or SDF file ({', '.join(MODEL_SUFFIXES)})",
+        )
+    return model
+
+
+def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
+    source = str(path)
+    if spec.units not in UNIT_SYSTEMS:
+        raise _Bad(
+            source, "units", f"unknown units '{spec.units}' (known: {', '.join(UNIT_SYSTEMS)})"
+        )
+    if spec.base not in BASE_TYPES:
+        raise _Bad(source, "base", f"unknown base '{spec.base}' (known: {', '.join(BASE_TYPES)})")
+    if "skeleton" in raw:
+        raise _Bad(source, "skeleton", "applies only to kind skinned_quadruped")
+    model = _ResolveModel(path, spec)
+    contacts = []
+    for index, contact in enumerate(spec.contacts):
+        if len(contact.point) != 3 or not all(math.isfinite(x) for x in contact.point):
+            raise _Bad(
+                source,
+                f"contacts[{index}].point",
+                f"must be three finite numbers [x, y, z], got {contact.point}",
+            )
+        if not contact.body:
+            raise _Bad(source, f"contacts[{index}].body", "missing: name the body of the point")
+        contacts.append((contact.body, np.array(contact.point, dtype=float)))
+    if spec.base != "fixed" and collision is None and not contacts:
+        raise _Bad(
+            source,
+            "contacts",
+            f"a robot on a '{spec.base}' base needs contacts to stand on and none are given; "
+            "list them as [{body: NAME, point: [x, y, z]}, ...] or write "
+            "'contacts: {from_collision: true}'",
+        )
+    for name, value in spec.home.items():
+        if not math.isfinite(value):
+            raise _Bad(source, f"home.{name}", f"must be a finite number, got {value}")
+    units, gravity = UNIT_SYSTEMS[spec.units]
+    robot = UserRobot(
+        name=spec.name,
+        family="user",
+        description=spec.description or f"robot file {path.name} ({Path(model).name})",
+        units=dict(units),
+        gravity=gravity,
+        base_body=spec.base_body,
+        source=source,
+        model_file=model,
+        base=spec.base,
+        contacts=contacts,
+        home=dict(spec.home),
+    )
+    # A probe plant checks the model against the file and settles the base height.
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
+    instance, root = _AddModel(plant, robot, base_height=0.0)
+    robot.base_body = root
+    plant.Finalize()
+    context = plant.CreateDefaultContext()
+    if spec.base == "planar_xz":
+        _CheckPlanar(plant, context, instance, source)
+    if collision is not None:
+        robot.contacts = _CollisionContacts(
+            plant, scene_graph, context, instance, collision["bodies"], source
+        )
+        if spec.base != "fixed" and not robot.contacts:
+            raise _Bad(source, "contacts.from_collision", "the model has no collision spheres")
+    for index, (body, _) in enumerate(robot.contacts):
+        if not plant.HasBodyNamed(body, instance):
+            known = ", ".join(plant.get_body(b).name() for b in plant.GetBodyIndices(instance))
+            raise _Bad(
+                source,
+                f"contacts[{index}].body",
+                f"the model has no body '{body}' (its bodies: {known})",
+            )
+    world = plant.world_frame()
+    root_body = plant.GetBodyByName(root, instance)
+    if spec.base == "fixed" or not robot.contacts:
+        robot.nominal_base_height = float(
+            plant.EvalBodyPoseInWorld(context, root_body).translation()[2]
+        )
+        return robot
+    lowest = min(
+        float(
+            plant.CalcPointsPositions(
+                context, plant.GetBodyByName(body, instance).body_frame(), point, world
+            )[2, 0]
+        )
+        for body, point in robot.contacts
+    )
+    robot.nominal_base_height = -lowest
+    return robot
+
+
+def _Roots(plant: MultibodyPlant, instance: ModelInstanceIndex) -> list:
+    """The model's bodies that no joint of the model (or to the world) moves, as joints stand."""
+    children = {plant.get_joint(j).child_body().index() for j in plant.GetJointIndices(instance)}
+    return [plant.get_body(b) for b in plant.GetBodyIndices(instance) if b not in children]
+
+
+def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
+    """Parses the model, adds the base, sets the home pose. Returns (instance, root body name)."""
+    source = robot.source
+    parser = Parser(plant)
+    ConfigureParser(parser)
+    try:
+        if "://" in robot.model_file:
+            instances = parser.AddModels(url=robot.model_file)
+        else:
+            instances = parser.AddModels(robot.model_file)
+    except Exception as e:  # noqa: BLE001 - Drake's parser names the line that is wrong.
+        message = " ".join(str(e).split())
+        raise _Bad(source, "model", f"Drake cannot parse {robot.model_file}: {message}") from None
+    if len(instances) != 1:
+        raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
+    (instance,) = instances
+    world = plant.world_body()
+    if robot.units != SI_UNITS:
+        plant.mutable_gravity_field().set_gravity_vector([0.0, 0.0, -robot.gravity])
+    # Joints from the world in the model: floating ones are replaced by the base, others fix it.
+    fixed_root = None
+    for index in list(plant.GetJointIndices(instance)):
+        joint = plant.get_joint(index)
+        if joint.parent_body().index() != world.index():
+            continue
+        if joint.type_name() in ("quaternion_floating", "rpy_floating"):
+            plant.RemoveJoint(joint)
+        elif robot.base != "fixed":
+            raise _Bad(
+                source,
+                "base",
+                f"the model joins '{joint.child_body().name()}' to the world with its "
+                f"{joint.type_name()} joint '{joint.name()}', so it cannot take a "
+                f"'{robot.base}' base; use 'base: fixed' or remove that joint from the model",
+            )
+        else:
+            fixed_root = joint.child_body().name()
+    if fixed_root is not None:
+        _SetHome(plant, instance, robot)
+        return instance, fixed_root
+    roots = _Roots(plant, instance)
+    if robot.base_body:
+        if not plant.HasBodyNamed(robot.base_body, instance):
+            raise _Bad(source, "base_body", f"the model has no body '{robot.base_body}'")
+        root = plant.GetBodyByName(robot.base_body, instance)
+        if root.index() not in [r.index() for r in roots]:
+            raise _Bad(source, "base_body", f"'{robot.base_body}' is not a root of the model")
+        others = [r.name() for r in roots if r.index() != root.index()]
+    else:
+        if not roots:
+            raise _Bad(source, "model", "the model has no root body")
+        root, others = roots[0], [r.name() for r in roots[1:]]
+    if others:
+        raise _Bad(
+            source,
+            "model",
+            f"the model is not one tree: bodies {', '.join([root.name()] + others)} are each "
+            "unattached; join them with joints in the model",
+        )
+    _AddBase(plant, instance, root, robot, base_height)
+    _SetHome(plant, instance, robot)
+    return instance, root.name()
+
+
+def _AddBase(plant, instance, root, robot: UserRobot, base_height: float) -> None:
+    world_frame = plant.world_frame()
+    home = robot.home
+    if robot.base == "fixed":
+        plant.WeldFrames(world_frame, root.body_frame(), RigidTransform())
+    elif robot.base == "planar_xz":
+        massless = SpatialInertia.Zero()
+        x_link = plant.AddRigidBody("base_x_link", instance, massless)
+        z_link = plant.AddRigidBody("base_z_link", instance, massless)
+        x = plant.AddJoint(
+            PrismaticJoint("base_x", world_frame, x_link.body_frame(), [1.0, 0.0, 0.0])
+        )
+        z = plant.AddJoint(
+            PrismaticJoint("base_z", x_link.body_frame(), z_link.body_frame(), [0.0, 0.0, 1.0])
+        )
+        pitch = plant.AddJoint(
+            RevoluteJoint("base_pitch", z_link.body_frame(), root.body_frame(), [0.0, 1.0, 0.0])
+        )
+        x.set_default_translation(home.get("base_x", 0.0))
+        z.set_default_translation(base_height)
+        pitch.set_default_angle(home.get("base_pitch", 0.0))
+    else:
+        joint = plant.AddJoint(RpyFloatingJoint("base", world_frame, root.body_frame()))
+        joint.set_default_angles(
+            [home.get(k, 0.0) for k in ("base_roll", "base_pitch", "base_yaw")]
+        )
+        joint.set_default_translation(
+            [home.get("base_x", 0.0), home.get("base_y", 0.0), base_height]
+        )
+
+
+def _SetHome(plant, instance, robot: UserRobot) -> None:
+    base_keys = {
+        "planar_xz": ("base_x", "base_pitch"),
+        "floating_rpy": FLOATING_HOME_KEYS,
+        "fixed": (),
+    }[robot.base]
+    for name, value in robot.home.items():
+        if name in base_keys:
+            continue
+        if name in ("base_z", "base"):
+            raise _Bad(
+                robot.source, f"home.{name}", "the base height is found by settling, not set"
+            )
+        if not plant.HasJointNamed(name, instance):
+            known = [
+                plant.get_joint(j).name()
+                for j in plant.GetJointIndices(instance)
+                if plant.get_joint(j).num_positions() == 1
+            ]
+            raise _Bad(
+                robot.source,
+                f"home.{name}",
+                f"the model has no joint '{name}' (its one-coordinate joints: "
+                f"{', '.join(known) or 'none'}; base: {', '.join(base_keys) or 'none'})",
+            )
+        joint = plant.GetJointByName(name, instance)
+        if joint.num_positions() != 1:
+            raise _Bad(
+                robot.source,
+                f"home.{name}",
+                f"joint '{name}' has {joint.num_positions()} coordinates; home sets one-coordinate "
+                "joints",
+            )
+        joint.set_default_positions([value])
+
+
+def _CheckPlanar(plant, context, instance, source: str) -> None:
+    """Every joint of the model must move in the x-z plane (revolute about y, prismatic in x-z)."""
+    y = np.array([0.0, 1.0, 0.0])
+    for index in plant.GetJointIndices(instance):
+        joint = plant.get_joint(index)
+        if joint.num_velocities() == 0 or joint.name() in PLANAR_BASE_JOINTS:
+            continue
+        R_WF = joint.frame_on_parent().CalcPoseInWorld(context).rotation().matrix()
+        if isinstance(joint, RevoluteJoint):
+            axis = R_WF @ joint.revolute_axis()
+            ok = np.linalg.norm(np.cross(axis, y)) < 1e-6
+        elif isinstance(joint, PrismaticJoint):
+            ok = abs(R_WF @ joint.translation_axis() @ y) < 1e-6
+        else:
+            ok = False
+        if not ok:
+            raise _Bad(
+                source,
+                "base",
+                f"the model cannot take a 'planar_xz' base: its {joint.type_name()} joint "
+                f"'{joint.name()}' moves out of the x-z plane (planar robots need revolute joints "
+                "about y and prismatic joints in x-z); use 'base: floating_rpy'",
+            )
+
+
+def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: str) -> list:
+    """The lowest points (home pose) of the collision spheres on the feet (leaf bodies) or on
+    `bodies`, in their body frames."""
+    inspector = scene_graph.model_inspector()
+    if bodies:
+        for index, name in enumerate(bodies):
+            if not plant.HasBodyNamed(name, instance):
+                raise _Bad(source, f"contacts.bodies[{index}]", f"the model has no body '{name}'")
+        chosen = [plant.GetBodyByName(name, instance) for name in bodies]
+    else:
+        parents = {
+            plant.get_joint(j).parent_body().index() for j in plant.GetJointIndices(instance)
+        }
+        chosen = [plant.get_body(b) for b in plant.GetBodyIndices(instance) if b not in parents]
+    contacts = []
+    for body in chosen:
+        R_WB = plant.EvalBodyPoseInWorld(context, body).rotation().matrix()
+        down_B = R_WB.T @ np.array([0.0, 0.0, -1.0])
+        for geometry in plant.GetCollisionGeometriesForBody(body):
+            shape = inspector.GetShape(geometry)
+            if isinstance(shape, Sphere):
+                center = inspector.GetPoseInFrame(geometry).translation()
+                contacts.append((body.name(), center + shape.radius() * down_B))
+    return contacts
+
+
+def WriteTextIfChanged(path: Path, text: str) -> bool:
+    """Writes `text` to `path` atomically (temporary file, then rename) unless it is already there.
+
+    Returns:
+        True when the file was written.
+    """
+    path = Path(path)
+    if path.is_file() and path.read_text() == text:
+        return False
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        handle.write(text)
+        temporary = Path(handle.name)
+    try:
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
+    return True
