@@ -9,9 +9,10 @@ scripts/bench_skinned.py):
   element matrices (38.5k x 12 x 12 doubles = 44 MB), their products and CHOLMOD's numeric
   factor are faulted in page by page again, frame after frame. On this project's virtual
   machines that made the FEM assembly 2.5x slower (0.42 vs 0.17 s) and the factorisation 15 %
-  slower. `KeepFreedMemory` (called by every `fem.model.FemModel`) asks glibc to serve large
-  blocks from its heap and to keep freed memory for reuse (`mallopt(M_MMAP_MAX, 0)` and a high
-  `M_TRIM_THRESHOLD`): the process keeps its peak heap instead of returning it between frames.
+  slower. `KeepFreedMemory` asks glibc to serve large blocks from its heap and to keep freed
+  memory for reuse (`mallopt(M_MMAP_MAX, 0)` and a high `M_TRIM_THRESHOLD`): the process keeps
+  its peak heap instead of returning it between frames. It is opt-in, being process-wide: the
+  `drakebots` command calls it at start-up and a script may too; no library call does.
 - **Spinning BLAS threads.** Small dense kernels (the FEM's batched 12x9 products, a 78-column
   Gram matrix) gain nothing from a second BLAS thread, and the idle thread then spins against
   CHOLMOD's own threads on a 2-core machine. `SingleThreadedBlas` holds BLAS to one thread
@@ -34,6 +35,9 @@ _state = {"memory": None, "blas": None}
 
 def KeepFreedMemory() -> bool:
     """Makes glibc keep freed large blocks for reuse (once per process; idempotent).
+
+    Process-wide and never undone: call it at a program's start (the `drakebots` command does,
+    in drakebots.cli.main), not from a library.
 
     Returns True when the setting is in effect (glibc found and not opted out)."""
     if _state["memory"] is not None:

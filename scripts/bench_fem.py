@@ -210,7 +210,7 @@ def _Replay(skin, design_dir: Path, frames: int, seconds: float, names=tuple(REP
     line search (the `names` of REPLAY_CASES; a ratio where both of its cases ran)."""
     import dataclasses
 
-    from drakebots.cli._design import _Factory
+    from drakebots.skinned.design import _Factory
     from drakebots.skinned.playback import PlaybackFramesCoupled
     from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
@@ -279,6 +279,9 @@ def _Replay(skin, design_dir: Path, frames: int, seconds: float, names=tuple(REP
 
 
 def main(argv=None) -> int:
+    from drakebots.runtime import KeepFreedMemory
+
+    KeepFreedMemory()  # as the `drakebots` command runs (opt-in: drakebots.runtime)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

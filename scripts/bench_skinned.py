@@ -263,6 +263,9 @@ def QpccSection(args) -> dict:
 
 
 def main():
+    from drakebots.runtime import KeepFreedMemory
+
+    KeepFreedMemory()  # as the `drakebots` command runs (opt-in: drakebots.runtime)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="runs/bench/skinned.json")
     parser.add_argument("--knot-frames", type=int, default=8)

@@ -56,3 +56,27 @@ def test_single_threaded_blas_holds_every_blas_to_one_thread_and_restores():
     after = {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
     for path, n in before.items():
         assert after[path] == n
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_a_library_call_leaves_the_allocator_alone_and_the_command_opts_in():
+    """Building a FemModel (as any skin, bend or design does) does not set glibc's mallopt for
+    the process (issue 46); the `drakebots` command opts in at start-up."""
+    probe = """
+from drakebots import runtime
+from drakebots.fem.materials import Material
+from drakebots.fem.mesh import TetMesh
+from drakebots.fem.model import FemModel
+import numpy as np
+mesh = TetMesh(np.array([[0., 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]), np.array([[0, 1, 2, 3]]))
+FemModel(mesh, Material(youngs_modulus=1e6, poissons_ratio=0.3))
+print(runtime._state["memory"])
+from drakebots.cli import main
+main(["info"])
+print(runtime._state["memory"])
+"""
+    env = dict(os.environ, DRAKEBOTS_KEEP_FREED_MEMORY="1")
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[0] == "None" and out[-1] == "True"

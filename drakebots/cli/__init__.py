@@ -48,6 +48,11 @@ def MakeParser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `drakebots` console script and `python -m drakebots`."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    from drakebots.runtime import KeepFreedMemory
+
+    # The command is a program, so it may set the process's allocator (drakebots.runtime: the
+    # FEM's large temporaries reused, not faulted in again); a library call never does.
+    KeepFreedMemory()
     parser = MakeParser()
     args = parser.parse_args(argv)
     import pydrake.common  # noqa: F401 - sets up Drake's logger, which the next line quiets.
@@ -103,6 +108,42 @@ def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = Fals
     parser.add_argument(
         "--force", action="store_true", help="replace the results folder if it exists"
     )
+
+
+def AddConfigArgument(parser: argparse.ArgumentParser, schema: str) -> None:
+    """--config FILE: the workflow's config from YAML (the flags given override it)."""
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help=f"a YAML file of the workflow's {schema} (its fields as keys); the flags given on "
+        "the command line override it",
+    )
+
+
+def ConfigFromArguments(schema, args, *, renamed=None, converted=None):
+    """A workflow's config: `--config FILE` (or the schema's defaults), then every flag the user
+    gave (an argument whose value is not None) whose name is a field of the schema.
+
+    Args:
+        schema: the config dataclass.
+        renamed: {argument: field} where a flag's name is not its field's (no_replay: replay).
+        converted: {argument: function} turning a flag's value into the field's (on/off: bool).
+    """
+    import dataclasses
+
+    from drakebots.workflow import LoadConfig
+
+    renamed, converted = renamed or {}, converted or {}
+    config = LoadConfig(schema, args.config) if getattr(args, "config", None) else schema()
+    fields = {f.name for f in dataclasses.fields(schema)}
+    changes = {}
+    for name, value in vars(args).items():
+        field = renamed.get(name, name)
+        if value is None or field not in fields:
+            continue
+        changes[field] = converted[name](value) if name in converted else value
+    return dataclasses.replace(config, **changes)
 
 
 def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.ArgumentParser:

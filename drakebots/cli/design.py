@@ -22,16 +22,21 @@ Examples:
   drakebots design monster --motion trot --com-lead 0.04 --skin DIR --space-time-skin off  # 13c
 """
 
-from drakebots.cli import AddOutputArguments, AddVerb
+from drakebots.cli import AddConfigArgument, AddOutputArguments, AddVerb
 
 MOTIONS = ("single-foot-lift", "double-foot-lift", "walk", "trot")
+# The on/off flags and the config's booleans they set.
+ON_OFF = ("skin_collisions", "space_time_cop", "space_time_skin", "frame_cop")
 
 
 def register(subparsers):
     parser = AddVerb(subparsers, "design", __doc__)
     parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
     parser.add_argument(
-        "--motion", choices=MOTIONS, required=True, help="the motion to design (generator)"
+        "--motion",
+        choices=MOTIONS,
+        default=None,
+        help="the motion to design (generator; required unless --config gives it)",
     )
     parser.add_argument(
         "--speed", type=float, default=None, help="walk/trot speed, m/s (walk 0.015, trot 0.45)"
@@ -66,6 +71,7 @@ def register(subparsers):
     parser.add_argument(
         "--kinematic-only",
         action="store_true",
+        default=None,
         help="the kinematic-only baseline (section 7, after Megaro et al.): no forces or momentum "
         "in the plan; one frame-by-frame pass computes the torques that make the joints follow "
         "it (its inverse dynamics: the root left to the dynamics, no COP constraint)",
@@ -73,20 +79,22 @@ def register(subparsers):
     parser.add_argument(
         "--compare-kinematic-only",
         action="store_true",
+        default=None,
         help="also run the kinematic-only baseline and compare root roll (Fig. 18)",
     )
     parser.add_argument(
         "--iterations",
         type=int,
-        default=5,
+        default=None,
         help="space-time <-> frame-by-frame iterations at most; the loop stops at the first pass "
-        "that agrees with its plan",
+        "that agrees with its plan (default 5)",
     )
     parser.add_argument(
         "--knot-frames",
         type=int,
-        default=8,
-        help="space-time knots every this many frames (the plan is a cubic spline between)",
+        default=None,
+        help="space-time knots every this many frames (the plan is a cubic spline between; "
+        "default 8)",
     )
     parser.add_argument(
         "--motor-limit", type=float, default=None, help="U_m for every motor, N*m (default: model)"
@@ -119,7 +127,7 @@ def register(subparsers):
     parser.add_argument(
         "--lookahead",
         choices=("auto", "chord", "tangent"),
-        default="auto",
+        default=None,
         help="ours: what the frame-by-frame step's 10-frame lookahead aims at: the plan 10 frames "
         "on (chord), or the plan continued along its velocity (tangent; position plus velocity "
         "error); auto (default): tangent for gaits with flight phases, else chord",
@@ -127,7 +135,7 @@ def register(subparsers):
     parser.add_argument(
         "--mass-scale",
         type=float,
-        default=1.0,
+        default=None,
         help="multiply every mass (2: the paper's failure case, the monster with doubled mass)",
     )
     parser.add_argument(
@@ -138,7 +146,7 @@ def register(subparsers):
     parser.add_argument(
         "--plan-skin-mass",
         choices=("links", "skin"),
-        default="links",
+        default=None,
         help="with --skin, the skin mass the space-time model carries: 'links' the paper's skin "
         "mass shared by link mass (default), 'skin' the FEM skin's own vertex masses by skinning "
         "weight (section 5.4). Measured on the beetle's single-foot lift (0.67 MPa skin): "
@@ -147,7 +155,7 @@ def register(subparsers):
     parser.add_argument(
         "--skin-collisions",
         choices=("on", "off"),
-        default="on",
+        default=None,
         help="with --skin, the skin's self- and skin-skeleton collision penalties (section 4.2) "
         "in the frame-by-frame passes and the coupled replay: on (default), or off to see what "
         "the collisions cost (the beetle's skin in pieces, as generated, runs into the torso's "
@@ -156,7 +164,7 @@ def register(subparsers):
     parser.add_argument(
         "--space-time-cop",
         choices=("on", "off"),
-        default="on",
+        default=None,
         help="the space-time step's COP-in-support-polygon constraint (Eq. 5): on (default), or "
         "off as the paper turned it off for its failed trot (Fig. 13c: with --iterations 1 the "
         "frame-by-frame pass runs on the first plan, which leaves out the skin's coupling)",
@@ -164,7 +172,7 @@ def register(subparsers):
     parser.add_argument(
         "--space-time-skin",
         choices=("on", "off"),
-        default="on",
+        default=None,
         help="with --skin, hand each pass's skin coupling loads to the next space-time step "
         "(section 5.1): on (default), or off to leave the skin's effect out of every plan (the "
         "condition of the paper's Fig. 13c held over the whole loop)",
@@ -172,7 +180,7 @@ def register(subparsers):
     parser.add_argument(
         "--frame-cop",
         choices=("on", "off"),
-        default="on",
+        default=None,
         help="the frame-by-frame QPCC's COP-in-support-polygon rows (Eq. 18): on (default), or "
         "off, the other reading of the paper's Fig. 13c (the COP constraint turned off where the "
         "solver could not satisfy it); the COP is still measured and checked after the pass",
@@ -180,7 +188,7 @@ def register(subparsers):
     parser.add_argument(
         "--frame-objective",
         choices=("ours", "paper"),
-        default="ours",
+        default=None,
         help="the frame-by-frame QPCC's objective: ours (default: E_F with a 10-frame lookahead, "
         "the plan's normal foot forces followed, a small motor-torque regulariser), or the "
         "paper's Eq. 13 as written (one-frame E_F, none of these additions)",
@@ -188,19 +196,48 @@ def register(subparsers):
     parser.add_argument(
         "--coupled-replay-seconds",
         type=float,
-        default=900.0,
+        default=None,
         metavar="S",
         help="with --skin, the wall-time budget of the check that replays the kept torques open "
         "loop in the coupled simulator (default 900 s; 0 skips the check)",
     )
-    parser.add_argument("--no-replay", action="store_true", help="skip replay.html")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-replay", action="store_true", default=None, help="skip replay.html")
+    parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
+    AddConfigArgument(parser, "DesignConfig")
     AddOutputArguments(parser)
     parser.set_defaults(func=Run)
     return parser
 
 
-def Run(args) -> int:
-    from drakebots.cli._design import RunDesign
+def MakeConfig(args):
+    """The DesignConfig of a command line: --config FILE, then the flags given."""
+    from drakebots.cli import ConfigFromArguments
+    from drakebots.errors import InputError
+    from drakebots.skinned.design import DesignConfig
 
-    return RunDesign(args)
+    config = ConfigFromArguments(
+        DesignConfig,
+        args,
+        renamed={"no_replay": "replay"},
+        converted={"no_replay": lambda v: not v, **dict.fromkeys(ON_OFF, lambda v: v == "on")},
+    )
+    if args.motion is None and args.config is None:
+        raise InputError("--motion is required (or a --config file that gives the motion)")
+    return config
+
+
+def Run(args) -> int:
+    from drakebots.cli import CommandLine
+    from drakebots.cli._progress import CliProgress
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+    from drakebots.skinned.design import Design
+
+    config = MakeConfig(args)
+    out = args.out or DefaultOutput("design", config.robot)
+    # The run's inputs: --force never replaces a folder holding one.
+    reads = [path for path in (args.config, config.motion_file, config.skin) if path]
+    CheckOutputFolder(out, args.force, reads=reads)
+    result = Design(config, progress=CliProgress(bars=False if args.no_progress else None))
+    folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
+    print(f"results: {folder}")
+    return 0 if result.success else 1

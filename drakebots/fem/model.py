@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from drakebots.fem import materials
 from drakebots.fem.mesh import TetMesh
-from drakebots.runtime import KeepFreedMemory, SingleThreadedBlas
+from drakebots.runtime import SingleThreadedBlas
 
 
 class ElementInversion(RuntimeError):
@@ -53,9 +53,9 @@ class FemModel:
     ):
         materials.Validate(material)
         # Every assembly allocates and frees element arrays of tens of MB (38.5k tets x 12 x 12
-        # doubles on the beetle's skin): keep freed blocks in the process instead of faulting
-        # them in again each time (drakebots.runtime; FEM assembly 0.42 -> 0.17 s there).
-        KeepFreedMemory()
+        # doubles on the beetle's skin); a process that calls drakebots.runtime.KeepFreedMemory()
+        # first (the command line does) keeps them instead of faulting them in again each time
+        # (FEM assembly 0.42 -> 0.17 s there). A library call leaves the allocator alone.
         self.mesh = mesh
         self.material = material
         x0 = mesh.vertices

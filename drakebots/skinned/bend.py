@@ -36,7 +36,7 @@ CLEARANCE = 0.5
 
 
 @dataclasses.dataclass
-class BendConfig:
+class BendRunConfig:
     """The experiment's inputs (SI units)."""
 
     # The ankle joint to bend.
@@ -55,7 +55,7 @@ class BendConfig:
 
 
 @dataclasses.dataclass
-class BendResult:
+class BendRun:
     """Angle and torque histories of one skin."""
 
     times: np.ndarray
@@ -219,7 +219,7 @@ def _FixedOffsetFrame(name, body, offset):
     return FixedOffsetFrame(name, body.body_frame(), RigidTransform(np.asarray(offset, float)))
 
 
-def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=None) -> BendResult:
+def RunBend(params: SkeletonParams, skin: Skin, config: BendRunConfig, *, progress=None) -> BendRun:
     """Bends the joint with the skin piece attached; returns the histories.
 
     The servo's target ramps to `config.target` over `config.duration`, then stays there for
@@ -228,7 +228,7 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
     Args:
         params: the skeleton's parameters.
         skin: a skin piece of the joint's two links (MakeSkin with options.links).
-        config: BendConfig.
+        config: BendRunConfig.
         progress: optional callable(fraction) per step.
     """
     plant, instance, _, _ = MakeLimbPlant(params, config.joint, config.torque_limit)
@@ -277,7 +277,7 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendConfig, *, progress=
         iterations.append(info.newton_iterations)
         if progress is not None:
             progress((k + 1) / steps)
-    return BendResult(
+    return BendRun(
         times=np.array(times),
         angle=np.array(angle),
         target=np.array(target),

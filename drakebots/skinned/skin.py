@@ -1477,8 +1477,10 @@ SKIN_FILES = ("skin.vtk", "skin.npz", "skin.json")
 
 
 def WriteSkin(directory: str | Path, skin: Skin) -> None:
-    """skin.vtk (tets), skin.npz (glue, weights, masks), skin.json (material, links, counts)."""
+    """skin.vtk (tets), skin.npz (glue, weights, masks), skin.json (material, links, counts),
+    in `directory` (made, with its parents, if missing)."""
     directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     WriteVtk(directory / "skin.vtk", skin.mesh, title=f"drakebots skin of {skin.robot}")
     np.savez_compressed(
         directory / "skin.npz",

@@ -82,7 +82,7 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: the run finishes, its
     exit code agrees with summary.json, every result file is there, and the root-roll figure
     calls its curve kinematic-only (it said "ours")."""
-    from drakebots.cli import _design
+    from drakebots.skinned import design as _design
 
     plots = {}
     original = _design.DesignPlots
@@ -156,7 +156,7 @@ def test_a_failed_design_names_its_violated_constraints():
     violated, the first infeasible frame, motors saturated on most frames, a COP on the edge."""
     from types import SimpleNamespace
 
-    from drakebots.cli._design import FailureConstraints
+    from drakebots.skinned.design import FailureConstraints
 
     st = SimpleNamespace(success=False, status="iteration limit", infeasible=["cop[3]", "periodic"])
     frames = SimpleNamespace(infeasible=[(12, ["motor_limits (by 0.5)"])])
@@ -179,7 +179,7 @@ def test_a_walk_that_covers_under_half_its_distance_is_a_failure():
     says so; a motion in place (planned speed 0) is not judged by its speed."""
     from types import SimpleNamespace
 
-    from drakebots.cli._design import MIN_SPEED_FRACTION, FailureConstraints, Verdict
+    from drakebots.skinned.design import MIN_SPEED_FRACTION, FailureConstraints, Verdict
 
     st = SimpleNamespace(success=True, status="converged", infeasible=[])
     frames = SimpleNamespace(infeasible=[])
@@ -224,7 +224,7 @@ def test_swing_clearance_is_the_soles_rise_above_their_stance(beetle):
     legs never swing-lift and the legs' stance medians are the ground."""
     import numpy as np
 
-    from drakebots.cli._design import SwingClearance
+    from drakebots.skinned.design import SwingClearance
 
     N = 40
     contact = np.ones((4, N), dtype=bool)
@@ -344,7 +344,7 @@ def test_only_a_pass_that_reached_the_last_frame_is_replayed_in_the_coupled_simu
     15 minutes) is reported as not replayed."""
     from types import SimpleNamespace
 
-    from drakebots.cli._design import _PassEndedEarly
+    from drakebots.skinned.design import _PassEndedEarly
 
     motion = SimpleNamespace(num_frames=481)
     assert not _PassEndedEarly(SimpleNamespace(fell=False, frames_done=480), motion)
@@ -359,7 +359,7 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
 
     import numpy as np
 
-    from drakebots.cli import _design
+    from drakebots.skinned import design as _design
     from drakebots.skinned import playback as plan_playback
 
     seen = {}
@@ -388,7 +388,7 @@ def test_skin_collisions_off_leaves_the_penalties_out_of_the_passes_and_the_repl
     """`--skin-collisions off`: the coupled passes' dynamics and the simulator their torques are
     replayed in both step without collision penalties (the stepper's penalty stiffness 0:
     no force wherever the skin lies), and the run names it."""
-    from drakebots.cli._design import _Factory
+    from drakebots.skinned.design import _Factory
     from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
     from tests.skinned._pad_skin import MakeFootPadSkin
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from drakebots.robots import GetRobot
-from drakebots.skinned.bend import BendConfig, LinearBendStiffness, RunBend
+from drakebots.skinned.bend import BendRunConfig, LinearBendStiffness, RunBend
 from drakebots.skinned.skeleton import _Build
 from drakebots.skinned.skin import MakeSkin, SkinOptions
 
@@ -75,7 +75,7 @@ def smooth_bend():
         ),
     )
     # The motor saturates within 0.1 s and the skin holds it: 0.4 s of the 2 s ramp suffice.
-    config = BendConfig(
+    config = BendRunConfig(
         joint=JOINT,
         target=np.deg2rad(70.0),
         duration=0.4,
@@ -157,7 +157,7 @@ def test_the_servo_settles_against_the_skin_as_two_springs_in_series(smooth_bend
     params = GetRobot("beetle").params
     k, _ = LinearBendStiffness(params, skin, JOINT)
     target = sign * np.deg2rad(3.0)
-    config = BendConfig(
+    config = BendRunConfig(
         joint=JOINT, target=target, duration=0.1, hold=0.2, torque_limit=TORQUE, time_step=0.02
     )
     result = RunBend(params, skin, config)

@@ -1,0 +1,198 @@
+"""The skinned wing's workflows called from Python (issue 46, "Every workflow a Python call"):
+`Design`, `MakeSkin` and `Bend` on their smallest settings, each checked against what the
+command line writes into summary.json for the same config (same numbers) and against a fact
+computed here independently."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from drakebots.cli import main
+from drakebots.errors import InputError
+from drakebots.results import ToJson
+from drakebots.skinned import (
+    Bend,
+    BendConfig,
+    Design,
+    DesignConfig,
+    MakeSkin,
+    MakeSkinConfig,
+)
+
+# summary.json's head (written by MakeSummary) and the result's own verdict.
+HEAD = {"verb", "command", "inputs", "versions", "created", "success", "reason"}
+# Wall-clock seconds differ from run to run; everything else is the same computation.
+WALL_CLOCK = re.compile(r"(time.*_s|^seconds)$")
+
+
+def _Same(a, b, path="figures"):
+    """Asserts two JSON trees are equal, floats to 1e-9 relative, wall-clock times left out."""
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for key in a:
+            if not WALL_CLOCK.search(str(key)):
+                _Same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _Same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), path
+    else:
+        assert a == b, path
+
+
+def _Json(value):
+    """A value as summary.json holds it (numpy to lists, tuples to lists, NaN to null)."""
+    return json.loads(ToJson(value))
+
+
+def test_design_of_the_beetles_lift_on_rigid_feet_is_the_command_lines(tmp_path):
+    """The beetle's single-foot lift without a FEM skin (rigid feet, the skin's weight on the
+    links): the figures of `Design` are those `drakebots design` writes for the same config,
+    and every torque of the kept pass is within the model's motor limits (read from the
+    result's arrays, the limits from the skeleton itself), the COP inside its support polygon."""
+    from drakebots.skinned.skeleton_model import SkeletonModel
+
+    config = DesignConfig(robot="beetle", motion="single-foot-lift", replay=False)
+    result = Design(config)
+    out = tmp_path / "lift"
+    code = main(
+        ["design", "beetle", "--motion", "single-foot-lift", "--no-replay"]
+        + ["--no-progress", "--out", str(out)]
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == (0 if result.success else 1)
+    assert summary["success"] == result.success and summary["reason"] == result.reason
+    _Same(_Json(result.figures), {k: v for k, v in summary.items() if k not in HEAD})
+    _Same(_Json(result.Summary()["inputs"]), summary["inputs"], "inputs")
+    # The facts: the model's motor limits hold at every frame; the arrays are log.npz's.
+    limits = SkeletonModel("beetle").effort_limits
+    np.testing.assert_array_equal(result.effort_limits, limits)
+    assert result.tau.shape == (result.figures["frames_done"], limits.size)
+    assert np.all(np.abs(result.tau) <= limits * (1 + 1e-6))
+    assert np.max(np.abs(result.tau) / limits) == pytest.approx(
+        result.figures["max_torque_ratio"], rel=1e-12
+    )
+    assert np.nanmin(result.cop_margin) >= -1e-6
+    log = np.load(out / "log.npz")
+    np.testing.assert_allclose(log["tau"], result.tau, rtol=1e-9, atol=1e-12)
+    assert result.success  # the demo's claim: within 1.96 N*m, COP inside
+
+
+def test_design_refuses_bad_input_before_any_work():
+    for config, name in (
+        (DesignConfig(motor_limit=0.0), "--motor-limit"),
+        (DesignConfig(motion="hop"), "motion"),
+        (DesignConfig(robot="gecko"), "not a skinned quad-robot"),
+        (DesignConfig(skin_collisions=False), "--skin"),
+    ):
+        with pytest.raises(InputError, match=re.escape(name)):
+            Design(config)
+
+
+def test_the_design_verb_reads_a_config_file_and_its_flags_override_it(tmp_path, monkeypatch):
+    """`drakebots design --config FILE`: the file's fields, then only the flags given."""
+    from drakebots.skinned import alternating
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def Capture(model, motion, *, config, **kwargs):
+        seen["config"], seen["frames"] = config, motion.num_frames
+        raise Stop
+
+    monkeypatch.setattr(alternating, "RunAlternating", Capture)
+    file = tmp_path / "design.yaml"
+    file.write_text("motion: single-foot-lift\nduration: 0.5\nframe_cop: false\niterations: 3\n")
+    with pytest.raises(Stop):
+        main(["design", "beetle", "--config", str(file), "--iterations", "2"])
+    assert seen["frames"] == 101  # 0.5 s at 5 ms, from the file
+    assert seen["config"].max_iterations == 2  # the flag over the file's 3
+    assert seen["config"].qpcc.cop_constraint is False  # the file's, no flag given
+    file.write_text("motion: walk\nspeed: fast\n")
+    assert main(["design", "beetle", "--config", str(file)]) == 2
+
+
+def test_make_skin_on_a_coarse_grid_is_the_command_lines(tmp_path):
+    """The beetle's skin on a 16 mm grid: the figures of `MakeSkin` are those `drakebots skin`
+    writes, its mesh the one the command line saved, and its mass the density times the tets'
+    volume computed here."""
+    from drakebots.skinned.skin import LoadSkin
+
+    result = MakeSkin(MakeSkinConfig(robot="beetle", voxel=0.016))
+    out = tmp_path / "skin"
+    assert main(["skin", "beetle", "--voxel", "0.016", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success"] and result.success
+    _Same(_Json(result.figures), summary["figures"])
+    _Same(_Json(result.Summary()["inputs"]), summary["inputs"], "inputs")
+    saved = LoadSkin(out)
+    np.testing.assert_allclose(saved.mesh.vertices, result.skin.mesh.vertices, atol=1e-12)
+    np.testing.assert_array_equal(saved.mesh.tets, result.skin.mesh.tets)
+    X, T = result.skin.mesh.vertices, result.skin.mesh.tets
+    edges = np.stack([X[T[:, k]] - X[T[:, 0]] for k in (1, 2, 3)], axis=2)
+    volume = np.abs(np.linalg.det(edges)).sum() / 6.0
+    mass = result.skin.mass_density * volume
+    assert mass == pytest.approx(result.figures["mass_kg"], rel=1e-3)
+    assert result.figures["vertices"] == len(X) and result.figures["tets"] == len(T)
+    # Saved by Save too, into a folder of its own.
+    folder = result.Save(tmp_path / "again")
+    assert (folder / "skin.vtk").is_file() and (folder / "skin.png").is_file()
+
+
+def test_write_skin_creates_its_folder(tmp_path):
+    from drakebots.skinned.skin import LoadSkin, MakeShellMesh, Skin, WriteSkin
+
+    mesh = MakeShellMesh(
+        lambda P: np.linalg.norm(P, axis=-1) - 0.05, [-0.06] * 3, [0.06] * 3, 0.004, 0.01
+    )
+    n = mesh.num_vertices
+    skin = Skin(
+        robot="beetle",
+        mesh=mesh,
+        glue_vertices=np.arange(5),
+        glue_links=["torso"] * 5,
+        glue_points=mesh.vertices[:5],
+        skin_links=["torso"],
+        weights=np.ones((n, 1)),
+        thickness=np.full(n, 0.004),
+        outer=np.zeros(n, dtype=bool),
+        fold=np.zeros(mesh.num_tets, dtype=bool),
+        mass_density=1000.0,
+        youngs_modulus=1e6,
+        poissons_ratio=0.45,
+        info={},
+    )
+    folder = tmp_path / "not" / "yet"
+    WriteSkin(folder, skin)
+    assert LoadSkin(folder).mesh.num_vertices == n
+
+
+def test_bend_at_small_strain_is_the_command_lines(tmp_path):
+    """`Bend` with linear_only (its smallest setting: both pieces meshed, their small-strain
+    stiffness, no coupled run) has the figures `drakebots skin-bend --linear-only` writes; each
+    small-strain angle is the motor's limit over the stiffness, the grooves make the tube easier
+    to bend (measured relief 2.18), and no skin of ours lets 1.96 N*m reach 70 deg at 0.09 GPa."""
+    result = Bend(BendConfig(robot="beetle", linear_only=True))
+    out = tmp_path / "bend"
+    assert main(["skin-bend", "beetle", "--linear-only", "--out", str(out)]) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert not result.success and summary["reason"] == result.reason
+    assert "short of 70 deg" in result.reason
+    _Same(_Json(result.figures), summary["figures"])
+    assert summary["inputs"] == _Json(result.Summary()["inputs"])
+    for label in ("smooth", "folded"):
+        k = result.stiffness[label]
+        assert result.figures[f"{label}_linear_deg"] == pytest.approx(np.rad2deg(1.96 / k))
+        assert (out / label / "skin.vtk").is_file()
+    assert result.figures["fold_relief"] == pytest.approx(
+        result.stiffness["smooth"] / result.stiffness["folded"]
+    )
+    assert result.figures["fold_relief"] > 1.5
+    assert result.skins["folded"].fold.any() and not result.skins["smooth"].fold.any()
+    assert result.runs == {}
