@@ -110,32 +110,37 @@ def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = Fals
     )
 
 
-def AddConfigArgument(parser: argparse.ArgumentParser, schema: str) -> None:
+def AddConfigArgument(parser: argparse.ArgumentParser, schema: str | None = None) -> None:
     """--config FILE: the workflow's config from YAML (the flags given override it)."""
     parser.add_argument(
         "--config",
         default=None,
         metavar="FILE",
-        help=f"a YAML file of the workflow's {schema} (its fields as keys); the flags given on "
-        "the command line override it",
+        help=f"a YAML file of the workflow's {schema or 'config'} (its fields as keys); the flags "
+        "given on the command line override it",
     )
 
 
-def ConfigFromArguments(schema, args, *, renamed=None, converted=None):
-    """A workflow's config: `--config FILE` (or the schema's defaults), then every flag the user
-    gave (an argument whose value is not None) whose name is a field of the schema.
+def ConfigFromArguments(schema, args, *, renamed=None, converted=None, **flags):
+    """A workflow's config: `--config FILE` (or the schema's defaults), then the flags the user
+    gave (a value that is not None).
 
     Args:
         schema: the config dataclass.
         renamed: {argument: field} where a flag's name is not its field's (no_replay: replay).
         converted: {argument: function} turning a flag's value into the field's (on/off: bool).
+        flags: field -> parsed value, when the verb names them itself; without any, every
+            argument whose (renamed) name is a field of the schema.
     """
     import dataclasses
 
     from drakebots.workflow import LoadConfig
 
+    file = getattr(args, "config", None)
+    config = LoadConfig(schema, file) if file else schema()
+    if flags:
+        return dataclasses.replace(config, **{k: v for k, v in flags.items() if v is not None})
     renamed, converted = renamed or {}, converted or {}
-    config = LoadConfig(schema, args.config) if getattr(args, "config", None) else schema()
     fields = {f.name for f in dataclasses.fields(schema)}
     changes = {}
     for name, value in vars(args).items():
@@ -166,25 +171,3 @@ def PositiveFloat(text: str) -> float:
     if not value > 0.0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
-
-
-def AddConfigArgument(parser: argparse.ArgumentParser) -> None:
-    """--config FILE: a YAML file of the verb's workflow config (its flags override it)."""
-    parser.add_argument(
-        "--config",
-        default=None,
-        metavar="FILE",
-        help="a YAML file of the workflow's config (keys: its fields); the flags given override it",
-    )
-
-
-def ConfigFromArguments(schema, args, **flags):
-    """A workflow config: --config FILE (else the schema's defaults), then each flag the user
-    gave (`flags`: config field -> the parsed value, None where the flag was not given)."""
-    import dataclasses
-
-    from drakebots.workflow import LoadConfig
-
-    file = getattr(args, "config", None)
-    config = LoadConfig(schema, file) if file else schema()
-    return dataclasses.replace(config, **{k: v for k, v in flags.items() if v is not None})
