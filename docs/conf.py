@@ -328,7 +328,23 @@ def _ReproductionReports(app, docname, source):
         source[0] += "\nNo report is written yet.\n"
 
 
+def _BenchmarksPage(app):
+    """docs/_generated/benchmarks.md: each scripts/bench_*.py's docstring (what it measures)."""
+    import ast
+
+    parts = []
+    for script in sorted((ROOT / "scripts").glob("bench_*.py")):
+        doc = ast.get_docstring(ast.parse(script.read_text())) or "(no docstring)"
+        parts.append(f"## `scripts/{script.name}`\n\n```text\n{doc.strip()}\n```\n")
+    target = DOCS / "_generated" / "benchmarks.md"
+    target.parent.mkdir(exist_ok=True)
+    text = "\n".join(parts) or "No benchmark script yet.\n"
+    if not target.is_file() or target.read_text() != text:
+        target.write_text(text)
+
+
 def setup(app):
+    app.connect("builder-inited", _BenchmarksPage)
     app.connect("source-read", _ReproductionReports)
     app.connect("builder-inited", _CommandLinePage)
     app.connect("autodoc-skip-member", _KeepPublicUndocumented)
