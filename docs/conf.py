@@ -186,9 +186,11 @@ def _DataclassFields(app, what, name, obj, options, lines):
 # - an indented block after a blank line shows a formula, a diagram or a file as typed: it becomes
 #   a literal block (a colon ending the paragraph before it becomes "::");
 # - a Markdown code fence (```yaml ... ```) becomes a code block;
-# - a list may follow its paragraph, and a paragraph its list, without a blank line.
+# - a list may follow its paragraph, and a paragraph its list, without a blank line;
+# - a napoleon section may carry a note: "Attributes (beyond WorkflowResult's):".
 _ABS = re.compile(r"(?<![`\\|])\|(?=[^|\s`][^|`\n]*\|)([^|`\n]*)\|")
 _BULLET = re.compile(r"\s*([-*+]|\d+[.)])\s")
+_SECTION_WITH_NOTE = re.compile(r"([A-Z][a-z]+(?: [a-z]+)?) \((.+)\):\s*")
 _NAPOLEON_SECTIONS = set(
     "args arguments attention attributes caution danger error example examples hint important "
     "keyword_args keyword_arguments methods note notes other_parameters parameters receive "
@@ -247,6 +249,12 @@ def _PlainTextHabits(app, what, name, obj, options, lines):
         if stripped.startswith("```"):
             fence = _Indent(line)
             out += ["", " " * fence + f".. code-block:: {stripped[3:].strip() or 'text'}", ""]
+            continue
+        header = _SECTION_WITH_NOTE.fullmatch(line)
+        if header and header.group(1).lower() in _NAPOLEON_SECTIONS:
+            # "Attributes (beyond WorkflowResult's):" is napoleon's section with a note.
+            out += [f"({header.group(2)})", "", f"{header.group(1)}:"]
+            in_section = True
             continue
         if stripped and _Indent(line) == 0:
             in_section = stripped.endswith(":") and stripped[:-1].lower() in _NAPOLEON_SECTIONS
