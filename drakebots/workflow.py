@@ -14,7 +14,7 @@ Every verb of the command line is a library call shaped like Drake's hardware_si
   plots (each workflow's own fields), and `Save(folder, force=False)`, which writes the results
   folder through a temporary sibling and a rename (nothing half written).
 - A workflow never prints, reads argv, or starts a Meshcat server it was not handed; long work
-  reports through `progress`, a callable taking `ProgressEvent`s (the command line turns them
+  reports through `progress`, a callable taking a `ProgressEvent` (the command line turns the events
   into its log lines and tqdm bars; a notebook may collect them).
 
 Why a callback and not Python's logging: the same events carry step counts for a progress bar,

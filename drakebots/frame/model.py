@@ -9,12 +9,14 @@ stiffness (for the geometric stiffness iterations) is one `np.bincount`.
 A linear actuator (voxel-planes-of-motion.txt sec. 2.1) changes the distance between two nodes by a
 prescribed stroke, or pushes them apart with a prescribed force. Its mount decides what else it
 holds:
+
   - "axial":     only the distance (a pin-ended actuator, one constraint);
   - "prismatic": a rigid prismatic joint between the nodes: relative translation only along the
                  actuator axis, no relative rotation (the actuator body floats with the structure);
   - "clamped":   the paper's simulation setting: each node moves by half the stroke along the axis
                  and its rotations and lateral translations are held ("the actuation strictly
                  displaces a single, linear degree of freedom of the selected pair", sec. 2.1).
+
 Prescribed relative displacements are linear constraints C u = g enforced with Lagrange
 multipliers through the Schur complement of the factorised stiffness, so the multipliers are the
 actuator forces.

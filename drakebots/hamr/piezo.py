@@ -12,8 +12,10 @@ it (their PZTBender class; reference facts in shared/reference/hamr-vi/README.md
 - each plate's effective piezoelectric stress coefficient moves linearly from its blocked value
   f31_b (0.024) to its free value f31_f (0.032) as the tip deflection q approaches the free
   deflection δ_f, so each plate's force per volt is affine in q:
+
       C_top(q) = C0 (f31_b - σ q/δ_f (f31_f - f31_b)),
       C_bot(q) = C0 (f31_b + σ q/δ_f (f31_f - f31_b)),
+
   with C0 = 0.75 w_n (t_pzt + t_cf) GF / l_act and σ the bender's orientation (±1);
 - the force on the actuator joint: F_s = σ (C_top(q) V_t - C_bot(q) V_bot).
 

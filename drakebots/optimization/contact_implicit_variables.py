@@ -2,6 +2,7 @@
 Sec. III, Eq. 15).
 
 With N knots q_0 .. q_N-1 and N-1 intervals, the program holds
+
   q[k]      knot configurations (N, n)
   u[k]      inputs, held over interval k (N-1, m)
   lam[k]    position-constraint (kinematic loop) multipliers at knot k (N-1, n_c)
@@ -11,6 +12,7 @@ With N knots q_0 .. q_N-1 and N-1 intervals, the program holds
   eta[k]    max-dissipation multipliers of beta >= 0 (N-1, contacts * 4)
   slack[k]  one complementarity relaxation per interval (N-1,)
   h         the time step: a decision variable (one for all intervals) or a fixed number.
+
 Forces (lam, gamma, beta) are in units of `VariationalDynamics.force_scale`.
 """
 

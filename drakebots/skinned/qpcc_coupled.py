@@ -299,8 +299,9 @@ class _ReducedFactor:
 class FrameSystem:
     """The uncondensed linear system of one frame (Eq. 2) and its inputs.
 
-    KKT [[A_r, A_drᵀ, Gᵀ], [A_dr, A_d, G_uᵀ], [G, G_u, 0]] [Δv; Δu; λ]
-        = [b_r0 + E_r z; b_d0 + E_d z; c]
+        KKT [[A_r, A_drᵀ, Gᵀ], [A_dr, A_d, G_uᵀ], [G, G_u, 0]] [Δv; Δu; λ]
+            = [b_r0 + E_r z; b_d0 + E_d z; c]
+
     with G_u = -S_c (the glue dofs `pinned`) and A_dr the skin-skeleton penalties' coupling
     (None without a vertex in a skeleton box).
     """

@@ -136,7 +136,7 @@ def MakeRobotFromSkeletonFile(
     changes), never into the package.
 
     Args:
-        skeleton: the skeleton parameter YAML (the schema of drakebots/skinned/skeletons/*.yaml).
+        skeleton: the skeleton parameter YAML (the schema of `drakebots/skinned/skeletons/*.yaml`).
         name: the robot's name (the SDF's file stem).
         description: one line (default: the skeleton's).
         model_directory: the folder the SDF is written into (the robot file's).

@@ -1146,6 +1146,7 @@ def SoftRegionElements(
     The regions are defined on the skeleton, so they work for any body shape: an element
     belongs to the body (not a leg, head or neck) when the link with the largest mean skinning
     weight over its vertices is a torso or tail link; of those,
+
       "tail":  the elements of tail links, and those behind the torso's printed shell (centroid
                x behind its rear face): the monster's tail is part of its torso skin;
       "belly": the elements under the torso shell (centroid below its bottom face) between its

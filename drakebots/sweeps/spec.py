@@ -110,7 +110,7 @@ class Sweep:
 
 
 def NamedSweeps() -> dict[str, Path]:
-    """The sweeps shipped with drakebots: name -> file (drakebots/sweeps/*.yaml)."""
+    """The sweeps shipped with drakebots: name -> file (`drakebots/sweeps/*.yaml`)."""
     return {path.stem: path for path in sorted(SWEEPS_DIRECTORY.glob("*.yaml"))}
 
 
