@@ -332,9 +332,9 @@ def CompareWithReference(fit, reference, q1, q2) -> dict:
     The six monomials are nearly collinear over the grid (q2 and q1*q2 especially), so two fits
     of the same motion can split it differently between terms. The comparison therefore reports,
     per output: (a) the effects at the grid centre (value and slopes along q1 and q2), which do
-    not depend on that split; (b) the reference's two dominant terms (largest mean |coefficient
-    x monomial| over the grid) next to the same terms of the own fit; (c) the correlation of the
-    two fits over the grid.
+    not depend on that split; (b) the reference's two dominant terms (largest mean magnitude of
+    coefficient x monomial over the grid) next to the same terms of the own fit; (c) the
+    correlation of the two fits over the grid.
     """
     from drakebots.gecko.planner import OUTPUTS, TERMS, Terms
 
