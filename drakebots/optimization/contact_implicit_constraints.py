@@ -502,3 +502,15 @@ def AddFixedPositions(
     b = prog.AddBoundingBoxConstraint(q_fixed[indices], q_fixed[indices], vars.q[knot, indices])
     b.evaluator().set_description(f"fixed_positions[{knot}]")
     return b
+
+
+def BindingViolation(binding, x_all: np.ndarray, prog: MathematicalProgram) -> float:
+    """max(lb - g, g - ub, 0) of one constraint binding at the full decision vector x_all."""
+    values = np.asarray(
+        binding.evaluator().Eval(x_all[prog.FindDecisionVariableIndices(binding.variables())]),
+        float,
+    ).ravel()
+    lb = binding.evaluator().lower_bound()
+    ub = binding.evaluator().upper_bound()
+    violation = np.maximum(np.maximum(lb - values, values - ub), 0.0)
+    return float(np.max(violation)) if violation.size else 0.0

@@ -12,7 +12,10 @@ from __future__ import annotations
 import numpy as np
 from pydrake.solvers import Binding, MathematicalProgram
 
-from drakebots.optimization.contact_implicit_constraints import BlockConstraintFunction
+from drakebots.optimization.contact_implicit_constraints import (
+    BlockConstraintFunction,
+    BlockFunctions,
+)
 from drakebots.optimization.contact_implicit_variables import ContactImplicitVariables
 
 
@@ -204,9 +207,13 @@ def AddFootScuffCost(
         return np.array([weight * value]), blocks
 
     fn = _ScalarBlockFunction(Function, [("q0", n), ("q1", n)])
+    # (weight, delta): what the fast path's vectorised evaluator of this cost needs
+    # (drakebots.optimization.contact_implicit_fast), found through BlockFunctions(prog).
+    fn.foot_scuff = (float(weight), float(height_scale))
     bindings = []
     for k in range(vars.num_intervals):
         b = prog.AddCost(fn, np.concatenate([vars.q[k], vars.q[k + 1]]))
         b.evaluator().set_description(f"foot_scuff[{k}]")
+        BlockFunctions(prog)[f"foot_scuff[{k}]"] = fn
         bindings.append(b)
     return bindings
