@@ -42,12 +42,14 @@ Time stepping (`drakebots.fem.integrator`)
     StaticEquilibrium(model, ...) for static sag.
 
 Linear solvers (`drakebots.fem.solvers`)
-    Factorize(A, method) with method in {"splu_nd" (default, chosen by measurement: SuperLU on a
-    METIS nested-dissection ordering), "splu", "splu_colamd", "spsolve", "cg"} -> object with
+    Factorize(A, method) with method in {"auto" (default: "pardiso" where MKL loads, else
+    "splu_nd"), "pardiso" (MKL PARDISO, `drakebots.fem.pardiso`), "splu_nd" (SuperLU on a METIS
+    nested-dissection ordering), "splu", "splu_colamd", "spsolve", "cg"} -> object with
     solve(b). SpdFactor(backend) / FactorSymmetric(A, backend, indefinite="raise"|"lu"): one
-    interface over CHOLMOD and SuperLU. A positive-definite factorisation of a matrix that is not
-    raises NotPositiveDefinite on every backend; every solve is checked by its backward error
-    (InaccurateSolve). NestedDissection(A) is the METIS dof order.
+    interface over PARDISO, CHOLMOD, SuperLU and dense LAPACK. A positive-definite
+    factorisation of a matrix that is not raises NotPositiveDefinite on every backend; every
+    solve is checked by its backward error (InaccurateSolve). NestedDissection(A) is the METIS
+    dof order.
 
 Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
     GlueConstraint(vertices (k,), bodies (k,) link indices, p_BoG (k,3) link-frame points):

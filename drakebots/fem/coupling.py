@@ -84,10 +84,12 @@ def AssembleKkt(A_r, A_d, G_q, G_u, A_dr=None) -> sp.csr_matrix:
     )
 
 
-# How ReducedKkt factorises its reduced matrix (drakebots.fem.solvers.BACKENDS): SciPy's SuperLU
-# (symmetric mode, no pivoting, its pivots checked), CHOLMOD's supernodal Cholesky (scikit-sparse,
-# optional), or "auto" (CHOLMOD when it imports). A matrix that is not positive definite (the
-# coupled simulator's exact Hessian) is factorised by SuperLU's pivoted LU instead.
+# How ReducedKkt factorises its reduced matrix (drakebots.fem.solvers.BACKENDS): MKL PARDISO's
+# Cholesky (the default install's), SciPy's SuperLU (symmetric mode, no pivoting, its pivots
+# checked), CHOLMOD's supernodal Cholesky (scikit-sparse, optional), or "auto" (PARDISO where MKL
+# loads, else CHOLMOD where it imports, else SuperLU). A matrix that is not positive definite (the
+# coupled simulator's exact Hessian) is factorised by a pivoted factorisation instead: PARDISO's
+# Bunch-Kaufman LDLᵀ with PARDISO, else SuperLU's pivoted LU.
 FACTORIZATIONS = BACKENDS
 
 
@@ -104,14 +106,16 @@ class ReducedKkt:
         A_dr: optional (nd, nr) sparse block coupling skin rows to the skeleton unknowns, and
             its transpose the skeleton rows to the skin's (`AssembleKkt`; the collision
             penalties implicit in both bodies).
-        factorization: "splu" (default), "cholmod" or "auto" (`FACTORIZATIONS`).
+        factorization: "auto" (default), "pardiso", "cholmod", "splu" or "dense"
+            (`FACTORIZATIONS`).
 
-    `factorized_by` says what factorised the reduced matrix: "cholmod" or "splu" (it is
-    positive definite), or "lu" (it is not: SuperLU's pivoted LU; the exact Hessian of a
-    compressed skin). Every solve is checked (drakebots.fem.solvers).
+    `factorized_by` says what factorised the reduced matrix: "pardiso", "cholmod", "splu" or
+    "dense" (it is positive definite), or "ldlt" / "lu" (it is not: PARDISO's pivoted LDLᵀ or
+    SuperLU's pivoted LU; the exact Hessian of a compressed skin). Every solve is checked
+    (drakebots.fem.solvers).
     """
 
-    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None, A_dr=None, factorization="splu"):
+    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None, A_dr=None, factorization="auto"):
         if factorization not in FACTORIZATIONS:
             raise ValueError(
                 f"unknown factorization '{factorization}' (known: {', '.join(FACTORIZATIONS)})"

@@ -29,7 +29,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from drakebots.fem.model import ElementInversion, FemModel
-from drakebots.fem.solvers import DEFAULT_SOLVER, Factorize, NestedDissection, NotPositiveDefinite
+from drakebots.fem.solvers import (
+    DEFAULT_SOLVER,
+    Factorize,
+    NestedDissection,
+    NotPositiveDefinite,
+    PardisoFactor,
+    ResolveMethod,
+)
 
 
 class NewtonFailure(RuntimeError):
@@ -114,6 +121,7 @@ class BackwardEuler:
         self._fixed_diag = model.diagonal_positions[self.fixed_dofs]
         self.stats = StepStats()
         self._ordering = None  # fill-reducing ordering, computed once (the pattern is fixed)
+        self._pardiso = None  # PARDISO handle, its symbolic analysis kept across steps
         if self.options.scheme == "backward_euler":
             self._a, self._c = 1.0, 1.0
         elif self.options.scheme == "midpoint":
@@ -242,10 +250,16 @@ class BackwardEuler:
                 break
             if factor is None:
                 A = self._Constrain(A)
-                if opt.linear_solver == "splu_nd" and self._ordering is None:
+                method = ResolveMethod(opt.linear_solver)
+                if method == "splu_nd" and self._ordering is None:
                     self._ordering = NestedDissection(A)
                 try:
-                    factor = Factorize(A, opt.linear_solver, ordering=self._ordering)
+                    if method == "pardiso":  # one symbolic analysis for every step and iteration
+                        if self._pardiso is None:
+                            self._pardiso = PardisoFactor()
+                        factor = self._pardiso.Factor(A)
+                    else:
+                        factor = Factorize(A, method, ordering=self._ordering)
                 except NotPositiveDefinite:
                     if project:
                         raise

@@ -40,11 +40,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-SOLVERS = ("splu_nd", "splu", "splu_colamd", "spsolve", "cg")
-DEFAULT_SOLVER = "splu_nd"
-# The positive-definite factorisations: "auto" is CHOLMOD where scikit-sparse imports, else SuperLU;
-# "dense" is LAPACK's Cholesky, the independent reference for small systems (tests).
-BACKENDS = ("auto", "cholmod", "splu", "dense")
+SOLVERS = ("auto", "pardiso", "splu_nd", "splu", "splu_colamd", "spsolve", "cg")
+# The skin's own Newton steps: PARDISO where MKL loads, else SuperLU in METIS order.
+DEFAULT_SOLVER = "auto"
+# The positive-definite factorisations: "auto" is MKL PARDISO where the `mkl` wheel loads (the
+# default install on x86-64), else CHOLMOD where scikit-sparse imports, else SuperLU; "dense" is
+# LAPACK's Cholesky, the independent reference for small systems (tests).
+BACKENDS = ("auto", "pardiso", "cholmod", "splu", "dense")
 # Largest system the dense reference takes (a 12k x 12k matrix is 1.2 GB).
 DENSE_MAX_UNKNOWNS = 12_000
 # Largest normwise backward error a solve may leave (module docstring).
@@ -59,6 +61,20 @@ class NotPositiveDefinite(np.linalg.LinAlgError):
 class InaccurateSolve(np.linalg.LinAlgError):
     """A factorisation's solve left a backward error above `BACKWARD_ERROR_TOLERANCE` even after
     a step of iterative refinement: its answer is not a solution of the system."""
+
+
+def PardisoAvailable() -> bool:
+    """True when MKL PARDISO loads (drakebots.fem.pardiso; the `mkl` wheel)."""
+    from drakebots.fem import pardiso
+
+    return pardiso.Available()
+
+
+def AutoBackend() -> str:
+    """The factorisation "auto" means on this install: "pardiso", "cholmod" or "splu"."""
+    if PardisoAvailable():
+        return "pardiso"
+    return "cholmod" if CholmodAvailable() else "splu"
 
 
 def CholmodAvailable() -> bool:
@@ -91,11 +107,17 @@ def NestedDissection(A: sp.spmatrix, block: int = 3) -> np.ndarray | None:
     return (block * perm[:, None] + np.arange(block)).ravel()
 
 
-def BackwardError(A, x, b) -> float:
-    """‖b - A x‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞), the normwise backward error of a solution x of A x = b."""
+def InfinityNorm(A) -> float:
+    """‖A‖∞ of a sparse or dense matrix (its largest absolute row sum)."""
+    return float(abs(A).sum(axis=1).max()) if A.shape[0] else 0.0
+
+
+def BackwardError(A, x, b, norm_A: float | None = None) -> float:
+    """‖b - A x‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞), the normwise backward error of a solution x of A x = b
+    (`norm_A`: ‖A‖∞ if already known)."""
     x = np.asarray(x, float)
     b = np.asarray(b, float)
-    norm_A = float(abs(A).sum(axis=1).max()) if A.shape[0] else 0.0
+    norm_A = InfinityNorm(A) if norm_A is None else norm_A
     denominator = norm_A * np.abs(x).max(initial=0.0) + np.abs(b).max(initial=0.0)
     residual = np.abs(b - A @ x).max(initial=0.0)
     return 0.0 if residual == 0.0 else float(residual / denominator) if denominator else np.inf
@@ -107,6 +129,16 @@ class _Checked:
 
     _matrix = None
     _rng = None
+    _norm = None  # ‖_matrix‖∞, computed at the first check after each Factor
+
+    def _SetMatrix(self, A):
+        self._matrix = A
+        self._norm = None
+
+    def _Error(self, x, b) -> float:
+        if self._norm is None:
+            self._norm = InfinityNorm(self._matrix)
+        return BackwardError(self._matrix, x, b, self._norm)
 
     def solve(self, b):
         b = np.asarray(b, float)
@@ -119,12 +151,12 @@ class _Checked:
                 self._rng = np.random.default_rng(0)
             weights = self._rng.standard_normal(b.shape[1])
             probe_x, probe_b = x @ weights, b @ weights
-        error = BackwardError(A, probe_x, probe_b)
+        error = self._Error(probe_x, probe_b)
         if error <= BACKWARD_ERROR_TOLERANCE:
             return x
         x = x + self._Solve(b - A @ x)  # one step of iterative refinement
         probe_x = x if b.ndim == 1 else x @ weights
-        refined = BackwardError(A, probe_x, probe_b)
+        refined = self._Error(probe_x, probe_b)
         if not refined <= BACKWARD_ERROR_TOLERANCE:
             raise InaccurateSolve(
                 f"{type(self).__name__}: a solve of a {A.shape[0]}x{A.shape[1]} system left a "
@@ -166,7 +198,7 @@ class OrderedSplu(_Checked):
 
     def Factor(self, A) -> "OrderedSplu":
         A = sp.csc_matrix(A)
-        self._matrix = A
+        self._SetMatrix(A)
         if self._ordering is not None:
             pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
             if pattern != self._pattern:
@@ -238,7 +270,7 @@ class CholmodFactor(_Checked):
         from sksparse.cholmod import CholmodNotPositiveDefiniteError, analyze
 
         A = sp.csc_matrix(A)
-        self._matrix = A
+        self._SetMatrix(A)
         pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
         if self._factor is None or pattern != self._pattern:
             # Supernodal always: its LLᵀ meets a non-positive pivot and says so. In "auto" mode
@@ -262,6 +294,44 @@ class CholmodFactor(_Checked):
         return f.solve_L(f.apply_P(np.asarray(B, float)), use_LDLt_decomposition=False)
 
 
+class PardisoFactor(_Checked):
+    """MKL PARDISO behind the same interface (drakebots.fem.pardiso): its Cholesky (mtype 2)
+    raising `NotPositiveDefinite` for a matrix that is not positive definite, or with
+    `positive_definite=False` its Bunch-Kaufman LDLᵀ (mtype -2) for an indefinite one. The
+    symbolic analysis (PARDISO's METIS nested dissection) is reused while the pattern stays."""
+
+    def __init__(self, positive_definite: bool = True):
+        from drakebots.fem import pardiso
+
+        self.positive_definite = bool(positive_definite)
+        self._pardiso = pardiso.Pardiso(
+            pardiso.POSITIVE_DEFINITE if positive_definite else pardiso.INDEFINITE
+        )
+
+    def Factor(self, A) -> "PardisoFactor":
+        from drakebots.fem import pardiso
+
+        A = sp.csc_matrix(A)
+        self._SetMatrix(A)
+        try:
+            self._pardiso.Factor(A)
+        except pardiso.NonPositivePivot as e:
+            raise NotPositiveDefinite(str(e)) from e
+        return self
+
+    @property
+    def inertia(self):
+        """(positive, negative) pivots of the LDLᵀ factorisation (indefinite mode)."""
+        return self._pardiso.inertia
+
+    def _Solve(self, b):
+        return self._pardiso.Solve(b)
+
+    def HalfSolve(self, B) -> np.ndarray:
+        """Y = L⁻¹ P B (dense B), so that Bᵀ A⁻¹ B = Yᵀ Y."""
+        return self._pardiso.ForwardSolve(B)
+
+
 class DenseCholesky(_Checked):
     """LAPACK's dense Cholesky (scipy.linalg.cho_factor) behind the same interface: an
     implementation independent of SuperLU and CHOLMOD for small systems, the reference the
@@ -277,7 +347,7 @@ class DenseCholesky(_Checked):
                 f"factorization 'dense' takes at most {DENSE_MAX_UNKNOWNS} unknowns "
                 f"(got {A.shape[0]}): use 'splu' or 'cholmod'"
             )
-        self._matrix = A
+        self._SetMatrix(A)
         try:
             self._factor = sla.cho_factor(A.toarray(), lower=True, check_finite=True)
         except (np.linalg.LinAlgError, ValueError) as e:
@@ -298,47 +368,65 @@ class LuFactor(OrderedSplu):
         super().__init__(ordering, permc_spec, positive_definite=False)
 
 
-def SpdFactor(backend: str = "auto", ordering=None):
-    """An empty positive-definite factorisation ("auto", "cholmod", "splu" or "dense";
-    `BACKENDS`) whose `Factor(A)` raises `NotPositiveDefinite` for a matrix that is not.
-
-    Args:
-        backend: "auto" takes CHOLMOD where scikit-sparse imports, else SuperLU.
-        ordering: "natural" (the caller has put the matrix in a fill-reducing order); a
-            permutation or a function of the matrix returning one (SuperLU takes it, as
-            `OrderedSplu`; CHOLMOD takes its own nested dissection); or None (SuperLU's
-            MMD(AᵀA), CHOLMOD's nested dissection).
-    """
+def ResolveBackend(backend: str) -> str:
+    """The concrete factorisation a name selects ("auto" -> `AutoBackend()`); a backend this
+    install lacks is a ValueError naming the package that provides it."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown factorization '{backend}' (known: {', '.join(BACKENDS)})")
     if backend == "cholmod" and not CholmodAvailable():
         raise ValueError(
             f"factorization '{backend}' needs scikit-sparse (pip install scikit-sparse)"
         )
+    if backend == "pardiso" and not PardisoAvailable():
+        raise ValueError(f"factorization '{backend}' needs Intel MKL (pip install mkl)")
+    return AutoBackend() if backend == "auto" else backend
+
+
+def SpdFactor(backend: str = "auto", ordering=None):
+    """An empty positive-definite factorisation ("auto", "pardiso", "cholmod", "splu" or
+    "dense"; `BACKENDS`) whose `Factor(A)` raises `NotPositiveDefinite` for a matrix that is not.
+
+    Args:
+        backend: "auto" takes MKL PARDISO where it loads, else CHOLMOD where scikit-sparse
+            imports, else SuperLU (`AutoBackend`).
+        ordering: "natural" (the caller has put the matrix in a fill-reducing order); a
+            permutation or a function of the matrix returning one (SuperLU takes it, as
+            `OrderedSplu`; CHOLMOD and PARDISO take their own nested dissection); or None
+            (SuperLU's MMD(AᵀA), CHOLMOD's and PARDISO's nested dissection).
+    """
+    backend = ResolveBackend(backend)
     natural = isinstance(ordering, str) and ordering == "natural"
     if backend == "dense":
         return DenseCholesky()
-    if backend == "cholmod" or (backend == "auto" and CholmodAvailable()):
+    if backend == "pardiso":
+        return PardisoFactor()
+    if backend == "cholmod":
         return CholmodFactor("natural" if natural else "nesdis")
     return OrderedSplu(permc_spec="NATURAL") if natural else OrderedSplu(ordering)
 
 
 def FactorSymmetric(A, backend: str = "auto", *, ordering=None, indefinite: str = "raise"):
     """The factor of the sparse symmetric matrix A by `SpdFactor(backend, ordering)`; where A is
-    not positive definite, `NotPositiveDefinite` (indefinite="raise") or the stable pivoted LU
-    (indefinite="lu", `LuFactor`). The factor's `.backend` says which ran: "cholmod", "splu" or
-    "lu" (pivoted)."""
+    not positive definite, `NotPositiveDefinite` (indefinite="raise") or a stable pivoted
+    factorisation (indefinite="lu"): PARDISO's Bunch-Kaufman LDLᵀ where the backend is PARDISO,
+    else SuperLU's threshold-pivoted LU (`LuFactor`). The factor's `.backend` says which ran:
+    "pardiso", "cholmod", "splu", "dense", "ldlt" (PARDISO, pivoted) or "lu" (SuperLU, pivoted).
+    """
     if indefinite not in ("raise", "lu"):
         raise ValueError(f"indefinite must be 'raise' or 'lu' (got {indefinite!r})")
+    backend = ResolveBackend(backend)
     factor = SpdFactor(backend, ordering)
     try:
         factor.Factor(A)
-        factor.backend = {CholmodFactor: "cholmod", DenseCholesky: "dense"}.get(
-            type(factor), "splu"
-        )
+        factor.backend = backend
     except NotPositiveDefinite:
         if indefinite == "raise":
             raise
+        if backend == "pardiso":
+            factor = PardisoFactor(positive_definite=False)
+            factor.Factor(A)
+            factor.backend = "ldlt"
+            return factor
         natural = isinstance(ordering, str) and ordering == "natural"
         factor = LuFactor(permc_spec="NATURAL") if natural else LuFactor(ordering)
         factor.Factor(A)
@@ -348,7 +436,7 @@ def FactorSymmetric(A, backend: str = "auto", *, ordering=None, indefinite: str 
 
 class _Spsolve(_Checked):
     def __init__(self, A):
-        self._matrix = sp.csc_matrix(A)
+        self._SetMatrix(sp.csc_matrix(A))
 
     def _Solve(self, b):
         return spla.spsolve(self._matrix, b)
@@ -381,21 +469,37 @@ class _Cg:
         return x
 
 
+def ResolveMethod(method: str) -> str:
+    """`Factorize`'s method with "auto" resolved ("pardiso" where MKL loads, else "splu_nd");
+    "pardiso" without MKL is a ValueError naming the package."""
+    if method not in SOLVERS:
+        raise ValueError(f"unknown linear solver '{method}' (known: {', '.join(SOLVERS)})")
+    if method == "auto":
+        return "pardiso" if PardisoAvailable() else "splu_nd"
+    if method == "pardiso" and not PardisoAvailable():
+        raise ValueError("linear solver 'pardiso' needs Intel MKL (pip install mkl)")
+    return method
+
+
 def Factorize(A, method: str = DEFAULT_SOLVER, *, ordering=None):
     """A solver for the sparse symmetric positive definite matrix A.
 
     Args:
         A: sparse (n, n).
-        method: "splu_nd" (SuperLU on the matrix permuted by METIS nested dissection of the
-            vertex graph, symmetric mode; the default), "splu" (SuperLU, its MMD(A^T+A)
-            ordering), "splu_colamd" (SuperLU, COLAMD), "spsolve" (no reusable factor),
-            "cg" (Jacobi-preconditioned conjugate gradients).
+        method: "auto" (the default: "pardiso" where MKL loads, else "splu_nd"), "pardiso" (MKL
+            PARDISO's Cholesky, its own nested dissection), "splu_nd" (SuperLU on the matrix
+            permuted by METIS nested dissection of the vertex graph, symmetric mode), "splu"
+            (SuperLU, its MMD(A^T+A) ordering), "splu_colamd" (SuperLU, COLAMD), "spsolve" (no
+            reusable factor), "cg" (Jacobi-preconditioned conjugate gradients).
         ordering: for "splu_nd", a precomputed dof permutation (reuse across factorisations of
             the same pattern); computed when None.
 
     Raises:
-        NotPositiveDefinite: the SuperLU methods, where A is not positive definite.
+        NotPositiveDefinite: the direct methods, where A is not positive definite.
     """
+    method = ResolveMethod(method)
+    if method == "pardiso":
+        return PardisoFactor().Factor(A)  # its own METIS nested dissection; `ordering` unused
     if method == "splu_nd":
         return OrderedSplu(NestedDissection if ordering is None else ordering).Factor(A)
     if method == "splu":

@@ -605,7 +605,7 @@ def _ReportRun(figures, skin_start, coupled_dynamics, baseline, setup, outcome, 
             f"to {skin_start['holding_torque_max_ratio']:.2f} U_m"
         )
     if coupled_dynamics is not None:
-        # Which factorisation the coupled frames took ("cholmod" or "splu"; issue 53).
+        # Which factorisation the coupled frames took ("pardiso", "cholmod" or "splu"; issue 53).
         figures["linear_solver"] = coupled_dynamics.solver_name
     if baseline is not None:
         figures["kinematic_only"] = DesignFigures(setup.model, setup.motion, baseline, setup.limits)

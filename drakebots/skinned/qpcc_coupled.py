@@ -44,11 +44,12 @@ null-space form of drakebots.fem.coupling.ReducedKkt). It is factorised once per
 outputs the QP needs are only Δv and the patch displacements, both "co-located" with the inputs
 (torques act on the skeleton rows, patch forces on the patch vertices' rows). With O the sparse
 selection of those rows, the condensed map is the compliance O K_red⁻¹ Oᵀ; with a Cholesky factor
-K_red = P L Lᵀ Pᵀ it is Yᵀ Y for Y = L⁻¹ Pᵀ O: forward solves with a sparse right-hand side only
-(CHOLMOD), instead of 3P + nv full solves. SciPy's SuperLU (no sparse Cholesky in SciPy) is the
-fallback, solving K_red X = O column by column. `Linearize` then also solves for the constant
-response (z = 0), and `Step` solves once more for the chosen z (to update the whole skin). The
-choice of factorisation is measured in scripts/bench_skinned.py (`qpcc` section).
+K_red = P L Lᵀ Pᵀ it is Yᵀ Y for Y = L⁻¹ Pᵀ O: forward solves only (MKL PARDISO, the default
+install's, or CHOLMOD), instead of 3P + nv full solves. SciPy's SuperLU (no sparse Cholesky in
+SciPy) is the fallback where MKL does not load, solving K_red X = O column by column.
+`Linearize` then also solves for the constant response (z = 0), and `Step` solves once more for
+the chosen z (to update the whole skin). The choice of factorisation is measured in
+scripts/bench_skinned.py (`qpcc` section).
 
 Contact patches. The generated skins' soles are marching-cubes surfaces (not exactly planar), so
 a patch's position is its vertices' mean, its height lowered by the rest sole's relief (the mean's
@@ -81,10 +82,12 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from drakebots.fem.solvers import (
-    CholmodAvailable,
     CholmodFactor,
+    InaccurateSolve,
     NestedDissection,
     NotPositiveDefinite,
+    PardisoFactor,
+    ResolveBackend,
     SpdFactor,
 )
 from drakebots.runtime import SingleThreadedBlas
@@ -93,7 +96,10 @@ from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
 
 PATCHES_PER_FOOT = 5
-LINEAR_SOLVERS = ("auto", "cholmod", "splu", "dense")
+LINEAR_SOLVERS = ("auto", "pardiso", "cholmod", "splu", "dense")
+# Largest relative difference allowed between the compliance's probe column and a checked full
+# solve (`_ReducedFactor.Compliance`).
+COMPLIANCE_TOLERANCE = 1e-8
 
 
 @dataclasses.dataclass
@@ -107,8 +113,9 @@ class CoupledFrameConfig:
     penalties: bool = True
     # Sole vertices within this height of a foot's lowest skin vertex are its planar part, m.
     sole_band: float = 0.003
-    # "auto" (CHOLMOD when scikit-sparse imports, else SuperLU), "cholmod", "splu" or "dense"
-    # (LAPACK's Cholesky: the tests' independent reference, small skins only).
+    # "auto" (MKL PARDISO where it loads, else CHOLMOD where scikit-sparse imports, else
+    # SuperLU), "pardiso", "cholmod", "splu" or "dense" (LAPACK's Cholesky: the tests'
+    # independent reference, small skins only).
     linear_solver: str = "auto"
     # Ground friction for the simulator check (the QPCC takes μ from the motion).
     friction: float = 0.8
@@ -239,31 +246,27 @@ def MakeSolePatches(
 
 
 class _ReducedFactor:
-    """The positive-definite factorisation of K_red (drakebots.fem.solvers.SpdFactor: CHOLMOD or
-    SciPy's SuperLU, each refusing a matrix that is not positive definite with
-    `NotPositiveDefinite`, each solve checked) and the compliance O^T K_red^-1 O.
+    """The positive-definite factorisation of K_red (drakebots.fem.solvers.SpdFactor: MKL
+    PARDISO, CHOLMOD or SciPy's SuperLU, each refusing a matrix that is not positive definite
+    with `NotPositiveDefinite`, each solve checked) and the compliance Oᵀ K_red⁻¹ O.
 
-    CHOLMOD orders by its own nested dissection ("nesdis": on the beetle's reduced matrix, 37.7k
-    rows, 6 % less fill and a 25-30 % faster numeric factorisation than its default). SuperLU
-    takes a METIS nested dissection of the skin's free vertices with the `dense_tail` skeleton
-    coordinates last (they couple to every glued neighbourhood): on the beetle's reduced matrix
-    this halves the factorisation against SuperLU's own MMD(AᵀA) order (1.18 -> 0.62 s) and cuts
-    the compliance solves by a fifth (scripts/bench_skinned.py). Orders and CHOLMOD's symbolic
-    analysis are made once per sparsity pattern.
+    Measured on the monster's first frame (K_red 127,993 rows, scripts/bench_skinned.py): a
+    numeric factorisation takes 0.50 s with PARDISO, 0.68 s with CHOLMOD, 6.0 s with SuperLU;
+    the compliance (82 columns) 0.31 s by PARDISO's forward half-solve, 0.37 s by CHOLMOD's,
+    3.8 s by SuperLU's full solves. PARDISO and CHOLMOD order by their own METIS nested
+    dissection; SuperLU takes a METIS nested dissection of the skin's free vertices with the
+    `dense_tail` skeleton coordinates last (they couple to every glued neighbourhood): on the
+    beetle's reduced matrix this halves the factorisation against SuperLU's own MMD(AᵀA) order.
+    Orders and symbolic analyses are made once per sparsity pattern.
     """
 
     def __init__(self, name: str, dense_tail: int = 0):
         if name not in LINEAR_SOLVERS:
             raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
-        if name == "cholmod" and not CholmodAvailable():
-            raise ValueError(
-                "linear solver 'cholmod' needs scikit-sparse (pip install scikit-sparse)"
-            )
-        self.name = (
-            "cholmod" if name == "cholmod" or (name == "auto" and CholmodAvailable()) else "splu"
-        )
+        self.name = ResolveBackend(name)
         self._tail = int(dense_tail)
         self._factor = SpdFactor(self.name, self._Ordering)
+        self._rng = np.random.default_rng(0)
 
     def _Ordering(self, K: sp.csc_matrix) -> np.ndarray | None:
         """SuperLU's order (None: not whole vertices, SuperLU's own ordering)."""
@@ -281,14 +284,28 @@ class _ReducedFactor:
         return self._factor.solve(b)
 
     def Compliance(self, O: sp.csc_matrix) -> np.ndarray:
-        """O^T K^-1 O. With CHOLMOD, Y^T Y with Y = L^-1 P O by forward solves (the right-hand
-        side passed dense: CHOLMOD's sparse-RHS solve returns a nearly dense sparse Y and costs
-        twice the dense solve on the beetle, 0.21 vs 0.10 s for 78 columns)."""
-        if isinstance(self._factor, CholmodFactor):
-            Y = self._factor.HalfSolve(O.toarray())
-            with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
-                return Y.T @ Y
-        return np.asarray(O.T @ self._factor.solve(O.toarray()))
+        """Oᵀ K⁻¹ O. With a Cholesky factor (PARDISO, CHOLMOD), Yᵀ Y with Y = L⁻¹ P O by forward
+        solves (the right-hand side passed dense: CHOLMOD's sparse-RHS solve returns a nearly
+        dense sparse Y and costs twice the dense solve on the beetle, 0.21 vs 0.10 s for 78
+        columns). A half-solve has no residual of its own, so one random combination of the
+        columns is checked against a full solve (itself checked by its backward error): the two
+        must agree to `COMPLIANCE_TOLERANCE`, else `InaccurateSolve`."""
+        dense = O.toarray()
+        if not isinstance(self._factor, (CholmodFactor, PardisoFactor)):
+            return np.asarray(O.T @ self._factor.solve(dense))
+        Y = self._factor.HalfSolve(dense)
+        with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
+            C = Y.T @ Y
+        weights = self._rng.standard_normal(O.shape[1])
+        reference = O.T @ self._factor.solve(dense @ weights)
+        difference = np.abs(C @ weights - reference).max()
+        scale = np.abs(reference).max()
+        if not difference <= COMPLIANCE_TOLERANCE * scale:
+            raise InaccurateSolve(
+                f"{self.name}: the compliance's half-solve disagrees with a full solve by "
+                f"{difference / scale:.2e} (tolerance {COMPLIANCE_TOLERANCE:.0e})"
+            )
+        return C
 
 
 # ----------------------------------------------------------------------------------------------

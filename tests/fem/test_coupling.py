@@ -10,7 +10,7 @@ from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh
 from drakebots.fem.model import FemModel
-from drakebots.fem.solvers import CholmodAvailable
+from drakebots.fem.solvers import CholmodAvailable, PardisoAvailable
 
 
 def _Problem(seed=0):
@@ -30,10 +30,15 @@ def _Problem(seed=0):
     return fem, A_r, A_d, glue, G_q, b_r, b_d, c
 
 
-# Both factorizations of the reduced matrix; CHOLMOD where scikit-sparse is installed (CI installs
-# the `cholmod` extra).
+# Every factorization of the reduced matrix: PARDISO where MKL loads (the default install on
+# x86-64), CHOLMOD where scikit-sparse is installed (CI installs the `cholmod` extra in a venv of
+# its own), SuperLU always.
 FACTORIZATIONS = [
     "splu",
+    pytest.param(
+        "pardiso",
+        marks=pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO does not load"),
+    ),
     pytest.param(
         "cholmod",
         marks=pytest.mark.skipif(not CholmodAvailable(), reason="scikit-sparse not installed"),
@@ -165,15 +170,16 @@ def test_pinned_correction_with_friction_coupling():
 @pytest.mark.parametrize("factorization", FACTORIZATIONS)
 def test_an_indefinite_skin_block_is_factorised_by_the_pivoted_lu(factorization):
     """A skin block shifted past its lowest eigenvalues (as the exact Hessian of a compressed
-    skin is): every positive-definite factorisation refuses the reduced matrix, SuperLU's
-    pivoted LU takes it, and the solve equals a direct sparse solve of the assembled Eq. (2)."""
+    skin is): every positive-definite factorisation refuses the reduced matrix, a pivoted one
+    takes it (PARDISO's LDLᵀ after PARDISO, SuperLU's LU after the others), and the solve equals
+    a direct sparse solve of the assembled Eq. (2)."""
     fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(4)
     # Shifted between its 20th and 21st eigenvalues: with 12 glue coordinates eliminated the free
     # block keeps at least 7 negative ones (Cauchy interlacing).
     lowest = np.sort(spla.eigsh(A_d.tocsc(), k=21, sigma=0.0, which="LM")[0])
     A_d = (A_d - 0.5 * (lowest[19] + lowest[20]) * sp.identity(A_d.shape[0])).tocsr()
     kkt = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization)
-    assert kkt.factorized_by == "lu"
+    assert kkt.factorized_by == ("ldlt" if factorization == "pardiso" else "lu")
     K = AssembleKkt(A_r, A_d, G_q, glue.JacobianU())
     z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c]))
     nr, nd = len(b_r), len(b_d)

@@ -20,10 +20,18 @@ from drakebots.fem.solvers import (
     NestedDissection,
     NotPositiveDefinite,
     OrderedSplu,
+    PardisoAvailable,
     SpdFactor,
 )
 
-BACKENDS = ["splu", "dense"] + (["cholmod"] if CholmodAvailable() else [])
+BACKENDS = (
+    ["splu", "dense"]
+    + (["cholmod"] if CholmodAvailable() else [])
+    + (["pardiso"] if PardisoAvailable() else [])
+)
+needs_pardiso = pytest.mark.skipif(
+    not PardisoAvailable(), reason="MKL PARDISO does not load (the `mkl` wheel is x86-64 only)"
+)
 
 
 def _Laplacian(n: int = 12, block: int = 3) -> sp.csc_matrix:
@@ -71,7 +79,9 @@ def test_every_backend_refuses_an_indefinite_matrix(backend):
         SpdFactor(backend, NestedDissection).Factor(_Indefinite())
 
 
-@pytest.mark.parametrize("method", ["splu_nd", "splu", "splu_colamd"])
+@pytest.mark.parametrize(
+    "method", ["splu_nd", "splu", "splu_colamd"] + (["pardiso"] if PardisoAvailable() else [])
+)
 def test_factorize_refuses_an_indefinite_matrix(method):
     """The skin's Newton steps (BackwardEuler) take this refusal as their cue to project."""
     with pytest.raises(NotPositiveDefinite):
@@ -146,3 +156,68 @@ def test_iterative_refinement_mends_a_slightly_wrong_solve():
     b = np.random.default_rng(4).standard_normal(A.shape[0])
     x = Slightly(NestedDissection).Factor(A).solve(b)
     assert BackwardError(A, x, b) <= BACKWARD_ERROR_TOLERANCE
+
+
+@needs_pardiso
+def test_pardiso_is_what_the_default_install_gets():
+    """The `mkl` wheel is a default dependency on x86-64: "auto" must mean PARDISO there, so the
+    default install never falls back to SuperLU unasked (issue 52)."""
+    from drakebots.fem.solvers import AutoBackend, ResolveMethod
+
+    assert AutoBackend() == "pardiso"
+    assert ResolveMethod("auto") == "pardiso"
+    assert FactorSymmetric(_Spd()).backend == "pardiso"
+
+
+@needs_pardiso
+def test_pardiso_half_solve_gives_the_compliance():
+    """Yᵀ Y with Y = L⁻¹ P B equals Bᵀ A⁻¹ B computed by dense LAPACK."""
+    from drakebots.fem.solvers import PardisoFactor
+
+    A = _Spd()
+    B = np.random.default_rng(4).standard_normal((A.shape[0], 7))
+    Y = PardisoFactor().Factor(A).HalfSolve(B)
+    np.testing.assert_allclose(Y.T @ Y, B.T @ np.linalg.solve(A.toarray(), B), rtol=1e-10)
+
+
+@needs_pardiso
+def test_pardiso_ldlt_reports_the_inertia_and_solves_an_indefinite_system():
+    """The pivoted LDLᵀ that takes the coupled simulator's exact Hessian: its inertia is NumPy's
+    eigenvalue count, its solve LAPACK's."""
+    A = _Indefinite()
+    factor = FactorSymmetric(A, "pardiso", indefinite="lu")
+    assert factor.backend == "ldlt"
+    eigenvalues = np.linalg.eigvalsh(A.toarray())
+    assert factor.inertia == (int(np.sum(eigenvalues > 0)), int(np.sum(eigenvalues < 0)))
+    b = np.random.default_rng(5).standard_normal(A.shape[0])
+    np.testing.assert_allclose(factor.solve(b), np.linalg.solve(A.toarray(), b), rtol=1e-8)
+
+
+@needs_pardiso
+def test_pardiso_reuses_its_analysis_and_follows_a_new_pattern():
+    """New values on the same pattern, then a different pattern, on one handle: each solve is
+    LAPACK's."""
+    from drakebots.fem.solvers import PardisoFactor
+
+    factor = PardisoFactor()
+    b = np.random.default_rng(6).standard_normal(432)
+    for A in (_Spd(), (2.0 * _Spd()).tocsc(), (_Laplacian() + sp.identity(432)).tocsc()):
+        x = factor.Factor(A).solve(b)
+        np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-10)
+    bigger = (_Laplacian(n=13) + sp.identity(507)).tocsc()
+    b = np.ones(507)
+    np.testing.assert_allclose(
+        factor.Factor(bigger).solve(b), np.linalg.solve(bigger.toarray(), b), rtol=1e-10
+    )
+
+
+@needs_pardiso
+def test_pardiso_refuses_a_pattern_without_its_diagonal():
+    A = _Spd().tolil()
+    A[5, 5] = 0.0
+    A = A.tocsc()
+    A.eliminate_zeros()
+    from drakebots.fem.solvers import PardisoFactor
+
+    with pytest.raises(ValueError, match="diagonal"):
+        PardisoFactor().Factor(A)

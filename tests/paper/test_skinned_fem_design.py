@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from drakebots.cli import main
-from drakebots.fem.solvers import CholmodAvailable
+from drakebots.fem.solvers import AutoBackend
 
 MOTOR_LIMIT = 5.9  # N·m
 
@@ -43,7 +43,7 @@ def test_monster_walk_on_its_folded_fem_skin_agrees_with_its_plan(tmp_path):
     )  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     figures = summary["figures"] if "figures" in summary else summary
-    assert figures["linear_solver"] == ("cholmod" if CholmodAvailable() else "splu")
+    assert figures["linear_solver"] == AutoBackend()
     assert code == 0, figures.get("violated_constraints")
     assert figures["frames_done"] == figures["frames"] == 200
     assert figures["infeasible_frame"] is None

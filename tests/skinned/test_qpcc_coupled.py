@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from drakebots.analysis.support import SupportPolygon
+from drakebots.fem.solvers import CholmodAvailable, PardisoAvailable
 from drakebots.skinned.qpcc import BREAKAGE, SLIDING, STATIC, FrameQpcc, QpccConfig
 from drakebots.skinned.qpcc_coupled import (
-    CholmodAvailable,
     CoupledFrameConfig,
     CoupledFrameDynamics,
     CoupledState,
@@ -105,9 +105,14 @@ def test_predicted_patch_positions_are_where_the_step_puts_the_patches(beetle):
     dyn.Reset(dyn.initial)
 
 
-@pytest.mark.skipif(not CholmodAvailable(), reason="compares CHOLMOD with SuperLU")
-def test_cholmod_and_superlu_condense_alike(beetle):
+@pytest.mark.skipif(
+    not (CholmodAvailable() or PardisoAvailable()), reason="compares a Cholesky with SuperLU"
+)
+def test_the_default_cholesky_and_superlu_condense_alike(beetle):
+    """The default factorisation ("auto": PARDISO, else CHOLMOD) and SuperLU on the beetle's
+    real skin: the same condensed map."""
     model, skin, dyn = beetle
+    assert dyn.solver_name in ("pardiso", "cholmod")
     q, v = dyn.q_stand.copy(), np.zeros(model.nv)
     dyn.Reset(dyn.initial)
     a = dyn.Linearize(q, v)
@@ -839,9 +844,14 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
 
 
 # Every positive-definite factorisation the frames can take; "dense" (LAPACK's Cholesky) is the
-# reference independent of SuperLU and CHOLMOD, so the SuperLU path is compared with one whether or
-# not scikit-sparse is installed (CI installs it, and compares all three).
-BACKENDS = ["splu", "dense"] + (["cholmod"] if CholmodAvailable() else [])
+# reference independent of SuperLU, PARDISO and CHOLMOD, so each is compared with one whether or
+# not the others are installed (CI compares PARDISO, SuperLU and dense in the default install,
+# and CHOLMOD in a venv with the `cholmod` extra).
+BACKENDS = (
+    ["splu", "dense"]
+    + (["cholmod"] if CholmodAvailable() else [])
+    + (["pardiso"] if PardisoAvailable() else [])
+)
 
 
 def test_frames_on_a_compressed_skin_agree_on_every_factorisation(bent_pads):

@@ -15,6 +15,7 @@ from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import JacobianWrtVariable, SpatialInertia, UnitInertia
 
 from drakebots.fem.mesh import BoundaryFaces
+from drakebots.fem.solvers import AutoBackend
 from drakebots.skinned.skin import MakeShellMesh, Skin
 from drakebots.skinned.skin_coupling import (
     CoupledSkinSkeleton,
@@ -836,11 +837,12 @@ def _StepFrom(crushed_ball, matrix_sign=1.0, **config):
 def test_newton_takes_an_indefinite_exact_hessian_and_converges_quadratically(crushed_ball):
     """Near a step's solution Newton switches to the exact Hessian (CouplingConfig.
     exact_hessian_below), which for a compressed neo-Hookean skin is indefinite: CHOLMOD refuses
-    it, and so does SuperLU's pivot check (drakebots.fem.solvers), so SuperLU's pivoted LU
-    factorises it on every backend, and the step converges to the solution of the same equations
-    that the projected matrix reaches only linearly. Reference: the projected-only step converged to
-    1e-11 m; the indefiniteness checked independently (the lowest eigenvalues of the skin's exact
-    Newton matrix at the solution, by shift-invert Lanczos)."""
+    it, and so do PARDISO's Cholesky and SuperLU's pivot check (drakebots.fem.solvers), so a
+    pivoted factorisation takes it (PARDISO's LDLᵀ, else SuperLU's LU), and the step converges to
+    the solution of the same equations that the projected matrix reaches only linearly.
+    Reference: the projected-only step converged to 1e-11 m; the indefiniteness checked
+    independently (the lowest eigenvalues of the skin's exact Newton matrix at the solution, by
+    shift-invert Lanczos)."""
     new, info, stepper = _StepFrom(crushed_ball)
     reference, tight, _ = _StepFrom(
         crushed_ball, exact_hessian_below=0.0, max_iterations=400, position_tolerance=1e-11
@@ -849,7 +851,7 @@ def test_newton_takes_an_indefinite_exact_hessian_and_converges_quadratically(cr
     assert info.exact_factorizations >= 1 and info.rejected_updates == 0
     # The positive-definite factorisation refused the exact matrix (CHOLMOD's, or SuperLU's
     # pivot check), and the pivoted LU took it.
-    assert stepper._kkt.base.factorized_by == "lu"
+    assert stepper._kkt.base.factorized_by == ("ldlt" if AutoBackend() == "pardiso" else "lu")
     h = stepper.config.time_step
     _, _, K = stepper.fem.EnergyGradientHessian(new.x, project=False)
     A = (K + sp.diags(stepper.mass / h**2) + stepper.damping / h).tocsr()

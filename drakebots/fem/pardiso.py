@@ -1,0 +1,270 @@
+"""Intel MKL PARDISO's sparse symmetric factorisation, bound through ctypes (the `mkl` wheel).
+
+Why PARDISO is the default factorisation (issue 52; scripts/bench_fem.py, table "factorizations"):
+the default install needs a CHOLMOD-class sparse Cholesky without a compiler. CHOLMOD itself
+(scikit-sparse) builds from source against SuiteSparse, and its supernodal module is GPL, so it
+can only be an optional extra of this BSD-3 package. Intel's `mkl` wheel (Intel Simplified
+Software License: redistributable, no copyleft) ships PARDISO, a supernodal direct solver with
+its own METIS nested dissection, for x86-64 Linux and Windows. Measured on the monster's first
+coupled QPCC frame (reduced matrix K_red, 127,993 rows, 4.54 M non-zeros), one thread:
+
+    ==================  =========  ========  ==================
+    backend             numeric    82-column half-solve  fill (nnz L)
+    ==================  =========  ========  ==================
+    PARDISO (mtype 2)   0.50 s     0.31 s    23.9 M
+    CHOLMOD supernodal  0.68 s     0.37 s    22.0 M
+    SuperLU (METIS ND)  6.0 s      3.8 s (full solve)
+    ==================  =========  ========  ==================
+
+This module binds only what drakebots uses, and checks it:
+
+- mtype 2 (real symmetric positive definite, Cholesky): a matrix that is not positive definite
+  stops the numeric phase with error -4 (a zero or negative pivot), raised here as
+  `NotPositiveDefinite`, the counterpart of CHOLMOD's refusal (drakebots.fem.solvers).
+- mtype -2 (real symmetric indefinite, Bunch-Kaufman pivoting) reports the inertia; pivots that
+  PARDISO perturbs are counted, and every solve is checked by the caller's backward error.
+- Phase 331 (forward substitution) gives the half-solve Y = L⁻¹ P B, so Bᵀ A⁻¹ B = Yᵀ Y costs half
+  a full solve.
+- The symbolic analysis (phase 11) is redone only when the sparsity pattern changes; the map from
+  the caller's CSC data to the upper-triangular CSR that PARDISO reads is made once per pattern.
+
+MKL's integer interface is set to LP64 (32-bit indices) before the first call; matrices above
+2³¹ non-zeros are refused by name. The handle's memory is released (phase -1) when a pattern
+changes and when the factor is garbage-collected.
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+# PARDISO's matrix types used here.
+POSITIVE_DEFINITE = 2
+INDEFINITE = -2
+_ERRORS = {
+    -1: "input inconsistent",
+    -2: "not enough memory",
+    -3: "reordering problem",
+    -4: "zero pivot, numerical factorization or iterative refinement problem",
+    -5: "unclassified (internal) error",
+    -6: "reordering failed",
+    -7: "diagonal matrix is singular",
+    -8: "32-bit integer overflow problem",
+    -9: "not enough memory for OOC",
+    -10: "error opening OOC files",
+    -11: "read/write error with OOC files",
+    -12: "pardiso_64 called from 32-bit library",
+}
+
+_library = None
+_tried = False
+
+
+def _Candidates() -> list[str]:
+    """Where the `mkl` wheel puts libmkl_rt (its data files go to the environment's lib/)."""
+    names = ["libmkl_rt.so.2", "libmkl_rt.so.3", "libmkl_rt.so", "libmkl_rt.dylib", "mkl_rt.2.dll"]
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    try:
+        import site
+
+        prefixes.append(site.getuserbase())
+    except (ImportError, AttributeError):  # pragma: no cover - site is always there
+        pass
+    found = []
+    for prefix in dict.fromkeys(prefixes):
+        for sub in ("lib", os.path.join("Library", "bin")):
+            for name in names:
+                found.extend(sorted(glob.glob(os.path.join(prefix, sub, name))))
+    system = ctypes.util.find_library("mkl_rt")
+    if system:
+        found.append(system)
+    return found
+
+
+def Library():
+    """MKL's runtime library (ctypes.CDLL), or None where the `mkl` wheel is not installed or no
+    library loads (e.g. a platform without an MKL build; drakebots then uses SuperLU)."""
+    global _library, _tried
+    if _tried:
+        return _library
+    _tried = True
+    if os.environ.get("DRAKEBOTS_NO_PARDISO"):
+        return None
+    for path in _Candidates():
+        try:
+            lib = ctypes.CDLL(path)
+            lib.pardiso.restype = None
+        except (OSError, AttributeError):
+            continue
+        lib.MKL_Set_Interface_Layer.argtypes = [ctypes.c_int]
+        lib.MKL_Set_Interface_Layer.restype = ctypes.c_int
+        lib.MKL_Set_Interface_Layer(0)  # LP64: 32-bit MKL_INT
+        _library = lib
+        break
+    return _library
+
+
+def Available() -> bool:
+    """True when MKL PARDISO loads (the `mkl` wheel, a default dependency on x86-64)."""
+    return Library() is not None
+
+
+class PardisoError(RuntimeError):
+    """PARDISO returned an error code (other than a refused positive-definite factorisation)."""
+
+
+class NonPositivePivot(PardisoError):
+    """mtype 2 met a zero or negative pivot: the matrix is not positive definite."""
+
+
+_INT = ctypes.c_int32
+_PINT = ctypes.POINTER(_INT)
+_PDOUBLE = ctypes.POINTER(ctypes.c_double)
+
+
+class Pardiso:
+    """One PARDISO handle for a symmetric matrix (mtype 2 or -2): `Factor(A)`, `Solve(B)`,
+    `ForwardSolve(B)`; the symbolic analysis is kept while A's sparsity pattern is unchanged.
+
+    Args:
+        mtype: `POSITIVE_DEFINITE` (2, Cholesky; `Factor` raises `NonPositivePivot` for a matrix
+            that is not) or `INDEFINITE` (-2, Bunch-Kaufman LDLᵀ; `inertia` is set).
+    """
+
+    def __init__(self, mtype: int = POSITIVE_DEFINITE):
+        self._lib = Library()
+        if self._lib is None:
+            raise PardisoError("MKL PARDISO is not available (pip install mkl)")
+        if mtype not in (POSITIVE_DEFINITE, INDEFINITE):
+            raise ValueError(f"mtype must be 2 or -2 (got {mtype})")
+        self.mtype = int(mtype)
+        self._pt = np.zeros(64, dtype=np.int64)  # PARDISO's opaque handle
+        iparm = np.zeros(64, dtype=np.int32)
+        iparm[0] = 1  # these settings, not the defaults
+        iparm[1] = 2  # METIS nested dissection
+        iparm[7] = 0  # iterative refinement: none here (the caller checks and refines)
+        iparm[9] = 8  # pivot perturbation 1e-8 (mtype -2 only)
+        iparm[10] = 0  # no scaling, no weighted matching: symmetric pivots only
+        iparm[12] = 0
+        iparm[17] = -1  # report the factor's non-zeros
+        iparm[20] = 1  # Bunch-Kaufman 1x1 and 2x2 pivots (mtype -2)
+        iparm[34] = 1  # zero-based indices
+        self._iparm = iparm
+        self._pattern = None
+        self._analysed = False
+        self._n = 0
+        self.inertia = None  # (positive, negative) pivots after an INDEFINITE factorisation
+        self.perturbed_pivots = 0
+
+    def __del__(self):
+        try:
+            self._Release()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser
+            pass
+
+    def _Release(self):
+        if self._analysed and self._lib is not None:
+            self._Call(-1)
+            self._analysed = False
+
+    def _Call(self, phase: int, b=None, x=None, nrhs: int = 1) -> None:
+        error = _INT(0)
+        ints = [_INT(v) for v in (1, 1, self.mtype, phase, self._n, nrhs, 0)]
+        maxfct, mnum, mtype, phase_, n, nrhs_, msglvl = (ctypes.byref(v) for v in ints)
+        null = _PDOUBLE()
+        self._lib.pardiso(
+            self._pt.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+            maxfct,
+            mnum,
+            mtype,
+            phase_,
+            n,
+            self._data.ctypes.data_as(_PDOUBLE) if phase >= 0 else null,
+            self._indptr.ctypes.data_as(_PINT) if phase >= 0 else _PINT(),
+            self._indices.ctypes.data_as(_PINT) if phase >= 0 else _PINT(),
+            _PINT(),
+            nrhs_,
+            self._iparm.ctypes.data_as(_PINT),
+            msglvl,
+            null if b is None else b.ctypes.data_as(_PDOUBLE),
+            null if x is None else x.ctypes.data_as(_PDOUBLE),
+            ctypes.byref(error),
+        )
+        code = error.value
+        if code == -4 and self.mtype == POSITIVE_DEFINITE and phase in (12, 22):
+            raise NonPositivePivot(
+                f"PARDISO: the {self._n}x{self._n} matrix is not positive definite "
+                "(a zero or negative pivot)"
+            )
+        if code != 0:
+            raise PardisoError(
+                f"PARDISO phase {phase} on a {self._n}x{self._n} matrix: error {code} "
+                f"({_ERRORS.get(code, 'unknown')})"
+            )
+
+    def Factor(self, A) -> "Pardiso":
+        """Factorise the symmetric matrix A (its upper triangle is read)."""
+        A = sp.csc_matrix(A)
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"PARDISO takes a square matrix (got {A.shape})")
+        if A.nnz >= 2**31 - 1:
+            raise ValueError(f"PARDISO (LP64) takes under 2^31 non-zeros (got {A.nnz})")
+        if not A.has_sorted_indices:
+            A = A.sorted_indices()
+        pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
+        if pattern != self._pattern:
+            self._Release()
+            # A symmetric matrix's CSC arrays are the CSR arrays of Aᵀ = A: row r's entries are
+            # column r's. PARDISO reads the upper triangle (column index >= row) of that CSR.
+            rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+            upper = A.indices >= rows
+            missing = np.setdiff1d(np.arange(A.shape[0]), A.indices[A.indices == rows])
+            if len(missing):
+                # PARDISO needs every diagonal entry stored, even a zero one.
+                raise ValueError(
+                    f"PARDISO needs the full diagonal stored ({len(missing)} diagonal entries "
+                    "missing from the sparsity pattern)"
+                )
+            self._upper = np.flatnonzero(upper)
+            counts = np.bincount(rows[upper], minlength=A.shape[0])
+            self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+            self._indices = A.indices[upper].astype(np.int32)
+            self._n = A.shape[0]
+            self._data = np.ascontiguousarray(A.data[self._upper], dtype=np.float64)
+            self._Call(11)
+            self._analysed = True
+            self._pattern = pattern
+            self.factor_nonzeros = int(self._iparm[17])
+        else:
+            self._data = np.ascontiguousarray(A.data[self._upper], dtype=np.float64)
+        self._Call(22)
+        self.perturbed_pivots = int(self._iparm[13])
+        if self.mtype == INDEFINITE:
+            self.inertia = (int(self._iparm[21]), int(self._iparm[22]))
+        return self
+
+    def _Rhs(self, B):
+        B = np.asarray(B, dtype=np.float64)
+        if B.shape[0] != self._n:
+            raise ValueError(f"right-hand side has {B.shape[0]} rows, the matrix {self._n}")
+        return np.asfortranarray(B.reshape(self._n, -1)), B.shape
+
+    def _Phase(self, phase: int, B) -> np.ndarray:
+        rhs, shape = self._Rhs(B)
+        x = np.zeros_like(rhs, order="F")
+        self._Call(phase, rhs, x, nrhs=rhs.shape[1])
+        return x.reshape(shape)
+
+    def Solve(self, B) -> np.ndarray:
+        """A⁻¹ B (B: (n,) or (n, k))."""
+        return self._Phase(33, B)
+
+    def ForwardSolve(self, B) -> np.ndarray:
+        """L⁻¹ P B of the Cholesky factor P A Pᵀ = L Lᵀ (mtype 2 only), so Bᵀ A⁻¹ B = Yᵀ Y."""
+        if self.mtype != POSITIVE_DEFINITE:
+            raise ValueError("a forward half-solve needs the positive-definite factorisation")
+        return self._Phase(331, B)
