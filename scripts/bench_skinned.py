@@ -15,8 +15,18 @@ Frame-by-frame part (`QpccSection`, the coupled QPCC of qpcc_coupled.py on each 
 - the lower bound of a frame: one factorisation of the coupled system (frame / factor ratio);
 - condensed against uncondensed QPCC on the same frame and labels (paper: about 50x).
 
+Design-frame part (`DesignFramesSection`, issues 49 and 52: like for like with a real design run):
+- the first `--design-frames` walking frames of the monster's 0.06 m/s walk on its folded skin
+  (the README's design command), run by the design workflow itself once per factorisation
+  (`--design-solvers`, default PARDISO then SciPy's SuperLU, the reference), same process, same
+  plan: seconds per frame (`design_frame_s`), the ratio to the reference, and the largest torque
+  and state difference between the two (the same frames to solver tolerance);
+- one numeric factorisation of that run's real reduced matrix K_red by each backend that loads
+  (`factorization_s`: PARDISO's; SuperLU's and CHOLMOD's beside it, their ratios).
+
 Usage: python scripts/bench_skinned.py [--out runs/bench/skinned.json] [--robots beetle,cow]
-       [--frames 4] [--no-uncondensed] [--skip-space-time]
+       [--frames 4] [--no-uncondensed] [--skip-space-time] [--skip-design]
+       [--design-skin runs/monster_skin] [--design-frames 6]
 """
 
 from __future__ import annotations
@@ -262,6 +272,162 @@ def QpccSection(args) -> dict:
     return out
 
 
+class _StopAfterFrames(Exception):
+    """Raised by the patched frame-by-frame pass once its frames are timed."""
+
+    def __init__(self, frames, dynamics):
+        super().__init__("frames timed")
+        self.frames = frames
+        self.dynamics = dynamics
+
+
+def _DesignFrames(args, solver: str):
+    """The first `args.design_frames` frames of the design run's first frame-by-frame pass, with
+    the coupled frames factorised by `solver` (the design workflow runs them: same plan, same
+    QPCC, same skin)."""
+    from drakebots.skinned import alternating
+    from drakebots.skinned.design import Design, DesignConfig
+
+    original = alternating.RunFrameByFrame
+    count = args.design_frames + 1
+
+    def FirstFrames(model, dynamics, qpcc, q_plan, contact_plan, **kwargs):
+        kwargs["progress"] = None
+        frames = original(model, dynamics, qpcc, q_plan[:count], contact_plan[:, :count], **kwargs)
+        raise _StopAfterFrames(frames, dynamics)
+
+    config = DesignConfig(
+        robot="monster",
+        motion="walk",
+        speed=0.06,
+        motor_limit=5.9,
+        skin=str(args.design_skin),
+        linear_solver=solver,
+        iterations=1,
+        coupled_replay_seconds=0.0,
+        replay=False,
+    )
+    alternating.RunFrameByFrame = FirstFrames
+    try:
+        Design(config)
+    except _StopAfterFrames as stop:
+        return stop.frames, stop.dynamics
+    finally:
+        alternating.RunFrameByFrame = original
+    raise RuntimeError("the design run ended before its frame-by-frame pass")
+
+
+def _FactorTimes(K) -> dict:
+    """One numeric factorisation of K by each backend that loads (the symbolic analysis, done
+    once per pattern in a run, is timed apart), seconds."""
+    from drakebots.fem.solvers import (
+        CholmodAvailable,
+        CholmodFactor,
+        NestedDissection,
+        OrderedSplu,
+        PardisoAvailable,
+        PardisoFactor,
+    )
+
+    out = {}
+    makers = {"splu": lambda: OrderedSplu(NestedDissection)}
+    if PardisoAvailable():
+        makers["pardiso"] = PardisoFactor
+    if CholmodAvailable():
+        makers["cholmod"] = lambda: CholmodFactor("nesdis")
+    for name, make in makers.items():
+        factor = make()
+        t0 = time.perf_counter()
+        factor.Factor(K)  # the analysis (and SuperLU's ordering) plus a first factorisation
+        t1 = time.perf_counter()
+        factor.Factor(K)  # the numeric factorisation alone
+        t2 = time.perf_counter()
+        out[name] = {"first_s": t1 - t0, "numeric_s": t2 - t1}
+    return out
+
+
+def DesignFramesSection(args) -> dict:
+    """Seconds per walking frame of a real design run, each factorisation against SuperLU (see
+    the module docstring)."""
+    skin = Path(args.design_skin)
+    if not (skin / "skin.npz").is_file():
+        return {
+            "skipped": f"no skin at {skin} (make it with the README's command: drakebots skin "
+            "monster --pieces --youngs-modulus 6.7e5 --folding-regions knees,ankles --fold-depth "
+            f"0.012 --fold-pitch 0.024 --voxel 0.008 --out {skin})"
+        }
+    out = {
+        "workload": "monster walk 0.06 m/s at 5.9 N*m on its folded FEM skin (the README's "
+        f"design command): the first {args.design_frames} frames of the first frame-by-frame "
+        "pass, run by drakebots.skinned.Design",
+        "load_average_start": os.getloadavg()[0],
+        "solvers": {},
+    }
+    runs = {}
+    for solver in args.design_solvers:
+        print(f"[design] monster walk: {args.design_frames} frames with {solver} ...", flush=True)
+        frames, dynamics = _DesignFrames(args, solver)
+        runs[solver] = frames
+        times = np.asarray(frames.frame_time, float)
+        out["solvers"][solver] = {
+            "resolved": dynamics.solver_name,
+            "vertices": int(dynamics.n),
+            "frames_done": int(frames.frames_done),
+            "infeasible": [int(i) for i, _ in frames.infeasible],
+            "frame_s_each": times.tolist(),
+            # The first frame carries the one-time analysis and ordering: the median of the rest.
+            "design_frame_s": float(np.median(times[1:] if len(times) > 1 else times)),
+        }
+        if solver == args.design_solvers[0]:
+            K = dynamics._factor._factor._matrix  # the last frame's reduced matrix
+            out["reduced_matrix"] = {"rows": int(K.shape[0]), "nonzeros": int(K.nnz)}
+            out["factorizations"] = _FactorTimes(K)
+    reference = args.design_solvers[-1]
+    first = args.design_solvers[0]
+    if first != reference:
+        a, b = runs[first], runs[reference]
+        n = min(len(a.tau), len(b.tau))
+        out["design_frame_s"] = out["solvers"][first]["design_frame_s"]
+        out["reference_design_frame_s"] = out["solvers"][reference]["design_frame_s"]
+        out["speedup_vs_reference"] = out["reference_design_frame_s"] / out["design_frame_s"]
+        out["max_torque_difference_nm"] = float(np.abs(a.tau[:n] - b.tau[:n]).max())
+        out["max_q_difference"] = float(np.abs(a.q[: n + 1] - b.q[: n + 1]).max())
+        out["target_design_frame_s"] = 1.5
+    factors = out.get("factorizations", {})
+    if "pardiso" in factors:
+        out["factorization_s"] = factors["pardiso"]["numeric_s"]
+        for other in ("splu", "cholmod"):
+            if other in factors:
+                out[f"factorization_ratio_{other}"] = (
+                    factors[other]["numeric_s"] / factors["pardiso"]["numeric_s"]
+                )
+    out["load_average_end"] = os.getloadavg()[0]
+    return out
+
+
+def _PrintDesign(d):
+    if "skipped" in d:
+        print(f"design frames: skipped ({d['skipped']})")
+        return
+    print(d["workload"])
+    for solver, row in d["solvers"].items():
+        print(
+            f"  {solver:<8} ({row['resolved']}, {row['vertices']} vertices): "
+            f"{row['design_frame_s']:.2f} s/frame (median), {row['frames_done']} frames, "
+            f"infeasible {row['infeasible']}"
+        )
+    if "speedup_vs_reference" in d:
+        print(
+            f"  {d['speedup_vs_reference']:.1f}x the reference; max torque difference "
+            f"{d['max_torque_difference_nm']:.2e} N*m, max q difference {d['max_q_difference']:.2e}"
+        )
+    for name, row in d.get("factorizations", {}).items():
+        print(
+            f"  factorisation of K_red {d['reduced_matrix']['rows']} rows, {name}: numeric "
+            f"{row['numeric_s']:.3f} s (first, with analysis {row['first_s']:.3f} s)"
+        )
+
+
 def main():
     from drakebots.runtime import KeepFreedMemory
 
@@ -290,9 +456,25 @@ def main():
     )
     parser.add_argument("--skip-space-time", action="store_true")
     parser.add_argument("--skip-qpcc", action="store_true")
+    parser.add_argument("--skip-design", action="store_true")
+    parser.add_argument("--design-skin", default="runs/monster_skin")
+    parser.add_argument("--design-frames", type=int, default=6)
+    parser.add_argument(
+        "--design-solvers",
+        default="auto,splu",
+        help="factorisations timed on the design frames; the last is the reference",
+    )
     args = parser.parse_args()
     args.robots = [r for r in args.robots.split(",") if r]
-    report = {"qpcc": {} if args.skip_qpcc else QpccSection(args)}
+    args.design_solvers = [s for s in args.design_solvers.split(",") if s]
+    report = {}
+    if not args.skip_design:
+        report["design_frames"] = DesignFramesSection(args)
+        _PrintDesign(report["design_frames"])
+        for key in ("design_frame_s", "factorization_s"):
+            if key in report["design_frames"]:
+                report[key] = report["design_frames"][key]
+    report["qpcc"] = {} if args.skip_qpcc else QpccSection(args)
     if report["qpcc"]:
         _PrintQpcc(report["qpcc"])
     if not args.skip_space_time:

@@ -201,6 +201,13 @@ def register(subparsers):
         help="with --skin, the wall-time budget of the check that replays the kept torques open "
         "loop in the coupled simulator (default 900 s; 0 skips the check)",
     )
+    parser.add_argument(
+        "--linear-solver",
+        choices=("auto", "pardiso", "cholmod", "splu"),
+        default=None,
+        help="with --skin, the coupled frames' sparse factorisation: auto (default: MKL PARDISO "
+        "where it loads, else CHOLMOD where installed, else SciPy's SuperLU), or one by name",
+    )
     parser.add_argument("--no-replay", action="store_true", default=None, help="skip replay.html")
     parser.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
     AddConfigArgument(parser, "DesignConfig")

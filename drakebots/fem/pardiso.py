@@ -20,7 +20,12 @@ This module binds only what drakebots uses, and checks it:
 
 - mtype 2 (real symmetric positive definite, Cholesky): a matrix that is not positive definite
   stops the numeric phase with error -4 (a zero or negative pivot), raised here as
-  `NotPositiveDefinite`, the counterpart of CHOLMOD's refusal (drakebots.fem.solvers).
+  `NonPositivePivot` (drakebots.fem.solvers makes it `NotPositiveDefinite`, the counterpart of
+  CHOLMOD's refusal). A singular positive semi-definite matrix can instead factorise with
+  round-off-sized positive pivots (an unsupported frame's rigid-body modes: smallest pivot
+  2.5e-16 of its diagonal entry, measured), so the pivots are read back (`pardiso_getdiag`) and a
+  pivot below `SINGULAR_PIVOT_RATIO` of its diagonal entry is refused the same way (the monster's
+  reduced QPCC matrix: 4.7e-7 at the least).
 - mtype -2 (real symmetric indefinite, Bunch-Kaufman pivoting) reports the inertia; pivots that
   PARDISO perturbs are counted, and every solve is checked by the caller's backward error.
 - Phase 331 (forward substitution) gives the half-solve Y = L⁻¹ P B, so Bᵀ A⁻¹ B = Yᵀ Y costs half
@@ -45,6 +50,9 @@ import scipy.sparse as sp
 # PARDISO's matrix types used here.
 POSITIVE_DEFINITE = 2
 INDEFINITE = -2
+# A Cholesky pivot (the Schur complement's diagonal entry) this small against the matrix's own
+# diagonal entry means the matrix is singular to working precision (condition above ~1e13).
+SINGULAR_PIVOT_RATIO = 1e-13
 _ERRORS = {
     -1: "input inconsistent",
     -2: "not enough memory",
@@ -153,6 +161,7 @@ class Pardiso:
         iparm[17] = -1  # report the factor's non-zeros
         iparm[20] = 1  # Bunch-Kaufman 1x1 and 2x2 pivots (mtype -2)
         iparm[34] = 1  # zero-based indices
+        iparm[55] = 1 if mtype == POSITIVE_DEFINITE else 0  # keep the pivots for pardiso_getdiag
         self._iparm = iparm
         self._pattern = None
         self._analysed = False
@@ -245,7 +254,33 @@ class Pardiso:
         self.perturbed_pivots = int(self._iparm[13])
         if self.mtype == INDEFINITE:
             self.inertia = (int(self._iparm[21]), int(self._iparm[22]))
+        else:
+            pivots, diagonal = self.Pivots()
+            ratio = pivots / diagonal
+            worst = int(np.argmin(ratio)) if len(ratio) else 0
+            if len(ratio) and not ratio[worst] > SINGULAR_PIVOT_RATIO:
+                raise NonPositivePivot(
+                    f"PARDISO: the {self._n}x{self._n} matrix is singular to working precision "
+                    f"(a pivot {ratio[worst]:.1e} of its diagonal entry)"
+                )
         return self
+
+    def Pivots(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Cholesky pivots (L_ii², in PARDISO's elimination order) and the matrix's diagonal
+        entries in the same order (mtype 2)."""
+        pivots = np.zeros(self._n)
+        diagonal = np.zeros(self._n)
+        error = _INT(0)
+        self._lib.pardiso_getdiag(
+            self._pt.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+            pivots.ctypes.data_as(_PDOUBLE),
+            diagonal.ctypes.data_as(_PDOUBLE),
+            ctypes.byref(_INT(1)),
+            ctypes.byref(error),
+        )
+        if error.value != 0:
+            raise PardisoError(f"PARDISO getdiag: error {error.value}")
+        return pivots, diagonal
 
     def _Rhs(self, B):
         B = np.asarray(B, dtype=np.float64)

@@ -554,19 +554,25 @@ def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int 
     return NestedDissectionTree(points, edges, leaf_size)[0]
 
 
-BACKENDS = ("multifrontal", "superlu", "cholmod")
+BACKENDS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
 
 
 def FactorizationBackend() -> str:
-    """The sparse factorisation the static solves use: DRAKEBOTS_FRAME_SOLVER, default
-    "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only). "superlu" is SciPy's splu on the
-    same nested-dissection order; "cholmod" needs the optional scikit-sparse (SuiteSparse) and is
-    only for comparisons (scripts/bench_voxel.py)."""
+    """The sparse factorisation the static solves use: DRAKEBOTS_FRAME_SOLVER, default "auto":
+    MKL PARDISO where it loads (the default install on x86-64; drakebots.fem.pardiso), else
+    "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only, kept as the fallback and as an
+    implementation independent of MKL). "superlu" is SciPy's splu on the same nested-dissection
+    order; "cholmod" needs the optional scikit-sparse (SuiteSparse) and is for comparisons
+    (scripts/bench_voxel.py)."""
     import os
 
-    backend = os.environ.get("DRAKEBOTS_FRAME_SOLVER", "multifrontal").lower() or "multifrontal"
+    from drakebots.fem.solvers import PardisoAvailable
+
+    backend = os.environ.get("DRAKEBOTS_FRAME_SOLVER", "auto").lower() or "auto"
     if backend not in BACKENDS:
         raise ValueError(f"DRAKEBOTS_FRAME_SOLVER={backend!r}: choose one of {BACKENDS}")
+    if backend == "auto":
+        return "pardiso" if PardisoAvailable() else "multifrontal"
     return backend
 
 
@@ -586,7 +592,8 @@ def _Factorize(
         matrix: the matrix (None when `permuted` is given).
         permutation, block_ptr, parent: the elimination order and its supernode tree
             (Frame._FreeOrdering).
-        backend: "multifrontal", "superlu" or "cholmod" (default FactorizationBackend()).
+        backend: "pardiso", "multifrontal", "superlu" or "cholmod" (default
+            FactorizationBackend()).
         permuted: matrix[permutation][:, permutation], when the caller has it already.
 
     Raises:
@@ -602,11 +609,20 @@ def _Factorize(
     if permuted is None:
         permuted = sp.csr_matrix(matrix)[permutation][:, permutation]
     permuted = sp.csc_matrix(permuted)
-    if backend in ("cholmod", "superlu"):
-        from drakebots.fem.solvers import CholmodFactor, NotPositiveDefinite, OrderedSplu
+    if backend in ("cholmod", "superlu", "pardiso"):
+        from drakebots.fem.solvers import (
+            CholmodFactor,
+            NotPositiveDefinite,
+            OrderedSplu,
+            PardisoFactor,
+        )
 
-        # Either refuses a matrix that is not positive definite; their solves are checked.
-        factor = CholmodFactor("metis") if backend == "cholmod" else OrderedSplu(None, "NATURAL")
+        # Each refuses a matrix that is not positive definite; their solves are checked.
+        factor = {
+            "cholmod": lambda: CholmodFactor("metis"),
+            "superlu": lambda: OrderedSplu(None, "NATURAL"),
+            "pardiso": PardisoFactor,
+        }[backend]()
         try:
             solve = factor.Factor(permuted).solve
         except NotPositiveDefinite as e:

@@ -82,6 +82,10 @@ class DesignConfig:
     plan_skin_mass: str = "links"
     # With a skin, its self- and skin-skeleton collision penalties (section 4.2).
     skin_collisions: bool = True
+    # With a skin, the coupled frames' sparse factorisation: "auto" (MKL PARDISO where it loads,
+    # else CHOLMOD where installed, else SuperLU), "pardiso", "cholmod" or "splu"
+    # (drakebots.fem.solvers; every one gives the same frames to solver tolerance).
+    linear_solver: str = "auto"
     # The space-time step's COP-in-support-polygon constraint (Eq. 5).
     space_time_cop: bool = True
     # With a skin, hand each pass's coupling loads to the next space-time step (section 5.1).
@@ -146,6 +150,7 @@ def _CheckChoices(config: DesignConfig) -> None:
         ("lookahead", LOOKAHEADS),
         ("plan_skin_mass", ("links", "skin")),
         ("frame_objective", ("ours", "paper")),
+        ("linear_solver", ("auto", "pardiso", "cholmod", "splu")),
     ):
         if getattr(config, name) not in choices:
             raise InputError(
@@ -287,7 +292,18 @@ def _LoadSkin(path: Path):
         raise InputError(f"{_Flag('skin')} {path}: cannot load the skin ({e})") from e
 
 
-def _Factory(skin, collisions: bool = True):
+def _LinearSolver(setup) -> str:
+    """The factorisation asked for, resolved on this install ("auto" -> what it gives); one this
+    install lacks is an InputError naming the package."""
+    from drakebots.fem.solvers import ResolveBackend
+
+    try:
+        return ResolveBackend(setup.config.linear_solver)
+    except ValueError as e:
+        raise InputError(f"{_Flag('linear_solver')}: {e}") from e
+
+
+def _Factory(skin, collisions: bool = True, linear_solver: str = "auto"):
     from drakebots.skinned.qpcc import RigidFrameDynamics
 
     if skin is None:
@@ -297,7 +313,9 @@ def _Factory(skin, collisions: bool = True):
     fem_skin, bare, load = skin
     # Collision penalties off also switch them off in the coupled replay (NewSimulator takes
     # this config's penalty stiffness).
-    config = CoupledFrameConfig(foot_friction=True, penalties=collisions)
+    config = CoupledFrameConfig(
+        foot_friction=True, penalties=collisions, linear_solver=linear_solver
+    )
 
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
     # kinematics come from the space-time model, the same skeleton. The factory remembers what
@@ -517,7 +535,9 @@ def Design(config: DesignConfig, *, meshcat=None, progress=None) -> DesignResult
     report = Reporter(progress)
     setup = _Validate(config)
     model, motion, limits = setup.model, setup.motion, setup.limits
-    make_dynamics, dynamics_name = _Factory(setup.skin, collisions=setup.config.skin_collisions)
+    make_dynamics, dynamics_name = _Factory(
+        setup.skin, collisions=setup.config.skin_collisions, linear_solver=_LinearSolver(setup)
+    )
     loop = _AlternatingConfig(setup.config)
     report.Say(
         f"{setup.robot.name}: {setup.spec.name}, {motion.num_frames} frames of {motion.dt} s, "

@@ -221,3 +221,21 @@ def test_pardiso_refuses_a_pattern_without_its_diagonal():
 
     with pytest.raises(ValueError, match="diagonal"):
         PardisoFactor().Factor(A)
+
+
+@needs_pardiso
+def test_pardiso_refuses_a_singular_semidefinite_matrix():
+    """A free (Neumann) grid Laplacian is positive semi-definite with constant null vectors
+    (NumPy: its lowest eigenvalue is zero to round-off): Cholesky meets round-off-sized pivots
+    there, and PARDISO's factor must be refused as an unsupported frame's is, not used."""
+    n = 12
+    one = sp.diags(
+        [-np.ones(n - 1), np.r_[1.0, 2 * np.ones(n - 2), 1.0], -np.ones(n - 1)], [-1, 0, 1]
+    )
+    A = (sp.kron(one, sp.identity(n)) + sp.kron(sp.identity(n), one)).tocsc()
+    assert abs(np.linalg.eigvalsh(A.toarray())[0]) < 1e-12
+    with pytest.raises(NotPositiveDefinite):
+        SpdFactor("pardiso").Factor(A)
+    # Where the round-off pivot comes out positive instead, its size refuses it
+    # (tests/frame/test_cholesky.py::test_unsupported_frame_is_reported: a pivot 2.5e-16 of its
+    # diagonal entry).
