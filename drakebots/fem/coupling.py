@@ -108,6 +108,8 @@ class ReducedKkt:
             penalties implicit in both bodies).
         factorization: "auto" (default), "pardiso", "cholmod", "splu" or "dense"
             (`FACTORIZATIONS`).
+        reuse: an earlier ReducedKkt that is no longer used: its factorisation's symbolic
+            analysis is kept where the pattern is the same (its own factor is overwritten).
 
     `factorized_by` says what factorised the reduced matrix: "pardiso", "cholmod", "splu" or
     "dense" (it is positive definite), or "ldlt" / "lu" (it is not: PARDISO's pivoted LDLᵀ or
@@ -115,7 +117,18 @@ class ReducedKkt:
     (drakebots.fem.solvers).
     """
 
-    def __init__(self, A_r, A_d, G_q, pinned, *, ordering=None, A_dr=None, factorization="auto"):
+    def __init__(
+        self,
+        A_r,
+        A_d,
+        G_q,
+        pinned,
+        *,
+        ordering=None,
+        A_dr=None,
+        factorization="auto",
+        reuse: "ReducedKkt | None" = None,
+    ):
         if factorization not in FACTORIZATIONS:
             raise ValueError(
                 f"unknown factorization '{factorization}' (known: {', '.join(FACTORIZATIONS)})"
@@ -154,7 +167,11 @@ class ReducedKkt:
         # M is in the fill-reducing order already (the skeleton's dense rows last), unless no
         # ordering could be made.
         self._lu = FactorSymmetric(
-            M, factorization, ordering="natural" if ordering is not None else None, indefinite="lu"
+            M,
+            factorization,
+            ordering="natural" if ordering is not None else None,
+            indefinite="lu",
+            reuse=None if reuse is None else reuse._lu.positive_definite_factor,
         )
         self.factorized_by = self._lu.backend
         self._A_fP = A_fP

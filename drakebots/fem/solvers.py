@@ -405,17 +405,31 @@ def SpdFactor(backend: str = "auto", ordering=None):
     return OrderedSplu(permc_spec="NATURAL") if natural else OrderedSplu(ordering)
 
 
-def FactorSymmetric(A, backend: str = "auto", *, ordering=None, indefinite: str = "raise"):
+def FactorSymmetric(
+    A, backend: str = "auto", *, ordering=None, indefinite: str = "raise", reuse=None
+):
     """The factor of the sparse symmetric matrix A by `SpdFactor(backend, ordering)`; where A is
     not positive definite, `NotPositiveDefinite` (indefinite="raise") or a stable pivoted
     factorisation (indefinite="lu"): PARDISO's Bunch-Kaufman LDLᵀ where the backend is PARDISO,
     else SuperLU's threshold-pivoted LU (`LuFactor`). The factor's `.backend` says which ran:
     "pardiso", "cholmod", "splu", "dense", "ldlt" (PARDISO, pivoted) or "lu" (SuperLU, pivoted).
+
+    `reuse`: the `.positive_definite_factor` of an earlier result that is no longer used (its
+    numeric factor is overwritten): PARDISO's and CHOLMOD's symbolic analysis is then kept when
+    the pattern is the same (the coupled simulator's Newton iterations and steps: PARDISO's
+    analysis of the monster's 128k-row matrix costs more than its numeric factorisation).
     """
     if indefinite not in ("raise", "lu"):
         raise ValueError(f"indefinite must be 'raise' or 'lu' (got {indefinite!r})")
     backend = ResolveBackend(backend)
-    factor = SpdFactor(backend, ordering)
+    reusable = (PardisoFactor, CholmodFactor)
+    if isinstance(reuse, reusable) and {"pardiso": PardisoFactor, "cholmod": CholmodFactor}.get(
+        backend
+    ) is type(reuse):
+        factor = reuse
+    else:
+        factor = SpdFactor(backend, ordering)
+    spd = factor
     try:
         factor.Factor(A)
         factor.backend = backend
@@ -426,11 +440,12 @@ def FactorSymmetric(A, backend: str = "auto", *, ordering=None, indefinite: str 
             factor = PardisoFactor(positive_definite=False)
             factor.Factor(A)
             factor.backend = "ldlt"
-            return factor
-        natural = isinstance(ordering, str) and ordering == "natural"
-        factor = LuFactor(permc_spec="NATURAL") if natural else LuFactor(ordering)
-        factor.Factor(A)
-        factor.backend = "lu"
+        else:
+            natural = isinstance(ordering, str) and ordering == "natural"
+            factor = LuFactor(permc_spec="NATURAL") if natural else LuFactor(ordering)
+            factor.Factor(A)
+            factor.backend = "lu"
+    factor.positive_definite_factor = spd
     return factor
 
 

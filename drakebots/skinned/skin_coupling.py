@@ -867,11 +867,13 @@ class CoupledSkinSkeleton:
                     self._ordering = NestedDissection(A_d)
                 options = dict(ordering=self._ordering, A_dr=A_dr, factorization=cfg.factorization)
                 rows = (h * J, self.glue.dofs) if schur else (G, pinned)
-                # An exact matrix that is not positive definite (CHOLMOD or SuperLU's pivot
-                # check refuses it) is factorised by SuperLU's pivoted LU (ReducedKkt's
-                # fallback, its solves checked) and used all the same: Newton converges
+                # An exact matrix that is not positive definite (the Cholesky refuses it) is
+                # factorised by a pivoted factorisation (ReducedKkt's fallback: PARDISO's
+                # LDLᵀ or SuperLU's LU, its solves checked) and used all the same: Newton converges
                 # quadratically with the exact Jacobian whatever its inertia, and the descent
                 # check below rejects an update that climbs the step's potential.
+                if self._kkt is not None:  # discarded now: its analysis is reused
+                    options["reuse"] = getattr(self._kkt, "base", self._kkt)
                 kkt = ReducedKkt(A_r, A_d, *rows, **options)
                 self._kkt = PinnedCorrection(kkt) if schur else kkt
                 self._kkt_exact = exact
