@@ -9,6 +9,7 @@ goal (the results folder holds the reason); 2 bad input (nothing written).
 import argparse
 import importlib
 import logging
+import math
 import pkgutil
 import sys
 
@@ -25,9 +26,82 @@ def VerbModules() -> list[str]:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the house's error: one line naming the option, exit 2 (issue 50)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# The most work one run may ask for, per option (dest), so that a typo (1e9 for 1e3) is refused
+# before it runs for a day or fills the disk: {dest: (limit, what it is)}; WORK_LIMITS_BY_VERB
+# overrides it for a verb whose option has other units.
+WORK_LIMITS = {
+    "duration": (3600.0, "s of simulated time"),
+    "seconds": (86400.0, "s"),
+    "time": (3600.0, "s"),
+    "hold": (3600.0, "s"),
+    "coupled_replay_seconds": (86400.0, "s"),
+    "case_timeout": (7 * 86400.0, "s"),
+    "frequency": (1000.0, "Hz"),
+    "knots": (2000, "knots"),
+    "knot_frames": (1000, "frames per knot"),
+    "cycles": (10000, "cycles"),
+    "iterations": (100000, "iterations"),
+    "space_time_iterations": (100000, "iterations"),
+    "first_stage_iterations": (100000, "iterations"),
+    "table_samples": (1001, "samples per direction"),
+    "max_steps": (100000, "steps"),
+    "warmup": (1000, "cycles"),
+    "workers": (1024, "workers"),
+    "fold_teeth": (100, "teeth"),
+    "friction_directions": (64, "directions"),
+    "lookahead": (1000, "knots"),
+}
+WORK_LIMITS_BY_VERB = {
+    "optimize": {"duration": (10000.0, "ms of planned motion")},
+}
+
+
+def _NumberType(kind, dest: str, limit):
+    """An argparse type: `kind`'s value, refused (exit 2 naming the option) when it is NaN or
+    infinite, or above the work limit of its option."""
+
+    def parse(text: str):
+        value = kind(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if limit is not None and isinstance(value, (int, float)) and value > limit[0]:
+            raise argparse.ArgumentTypeError(
+                f"{text} is above {limit[0]:g} {limit[1]}, the most work one run may ask for"
+            )
+        return value
+
+    parse.__name__ = getattr(kind, "__name__", "value")  # argparse's "invalid float value"
+    return parse
+
+
+def CheckNumbers(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
+    """Wraps the type of every option of `parser` and its sub-commands that reads a number
+    (float, int, PositiveFloat, ...) with the finite check and the work limits: the one place
+    where the command line's numbers are judged."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                CheckNumbers(sub, verb or name)
+            continue
+        kind = action.type
+        if kind is None or kind is str or getattr(kind, "_checked", False):
+            continue
+        limits = {**WORK_LIMITS, **WORK_LIMITS_BY_VERB.get(verb, {})}
+        checked = _NumberType(kind, action.dest, limits.get(action.dest))
+        checked._checked = True
+        action.type = checked
+
+
 def MakeParser() -> argparse.ArgumentParser:
     """The top-level parser with every verb registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="drakebots",
         description="Model, simulate and optimise the motion of soft and small legged robots "
         "(HAMR-VI, skinned quad-robots, the gecko soft walker, voxel lattices) with Drake.",
@@ -42,6 +116,7 @@ def MakeParser() -> argparse.ArgumentParser:
     for name in VerbModules():
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(subparsers)
+    CheckNumbers(parser)
     return parser
 
 
