@@ -230,6 +230,11 @@ def _Validate(config: DesignConfig) -> _Setup:
             f"{_Flag('skin_collisions')} off: collisions are the FEM skin's (give {_Flag('skin')})"
         )
     skin = _LoadSkin(Path(config.skin)) if config.skin else None
+    if skin is not None and skin.robot != config.robot:
+        raise InputError(
+            f"{_Flag('skin')} {config.skin}: skin.json says this is a skin of '{skin.robot}', "
+            f"not of '{config.robot}' (make one with `drakebots skin {config.robot}`)"
+        )
     # The space-time model always carries the skin's weight on its links (section 5.4); with a
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
     # coupling loads handed back to the space-time step are the skin's effect beyond that
@@ -271,6 +276,8 @@ def _Validate(config: DesignConfig) -> _Setup:
 
 
 def _LoadSkin(path: Path):
+    import zipfile
+
     if not path.is_dir():
         raise InputError(
             f"{_Flag('skin')} {path}: not a folder (give a `drakebots skin` results folder)"
@@ -283,8 +290,8 @@ def _LoadSkin(path: Path):
 
     try:
         return LoadSkin(path)
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{_Flag('skin')} {path}: cannot load the skin ({e})") from e
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+        raise InputError(f"{_Flag('skin')} {path}: cannot load the skin ({e})") from None
 
 
 def _Factory(skin, collisions: bool = True):

@@ -171,6 +171,11 @@ def _VerbParser(
 
     if not words:
         raise InputError(f"{source}: {where}: 'command' is empty (e.g. command: simulate beetle)")
+    if words[0] == "sweep":
+        raise InputError(
+            f"{source}: {where}: a case may not run `sweep` (a sweep of sweeps would lock and "
+            "resume folders it does not own); list the inner sweep's cases here instead"
+        )
     if words[0] not in VerbModules():
         raise InputError(
             f"{source}: {where}: unknown verb '{words[0]}' "
