@@ -77,7 +77,8 @@ def _NumberType(kind, dest: str, limit):
             )
         return value
 
-    parse.__name__ = getattr(kind, "__name__", "value")  # argparse's "invalid float value"
+    # argparse's "invalid float value: 'x'" names the type: "port", not "_Port".
+    parse.__name__ = getattr(kind, "__name__", "value").lstrip("_").lower()
     return parse
 
 
@@ -209,10 +210,8 @@ def ConfigFromArguments(schema, args, *, renamed=None, converted=None, **flags):
     """
     import dataclasses
 
-    from drakebots.workflow import LoadConfig
-
     file = getattr(args, "config", None)
-    config = LoadConfig(schema, file) if file else schema()
+    config = LoadConfigOption(schema, file) if file else schema()
     if flags:
         return dataclasses.replace(config, **{k: v for k, v in flags.items() if v is not None})
     renamed, converted = renamed or {}, converted or {}
@@ -224,6 +223,22 @@ def ConfigFromArguments(schema, args, *, renamed=None, converted=None, **flags):
             continue
         changes[field] = converted[name](value) if name in converted else value
     return dataclasses.replace(config, **changes)
+
+
+def LoadConfigOption(schema, file: str):
+    """`schema` from the YAML file of --config; an InputError names the option with the file
+    ("--config FILE: key 'x' ..."), as the command line's rules ask."""
+    from drakebots.workflow import LoadConfig
+
+    try:
+        return LoadConfig(schema, file)
+    except InputError as e:
+        message = str(e)
+        if message.startswith("--config"):
+            raise
+        if not message.startswith(str(file)):
+            message = f"{file}: {message}"
+        raise InputError(f"--config {message}") from None
 
 
 def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.ArgumentParser:

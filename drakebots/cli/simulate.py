@@ -92,7 +92,12 @@ def MakeConfig(args) -> SimulateConfig:
         file, target = target, None
     if file is not None:
         path = _ScenarioFile(file)
-        config = LoadConfig(SimulateConfig, path, defaults=SimulateConfig(robot=""))
+        try:
+            config = LoadConfig(SimulateConfig, path, defaults=SimulateConfig(robot=""))
+        except InputError as e:
+            if args.config is None:
+                raise
+            raise InputError(f"--config {e}") from None
         if target is not None:
             config = dataclasses.replace(config, robot=target)
         if not config.robot:

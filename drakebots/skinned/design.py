@@ -229,12 +229,7 @@ def _Validate(config: DesignConfig) -> _Setup:
         raise InputError(
             f"{_Flag('skin_collisions')} off: collisions are the FEM skin's (give {_Flag('skin')})"
         )
-    skin = _LoadSkin(Path(config.skin)) if config.skin else None
-    if skin is not None and skin.robot != config.robot:
-        raise InputError(
-            f"{_Flag('skin')} {config.skin}: skin.json says this is a skin of '{skin.robot}', "
-            f"not of '{config.robot}' (make one with `drakebots skin {config.robot}`)"
-        )
+    skin = _LoadSkin(Path(config.skin), config.robot) if config.skin else None
     # The space-time model always carries the skin's weight on its links (section 5.4); with a
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
     # coupling loads handed back to the space-time step are the skin's effect beyond that
@@ -275,7 +270,7 @@ def _Validate(config: DesignConfig) -> _Setup:
     return _Setup(config, robot, model, spec, motion, limits, skin)
 
 
-def _LoadSkin(path: Path):
+def _LoadSkin(path: Path, robot: str):
     import zipfile
 
     if not path.is_dir():
@@ -286,8 +281,16 @@ def _LoadSkin(path: Path):
         from drakebots.skinned import qpcc_coupled  # noqa: F401
     except ImportError as e:
         raise InputError(f"{_Flag('skin')}: the coupled QPCC is not available here ({e})") from e
+    from drakebots.results import ReadJson
     from drakebots.skinned.skin import LoadSkin
 
+    # Whose skin it is, before its mesh is read: another robot's skin is refused by name.
+    meta = ReadJson(path / "skin.json", what=f"{_Flag('skin')} {path}:", required=("robot",))
+    if meta["robot"] != robot:
+        raise InputError(
+            f"{_Flag('skin')} {path}: skin.json says this is a skin of {meta['robot']!r}, not "
+            f"of '{robot}' (make one with `drakebots skin {robot}`)"
+        )
     try:
         return LoadSkin(path)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:

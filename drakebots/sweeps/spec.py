@@ -243,6 +243,10 @@ def _CheckArgv(top: argparse.ArgumentParser, argv: list[str], source: str, where
     except SystemExit:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
         message = lines[-1] if lines else "rejected by the argument parser"
+        # "drakebots simulate: error: argument --x: ... (see drakebots simulate --help)": the
+        # option and what is wrong, once.
+        message = re.sub(r"^[\w -]+: error: ", "", message)
+        message = re.sub(r" \(see [\w -]+ --help\)$", "", message)
         raise InputError(f"{source}: {where}: `drakebots {shlex.join(argv)}`: {message}") from None
     func = getattr(args, "func", None)
     module = sys.modules.get(getattr(func, "__module__", ""), None)
