@@ -11,6 +11,7 @@ import importlib
 import logging
 import math
 import pkgutil
+import signal
 import sys
 
 from drakebots.errors import InputError, RunFailure
@@ -135,8 +136,16 @@ def main(argv: list[str] | None = None) -> int:
 
     # Drake logs every Meshcat server it starts at INFO; verbs print the URLs that matter.
     logging.getLogger("drake").setLevel(logging.WARNING)
+    interrupted = _CatchInterrupt()
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except Exception:
+            # Ctrl-C inside a solver's Python callback (SNOPT's costs) comes back out of the C++
+            # solver as a RuntimeError naming the KeyboardInterrupt: it is still an interrupt.
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
     except InputError as e:
         print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
         return 2
@@ -159,6 +168,42 @@ def main(argv: list[str] | None = None) -> int:
             print(f"drakebots {args.verb}: internal error: {e.code}", file=sys.stderr)
             return 1
         raise
+    finally:
+        interrupted.Restore()
+
+
+class _Interrupt:
+    """Whether SIGINT arrived during the run (set by _CatchInterrupt's handler)."""
+
+    def __init__(self):
+        self._set = False
+        self._previous = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def Handle(self, signum, frame):
+        self._set = True
+        raise KeyboardInterrupt
+
+    def Restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
+def _CatchInterrupt() -> _Interrupt:
+    """Python's own Ctrl-C (KeyboardInterrupt), noting that it happened; only in the main thread
+    and only where SIGINT is not ignored (a background job, a sweep's worker thread)."""
+    import threading
+
+    interrupt = _Interrupt()
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.default_int_handler:
+            interrupt._previous = previous
+            signal.signal(signal.SIGINT, interrupt.Handle)
+    return interrupt
 
 
 def CommandLine() -> str:

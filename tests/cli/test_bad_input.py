@@ -774,3 +774,34 @@ def test_a_killed_run_leaves_no_temporary_and_the_next_run_succeeds(tmp_path, si
     assert again.returncode == 0, again.stderr
     assert (out / "summary.json").is_file()
     assert not list(tmp_path.glob(".out.tmp-*")), list(tmp_path.iterdir())
+
+
+def test_ctrl_c_inside_snopts_callback_exits_130_writing_nothing(tmp_path):
+    """Ctrl-C while SNOPT evaluates the costs (a Python callback under C++): Drake hands the
+    KeyboardInterrupt back as a RuntimeError; the command still says `interrupted`, exit 130."""
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "drakebots", "optimize", "hamr-gait", "--frequency", "10"]
+    argv += ["--knots", "11", "--iterations", "20", "--solver", "snopt", "--out", str(out)]
+    process = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=_Env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # A shell's background job ignores SIGINT; the user's terminal does not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if "solving with snopt" in line:
+            break
+    time.sleep(1.0)  # Inside SNOPT's first evaluations.
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert process.returncode == 130, output
+    assert "drakebots optimize: interrupted" in output
+    assert "Traceback" not in output
+    assert not out.exists() and not list(tmp_path.glob(".out.tmp-*"))
