@@ -485,6 +485,8 @@ class SweepFolder:
             {
                 "sweep": sweep.name,
                 "source": str(sweep.source),
+                # The sweep file this folder belongs to (CheckOwner), wherever the run started.
+                "source_path": str(Path(sweep.source).resolve()),
                 "description": sweep.description,
                 "figures": sweep.figures,
                 "cases": [case.AsDict() for case in sweep.cases],
@@ -545,10 +547,18 @@ class SweepFolder:
         if not self.IsSweepFolder():
             return
         data = self.ReadCases()
-        recorded = data.get("source") if isinstance(data, dict) else None
-        if not recorded or force:
+        if not isinstance(data, dict) or force:
             return
-        if Path(recorded).resolve() != Path(sweep.source).resolve():
+        recorded = data.get("source_path") or data.get("source")
+        if not recorded:
+            return
+        mine = Path(sweep.source).resolve()
+        if "source_path" not in data and not Path(recorded).is_absolute():
+            # An older folder recorded the path as given: the same file name is the same sweep.
+            same = Path(recorded).name == mine.name
+        else:
+            same = Path(recorded).resolve() == mine
+        if not same:
             raise InputError(
                 f"--out {self.path}: a sweep folder of {recorded}, not of {sweep.source} (give "
                 "another --out, or --force to run this sweep's cases here)"

@@ -114,6 +114,9 @@ FOLDERS = {
     "skin_corrupt": {"skin.json": b"{", "skin.vtk": b"", "skin.npz": b""},
     "skin_missing": {"skin.json": b"{}"},
     "not_sweep": {"something.txt": b"mine"},
+    "other_sweep": {
+        "cases.json": json.dumps({"source": "/elsewhere/other.yaml", "cases": []}).encode()
+    },
 }
 
 NAN = ("nan", "inf", "-inf")
@@ -624,6 +627,11 @@ CASES = [
     C("sweep", ["sweep", "status"], ["status"]),
     C("sweep", ["sweep", "status", "{tmp}/none"], ["none"]),
     C("sweep", ["sweep", "beetle_drop", "--out", "{not_sweep}"], ["--out", "not_sweep"], 2),
+    C(
+        "sweep",
+        ["sweep", "{sweep_a.yaml}", "--out", "{other_sweep}"],
+        ["--out", "other_sweep", "other.yaml", "sweep_a.yaml"],
+    ),
 ]
 
 # NaN and infinities, refused by the one check every numeric option goes through.
@@ -677,6 +685,14 @@ def _Setup(tmp: Path, argv: list[str]) -> None:
                 (tmp / name / file).write_bytes(data)
 
 
+def _Snapshot(folder: Path) -> list[tuple]:
+    """Every file and folder under `folder`, with its size and modification time."""
+    return sorted(
+        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+    )
+
+
 class _TookTooLong(Exception):
     pass
 
@@ -691,7 +707,7 @@ def test_bad_input_exits_2_naming_what_and_where_writing_nothing(
 ):
     _Setup(tmp_path, argv)
     monkeypatch.chdir(tmp_path)  # A default runs/ folder would land here (and fail the test).
-    before = sorted(p.name for p in tmp_path.iterdir())
+    before = _Snapshot(tmp_path)
     filled = [_Fill(a, tmp_path) for a in argv]
     previous = signal.signal(signal.SIGALRM, _Alarm)
     signal.alarm(20)
@@ -715,8 +731,8 @@ def test_bad_input_exits_2_naming_what_and_where_writing_nothing(
     for needle in needles:
         assert _Fill(needle, tmp_path) in lines[0], f"{needle!r} not named in: {lines[0]}"
     assert not (tmp_path / "out").exists(), "--out was written"
-    after = sorted(p.name for p in tmp_path.iterdir())
-    assert after == before, f"written: {set(after) - set(before)}"
+    after = _Snapshot(tmp_path)
+    assert after == before, f"written or changed: {set(after) ^ set(before)}"
     assert seconds < 10.0, f"{seconds:.1f} s: bad input must be refused before any work"
 
 
