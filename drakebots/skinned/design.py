@@ -207,11 +207,11 @@ class _Setup:
     skin: tuple | None  # (FEM skin, bare skeleton model, planned skin load) or None
 
 
-def _Validate(config: DesignConfig) -> _Setup:
-    """Everything that can be wrong with the input, before any work."""
+def CheckConfig(config: DesignConfig) -> tuple:
+    """(config with its defaults filled, robot): the checks that need no model (the robot, the
+    choices, the numbers, the flags that need a skin); `drakebots sweep` runs them for every
+    case before any runs."""
     from drakebots.robots import GetRobot, KnownRobots
-    from drakebots.skinned.motion import CheckReachable, SampleMotion
-    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     if config.robot not in KnownRobots():
         raise InputError(f"unknown robot '{config.robot}' (known: {', '.join(KnownRobots())})")
@@ -229,6 +229,15 @@ def _Validate(config: DesignConfig) -> _Setup:
         raise InputError(
             f"{_Flag('skin_collisions')} off: collisions are the FEM skin's (give {_Flag('skin')})"
         )
+    return config, robot
+
+
+def _Validate(config: DesignConfig) -> _Setup:
+    """Everything that can be wrong with the input, before any work."""
+    from drakebots.skinned.motion import CheckReachable, SampleMotion
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
+
+    config, robot = CheckConfig(config)
     skin = _LoadSkin(Path(config.skin), config.robot) if config.skin else None
     # The space-time model always carries the skin's weight on its links (section 5.4); with a
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the

@@ -84,6 +84,11 @@ FILES = {
     "sweep_scalar.yaml": b"7\n",
     "sweep_binary.yaml": bytes(range(256)),
     "sweep_track.yaml": b"command: track {plan}\ngrid:\n  kf: [1.0, .inf]\n  plan: [p]\n",
+    "sweep_design.yaml": b"command: design beetle\nfixed: {motion: walk}\n"
+    b"grid:\n  knot-frames: [4, 0]\n",
+    "sweep_design_robot.yaml": b"command: design {robot}\nfixed: {motion: walk}\n"
+    b"grid:\n  robot: [beetle, hamr_vi]\n",
+    "sweep_skin.yaml": b"command: skin beetle\ngrid:\n  thickness: [0.004, 0]\n",
     "sweep_a.yaml": b"command: simulate beetle\ngrid:\n  duration: [0.05]\n",
     "sweep_b.yaml": b"command: simulate beetle\ngrid:\n  duration: [0.05]\n",
 }
@@ -613,6 +618,21 @@ CASES = [
     C("sweep", ["sweep", "{sweep_binary.yaml}", "--out", "{out}"], ["sweep_binary.yaml"]),
     C("sweep", ["sweep", "{sweep_track.yaml}", "--out", "{out}"], ["sweep_track.yaml", "kf"]),
     C("sweep", ["sweep", "no_such_sweep", "--out", "{out}"], ["no_such_sweep"]),
+    C(
+        "sweep",
+        ["sweep", "{sweep_design.yaml}", "--out", "{out}"],
+        ["sweep_design.yaml", "--knot-frames"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_design_robot.yaml}", "--out", "{out}"],
+        ["sweep_design_robot.yaml", "hamr_vi"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_skin.yaml}", "--out", "{out}"],
+        ["sweep_skin.yaml", "--thickness"],
+    ),
     C("sweep", ["sweep", "beetle_drop", "--workers", "0", "--out", "{out}"], ["--workers"]),
     C(
         "sweep",
