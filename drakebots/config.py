@@ -200,7 +200,9 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
                 raise InputError(
                     f"{source}: more than {YAML_MAX_NODES} values once its aliases are expanded"
                 )
-            return loader.construct_document(node)
+            document = loader.construct_document(node)
+            _CheckNumbers(document, "", source, limits=False)
+            return document
         finally:
             loader.dispose()
     except InputError:
@@ -272,18 +274,22 @@ YAML_WORK_LIMITS = {
 }
 
 
-def _CheckNumbers(data, where: str, source: str) -> None:
-    """InputError naming the key and the file for a NaN or infinite number anywhere in a typed
-    file's values (YAML's .nan, .inf), or a count above YAML_WORK_LIMITS."""
+def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None:
+    """InputError naming the key and the file for a NaN or infinite number anywhere in a file's
+    values (YAML's .nan, .inf: ReadYaml refuses them in every file the package reads), or, with
+    `limits` (a typed config), a count above YAML_WORK_LIMITS."""
     if isinstance(data, dict):
         for key, value in data.items():
-            _CheckNumbers(value, f"{where}.{key}" if where else str(key), source)
+            path = f"{where}.{key}" if where else str(key)
+            _CheckNumbers(value, path, source, limits=limits)
     elif isinstance(data, list):
         for index, value in enumerate(data):
-            _CheckNumbers(value, f"{where}[{index}]", source)
+            _CheckNumbers(value, f"{where}[{index}]", source, limits=limits)
     elif isinstance(data, float) and not math.isfinite(data):
-        raise InputError(f"{source}: key '{where}' is {data}: must be a finite number")
-    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        raise InputError(
+            f"{source}: key '{where or '(the document)'}' is {data}: must be a finite number"
+        )
+    elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
         name = where.rsplit(".", 1)[-1]
         limit = YAML_WORK_LIMITS.get(name)
         if limit is not None and data > limit:

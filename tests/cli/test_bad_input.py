@@ -70,6 +70,7 @@ FILES = {
     "course_unknown.yaml": b"name: c\nno_such: 1\n",
     "course_syntax.yaml": b"name: [c\n",
     "motion_syntax.yaml": b"frames: {\n",
+    "motion_nan.yaml": b"duration: 2\nfeet:\n  front_left:\n    times: [0, .nan]\n",
     "sweep_sweep.yaml": b"command: sweep beetle_drop\ngrid:\n  workers: [1, 2]\n",
     "sweep_negative.yaml": b"command: simulate beetle\ngrid:\n  duration: [0.1, -1]\n",
     "sweep_robot.yaml": b"command: simulate {robot}\nfixed: {duration: 0.05}\n"
@@ -293,6 +294,20 @@ CASES = [
             "{out}",
         ],
         ["motion_syntax.yaml"],
+    ),
+    C(
+        "design",
+        [
+            "design",
+            "beetle",
+            "--motion",
+            "walk",
+            "--motion-file",
+            "{motion_nan.yaml}",
+            "--out",
+            "{out}",
+        ],
+        ["motion_nan.yaml", "feet.front_left.times[1]"],
     ),
     # --- skin
     C("skin", ["skin", "beetle", "--thickness", "0", "--out", "{out}"], ["--thickness"]),
