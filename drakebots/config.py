@@ -8,6 +8,7 @@ key path and the file, which the command line turns into exit status 2.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from pathlib import Path
@@ -199,7 +200,9 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
                 raise InputError(
                     f"{source}: more than {YAML_MAX_NODES} values once its aliases are expanded"
                 )
-            return loader.construct_document(node)
+            document = loader.construct_document(node)
+            _CheckNumbers(document, "", source, limits=False)
+            return document
         finally:
             loader.dispose()
     except InputError:
@@ -244,12 +247,56 @@ def LoadTypedYaml(
     _ResolveAnnotations(schema)
     text = yaml_dump_typed_dict(raw)
     try:
-        return yaml_load_typed(
+        config = yaml_load_typed(
             schema=schema, data=text, defaults=defaults if defaults is not None else schema()
         )
     except Exception as e:  # noqa: BLE001
         message = _find_bad_value(schema, raw, "", source)
         raise InputError(message or f"{source}: {e}") from None
+    _CheckNumbers(raw, "", source)
+    return config
+
+
+# Keys whose value bounds the work of a run whatever the config (counts and Hz): a file may not
+# ask for more (issue 50). The command line's options have their own table (drakebots.cli).
+YAML_WORK_LIMITS = {
+    "knots": 2000,
+    "knot_frames": 1000,
+    "cycles": 10000,
+    "iterations": 100000,
+    "major_iterations": 100000,
+    "space_time_iterations": 100000,
+    "first_stage_iterations": 100000,
+    "table_samples": 1001,
+    "max_steps": 100000,
+    "warmup": 1000,
+    "frequency": 1000.0,
+}
+
+
+def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None:
+    """InputError naming the key and the file for a NaN or infinite number anywhere in a file's
+    values (YAML's .nan, .inf: ReadYaml refuses them in every file the package reads), or, with
+    `limits` (a typed config), a count above YAML_WORK_LIMITS."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            path = f"{where}.{key}" if where else str(key)
+            _CheckNumbers(value, path, source, limits=limits)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _CheckNumbers(value, f"{where}[{index}]", source, limits=limits)
+    elif isinstance(data, float) and not math.isfinite(data):
+        raise InputError(
+            f"{source}: key '{where or '(the document)'}' is {data}: must be a finite number"
+        )
+    elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
+        name = where.rsplit(".", 1)[-1]
+        limit = YAML_WORK_LIMITS.get(name)
+        if limit is not None and data > limit:
+            raise InputError(
+                f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
+                "ask for"
+            )
 
 
 def DumpTypedYaml(config: Any) -> str:

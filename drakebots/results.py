@@ -247,3 +247,51 @@ def DefaultOutput(*parts: str) -> Path:
     """runs/<parts>-<timestamp>: a fresh folder name when the user gives no --out."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("runs") / ("-".join(parts + (stamp,)))
+
+
+def ReadJson(path: str | Path, *, what: str = "", required: tuple[str, ...] = ()) -> dict:
+    """A JSON object from a file the run reads (a summary.json, a marker), or InputError naming
+    the file: missing, unreadable, not JSON, not an object, or without one of `required` keys
+    (issue 50: a corrupt input exits 2 before any work)."""
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    if not path.is_file():
+        raise InputError(f"{label}: file not found")
+    try:
+        data = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"{label}: not valid JSON ({e})") from None
+    except OSError as e:
+        raise InputError(f"{label}: cannot be read ({e.strerror})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{label}: not a JSON object (got {type(data).__name__})")
+    missing = [key for key in required if key not in data]
+    if missing:
+        raise InputError(f"{label}: has no key {', '.join(map(repr, missing))}")
+    return data
+
+
+def ReadNpz(path: str | Path, *, what: str = "", required: tuple[str, ...] = ()) -> dict:
+    """Every array of an .npz file the run reads (no pickles), or InputError naming the file:
+    missing, not an .npz archive, cut short, or without one of `required` arrays."""
+    import zipfile
+
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    if not path.is_file():
+        raise InputError(f"{label}: file not found")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise InputError(f"{label}: a single .npy array, not an .npz archive")
+            arrays = {name: data[name] for name in data.files}
+    except InputError:
+        raise
+    except (zipfile.BadZipFile, ValueError, EOFError, KeyError, OSError) as e:
+        if isinstance(e, OSError) and not isinstance(e, zipfile.BadZipFile) and e.errno:
+            raise InputError(f"{label}: cannot be read ({e.strerror})") from None
+        raise InputError(f"{label}: not a readable .npz archive ({e})") from None
+    missing = [key for key in required if key not in arrays]
+    if missing:
+        raise InputError(f"{label}: has no array {', '.join(map(repr, missing))}")
+    return arrays

@@ -129,3 +129,24 @@ def test_a_typed_config_that_is_not_a_mapping_names_the_file(tmp_path):
         assert str(path) in str(info.value)
     with pytest.raises(InputError, match="my-config.yaml"):
         LoadTypedYaml(Config, data="robot: [1\n", source="my-config.yaml")
+
+
+@pytest.mark.parametrize("text", ["a: .nan\n", "a: [1, -.inf]\n", "a: {b: .Inf}\n", ".nan\n"])
+def test_read_yaml_refuses_non_finite_numbers_naming_the_key_and_file(tmp_path, text):
+    from drakebots.config import ReadYaml
+
+    path = tmp_path / "f.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"f\.yaml: key '.*' is .*: must be a finite number"):
+        ReadYaml(path)
+
+
+def test_a_typed_file_may_not_ask_for_more_work_than_the_limit(tmp_path):
+    @dataclasses.dataclass
+    class Schema:
+        knots: int = 11
+
+    path = tmp_path / "f.yaml"
+    path.write_text("knots: 100000000\n")
+    with pytest.raises(InputError, match=r"f\.yaml: key 'knots' 100000000 is above 2000"):
+        LoadTypedYaml(Schema, filename=path)

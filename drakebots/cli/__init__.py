@@ -9,7 +9,9 @@ goal (the results folder holds the reason); 2 bad input (nothing written).
 import argparse
 import importlib
 import logging
+import math
 import pkgutil
+import signal
 import sys
 
 from drakebots.errors import InputError, RunFailure
@@ -25,9 +27,83 @@ def VerbModules() -> list[str]:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the house's error: one line naming the option, exit 2 (issue 50)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# The most work one run may ask for, per option (dest), so that a typo (1e9 for 1e3) is refused
+# before it runs for a day or fills the disk: {dest: (limit, what it is)}; WORK_LIMITS_BY_VERB
+# overrides it for a verb whose option has other units.
+WORK_LIMITS = {
+    "duration": (3600.0, "s of simulated time"),
+    "seconds": (86400.0, "s"),
+    "time": (3600.0, "s"),
+    "hold": (3600.0, "s"),
+    "coupled_replay_seconds": (86400.0, "s"),
+    "case_timeout": (7 * 86400.0, "s"),
+    "frequency": (1000.0, "Hz"),
+    "knots": (2000, "knots"),
+    "knot_frames": (1000, "frames per knot"),
+    "cycles": (10000, "cycles"),
+    "iterations": (100000, "iterations"),
+    "space_time_iterations": (100000, "iterations"),
+    "first_stage_iterations": (100000, "iterations"),
+    "table_samples": (1001, "samples per direction"),
+    "max_steps": (100000, "steps"),
+    "warmup": (1000, "cycles"),
+    "workers": (1024, "workers"),
+    "fold_teeth": (100, "teeth"),
+    "friction_directions": (64, "directions"),
+    "lookahead": (1000, "knots"),
+}
+WORK_LIMITS_BY_VERB = {
+    "optimize": {"duration": (10000.0, "ms of planned motion")},
+}
+
+
+def _NumberType(kind, dest: str, limit):
+    """An argparse type: `kind`'s value, refused (exit 2 naming the option) when it is NaN or
+    infinite, or above the work limit of its option."""
+
+    def parse(text: str):
+        value = kind(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if limit is not None and isinstance(value, (int, float)) and value > limit[0]:
+            raise argparse.ArgumentTypeError(
+                f"{text} is above {limit[0]:g} {limit[1]}, the most work one run may ask for"
+            )
+        return value
+
+    # argparse's "invalid float value: 'x'" names the type: "port", not "_Port".
+    parse.__name__ = getattr(kind, "__name__", "value").lstrip("_").lower()
+    return parse
+
+
+def CheckNumbers(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
+    """Wraps the type of every option of `parser` and its sub-commands that reads a number
+    (float, int, PositiveFloat, ...) with the finite check and the work limits: the one place
+    where the command line's numbers are judged."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                CheckNumbers(sub, verb or name)
+            continue
+        kind = action.type
+        if kind is None or kind is str or getattr(kind, "_checked", False):
+            continue
+        limits = {**WORK_LIMITS, **WORK_LIMITS_BY_VERB.get(verb, {})}
+        checked = _NumberType(kind, action.dest, limits.get(action.dest))
+        checked._checked = True
+        action.type = checked
+
+
 def MakeParser() -> argparse.ArgumentParser:
     """The top-level parser with every verb registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="drakebots",
         description="Model, simulate and optimise the motion of soft and small legged robots "
         "(HAMR-VI, skinned quad-robots, the gecko soft walker, voxel lattices) with Drake.",
@@ -42,6 +118,7 @@ def MakeParser() -> argparse.ArgumentParser:
     for name in VerbModules():
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(subparsers)
+    CheckNumbers(parser)
     return parser
 
 
@@ -59,8 +136,16 @@ def main(argv: list[str] | None = None) -> int:
 
     # Drake logs every Meshcat server it starts at INFO; verbs print the URLs that matter.
     logging.getLogger("drake").setLevel(logging.WARNING)
+    interrupted = _CatchInterrupt()
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except Exception:
+            # Ctrl-C inside a solver's Python callback (SNOPT's costs) comes back out of the C++
+            # solver as a RuntimeError naming the KeyboardInterrupt: it is still an interrupt.
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
     except InputError as e:
         print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
         return 2
@@ -83,6 +168,42 @@ def main(argv: list[str] | None = None) -> int:
             print(f"drakebots {args.verb}: internal error: {e.code}", file=sys.stderr)
             return 1
         raise
+    finally:
+        interrupted.Restore()
+
+
+class _Interrupt:
+    """Whether SIGINT arrived during the run (set by _CatchInterrupt's handler)."""
+
+    def __init__(self):
+        self._set = False
+        self._previous = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def Handle(self, signum, frame):
+        self._set = True
+        raise KeyboardInterrupt
+
+    def Restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
+def _CatchInterrupt() -> _Interrupt:
+    """Python's own Ctrl-C (KeyboardInterrupt), noting that it happened; only in the main thread
+    and only where SIGINT is not ignored (a background job, a sweep's worker thread)."""
+    import threading
+
+    interrupt = _Interrupt()
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.default_int_handler:
+            interrupt._previous = previous
+            signal.signal(signal.SIGINT, interrupt.Handle)
+    return interrupt
 
 
 def CommandLine() -> str:
@@ -134,10 +255,8 @@ def ConfigFromArguments(schema, args, *, renamed=None, converted=None, **flags):
     """
     import dataclasses
 
-    from drakebots.workflow import LoadConfig
-
     file = getattr(args, "config", None)
-    config = LoadConfig(schema, file) if file else schema()
+    config = LoadConfigOption(schema, file) if file else schema()
     if flags:
         return dataclasses.replace(config, **{k: v for k, v in flags.items() if v is not None})
     renamed, converted = renamed or {}, converted or {}
@@ -149,6 +268,22 @@ def ConfigFromArguments(schema, args, *, renamed=None, converted=None, **flags):
             continue
         changes[field] = converted[name](value) if name in converted else value
     return dataclasses.replace(config, **changes)
+
+
+def LoadConfigOption(schema, file: str):
+    """`schema` from the YAML file of --config; an InputError names the option with the file
+    ("--config FILE: key 'x' ..."), as the command line's rules ask."""
+    from drakebots.workflow import LoadConfig
+
+    try:
+        return LoadConfig(schema, file)
+    except InputError as e:
+        message = str(e)
+        if message.startswith("--config"):
+            raise
+        if not message.startswith(str(file)):
+            message = f"{file}: {message}"
+        raise InputError(f"--config {message}") from None
 
 
 def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.ArgumentParser:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 
+from drakebots.cli import LoadConfigOption
 from drakebots.errors import InputError
-from drakebots.workflow import LoadConfig
 
 
 def _Paths(paths) -> tuple[str, ...]:
@@ -41,7 +41,7 @@ def ConfigFromArgs(schema, args, flags: dict):
     """`schema` loaded from args.config (if any; else its defaults), then every flag in `flags`
     ({dest: path or paths}) that the user gave (not None) set on it."""
     file = getattr(args, "config", None)
-    config = LoadConfig(schema, file) if file else schema()
+    config = LoadConfigOption(schema, file) if file else schema()
     for dest, paths in flags.items():
         value = getattr(args, dest, None)
         if value is not None:

@@ -233,6 +233,17 @@ def MakeConfig(args):
     return config
 
 
+def CheckArgs(args):
+    """The DesignConfig of the command line with the checks that need no model; `drakebots
+    sweep` calls it for every case before any runs (the rest is checked when the case starts,
+    before its work)."""
+    from drakebots.skinned.design import CheckConfig
+
+    config = MakeConfig(args)
+    CheckConfig(config)
+    return config
+
+
 def Run(args) -> int:
     from drakebots.cli import CommandLine
     from drakebots.cli._progress import CliProgress

@@ -92,7 +92,12 @@ def MakeConfig(args) -> SimulateConfig:
         file, target = target, None
     if file is not None:
         path = _ScenarioFile(file)
-        config = LoadConfig(SimulateConfig, path, defaults=SimulateConfig(robot=""))
+        try:
+            config = LoadConfig(SimulateConfig, path, defaults=SimulateConfig(robot=""))
+        except InputError as e:
+            if args.config is None:
+                raise
+            raise InputError(f"--config {e}") from None
         if target is not None:
             config = dataclasses.replace(config, robot=target)
         if not config.robot:
@@ -109,16 +114,25 @@ def MakeConfig(args) -> SimulateConfig:
     return dataclasses.replace(config, **given)
 
 
-def Run(args) -> int:
-    from drakebots.cli._progress import CliProgress
-    from drakebots.results import CheckOutputFolder, DefaultOutput
+def CheckArgs(args):
+    """(config, robot) of the command line, checked (unknown robot, bad values, options its
+    family does not use); `drakebots sweep` calls it for every case before any runs."""
     from drakebots.robots import GetRobot
-    from drakebots.systems.simulate import CheckConfig, CheckOptionsApply, Runner, Simulate
+    from drakebots.systems.simulate import CheckConfig, CheckOptionsApply, Runner
 
     config = MakeConfig(args)
     CheckConfig(config)
     robot = GetRobot(config.robot)
     CheckOptionsApply(config, robot.family, Runner(robot.family))
+    return config, robot
+
+
+def Run(args) -> int:
+    from drakebots.cli._progress import CliProgress
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+    from drakebots.systems.simulate import Simulate
+
+    config, robot = CheckArgs(args)
     out = args.out or DefaultOutput("simulate", robot.name)
     reads = [p for p in (args.config, args.target, config.skin) if p and Path(p).exists()]
     CheckOutputFolder(out, args.force, reads=reads)

@@ -115,6 +115,16 @@ def MakeConfig(args):
     )
 
 
+def CheckArgs(args):
+    """The MakeSkinConfig of the command line, its options checked; `drakebots sweep` calls it
+    for every case before any runs."""
+    from drakebots.skinned.make_skin import SkinOptionsOf
+
+    config = MakeConfig(args)
+    SkinOptionsOf(config)
+    return config
+
+
 def Run(args) -> int:
     from drakebots.cli import CommandLine
     from drakebots.cli._progress import CliProgress

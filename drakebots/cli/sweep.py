@@ -152,6 +152,7 @@ def Run(args) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{sweep.name}"
     SweepFolder(out).CheckUsable()
+    SweepFolder(out).CheckOwner(sweep, args.force)
     hint = f"drakebots sweep {args.target} --out {out}" + (
         f" --scheduler {args.scheduler}" if args.scheduler else ""
     )

@@ -124,6 +124,10 @@ def CheckArgs(args):
         config.tracking.use_estimator = False
     with FlagNames(args, FLAGS):
         config.Check()
+    if config.plan:
+        from drakebots.hamr.tracking_report import LoadPlan
+
+        LoadPlan(config.plan)  # A missing or corrupt plan is exit 2 before any work.
     return config
 
 

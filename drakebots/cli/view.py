@@ -7,6 +7,9 @@ server keeps running until Ctrl-C, or for --seconds.
 Examples:
   drakebots view runs/beetle_stand
   drakebots view runs/beetle_stand --port 7001 --seconds 60
+  drakebots view runs/beetle_stand --host 0.0.0.0     # reachable from other machines
+
+The server listens on 127.0.0.1 only (this machine) unless --host names another interface.
 """
 
 import time
@@ -20,11 +23,20 @@ def register(subparsers):
     parser = AddVerb(subparsers, "view", __doc__)
     parser.add_argument("folder", help="a results folder written by simulate/optimize/track/...")
     parser.add_argument(
-        "--port", type=int, default=None, help="Meshcat port (default: first free from 7000)"
+        "--host",
+        default="127.0.0.1",
+        help="interface the Meshcat server listens on (default 127.0.0.1: this machine only; "
+        "0.0.0.0: every interface, reachable from the network)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_Port,
+        default=None,
+        help="Meshcat port, 1-65535 (default: first free from 7000)",
     )
     parser.add_argument(
         "--seconds",
-        type=float,
+        type=_Seconds,
         default=None,
         help="serve this long, then exit (default: until Ctrl-C)",
     )
@@ -32,19 +44,43 @@ def register(subparsers):
     return parser
 
 
+def _Port(text: str) -> int:
+    import argparse
+
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is outside 1-65535")
+    return port
+
+
+def _Seconds(text: str) -> float:
+    import argparse
+
+    seconds = float(text)
+    if not seconds >= 0.0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return seconds
+
+
 def Run(args) -> int:
     from drakebots.systems.simulate import LoadSimulationFolder, ReplayFolder
-    from drakebots.visualization.meshcat import LocalMeshcat
+    from drakebots.visualization.meshcat import CheckHost, LocalMeshcat, WebUrl
 
     folder = Path(args.folder)
+    try:
+        CheckHost(args.host)
+    except ValueError as e:
+        raise InputError(f"--host {e}") from None
     loaded = LoadSimulationFolder(folder)
-    if args.port is not None and not 1 <= args.port <= 65535:
-        raise InputError(f"--port {args.port}: outside 1-65535")
-    meshcat = LocalMeshcat(port=args.port)
+    try:
+        meshcat = LocalMeshcat(host=args.host, port=args.port)
+    except RuntimeError as e:  # Drake could not bind the address (in use, not this machine's).
+        where = f"--host {args.host}" + (f" --port {args.port}" if args.port else "")
+        raise InputError(f"{where}: cannot listen there ({' '.join(str(e).split())})") from None
     robot, log, frames = ReplayFolder(meshcat, folder, loaded)
     print(
         f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
-        f"{meshcat.web_url()}",
+        f"{WebUrl(meshcat, args.host)}",
         flush=True,
     )
     print("open the URL in a browser; Ctrl-C to stop", flush=True)

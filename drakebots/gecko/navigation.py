@@ -281,7 +281,7 @@ def LoadMotionFit(text: str):
         )
     try:
         return LoadFit(path)
-    except (ValueError, KeyError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # not JSON, not a fit
         raise InputError(f"--fit {text}: not a valid fit ({e})") from None
 
 

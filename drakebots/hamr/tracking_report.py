@@ -8,7 +8,6 @@ Eq. 23; leg tracking and estimation errors).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -42,14 +41,15 @@ def LoadPlan(folder: str | Path) -> tuple[dict, dict]:
     for p in (summary_path, solution_path):
         if not p.is_file():
             raise InputError(f"plan {folder}: {p.name} is missing (not an optimize results folder)")
-    summary = json.loads(summary_path.read_text())
+    from drakebots.results import ReadJson, ReadNpz
+
+    summary = ReadJson(summary_path, what=f"plan {folder}:")
     if summary.get("problem") != "hamr-gait":
         raise InputError(
             f"plan {folder}: track follows periodic gaits; this folder holds "
             f"{summary.get('problem')!r}"
         )
-    with np.load(solution_path) as data:
-        arrays = {name: data[name] for name in data.files}
+    arrays = ReadNpz(solution_path, what=f"plan {folder}:", required=("times", "q"))
     return summary, arrays
 
 

@@ -212,11 +212,11 @@ class _Setup:
     skin: tuple | None  # (FEM skin, bare skeleton model, planned skin load) or None
 
 
-def _Validate(config: DesignConfig) -> _Setup:
-    """Everything that can be wrong with the input, before any work."""
+def CheckConfig(config: DesignConfig) -> tuple:
+    """(config with its defaults filled, robot): the checks that need no model (the robot, the
+    choices, the numbers, the flags that need a skin); `drakebots sweep` runs them for every
+    case before any runs."""
     from drakebots.robots import GetRobot, KnownRobots
-    from drakebots.skinned.motion import CheckReachable, SampleMotion
-    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     if config.robot not in KnownRobots():
         raise InputError(f"unknown robot '{config.robot}' (known: {', '.join(KnownRobots())})")
@@ -234,7 +234,16 @@ def _Validate(config: DesignConfig) -> _Setup:
         raise InputError(
             f"{_Flag('skin_collisions')} off: collisions are the FEM skin's (give {_Flag('skin')})"
         )
-    skin = _LoadSkin(Path(config.skin)) if config.skin else None
+    return config, robot
+
+
+def _Validate(config: DesignConfig) -> _Setup:
+    """Everything that can be wrong with the input, before any work."""
+    from drakebots.skinned.motion import CheckReachable, SampleMotion
+    from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
+
+    config, robot = CheckConfig(config)
+    skin = _LoadSkin(Path(config.skin), config.robot) if config.skin else None
     # The space-time model always carries the skin's weight on its links (section 5.4); with a
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
     # coupling loads handed back to the space-time step are the skin's effect beyond that
@@ -275,7 +284,9 @@ def _Validate(config: DesignConfig) -> _Setup:
     return _Setup(config, robot, model, spec, motion, limits, skin)
 
 
-def _LoadSkin(path: Path):
+def _LoadSkin(path: Path, robot: str):
+    import zipfile
+
     if not path.is_dir():
         raise InputError(
             f"{_Flag('skin')} {path}: not a folder (give a `drakebots skin` results folder)"
@@ -284,12 +295,20 @@ def _LoadSkin(path: Path):
         from drakebots.skinned import qpcc_coupled  # noqa: F401
     except ImportError as e:
         raise InputError(f"{_Flag('skin')}: the coupled QPCC is not available here ({e})") from e
+    from drakebots.results import ReadJson
     from drakebots.skinned.skin import LoadSkin
 
+    # Whose skin it is, before its mesh is read: another robot's skin is refused by name.
+    meta = ReadJson(path / "skin.json", what=f"{_Flag('skin')} {path}:", required=("robot",))
+    if meta["robot"] != robot:
+        raise InputError(
+            f"{_Flag('skin')} {path}: skin.json says this is a skin of {meta['robot']!r}, not "
+            f"of '{robot}' (make one with `drakebots skin {robot}`)"
+        )
     try:
         return LoadSkin(path)
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{_Flag('skin')} {path}: cannot load the skin ({e})") from e
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+        raise InputError(f"{_Flag('skin')} {path}: cannot load the skin ({e})") from None
 
 
 def _LinearSolver(setup) -> str:

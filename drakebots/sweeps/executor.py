@@ -406,8 +406,19 @@ def _RunCaseLocked(task: dict) -> dict:
             last = _LastLines(log_path, offset, 1)
             row["reason"] = f"exit {code} without a results folder" + (f": {last}" if last else "")
     if summary is not None:
+        try:
+            row["summary_sha256"] = SummaryDigest(summary_path.read_bytes())
+        except OSError:
+            return row  # No marker: the case runs again.
         _AtomicJson(case_dir / CASE_MARKER, row)
     return row
+
+
+def SummaryDigest(data: bytes) -> str:
+    """The digest a case marker keeps of its summary.json."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +485,8 @@ class SweepFolder:
             {
                 "sweep": sweep.name,
                 "source": str(sweep.source),
+                # The sweep file this folder belongs to (CheckOwner), wherever the run started.
+                "source_path": str(Path(sweep.source).resolve()),
                 "description": sweep.description,
                 "figures": sweep.figures,
                 "cases": [case.AsDict() for case in sweep.cases],
@@ -510,17 +523,46 @@ class SweepFolder:
         return records
 
     def Marker(self, case: dict) -> dict | None:
-        """The row of a complete case folder (marker matches the case's command line), else None."""
+        """The row of a finished case folder, else None (the case runs again): its marker parses
+        and names the case's command line, and its summary.json parses as a JSON object whose
+        digest is the marker's (a summary cut short, replaced or edited since does not count)."""
         folder = self.CaseDir(case["name"])
         try:
             row = json.loads((folder / CASE_MARKER).read_text())
+            summary_bytes = (folder / "summary.json").read_bytes()
+            summary = json.loads(summary_bytes)
         except (OSError, ValueError):
             return None
-        if row.get("argv") != case["argv"] or not (folder / "summary.json").is_file():
+        if not isinstance(row, dict) or not isinstance(summary, dict):
             return None
-        if row.get("status") not in ("done", "failed"):
+        if row.get("argv") != case["argv"] or row.get("status") not in ("done", "failed"):
+            return None
+        if row.get("summary_sha256", SummaryDigest(summary_bytes)) != SummaryDigest(summary_bytes):
             return None
         return row
+
+    def CheckOwner(self, sweep, force: bool) -> None:
+        """Exit 2 when this sweep folder holds another sweep file's cases (without --force): a
+        folder belongs to one sweep file, so that resuming never mixes two sweeps' cases."""
+        if not self.IsSweepFolder():
+            return
+        data = self.ReadCases()
+        if not isinstance(data, dict) or force:
+            return
+        recorded = data.get("source_path") or data.get("source")
+        if not recorded:
+            return
+        mine = Path(sweep.source).resolve()
+        if "source_path" not in data and not Path(recorded).is_absolute():
+            # An older folder recorded the path as given: the same file name is the same sweep.
+            same = Path(recorded).name == mine.name
+        else:
+            same = Path(recorded).resolve() == mine
+        if not same:
+            raise InputError(
+                f"--out {self.path}: a sweep folder of {recorded}, not of {sweep.source} (give "
+                "another --out, or --force to run this sweep's cases here)"
+            )
 
     def Rows(self, cases: list[dict]) -> list[dict]:
         """The current row of every case: its marker, else its last journal error or loss, else
@@ -727,6 +769,7 @@ def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str =
     options.Check()
     folder = SweepFolder(out)
     folder.CheckUsable()
+    folder.CheckOwner(sweep, options.force)
     created = not folder.path.exists()
     folder.Lock()
     try:

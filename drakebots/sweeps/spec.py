@@ -171,6 +171,11 @@ def _VerbParser(
 
     if not words:
         raise InputError(f"{source}: {where}: 'command' is empty (e.g. command: simulate beetle)")
+    if words[0] == "sweep":
+        raise InputError(
+            f"{source}: {where}: a case may not run `sweep` (a sweep of sweeps would lock and "
+            "resume folders it does not own); list the inner sweep's cases here instead"
+        )
     if words[0] not in VerbModules():
         raise InputError(
             f"{source}: {where}: unknown verb '{words[0]}' "
@@ -238,6 +243,10 @@ def _CheckArgv(top: argparse.ArgumentParser, argv: list[str], source: str, where
     except SystemExit:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
         message = lines[-1] if lines else "rejected by the argument parser"
+        # "drakebots simulate: error: argument --x: ... (see drakebots simulate --help)": the
+        # option and what is wrong, once.
+        message = re.sub(r"^[\w -]+: error: ", "", message)
+        message = re.sub(r" \(see [\w -]+ --help\)$", "", message)
         raise InputError(f"{source}: {where}: `drakebots {shlex.join(argv)}`: {message}") from None
     func = getattr(args, "func", None)
     module = sys.modules.get(getattr(func, "__module__", ""), None)

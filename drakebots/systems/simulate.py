@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import importlib
-import json
 import math
 from pathlib import Path
 
@@ -317,14 +316,17 @@ def LoadSimulationFolder(folder: str | Path):
         raise InputError(f"{folder}: no summary.json (not a drakebots results folder)")
     if not log_path.is_file():
         raise InputError(f"{folder}: no log.npz to replay")
+    from drakebots.results import ReadJson
+
+    summary = ReadJson(summary_path, required=("robot",))
     try:
-        summary = json.loads(summary_path.read_text())
-    except json.JSONDecodeError as e:
-        raise InputError(f"{summary_path}: not valid JSON ({e})") from None
-    if "robot" not in summary:
-        raise InputError(f"{summary_path}: has no 'robot' key")
-    robot = GetRobot(summary["robot"])
-    return robot, LoadSimulationLog(log_path), summary
+        robot = GetRobot(summary["robot"])
+    except (InputError, TypeError) as e:
+        raise InputError(f"{summary_path}: 'robot' {summary['robot']!r}: {e}") from None
+    log = LoadSimulationLog(log_path)
+    if log.positions.ndim != 2 or len(log.times) != len(log.positions):
+        raise InputError(f"{log_path}: 'times' and 'positions' do not match (not a drakebots log)")
+    return robot, log, summary
 
 
 def ReplayFolder(meshcat, folder: str | Path, loaded=None):

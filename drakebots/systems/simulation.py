@@ -269,11 +269,16 @@ class SimulationLog:
 
 
 def LoadSimulationLog(path) -> SimulationLog:
-    """Reads a log.npz written from `SimulationLog.ArraysForNpz` (robot name from the file)."""
-    with np.load(path, allow_pickle=False) as data:
-        extra = {k[len("extra_") :]: data[k] for k in data.files if k.startswith("extra_")}
+    """Reads a log.npz written from `SimulationLog.ArraysForNpz` (robot name from the file);
+    InputError naming the file when it is not one (corrupt, cut short, arrays missing)."""
+    from drakebots.errors import InputError
+    from drakebots.results import ReadNpz
+
+    data = ReadNpz(path, required=_LOG_ARRAYS)
+    extra = {k[len("extra_") :]: v for k, v in data.items() if k.startswith("extra_")}
+    try:
         return SimulationLog(
-            robot=str(data["robot"]) if "robot" in data.files else "",
+            robot=str(data["robot"]) if "robot" in data else "",
             times=data["times"],
             positions=data["positions"],
             velocities=data["velocities"],
@@ -286,3 +291,18 @@ def LoadSimulationLog(path) -> SimulationLog:
             wall_time=0.0,
             extra=extra,
         )
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{path}: not a drakebots log ({e})") from None
+
+
+_LOG_ARRAYS = (
+    "times",
+    "positions",
+    "velocities",
+    "actuation",
+    "effort_limits",
+    "position_names",
+    "actuator_names",
+    "contact",
+    "base_height",
+)

@@ -25,8 +25,11 @@ def LoadOccupancy(path: str):
     """The occupancy array of an .npy file, validated (3-D boolean, at least one voxel)."""
     try:
         occupancy = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:  # EOFError: an empty or cut-short file.
         raise InputError(f"--occupancy {path}: cannot read a .npy array ({e})") from None
+    if not isinstance(occupancy, np.ndarray):
+        occupancy.close()
+        raise InputError(f"--occupancy {path}: an .npz archive, not a .npy array")
     try:
         return CheckOccupancy(occupancy)
     except InputError as e:

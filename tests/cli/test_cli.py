@@ -159,6 +159,30 @@ def test_view_serves_a_results_folder(tmp_path):
     assert "http://" in result.stdout
     bad = drakebots("view", str(tmp_path / "missing"))
     assert bad.returncode == 2
+    # Issue 50: loopback by default, and the printed URL is one a browser opens (for --host
+    # ::1 too, which Drake's own web_url() prints without the brackets a URL needs).
+    for host, prefix in ((None, "http://127.0.0.1:"), ("::1", "http://[::1]:")):
+        _AssertViewUrlOpens(out, host, prefix)
+
+
+def _AssertViewUrlOpens(folder, host, prefix):
+    import re
+    import urllib.request
+
+    argv = [sys.executable, "-m", "drakebots", "view", str(folder), "--seconds", "20"]
+    argv += ["--host", host] if host else []
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"(http://\S+)", line)
+        if host == "::1" and match is None and "cannot listen" in process.stderr.read():
+            return  # No IPv6 loopback on this machine.
+        assert match and match.group(1).startswith(prefix), line
+        with urllib.request.urlopen(match.group(1), timeout=10) as response:
+            assert response.status == 200
+    finally:
+        process.kill()
+        process.communicate()
 
 
 @pytest.mark.parametrize("option", ["--drop-height", "--ground-friction", "--time-step"])

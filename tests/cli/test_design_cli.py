@@ -95,9 +95,9 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     argv += ["--kinematic-only", "--knot-frames", "5", "--no-replay", "--out", str(out)]
     argv += ["--torso-attitude-weight", "3"]
     code = main(argv)
-    assert code in (0, 1)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["success"] == (code == 0)
+    # The exit code is what the run recorded: 0 when it reached its goal, else 1 with a reason.
+    assert code == (0 if summary["success"] else 1)
     assert code == 0 or summary["reason"]
     for name in ("torques.png", "cop.png", "joint_angles.png", "root_roll.png", "log.npz"):
         assert (out / name).is_file(), name

@@ -504,3 +504,58 @@ def test_ctrl_c_names_the_cases_in_flight_and_a_rerun_completes_them(tmp_path, c
     assert to_run <= set(interrupted[0]["in_flight"] + interrupted[0]["not_started"])
     assert not to_run & set(finished)
     assert {row["status"] for row in rows_by_case(out).values()} == {"done"}
+
+
+def test_a_case_is_finished_only_when_its_summary_parses_and_matches_its_marker(tmp_path):
+    """Issue 50: a summary.json cut short, replaced or edited after the case finished makes the
+    case run again (its marker keeps the summary's digest)."""
+    from drakebots.sweeps.executor import CASE_MARKER, SummaryDigest, SweepFolder
+
+    folder = SweepFolder(tmp_path)
+    case = {"name": "c", "argv": ["simulate", "beetle"], "params": {}}
+    case_dir = folder.CaseDir("c")
+    case_dir.mkdir(parents=True)
+    summary = b'{"success": true}'
+    (case_dir / "summary.json").write_bytes(summary)
+    marker = {"case": "c", "argv": case["argv"], "status": "done"}
+    (case_dir / CASE_MARKER).write_text(
+        json.dumps({**marker, "summary_sha256": SummaryDigest(summary)})
+    )
+    assert folder.Marker(case)["status"] == "done"
+    (case_dir / "summary.json").write_bytes(b'{"success": tru')  # Cut short.
+    assert folder.Marker(case) is None
+    (case_dir / "summary.json").write_bytes(b'{"success": false}')  # Another run's.
+    assert folder.Marker(case) is None
+    (case_dir / "summary.json").write_bytes(b"[1]")
+    (case_dir / CASE_MARKER).write_text(json.dumps(marker))  # An older marker: must parse.
+    assert folder.Marker(case) is None
+    (case_dir / "summary.json").write_bytes(summary)
+    assert folder.Marker(case)["status"] == "done"
+    (case_dir / CASE_MARKER).write_text("{not json")
+    assert folder.Marker(case) is None
+    assert folder.Marker({**case, "argv": ["simulate", "cow"]}) is None
+
+
+def test_a_sweep_folder_belongs_to_one_sweep_file(tmp_path, capsys, monkeypatch):
+    """Another sweep file into an existing sweep folder is exit 2 (nothing run, nothing changed);
+    the same file, given by another relative path, is the same sweep; --force takes it over."""
+    from drakebots.sweeps.executor import CASES_FILE
+    from drakebots.sweeps.spec import LoadSweep
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("command: simulate beetle\ngrid:\n  duration: [0.05]\n")
+    out = tmp_path / "sweep"
+    out.mkdir()
+    from drakebots.sweeps.executor import SweepFolder
+
+    SweepFolder(out).WriteCases(LoadSweep("a.yaml"), "")
+    cases = (out / CASES_FILE).read_text()
+    assert main(["sweep", "b.yaml", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "a.yaml" in err and "b.yaml" in err
+    assert (out / CASES_FILE).read_text() == cases
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    SweepFolder(out).CheckOwner(LoadSweep("../a.yaml"), force=False)  # The same file.
+    SweepFolder(out).CheckOwner(LoadSweep("../b.yaml"), force=True)
