@@ -144,8 +144,12 @@ class TreeLagrangian:
     """The Lagrangian L(q, qdot) = T - V of a tree MultibodyPlant, with exact derivatives.
 
     Supported joints: revolute, prismatic, weld, RpyFloatingJoint and PlanarJoint (their q-dot
-    coordinates are a chain of one-degree-of-freedom axes). Quaternion floating bases are not
-    (use `plant.SetBaseBodyJointType(BaseBodyJointType.kRpyFloatingJoint)` before adding models).
+    coordinates are a chain of one-degree-of-freedom axes). Quaternion floating bases are not:
+    before `Finalize`, join the base body to the world yourself with
+    `plant.AddJoint(RpyFloatingJoint("base", plant.world_frame(), body.body_frame()))`, so that
+    Finalize adds no quaternion joint (pydrake 1.51.1 has no `SetBaseBodyJointType`; a parsed
+    floating joint can be dropped first with `plant.RemoveJoint`). A robot file's
+    `base: floating_rpy` does both (drakebots.robots.robot_file).
     The potential V holds uniform gravity and the plant's RevoluteSpring / PrismaticSpring force
     elements; joint damping coefficients are exposed as `damping` (viscous, on qdot). Any other
     force element is an error unless `ignore_force_elements` lists its type name.
