@@ -1,6 +1,7 @@
 """Simulate a robot in Drake and write a results folder.
 
-The robot is named (`beetle`) or a scenario file gives it with the run's options
+The robot is named (`beetle`), is a robot file (`hopper.yaml`, drakebots.robots.LoadRobot: a
+YAML with `model:` or `kind:`), or a scenario file gives it with the run's options
 (`scenario.yaml`, keys as in drakebots.SimulateConfig; command-line options override the file;
 `--config FILE` is the same as giving the file as the target).
 The results folder holds summary.json (inputs, versions, figures of merit), log.npz (times,
@@ -12,6 +13,7 @@ Examples:
   drakebots simulate beetle --duration 2 --meshcat          # also stream to a live Meshcat
   drakebots simulate my_scenario.yaml --out runs/mine
   drakebots simulate drakebots/scenarios/beetle_drop.yaml --force --out runs/drop
+  drakebots simulate scripts/examples/hopper/hopper.yaml --drop-height 0.03 --duration 1
 
 Durations are seconds for every robot (HAMR-VI's model runs in milliseconds internally).
 """
@@ -29,7 +31,9 @@ SCENARIOS_DIRECTORY = Path(__file__).resolve().parents[1] / "scenarios"
 def register(subparsers):
     parser = AddVerb(subparsers, "simulate", __doc__)
     parser.add_argument(
-        "target", nargs="?", help="robot name, or a scenario YAML file (or give --config)"
+        "target",
+        nargs="?",
+        help="robot name, robot file (ROBOT.yaml), or a scenario YAML file (or give --config)",
     )
     parser.add_argument(
         "--config", default=None, help="a scenario YAML file (keys as drakebots.SimulateConfig)"
@@ -81,12 +85,25 @@ def _ScenarioFile(name: str) -> Path:
     return path
 
 
+def IsRobotFile(name: str) -> bool:
+    """True when the YAML file `name` is a robot file (it has `model`, `kind` or `skeleton` and no
+    `robot`), not a scenario file."""
+    from drakebots.config import ReadYaml
+
+    path = Path(name)
+    if not path.is_file():
+        return False
+    data = ReadYaml(path)
+    keys = set(data) if isinstance(data, dict) else set()
+    return "robot" not in keys and bool(keys & {"model", "kind", "skeleton"})
+
+
 def MakeConfig(args) -> SimulateConfig:
     """Defaults <- scenario file (--config, or the target if it is one) <- options given."""
     from drakebots.workflow import LoadConfig
 
     target, file = args.target, args.config
-    if target is not None and target.endswith((".yaml", ".yml")):
+    if target is not None and target.endswith((".yaml", ".yml")) and not IsRobotFile(target):
         if file is not None:
             raise InputError(f"give the scenario file once: {target} or --config {file}")
         file, target = target, None
@@ -100,6 +117,9 @@ def MakeConfig(args) -> SimulateConfig:
             raise InputError(f"--config {e}") from None
         if target is not None:
             config = dataclasses.replace(config, robot=target)
+        elif not Path(config.robot).exists() and (path.parent / config.robot).is_file():
+            # A scenario's robot file, relative to the scenario file.
+            config = dataclasses.replace(config, robot=str(path.parent / config.robot))
         if not config.robot:
             raise InputError(f"{path}: key 'robot' is required")
     elif target is not None:

@@ -35,7 +35,7 @@ from drakebots.workflow import Progress, WorkflowResult
 class SimulateConfig:
     """What `Simulate` runs (every field is also a `drakebots simulate` option)."""
 
-    # Robot name (drakebots info --list).
+    # Robot name (drakebots info --list) or a robot file (ROBOT.yaml, drakebots.robots.LoadRobot).
     robot: str = "beetle"
     # Simulated time, s (for every robot, whatever its model units).
     duration: float = 2.0
@@ -43,9 +43,9 @@ class SimulateConfig:
     time_step: float = 0.0
     # Sampling period of the logs, s (0: the family's default).
     log_period: float = 0.0
-    # Skinned quad-robots: start this far above the home height, m (a drop test).
+    # Skinned quad-robots and robot files: start this far above the home height, m (a drop test).
     drop_height: float = 0.0
-    # Skinned quad-robots: ground friction coefficient.
+    # Skinned quad-robots and robot files: ground friction coefficient.
     ground_friction: float = 0.8
     # Skinned quad-robots: a skin folder from `drakebots skin` (skin.vtk, skin.npz, skin.json),
     # or "generate" to make the default skin first; simulates skeleton and FEM skin coupled
@@ -88,6 +88,7 @@ FAMILY_RUNNERS: dict[str, str] = {
     "hamr": "drakebots.hamr.simulate",
     "voxel": "drakebots.voxel.simulate",
     "gecko": "drakebots.gecko.simulate",
+    "user": "drakebots.systems.simulate_user",
 }
 
 
@@ -154,9 +155,13 @@ class SimulateResult(WorkflowResult):
     outcome: SimulationOutcome | None = None
 
     def Summary(self, command: str | None = None) -> dict:
-        """summary.json: the common head, robot, family, units, success, reason, figures."""
+        """summary.json: the common head, robot, family, units, success, reason, figures; for a
+        robot from a robot file also robot_file (its absolute path, which `drakebots view`
+        reloads)."""
         from drakebots.results import MakeSummary
 
+        source = getattr(self.robot, "source", "")
+        extra = {"robot_file": str(Path(source).resolve())} if source else {}
         return MakeSummary(
             self.verb,
             dataclasses.asdict(self.config),
@@ -167,6 +172,7 @@ class SimulateResult(WorkflowResult):
             success=self.success,
             reason=self.reason,
             figures=self.figures,
+            **extra,
         )
 
     def _Write(self, results) -> None:
@@ -320,9 +326,11 @@ def LoadSimulationFolder(folder: str | Path):
 
     summary = ReadJson(summary_path, required=("robot",))
     try:
-        robot = GetRobot(summary["robot"])
+        # A robot file's run names the file (its robot name is not in the registry).
+        key = "robot_file" if summary.get("robot_file") else "robot"
+        robot = GetRobot(summary[key])
     except (InputError, TypeError) as e:
-        raise InputError(f"{summary_path}: 'robot' {summary['robot']!r}: {e}") from None
+        raise InputError(f"{summary_path}: '{key}' {summary[key]!r}: {e}") from None
     log = LoadSimulationLog(log_path)
     if log.positions.ndim != 2 or len(log.times) != len(log.positions):
         raise InputError(f"{log_path}: 'times' and 'positions' do not match (not a drakebots log)")
