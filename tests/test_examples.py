@@ -92,3 +92,14 @@ def test_an_example_runs_as_a_user_runs_it(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "stroke 1.0000 mm" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["fast_voxel_l_shape", "fast_skinned_diagram", "fast_hopper_drop"])
+def test_an_example_runs_as_the_guides_gallery_runs_it(name, tmp_path, monkeypatch):
+    """sphinx-gallery executes the code as __main__ in the example's folder, with neither
+    __file__ nor the module docstring as __doc__."""
+    code = compile((EXAMPLES / f"{name}.py").read_text(), name, "exec")
+    monkeypatch.chdir(EXAMPLES)
+    monkeypatch.setattr(sys, "argv", [name, "--fast", "--out", str(tmp_path)])
+    exec(code, {"__name__": "__main__"})
+    assert any(tmp_path.iterdir())

@@ -17,7 +17,9 @@ import numpy as np
 
 from drakebots import Simulate, SimulateConfig
 
-HOPPER = Path(__file__).resolve().parent / "hopper" / "hopper.yaml"
+# This script's folder (the guide's gallery runs it in that folder, with no __file__).
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+HOPPER = HERE / "hopper" / "hopper.yaml"
 
 
 def main(fast: bool = False, out: str | None = None) -> dict:
@@ -43,7 +45,7 @@ def main(fast: bool = False, out: str | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser = argparse.ArgumentParser(description="the hopper dropped from its robot file")
     parser.add_argument("--fast", action="store_true", help="0.6 s instead of 1.5 s")
     parser.add_argument("--out", default=None, help="where hopper_drop/ goes (default: temp)")
     main(**vars(parser.parse_args()))

@@ -54,7 +54,7 @@ def main(fast: bool = False, out: str | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser = argparse.ArgumentParser(description="a skinned robot in your own diagram")
     parser.add_argument("--fast", action="store_true", help="0.3 s instead of 2 s")
     parser.add_argument("--out", default=None, help="folder for beetle.html (default: a temp one)")
     main(**vars(parser.parse_args()))
