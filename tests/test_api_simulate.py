@@ -8,6 +8,7 @@ stay closed, the gecko stays on its stance at rest.
 import dataclasses
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,11 @@ CONFIGS = {
     "hamr": drakebots.SimulateConfig(robot="hamr_vi", duration=0.01),
     "voxel": drakebots.SimulateConfig(robot="voxel_tripod", duration=0.6, gait="stand"),
     "gecko": drakebots.SimulateConfig(robot="gecko", duration=0.5),
+    # A robot file (issue 47): the hopper, a user robot of kind model.
+    "user": drakebots.SimulateConfig(
+        robot=str(Path(__file__).resolve().parents[1] / "scripts/examples/hopper/hopper.yaml"),
+        duration=0.3,
+    ),
 }
 
 
@@ -83,7 +89,7 @@ def test_figures_equal_the_cli_summary(run, tmp_path):
     out = tmp_path / "cli"
     assert main([*_Flags(config), "--no-progress", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["robot"] == config.robot and summary["family"] == result.robot.family
+    assert summary["robot"] == result.robot.name and summary["family"] == result.robot.family
     assert summary["inputs"] == dataclasses.asdict(config)
     computed = json.loads(ToJson(_Physical(result.figures)))  # numpy values as JSON has them
     _AssertSame(_Physical(summary["figures"]), computed)
@@ -102,7 +108,7 @@ def test_the_run_is_physical(run):
     info = DescribeRobot(result.robot)
     weight = info["total_mass"] * info["gravity"]
     settled = log.times >= 0.5 * log.times[-1]
-    if config.robot in ("beetle", "voxel_tripod"):
+    if config.robot in ("beetle", "voxel_tripod") or result.robot.family == "user":
         # At rest on the ground, the ground carries the weight: sum of normal forces = m g.
         assert np.mean(log.contact[settled, 2]) == pytest.approx(weight, rel=1e-3)
     elif config.robot == "hamr_vi":
