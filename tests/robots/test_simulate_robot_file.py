@@ -112,3 +112,16 @@ def test_a_sweep_over_a_robot_file(tmp_path, capsys):
     )
     assert main(["sweep", str(sweep), "--dry-run", "--out", str(tmp_path / "s")]) == 0
     assert str(HOPPER_YAML) in capsys.readouterr().out
+
+
+def test_a_sweep_over_a_bad_robot_file_is_refused_before_any_case(tmp_path, capsys):
+    (tmp_path / "hopper.urdf").write_text((HOPPER / "hopper.urdf").read_text())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HOPPER_YAML.read_text().replace("knee: -0.6", "ankle: -0.6"))
+    sweep = tmp_path / "hop.yaml"
+    sweep.write_text(f"command: simulate {bad}\ngrid: {{drop-height: [0.0, 0.01]}}\n")
+    out = tmp_path / "s"
+    assert main(["sweep", str(sweep), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert str(bad) in error and "'home.ankle'" in error
+    assert not out.exists()
