@@ -125,3 +125,44 @@ def test_a_sweep_over_a_bad_robot_file_is_refused_before_any_case(tmp_path, caps
     error = capsys.readouterr().err
     assert str(bad) in error and "'home.ankle'" in error
     assert not out.exists()
+
+
+def MillimetreHopper(tmp_path: Path) -> Path:
+    """The hopper rewritten in mm-ms-g (HAMR-VI's units): lengths x 1e3, masses x 1e3 (g),
+    inertias x 1e9 (g mm^2), torques x 1e3 (N mm), speeds x 1e-3 (rad/ms), damping x 1e6."""
+    text = (HOPPER / "hopper.urdf").read_text()
+
+    def Scale(pattern: str, factor: float, source: str) -> str:
+        def Scaled(match):
+            values = " ".join(repr(float(v) * factor) for v in match.group(2).split())
+            return f'{match.group(1)}="{values}"'
+
+        return re.sub(rf'({pattern})="([^"]*)"', Scaled, source)
+
+    lengths = r"<origin xyz|<box size|<sphere radius"
+    factors = {lengths: 1e3, "<mass value": 1e3, r"\bi[xyz]{2}": 1e9, r"\beffort": 1e3}
+    factors |= {r"\bvelocity": 1e-3, r"\bdamping": 1e6}
+    for pattern, factor in factors.items():
+        text = Scale(pattern, factor, text)
+    (tmp_path / "hopper_mm.urdf").write_text(text)
+    data = yaml.safe_load(HOPPER_YAML.read_text())
+    data.update(model="hopper_mm.urdf", units="mm-ms-g")
+    for contact in data["contacts"]:
+        contact["point"] = [1e3 * x for x in contact["point"]]
+    path = tmp_path / "hopper_mm.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_robot_file_in_mm_ms_g_lands_as_its_si_twin(tmp_path):
+    """Durations and drop heights are SI for every robot; the mm-ms-g hopper's run is the SI
+    hopper's, scaled."""
+    si = Simulate(SimulateConfig(robot=str(HOPPER_YAML), duration=0.5, drop_height=0.02))
+    mm = Simulate(SimulateConfig(robot=str(MillimetreHopper(tmp_path)), duration=0.5,
+                                 drop_height=0.02))  # fmt: skip
+    assert si.success and mm.success, (si.reason, mm.reason)
+    assert mm.robot.units["length"] == "mm" and mm.log.times[-1] == pytest.approx(500.0)
+    assert mm.figures["weight"] == pytest.approx(si.figures["weight"])  # N in both
+    assert mm.figures["ground_force_end"] == pytest.approx(si.figures["ground_force_end"], rel=1e-2)
+    assert mm.log.base_height[0] == pytest.approx(1e3 * si.log.base_height[0])
+    assert mm.log.base_height[-1] == pytest.approx(1e3 * si.log.base_height[-1], abs=0.5)
