@@ -110,6 +110,7 @@ def MakeUserDiagram(
     from pydrake.multibody.plant import (
         AddMultibodyPlant,
         CoulombFriction,
+        MultibodyPlant,
         MultibodyPlantConfig,
     )
     from pydrake.multibody.tree import PdControllerGains
@@ -138,11 +139,8 @@ def MakeUserDiagram(
     )
     # Small spheres at the listed contacts no collision geometry carries (radius: 1 % of the
     # home height), their lowest point at the contact in the home pose.
-    home_context = None
     added = []
     if uncovered:
-        from pydrake.multibody.plant import MultibodyPlant
-
         kinematics = MultibodyPlant(0.0)
         robot.AddTo(kinematics)
         kinematics.Finalize()
