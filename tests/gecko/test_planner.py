@@ -28,11 +28,31 @@ from drakebots.gecko.planner import (
 PAPER_COURSE = [(0.4, 0.1), (0.6, -0.3), (0.2, -0.5), (0.0, 0.0)]
 
 
+# The paper's Table 3 as printed (reference/gecko/README.md), written here independently of the
+# module's constant: terms [1, q1, q2, q1², q2², q1·q2], q1 in deg.
+PAPER_TABLE3 = {
+    "d_eps": [5.4154, -0.0457, -44.1944, -0.0006, 0.778, -0.0832],  # deg per cycle
+    "dx": [0.1106, 0.2225, 11.4146, -0.0008, -17.5133, -0.1213],  # cm per cycle
+    "dy": [1.9498, -0.0682, -3.6997, 0.0004, -0.0333, -0.058],  # cm per cycle
+}
+
+
 def test_reference_fit_is_table3():
     fit = ReferenceFit()
     table = fit.TableDegCm()
     for name in ("d_eps", "dx", "dy"):
-        np.testing.assert_allclose(table[name], TABLE3_DEG_CM[name], rtol=1e-12)
+        np.testing.assert_allclose(table[name], PAPER_TABLE3[name], rtol=1e-12)
+        np.testing.assert_allclose(TABLE3_DEG_CM[name], PAPER_TABLE3[name], rtol=0)
+    # Eq. 16 evaluated by hand at q1 = 70 deg, q2 = 0.3, in the paper's units, against the fit's
+    # SI evaluation (rad, m).
+    q1, q2 = 70.0, 0.3
+    terms = [1.0, q1, q2, q1 * q1, q2 * q2, q1 * q2]
+    by_hand = [sum(c * t for c, t in zip(PAPER_TABLE3[k], terms)) for k in ("d_eps", "dx", "dy")]
+    np.testing.assert_allclose(
+        fit.Evaluate(q1, q2),
+        [math.radians(by_hand[0]), by_hand[1] / 100.0, by_hand[2] / 100.0],
+        rtol=1e-12,
+    )
     # The experiment turns right for positive steering and walks forward (paper section 4).
     assert fit.Evaluate(90.0, 0.5)[0] < 0 < fit.Evaluate(90.0, -0.5)[0]
     assert fit.Evaluate(90.0, 0.0)[1] > fit.Evaluate(50.0, 0.0)[1] > 0
