@@ -175,7 +175,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--out", default="runs/reproduce_hamr")
     parser.add_argument("--cases", default="all", help="all, or e.g. gait:10@cardstock,jump")
-    parser.add_argument("--solver", default="auto", help="auto (default), snopt or ipopt")
+    parser.add_argument(
+        "--solver", default="auto", help="auto (default: the fast path), fast, snopt or ipopt"
+    )
     parser.add_argument(
         "--track",
         nargs="?",

@@ -769,6 +769,7 @@ def SolveHamrGait(
     second_stage: str = "proximal",
     say=lambda *a: None,
     prepare=lambda problem: None,
+    warm_starts: dict | None = None,
 ) -> GaitSolve:
     """Warm start, problem and two-stage solve of a periodic gait (Eq. 16), with a fallback.
 
@@ -782,6 +783,9 @@ def SolveHamrGait(
     A warm start whose knots leave the position bounds (`WarmStart.bounds_excursion` > 0) is
     recorded and not solved from when another warm start follows.
     `prepare(problem)` runs before each solve (the caller picks its solver there).
+    `warm_starts`: a dict source -> WarmStart of this model, frequency and knot count, filled as
+    they are simulated and reused when present (to solve the same gait twice from the same
+    start, e.g. with two solvers: scripts/bench_contact_implicit.py).
     """
     attempts = []
     sources = AUTO_WARM_STARTS if warm_start == "auto" else (warm_start,)
@@ -789,7 +793,12 @@ def SolveHamrGait(
     for source in sources:
         start = time.perf_counter()
         say(f"warm start: simulating an open-loop trot at {frequency:g} Hz ({source})")
-        warm = GaitWarmStart(model, frequency, settings.num_knots, source=source)
+        if warm_starts is not None and source in warm_starts:
+            warm = dataclasses.replace(warm_starts[source])
+        else:
+            warm = GaitWarmStart(model, frequency, settings.num_knots, source=source)
+            if warm_starts is not None:
+                warm_starts[source] = dataclasses.replace(warm)
         say(f"  {warm.velocity_mm_per_cycle:.2f} mm in its last stride")
         record = {
             "warm_start": source,

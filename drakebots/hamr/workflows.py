@@ -46,6 +46,13 @@ WARM_STARTS = ("auto", "variational", "drake")
 # times the CPU over the nine 21-knot gaits (median 55.6 against 64.6 s), the final objective
 # 0.66-1.32 times, 9.10-9.72 against 9.15-10.06 mm/cycle; the jump 26.6 against 33.8 s.
 FIRST_STAGE_ITERATIONS = 100
+# The fast path's stages (SolverConfig(solver="fast")): with second derivatives its first stage
+# has lowered the cost and most of the infeasibility by 40 iterations, and with the contact modes
+# fixed the repair is an ordinary NLP it finishes in ~20-80 iterations (the proximal repair took
+# 300-550 on the 2 Hz sandpaper gait); the fixed-mode plans walk 9.1-9.4 mm/cycle at 2 Hz, and
+# the nine 51-knot gaits and the jump were all accepted so (scripts/bench_contact_implicit.py).
+FAST_FIRST_STAGE_ITERATIONS = 40
+FAST_SECOND_STAGE = "fixed-modes"
 AUTO_SNOPT_LIMIT = 2000  # variables: SNOPT's QP subproblems get slow beyond (measured)
 TRAJOPT_UNITS = {"length": "mm", "time": "ms", "mass": "g", "force": "N", "voltage": "V"}
 PROGRESS_PERIOD_S = 10.0  # seconds between the solver's progress lines
@@ -55,11 +62,49 @@ def _AutoSolver() -> SolverConfig:
     return SolverConfig(solver="auto")
 
 
-def ChooseSolver(requested: str, num_variables: int) -> str:
-    """The solver for solver "auto": SNOPT for small programs, IPOPT for large ones."""
+def ChooseSolver(
+    requested: str,
+    num_variables: int,
+    fast_available: bool | None = None,
+    problem=None,
+    hessian: str = "gauss-newton",
+) -> str:
+    """The solver for solver "auto" (the default): the fast path (SolverConfig(solver="fast"),
+    IPOPT on the vectorised evaluators) when its IPOPT library loads and, given `problem`, it has
+    an evaluator for every binding (contact_implicit_fast.FastPathSupport); otherwise Drake's
+    SNOPT for programs up to AUTO_SNOPT_LIMIT variables and Drake's IPOPT above.
+
+    Why the fast path: on the nine 51-knot gaits and the jump it reached the same acceptance
+    (true complementarity, every binding within 1e-4) in a small fraction of Drake's IPOPT's time
+    (scripts/bench_contact_implicit.py solves every case both ways). The fallback is explicit and
+    by name: a program the fast path cannot evaluate (a binding the transcription's builders did
+    not make, a model part without a vectorised evaluator) goes to Drake's solvers under "auto",
+    and `solver: fast` asked by name refuses it (contact_implicit_fast.FastPathUnsupported, which
+    names the binding). `solver: snopt` or `ipopt` always runs Drake's.
+    """
     if requested != "auto":
         return requested
+    if fast_available is None:
+        if problem is not None:
+            from drakebots.optimization.contact_implicit_fast import FastPathSupport
+
+            fast_available = FastPathSupport(problem, hessian)[0]
+        else:
+            from drakebots.optimization.contact_implicit import SolverAvailable
+
+            fast_available = SolverAvailable("fast")[0]
+    if fast_available:
+        return "fast"
     return "snopt" if num_variables <= AUTO_SNOPT_LIMIT else "ipopt"
+
+
+def StageDefaults(solver: str) -> tuple[int, str]:
+    """(first-stage iteration budget, second stage) of a solver when the config leaves them
+    unset (None): the fast path's (FAST_FIRST_STAGE_ITERATIONS, FAST_SECOND_STAGE), or those
+    Drake's SNOPT and IPOPT were tuned with (FIRST_STAGE_ITERATIONS, "proximal")."""
+    if solver == "fast":
+        return FAST_FIRST_STAGE_ITERATIONS, FAST_SECOND_STAGE
+    return FIRST_STAGE_ITERATIONS, "proximal"
 
 
 # ---------------------------------------------------------------------------- configs
@@ -78,18 +123,20 @@ class GaitConfig:
     # Warm start: "variational" (the transcription's own dynamics), "drake" (SAP simulation), or
     # "auto" (ours: variational, then drake if that solve is not acceptable).
     warm_start: str = "auto"
-    # The NLP solver and its options; solver.solver may also be "auto": SNOPT up to
-    # AUTO_SNOPT_LIMIT variables, IPOPT above (SNOPT's QP subproblems cost ~17 s CPU per major
-    # iteration on the 5588-variable gait, IPOPT ~1 s per iteration).
+    # The NLP solver and its options; solver.solver "auto" (default) is the fast path when it
+    # loads and can evaluate the program, else Drake's SNOPT up to AUTO_SNOPT_LIMIT variables and
+    # Drake's IPOPT above (ChooseSolver); "fast", "snopt" or "ipopt" by name.
     solver: SolverConfig = dataclasses.field(default_factory=_AutoSolver)
     # Edges of the friction pyramid (Eq. 13; the authors: 4).
     friction_directions: int = 4
     # Iteration budget of the paper's relaxed problem before the true-complementarity stage
-    # (0: the solver's major iteration limit).
-    first_stage_iterations: int = FIRST_STAGE_ITERATIONS
+    # (0: the solver's major iteration limit; None: the solver's default, StageDefaults: 40
+    # for the fast path, 100 for SNOPT/IPOPT).
+    first_stage_iterations: int | None = None
     # How the relaxed answer is made exactly complementary: "proximal" or "fixed-modes"
-    # (drakebots.hamr.trajopt.SolveHamrProblem).
-    second_stage: str = "proximal"
+    # (drakebots.hamr.trajopt.SolveHamrProblem; None: the solver's default, StageDefaults:
+    # fixed-modes for the fast path, proximal for SNOPT/IPOPT).
+    second_stage: str | None = None
     # Eq. 16's weights and the scuff cost (its num_knots and goal_distance come from knots and
     # goal above).
     settings: GaitSettings = dataclasses.field(default_factory=GaitSettings)
@@ -121,10 +168,12 @@ class JumpConfig:
     solver: SolverConfig = dataclasses.field(default_factory=_AutoSolver)
     # Edges of the friction pyramid (Eq. 13; the authors: 4).
     friction_directions: int = 4
-    # Iteration budget of the relaxed problem (0: the solver's major iteration limit).
-    first_stage_iterations: int = FIRST_STAGE_ITERATIONS
-    # "proximal" or "fixed-modes" (drakebots.hamr.trajopt.SolveHamrProblem).
-    second_stage: str = "proximal"
+    # Iteration budget of the relaxed problem (0: the solver's major iteration limit; None: the
+    # solver's default, as in GaitConfig).
+    first_stage_iterations: int | None = None
+    # "proximal" or "fixed-modes" (drakebots.hamr.trajopt.SolveHamrProblem; None: the solver's
+    # default, as in GaitConfig).
+    second_stage: str | None = None
     # Eq. 17's weights (its num_knots, height and duration come from the fields above).
     settings: JumpSettings = dataclasses.field(default_factory=JumpSettings)
 
@@ -182,11 +231,15 @@ def _Positive(name: str, value, unit: str = "") -> None:
 
 
 def _CheckSolver(solver: SolverConfig) -> None:
-    """InputError if the requested solver ("auto": SNOPT and IPOPT) is not available."""
+    """InputError if the requested solver is not available ("auto": the fast path, or else
+    Drake's SNOPT and IPOPT, which it falls back to)."""
     from drakebots.optimization import contact_implicit
 
     requested = solver.solver
-    for name in ("snopt", "ipopt") if requested == "auto" else (requested,):
+    names = (requested,)
+    if requested == "auto":
+        names = () if contact_implicit.SolverAvailable("fast")[0] else ("snopt", "ipopt")
+    for name in names:
         ok, reason = contact_implicit.SolverAvailable(name)
         if not ok:
             raise InputError(f"solver.solver {requested}: {reason}")
@@ -215,9 +268,9 @@ def _CheckTrajopt(config) -> None:
         raise InputError(f"knots {config.knots}: need at least 3")
     if config.friction_directions < 3:
         raise InputError(f"friction_directions {config.friction_directions}: need at least 3")
-    if config.first_stage_iterations < 0:
+    if config.first_stage_iterations is not None and config.first_stage_iterations < 0:
         raise InputError(f"first_stage_iterations {config.first_stage_iterations}: must be >= 0")
-    if config.second_stage not in SECOND_STAGES:
+    if config.second_stage is not None and config.second_stage not in SECOND_STAGES:
         raise InputError(f"second_stage {config.second_stage}: use {' or '.join(SECOND_STAGES)}")
     _CheckSolver(config.solver)
 
@@ -302,11 +355,35 @@ class _SolverProgress:
             )
 
 
+def _ResolveStages(config) -> None:
+    """Sets a GaitConfig's or JumpConfig's unset stages (None) to the defaults of the solver
+    that will run (StageDefaults; "auto" read as ChooseSolver reads it before a program exists:
+    the fast path when its IPOPT loads), so that the result records what ran."""
+    budget, second = StageDefaults(ChooseSolver(config.solver.solver, AUTO_SNOPT_LIMIT + 1))
+    if config.first_stage_iterations is None:
+        config.first_stage_iterations = budget
+    if config.second_stage is None:
+        config.second_stage = second
+
+
 def _Preparer(model, solver: SolverConfig, requested: str, reporter: Reporter, label: str):
-    """Before a solve: the solver for its size (solver "auto"), and the progress lines."""
+    """Before a solve: the solver for the program (solver "auto": ChooseSolver), and the
+    progress lines. Under "auto" a program the fast path has no evaluator for falls back to
+    Drake's solver for its size, said in a progress line (the stages already chosen stay: both
+    run on Drake's solvers too)."""
 
     def Prepare(problem) -> None:
-        solver.solver = ChooseSolver(requested, problem.prog.num_vars())
+        hessian = solver.hessian
+        solver.solver = ChooseSolver(
+            requested, problem.prog.num_vars(), problem=problem, hessian=hessian
+        )
+        if requested == "auto" and solver.solver != "fast":
+            from drakebots.optimization.contact_implicit_fast import FastPathSupport
+
+            reason = FastPathSupport(problem, hessian)[1]
+            reporter.Say(
+                f"the fast path cannot solve this program ({reason}): Drake's {solver.solver}"
+            )
         reporter.Say(
             f"solving with {solver.solver}: {problem.prog.num_vars()} variables, "
             f"{len(problem.prog.GetAllConstraints())} constraint bindings"
@@ -336,7 +413,8 @@ def OptimizeGait(config: GaitConfig, *, meshcat=None, progress=None) -> GaitResu
 
     config.Check()
     config = copy.deepcopy(config)  # the result's record of what ran
-    requested = config.solver.solver  # "auto": chosen per problem size (ChooseSolver)
+    _ResolveStages(config)
+    requested = config.solver.solver  # "auto": chosen per program (ChooseSolver)
     reporter = Reporter(progress)
     settings, solver = config.Settings(), copy.deepcopy(config.solver)
     model = ht.MakeHamrTrajoptModel(config.surface, friction_directions=config.friction_directions)
@@ -380,7 +458,8 @@ def OptimizeJump(config: JumpConfig, *, meshcat=None, progress=None) -> JumpResu
 
     config.Check()
     config = copy.deepcopy(config)  # the result's record of what ran
-    requested = config.solver.solver  # "auto": chosen per problem size (ChooseSolver)
+    _ResolveStages(config)
+    requested = config.solver.solver  # "auto": chosen per program (ChooseSolver)
     reporter = Reporter(progress)
     settings, solver = config.Settings(), copy.deepcopy(config.solver)
     model = ht.MakeHamrTrajoptModel(config.surface, friction_directions=config.friction_directions)

@@ -1195,15 +1195,17 @@ def FastNlp(problem, hessian: str = "exact") -> ContactImplicitNlp:
     return nlp
 
 
-def FastPathSupport(problem) -> tuple[bool, str]:
-    """(supported, reason): whether the fast path can evaluate every binding of the problem."""
+def FastPathSupport(problem, hessian: str = "exact") -> tuple[bool, str]:
+    """(supported, reason): whether the fast path can evaluate every binding of the problem
+    (the evaluators built with `hessian` are kept in problem.cache for the solve; pass the
+    config's, "limited-memory" reading as "gauss-newton" as SolveFast does)."""
     from drakebots.optimization.ipopt import IpoptAvailable
 
     ok, reason = IpoptAvailable()
     if not ok:
         return False, reason
     try:
-        FastNlp(problem)
+        FastNlp(problem, "gauss-newton" if hessian == "limited-memory" else hessian)
     except FastPathUnsupported as error:
         return False, str(error)
     return True, ""
