@@ -91,6 +91,29 @@ def test_jump_is_truly_complementary_by_its_arrays(jump):
     assert jump.base_position[-1, 2] > jump.base_position[0, 2]
 
 
+def test_the_default_jump_is_solved_by_the_fast_path_with_its_stages(tmp_path):
+    """No solver named: "auto" runs the fast path (its IPOPT loads here) with its stage defaults
+    (40 first-stage iterations, fixed contact modes), recorded in the result's config, and the
+    plan is truly complementary by its own arrays; the CLI without --solver does the same."""
+    from drakebots.optimization.contact_implicit import SolverAvailable
+
+    if not SolverAvailable("fast")[0]:
+        pytest.skip(SolverAvailable("fast")[1])
+    result = OptimizeJump(JumpConfig(height=12.0, knots=5))
+    assert result.figures["solver"] == "fast" and result.figures["solver_requested"] == "auto"
+    assert (result.config.first_stage_iterations, result.config.second_stage) == (
+        40,
+        "fixed-modes",
+    )
+    assert result.success, result.reason
+    products = result.contact_forces[:, :, 2] * np.maximum(result.foot_heights[1:], 0.0)
+    assert np.max(products) <= 1e-4
+    assert np.min(result.foot_heights) > -1e-4
+    out = tmp_path / "jump"
+    assert Cli("optimize", "hamr-jump", "--height", 12, "--knots", 5, "--quiet", "--out", out) == 0
+    AssertSameAsCli(result, out)
+
+
 def test_a_workflow_prints_nothing(capsys):
     config = JumpConfig(height=12.0, knots=5, solver=SolverConfig(solver="ipopt"))
     config.solver.major_iterations = 1

@@ -77,11 +77,17 @@ def test_unavailable_solver_exits_2(tmp_path, capsys, monkeypatch):
     assert not out.exists()
 
 
-def test_failed_solve_exits_1_with_status_violations_and_best_iterate(tmp_path, capsys):
+@pytest.mark.parametrize("solver", ["ipopt", "fast"])
+def test_failed_solve_exits_1_with_status_violations_and_best_iterate(tmp_path, capsys, solver):
     """One iteration per stage cannot solve a 5-knot jump: exit 1, and the folder still has the
-    solver's status, the most violated constraints by name, and the iterate it stopped at."""
+    solver's status, the most violated constraints by name, and the iterate it stopped at
+    (Drake's IPOPT, or the fast path's)."""
+    from drakebots.optimization.contact_implicit import SolverAvailable
+
+    if not SolverAvailable(solver)[0]:
+        pytest.skip(SolverAvailable(solver)[1])
     out = tmp_path / "run"
-    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5", "--solver", "ipopt"]
+    args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5", "--solver", solver]
     args += ["--iterations", "1", "--first-stage-iterations", "1", "--quiet", "--out", str(out)]
     assert main(args) == 1
     assert "did not reach its goal" in capsys.readouterr().err
@@ -104,7 +110,7 @@ def test_solver_options_from_a_config_file_reach_the_solver(tmp_path):
         "    mu_init: 0.01\n    mu_strategy: monotone\n"
     )
     out = tmp_path / "run"
-    # No --solver: the file's choice stands (auto would pick SNOPT for 5 knots).
+    # No --solver: the file's choice stands (auto would pick the fast path).
     args = ["optimize", "hamr-jump", "--height", "12", "--knots", "5"]
     args += ["--config", str(config), "--quiet", "--out", str(out)]
     assert main(args) == 1
@@ -235,12 +241,50 @@ def test_tiny_gait_then_track_end_to_end(tmp_path):
     assert gains["k_heading"] == 0.5 and gains["k_lateral"] == 0.02
 
 
-def test_auto_solver_picks_snopt_for_small_and_ipopt_for_large_programs():
-    from drakebots.hamr.workflows import ChooseSolver
+def test_auto_solver_picks_the_fast_path_and_drakes_by_size_without_it():
+    from drakebots.hamr.workflows import (
+        FAST_FIRST_STAGE_ITERATIONS,
+        FIRST_STAGE_ITERATIONS,
+        ChooseSolver,
+        StageDefaults,
+    )
 
-    assert ChooseSolver("auto", 1149) == "snopt"
-    assert ChooseSolver("auto", 5589) == "ipopt"
-    assert ChooseSolver("snopt", 5589) == "snopt"
+    assert ChooseSolver("auto", 1149, fast_available=True) == "fast"
+    assert ChooseSolver("auto", 5589, fast_available=True) == "fast"
+    assert ChooseSolver("auto", 1149, fast_available=False) == "snopt"
+    assert ChooseSolver("auto", 5589, fast_available=False) == "ipopt"
+    # A solver named is used as named, Drake's included.
+    assert ChooseSolver("snopt", 5589, fast_available=True) == "snopt"
+    assert ChooseSolver("ipopt", 1149, fast_available=True) == "ipopt"
+    assert FAST_FIRST_STAGE_ITERATIONS == 40 and FIRST_STAGE_ITERATIONS == 100
+    assert StageDefaults("fast") == (40, "fixed-modes")
+    assert StageDefaults("ipopt") == StageDefaults("snopt") == (100, "proximal")
+
+
+def test_auto_falls_back_to_drake_for_a_program_the_fast_path_cannot_evaluate():
+    """A binding the transcription's builders did not make: auto picks Drake's solver for the
+    program's size instead of the fast path, and the fast path named refuses it by name."""
+    from drakebots.hamr import trajopt as ht
+    from drakebots.hamr.workflows import ChooseSolver
+    from drakebots.optimization.contact_implicit import SolverAvailable, SolverConfig
+    from drakebots.optimization.contact_implicit_fast import FastPathUnsupported
+
+    if not SolverAvailable("fast")[0]:
+        pytest.skip(SolverAvailable("fast")[1])
+    model = ht.MakeHamrTrajoptModel("cardstock")
+    warm = ht.WarmStart(
+        q=np.tile(model.home, (4, 1)), u=np.full((3, 8), 110.0), h=4.0, source="test"
+    )
+    problem = ht.MakeHamrGaitProblem(model, 10.0, warm, ht.GaitSettings(num_knots=4))
+    n = problem.prog.num_vars()
+    assert ChooseSolver("auto", n, problem=problem) == "fast"
+    binding = problem.prog.AddConstraint(
+        lambda z: np.array([z[0] * z[1]]), [0.0], [1.0], problem.vars.q[1, :2]
+    )
+    binding.evaluator().set_description("my_constraint")
+    assert ChooseSolver("auto", n, problem=problem) == ("snopt" if n <= 2000 else "ipopt")
+    with pytest.raises(FastPathUnsupported, match="my_constraint"):
+        ht.SolveHamrProblem(problem, SolverConfig(solver="fast", major_iterations=1))
 
 
 def test_tracking_figures_of_a_robot_walking_straight_at_an_angle():

@@ -322,3 +322,27 @@ def test_ten_hertz_cardstock_plan_tracks_within_thirty_percent(model):
     planned, per_cycle = _PlanAndTrack(model, 10.0, 21, cycles=10)
     assert planned >= 8.0
     assert 0.7 * planned <= np.mean(per_cycle[2:]) <= 1.3 * planned, per_cycle
+
+
+def test_tiny_gait_solved_by_the_fast_path_is_acceptable(tiny, model):
+    """The fast path with its stage defaults (what solver "auto" runs when its IPOPT loads) on
+    the tiny gait: every stage runs on IPOPT with the vectorised evaluators, and the plan passes
+    the same check as Drake's solvers' (every binding re-evaluated through Drake, true
+    complementarity, DEL and loop residuals)."""
+    from drakebots.hamr.workflows import StageDefaults
+    from drakebots.optimization.contact_implicit import SolverAvailable
+
+    if not SolverAvailable("fast")[0]:
+        pytest.skip(SolverAvailable("fast")[1])
+    warm, _ = tiny
+    problem = ht.MakeHamrGaitProblem(model, 30.0, warm, ht.GaitSettings(num_knots=9))
+    budget, second = StageDefaults("fast")
+    outcome = ht.SolveHamrProblem(
+        problem, SolverConfig(solver="fast"), first_stage_iterations=budget, second_stage=second
+    )
+    assert outcome.solver == "fast"
+    assert all("IPOPT" in status for status, _ in outcome.stages)
+    assert ht.PlanAcceptable(problem, outcome), outcome.stages
+    check = CheckContactImplicitSolution(problem, outcome.result.get_x_val())
+    assert check.max_complementarity_violation <= ht.COMPLEMENTARITY_TARGET
+    assert check.max_dynamics_residual <= 1e-4 and check.max_loop_residual <= 1e-4
