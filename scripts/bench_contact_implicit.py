@@ -844,7 +844,10 @@ def Summary(solves: list[dict], paths: list[str]) -> dict:
 
 def PrintTable(result: dict, paths: list[str]) -> None:
     def F(value, spec):
-        return format(value, spec) if value is not None else "-"
+        if value is not None:
+            return format(value, spec)
+        width = spec.split(".")[0].rstrip("dfs%")
+        return "-".rjust(int(width)) if width.isdigit() else "-"
 
     print(
         f"\n{'case':18s} {'fast_s':>7s} {'drake_s':>8s} {'fast it':>8s} {'drake it':>9s} "
