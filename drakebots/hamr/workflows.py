@@ -51,6 +51,9 @@ FIRST_STAGE_ITERATIONS = 100
 # fixed the repair is an ordinary NLP it finishes in ~20-80 iterations (the proximal repair took
 # 300-550 on the 2 Hz sandpaper gait); the fixed-mode plans walk 9.1-9.4 mm/cycle at 2 Hz, and
 # the nine 51-knot gaits and the jump were all accepted so (scripts/bench_contact_implicit.py).
+# The price: with the modes fixed after 40 iterations the 30 Hz cardstock and teflon plans walk
+# 6.9-7.0 mm/cycle against 9.0-9.3 from Drake's IPOPT with 100 and the proximal repair (no
+# distance is required at 30 Hz); second_stage "proximal" keeps the modes free.
 FAST_FIRST_STAGE_ITERATIONS = 40
 FAST_SECOND_STAGE = "fixed-modes"
 AUTO_SNOPT_LIMIT = 2000  # variables: SNOPT's QP subproblems get slow beyond (measured)
