@@ -317,20 +317,20 @@ def _DesignFrames(args, solver: str):
     raise RuntimeError("the design run ended before its frame-by-frame pass")
 
 
-def _FactorTimes(K) -> dict:
+def _FactorTimes(K, ordering) -> dict:
     """One numeric factorisation of K by each backend that loads (the symbolic analysis, done
-    once per pattern in a run, is timed apart), seconds."""
+    once per pattern in a run, is timed apart), seconds; SuperLU in `ordering` (the QPCC's:
+    METIS on the skin's vertices, the skeleton's coordinates last)."""
     from drakebots.fem.solvers import (
         CholmodAvailable,
         CholmodFactor,
-        NestedDissection,
         OrderedSplu,
         PardisoAvailable,
         PardisoFactor,
     )
 
     out = {}
-    makers = {"splu": lambda: OrderedSplu(NestedDissection)}
+    makers = {"splu": lambda: OrderedSplu(ordering)}
     if PardisoAvailable():
         makers["pardiso"] = PardisoFactor
     if CholmodAvailable():
@@ -381,7 +381,7 @@ def DesignFramesSection(args) -> dict:
         if solver == args.design_solvers[0]:
             K = dynamics._factor._factor._matrix  # the last frame's reduced matrix
             out["reduced_matrix"] = {"rows": int(K.shape[0]), "nonzeros": int(K.nnz)}
-            out["factorizations"] = _FactorTimes(K)
+            out["factorizations"] = _FactorTimes(K, dynamics._factor._Ordering)
     reference = args.design_solvers[-1]
     first = args.design_solvers[0]
     if first != reference:
