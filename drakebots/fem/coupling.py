@@ -342,6 +342,9 @@ class PinnedCorrection:
                 ordering=base.ordering,
                 A_dr=base.A_dr,
                 factorization=base.factorization,
+                # The fallback it replaces is dropped: its analysis serves where the pinned
+                # set (so the pattern) is the same.
+                reuse=None if self._fallback is None else self._fallback[1],
             )
             self.factorizations += 1
             self._fallback = (key, kkt, p)

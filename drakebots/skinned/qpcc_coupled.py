@@ -575,9 +575,11 @@ class CoupledFrameDynamics:
         """
         from drakebots.fem.integrator import BackwardEuler, NewtonFailure, NewtonOptions
         from drakebots.fem.model import ElementInversion
-        from drakebots.fem.solvers import Factorize
 
         st, fem = self.stepper, self.stepper.fem
+        # One factorisation object for every predictor: K_ff's pattern is the mesh's, so its
+        # symbolic analysis (PARDISO's, or SuperLU's METIS order) is made once.
+        predictor = SpdFactor("auto", NestedDissection)
         steps = int(self.config.settle_steps if steps is None else steps)
         if steps < 1:
             raise ValueError(f"SettledSkin: steps must be >= 1 (got {steps})")
@@ -602,7 +604,7 @@ class CoupledFrameDynamics:
             K_f = K.tocsr()[free]
             guesses = [carried, x.copy()]
             du_g = np.column_stack([p_WG.ravel() - g[pinned] for g in guesses])
-            du_f = -Factorize(K_f[:, free]).solve(K_f[:, pinned] @ du_g)
+            du_f = -predictor.Factor(K_f[:, free]).solve(K_f[:, pinned] @ du_g)
             for i, g in enumerate(guesses):
                 g[pinned] += du_g[:, i]
                 g[free] += du_f[:, i]
@@ -637,9 +639,8 @@ class CoupledFrameDynamics:
         self-collision blocks lack their negative tangential part, so Newton converges linearly
         (measured there: 18.6 N to 1e-3 N in 19 iterations, ~0.6 per iteration, ~50 s on the
         20k-vertex skin; the same with the elements' exact Hessians)."""
-        from drakebots.fem.solvers import Factorize
-
         st, fem, free = self.stepper, self.stepper.fem, self.free
+        factor = SpdFactor("auto", NestedDissection)  # analysis kept while the pattern stays
 
         def Residual(y):
             pen = st.Penalties(q, y)
@@ -652,7 +653,7 @@ class CoupledFrameDynamics:
                 break
             _, _, K = fem.EnergyGradientHessian(x, project=True)
             A = (K + pen.stiffness).tocsr()[free][:, free]
-            step = -Factorize(A.tocsc()).solve(r)
+            step = -factor.Factor(A.tocsc()).solve(r)
             alpha = 1.0
             while alpha >= 1.0 / 64:
                 trial = x.copy()

@@ -244,7 +244,7 @@ def test_swing_clearance_is_the_soles_rise_above_their_stance(beetle):
     assert "front_right" not in short
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_lizard_crawl_converges_in_one_iteration_within_its_motors(tmp_path):
     """The lizard's slow crawl (paper section 7, Fig. 14: slow walks converge in one iteration):
     17 MG995R motors, spine, neck and tail kept near home by the posture term. Checked from the
@@ -275,7 +275,7 @@ def test_lizard_crawl_converges_in_one_iteration_within_its_motors(tmp_path):
     assert summary["kinematic_only"]["root_roll_variation_deg"] > 1.2 * np.ptp(roll)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_beetle_kinematic_only_crawl_rolls_the_torso_more_than_ours(tmp_path):
     """The paper's Fig. 18 on its own example, the beetle's slow crawl (skeleton with soft
     soles): the kinematic-only plan's inverse dynamics (the joints follow the plan, the root is
@@ -296,7 +296,7 @@ def test_beetle_kinematic_only_crawl_rolls_the_torso_more_than_ours(tmp_path):
     assert baseline["root_roll_variation_deg"] > 1.3 * np.ptp(roll)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 @pytest.mark.parametrize("motor_limit", [None, 3.13], ids=["MG995R", "DS3218"])
 def test_monster_trot_converges_and_obeys_newtons_second_law(tmp_path, motor_limit):
     """The monster's 0.45 m/s trot (paper Fig. 13: converges after two iterations), with the

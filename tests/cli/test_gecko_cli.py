@@ -143,7 +143,7 @@ def test_velocity_space_fit_feeds_navigate(tmp_path):
     assert summary["fit"]["source"].startswith("drakebots velocity space")
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_issue_examples(tmp_path):
     """The issue's command lines (Drake model), end to end."""
     turn = tmp_path / "gecko_turn"

@@ -171,7 +171,7 @@ def test_track_rejects_a_folder_that_is_not_a_gait_plan(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_tiny_gait_then_track_end_to_end(tmp_path):
     plan = tmp_path / "plan"
     result = drakebots(

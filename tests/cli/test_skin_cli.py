@@ -131,7 +131,7 @@ def test_skin_bend_bad_input(drakebots, tmp_path, args, message):
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_skin_bend_linear_only_compares_the_skins_in_seconds(drakebots, tmp_path):
     """--linear-only: both skin pieces, their small-strain stiffness and the fold's relief, no
     coupled run; exit 1 since no skin of ours lets 1.96 N*m reach 70 deg at 0.09 GPa."""

@@ -42,7 +42,7 @@ def DrakeMaterialWithSameLinearization(E, nu):
     return E_d, nu_d
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_cantilever_matches_drake_deformable_model(tmp_path):
     from pydrake.geometry import GeometryInstance, Mesh, ProximityProperties
     from pydrake.math import RigidTransform
@@ -82,7 +82,7 @@ def test_cantilever_matches_drake_deformable_model(tmp_path):
     assert ours == pytest.approx(sags[1], rel=0.05)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_cantilever_converges_to_euler_bernoulli():
     """Linear tets are too stiff in bending on coarse meshes (locking); refined, the sag
     increases monotonically towards the beam theory value, and the Richardson extrapolation of

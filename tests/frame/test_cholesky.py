@@ -102,7 +102,7 @@ def test_empty_supernodes_pass_their_children_updates_on():
     assert np.abs(A @ x - b).max() < 1e-12 * np.abs(b).max()
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_benchmark_lattice_solve_agrees_with_superlu():
     """The 14x14x14 benchmark lattice (52920 unknowns): multifrontal against SuperLU, residual."""
     lattice = CubicLattice((14, 14, 14))

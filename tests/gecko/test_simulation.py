@@ -58,8 +58,8 @@ def test_half_cycle_fixed_feet_hold_free_feet_swing():
     "q",
     [
         (80.0, -0.5),  # the paper's Fig. 6 gait: in the default suite (about 10 s)
-        pytest.param((90.0, 0.0), marks=pytest.mark.slow),
-        pytest.param((70.0, 0.3), marks=pytest.mark.slow),
+        pytest.param((90.0, 0.0), marks=pytest.mark.paper),
+        pytest.param((70.0, 0.3), marks=pytest.mark.paper),
     ],
 )
 def test_drake_model_agrees_with_the_geometric_model(q):
@@ -73,7 +73,7 @@ def test_drake_model_agrees_with_the_geometric_model(q):
         assert np.sign(drake.motion[0]) == -np.sign(q[1])
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_drake_closed_loop_reaches_the_paper_course():
     """The gait pattern generator (a LeafSystem re-planning every half cycle from the measured
     pose) drives the Drake-simulated gecko to each target of Fig. 12 within 5 cm."""

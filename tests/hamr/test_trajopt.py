@@ -228,7 +228,7 @@ def test_warm_start_halves_its_steps_while_the_stride_leaves_the_bounds(model, m
     assert warm.bounds_excursion == pytest.approx(0.5)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_ten_hertz_teflon_warm_start_stays_inside_the_position_bounds():
     """The 10 Hz teflon trot at 5 ms steps left the bounds on this machine (seven steps of its
     last stride failed; a four-bar joint 0.94 rad past its limit); the warm start must not."""
@@ -242,7 +242,7 @@ def test_ten_hertz_teflon_warm_start_stays_inside_the_position_bounds():
     assert warm.velocity_mm_per_cycle > 0.0
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
     # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer (scripts/reproduce_hamr).
     warm = ht.GaitWarmStart(model, 10.0, 21)
@@ -260,7 +260,7 @@ def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
     assert traj.q[-1, ix] - traj.q[0, ix] >= 8.0
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_jump_reaches_ten_mm(model):
     warm = ht.JumpWarmStart(model, 70.0, 31)
     problem = ht.MakeHamrJumpProblem(model, warm)
@@ -315,7 +315,7 @@ def test_two_hertz_cardstock_plan_tracks_within_thirty_percent(model):
     assert 0.7 * planned <= np.mean(per_cycle[2:]) <= 1.3 * planned, per_cycle
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_ten_hertz_cardstock_plan_tracks_within_thirty_percent(model):
     """The 10 Hz half of the target, with the paper's law alone (no steering): measured 0.95
     (21 knots, 9.21 of 9.70 mm) and 0.87 (51, the CLI's: 8.55 of 9.88 mm)."""

@@ -189,7 +189,7 @@ def test_standing_skinned_beetle_carries_its_weight_within_the_motor_limits(beet
         assert total == pytest.approx([0.0, 0.0, -skin_weight], abs=0.01 * skin_weight)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_condensed_qp_equals_the_uncondensed_qp(beetle):
     """~30-60 s: Clarabel on the uncondensed QP (14k variables) is the slow part."""
     model, _, dyn = beetle
@@ -814,7 +814,7 @@ def test_coupling_loads_carry_the_skins_push_on_the_boxes(beetle_skin_pieces_ove
     np.testing.assert_allclose(mapped, expected, atol=1e-9 * np.abs(expected).max())
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     beetle_skin_pieces_overlapping,
 ):

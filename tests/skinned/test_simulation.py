@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_skinned_beetle_stands_one_second():
     from drakebots.robots import GetRobot
     from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig

@@ -176,7 +176,7 @@ def test_a_non_positive_tet_is_refused_by_the_model():
         FemModel(mesh, Material())
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 @pytest.mark.parametrize("robot", sorted(PAPER_VERTICES))
 def test_every_robot_skin(robot, tmp_path):
     params = LoadSkeletonParams(robot)
@@ -213,7 +213,7 @@ def test_every_robot_skin(robot, tmp_path):
     assert LoadsInDrake(tmp_path / "skin.vtk", skin.mass_density) == mesh.num_vertices
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_skin_from_a_user_surface(tmp_path):
     """The paper's workflow: hollow the user's own closed surface (here an OBJ of a smooth blob
     around the beetle, written by a different route: marching cubes of an analytic field)."""

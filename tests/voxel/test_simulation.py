@@ -37,7 +37,7 @@ def test_body_frames_recover_a_rigid_motion():
     assert np.allclose(np.linalg.det(R), 1.0)
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_cli_walks_forward_and_the_reversed_gait_walks_backward(tmp_path, capsys):
     """Two cycles of each gait through `drakebots simulate`: the tripod gait advances at least
     1 mm per cycle, the same foot positions run in reverse retreat at least 1 mm per cycle, both
@@ -63,7 +63,7 @@ def test_cli_walks_forward_and_the_reversed_gait_walks_backward(tmp_path, capsys
     capsys.readouterr()
 
 
-@pytest.mark.slow
+@pytest.mark.paper
 def test_advance_per_cycle_is_converged_in_the_time_step():
     """One 2 s gait cycle at 1 ms and at 0.5 ms: the advance agrees within 0.15 mm (5 % of it);
     with Drake's default near-rigid threshold session 1's gait did not (0.87 mm against
