@@ -30,6 +30,8 @@ Units: whatever the caller's blocks use (the coupled simulator uses impulses for
 and forces for the skin rows, so lam is a force in N).
 """
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -242,8 +244,21 @@ class PinnedCorrection:
         self._columns = {}
         self._last = None  # (key, Z, factor of S) of the last extra set
         self._fallback = None  # (key, ReducedKkt) of the last direct factorisation
+        # Whether the fallback was made by this object (and may be overwritten in place).
+        self._fallback_owned = False
         self.column_solves = 0
         self.factorizations = 0
+
+    def Fork(self) -> "PinnedCorrection":
+        """A copy sharing this one's factorisations read-only and starting from its cached
+        columns: what the copy caches or factorises is its own, and it never overwrites a
+        factorisation of this one. The coupled simulator carries a PinnedCorrection from step
+        to step in its state (drakebots.skinned.skin_coupling.StepMemory), which copies of a
+        Drake Context share; each step forks it."""
+        fork = copy.copy(self)
+        fork._columns = dict(self._columns)
+        fork._fallback_owned = False
+        return fork
 
     def _SolveColumns(self, dofs):
         """Solves for the columns of `dofs` not cached yet, all in one call: SuperLU's
@@ -344,10 +359,11 @@ class PinnedCorrection:
                 factorization=base.factorization,
                 # The fallback it replaces is dropped: its analysis serves where the pinned
                 # set (so the pattern) is the same.
-                reuse=None if self._fallback is None else self._fallback[1],
+                reuse=self._fallback[1] if self._fallback_owned else None,
             )
             self.factorizations += 1
             self._fallback = (key, kkt, p)
+            self._fallback_owned = True
         _, kkt, p = self._fallback
         dq, du, lam = kkt.Solve(b_r, b_d, np.concatenate([c, c_extra]))
         return dq, du, lam[:p], lam[p:]

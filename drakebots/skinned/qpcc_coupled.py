@@ -945,8 +945,7 @@ class CoupledFrameDynamics:
 
     def NewSimulator(self) -> CoupledSkinSkeleton:
         """A fresh coupled simulator (issue 5's, Newton to convergence) with this pass's skeleton,
-        skin and settings, not stepped yet (for replaying a pass; `stepper` keeps the pass's
-        last contact labels and factorisation)."""
+        skin and settings, not stepped yet (for replaying a pass with a scratch of its own)."""
         st = self.stepper
         return CoupledSkinSkeleton(st.plant, st.instance, self.skin, st.config)
 

@@ -29,8 +29,15 @@ the skeleton feels the reactions), by default re-evaluated at every Newton itera
 stiffness's 3 x 3 vertex blocks in the Newton matrix (`implicit_penalties`); the paper's explicit
 ones (forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
 
+What a step carries into the next besides (q, v, x, w) — the contact labels and slip
+directions it warm-starts from, and the Newton factorisation it may keep using — is a
+`StepMemory` that travels with the `CoupledState`; the stepper itself keeps scratch only (the
+fill-reducing ordering, a plant context for its kinematics), so a step is a function of the
+state it is given.
+
 `SkinnedRobotSystem` wraps the stepper as a Drake LeafSystem (double only) with a periodic
-discrete update:
+unrestricted update; the StepMemory and the last step's StepInfo are abstract state of its
+Context:
 
     actuation, desired_state -> SkinnedRobotSystem -> skeleton_state, skin_positions,
                                                       glue_forces, contact_forces
@@ -41,6 +48,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from pydrake.common.value import AbstractValue
 from pydrake.multibody.tree import JacobianWrtVariable
 from pydrake.systems.framework import BasicVector, LeafSystem
 from scipy.spatial import cKDTree
@@ -147,16 +155,58 @@ class CouplingConfig:
 
 
 @dataclasses.dataclass
+class StepMemory:
+    """What one coupled step hands the next besides (q, v, x, w): state, as it changes the
+    next step's result.
+
+    The contact labels and slip directions warm-start the next step's active set (a standing
+    robot keeps its pinned set, and so its factorisation). The factorisation is the Newton
+    matrix the next step starts with (modified Newton: its iterates, though not the solution
+    they converge to within the tolerances, depend on it). Once carried, the factorisation is
+    read-only: a copy of the memory shares it, a step that refactorises makes a new one and
+    never overwrites it in place (CoupledSkinSkeleton._Step), so two copies step on alike.
+    """
+
+    mode: np.ndarray  # (n,) int8 contact label of each skin vertex: 0 free, 1 stick, 2 slide
+    slip_dir: np.ndarray  # (n, 2) the slip direction of each sliding vertex (0 elsewhere)
+    factor: object | None = None  # PinnedCorrection or ReducedKkt (None: factorise afresh)
+    factor_key: tuple | None = None  # the contact rows in it (refactor path)
+    factor_age: int = 0  # Newton iterations it has served
+    factor_exact: bool = False  # of the exact Hessian (not carried into a step)
+
+    @staticmethod
+    def Fresh(n: int) -> "StepMemory":
+        """No contact, no factorisation (a step from a state of no history)."""
+        return StepMemory(np.zeros(n, dtype=np.int8), np.zeros((n, 2)))
+
+    def copy(self) -> "StepMemory":
+        return dataclasses.replace(self, mode=self.mode.copy(), slip_dir=self.slip_dir.copy())
+
+    def __deepcopy__(self, memo):
+        # Drake clones abstract state by deepcopy: the arrays are copied, the read-only
+        # factorisation shared.
+        return self.copy()
+
+
+@dataclasses.dataclass
 class CoupledState:
-    """State of the coupled system: skeleton q (nq), v (nv); skin x, w (3n) in m and m/s."""
+    """State of the coupled system: skeleton q (nq), v (nv); skin x, w (3n) in m and m/s; the
+    history a step starts from (`memory`, None: none, as at the start of a run)."""
 
     q: np.ndarray
     v: np.ndarray
     x: np.ndarray
     w: np.ndarray
+    memory: StepMemory | None = None
 
     def copy(self) -> "CoupledState":
-        return CoupledState(self.q.copy(), self.v.copy(), self.x.copy(), self.w.copy())
+        return CoupledState(
+            self.q.copy(),
+            self.v.copy(),
+            self.x.copy(),
+            self.w.copy(),
+            None if self.memory is None else self.memory.copy(),
+        )
 
 
 @dataclasses.dataclass
@@ -345,15 +395,14 @@ class CoupledSkinSkeleton:
         self.mass = self.fem.MassDiagonal()
         self.damping = self.fem.DampingMatrix()
         self.gravity = self.fem.GravityForces(plant.gravity_field().gravity_vector())
+        # Scratch: the fill-reducing ordering of the skin's dofs, made once from the pattern of
+        # the skin's own matrix (not of the first step's penalties), so it is the same whatever
+        # state is stepped first.
         self._ordering = None
-        self._kkt = None
         # A time.perf_counter() value after which a step stops iterating and raises
         # StepDeadlinePassed (None: no limit): a caller's wall-time budget holds inside a step,
         # whose Newton iterations and step cuts can take minutes on a falling robot.
         self.deadline = None
-        self._kkt_key = None
-        self._kkt_age = 0
-        self._kkt_exact = False
         # Collision data: skeleton boxes per body (home pose, body frame) for skin-skeleton
         # penalty forces, applied to free inner-surface vertices.
         self._boxes = self._SkeletonBoxes(skin)
@@ -659,8 +708,10 @@ class CoupledSkinSkeleton:
         except (CoupledStepFailure, ElementInversion):
             if depth >= self.config.max_cuts:
                 raise
-            self._kkt = None  # the factor belongs to the other step size
-            mid, first = self._StepWithCuts(state, tau_ff, desired, time_s, 0.5 * h, depth + 1)
+            # The factor belongs to the other step size: the halves start without it.
+            memory = dataclasses.replace(self._Memory(state), factor=None)
+            start = dataclasses.replace(state, memory=memory)
+            mid, first = self._StepWithCuts(start, tau_ff, desired, time_s, 0.5 * h, depth + 1)
             end, info = self._StepWithCuts(
                 mid, tau_ff, desired, time_s + 0.5 * h, 0.5 * h, depth + 1
             )
@@ -672,8 +723,11 @@ class CoupledSkinSkeleton:
             info.step_cuts = first.step_cuts + info.step_cuts + 1
             info.glue_residual = max(info.glue_residual, first.glue_residual)
             info.max_penetration = max(info.max_penetration, first.max_penetration)
-            self._kkt = None
+            end.memory.factor = None
             return end, info
+
+    def _Memory(self, state: CoupledState) -> StepMemory:
+        return state.memory if state.memory is not None else StepMemory.Fresh(self.n)
 
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
@@ -709,21 +763,17 @@ class CoupledSkinSkeleton:
             # the coast).
             y = x.copy()
         X = x.reshape(-1, 3)
+        memory = self._Memory(state)
         # Warm start of the contact labels: last step's, plus new penetrations (keeps the
         # pinned set, and so the factorisation, unchanged while the robot stands).
-        mode = (
-            self._last_mode.copy()
-            if getattr(self, "_last_mode", None) is not None
-            else np.zeros(self.n, dtype=np.int8)
-        )
+        mode = memory.mode.copy()
         # Vertices predicted to sink more than 1 um during the step start pinned. (Pinning
         # every vertex within 10 um of the ground as well made the resting sole cycle: the
         # unloaded ones were pinned and released again in every step.)
         mode[(mode == 0) & (X[:, 2] + h * w[2::3] < -1e-6)] = 1
         mode[self.glue.vertices] = 0
         # Slip directions of sliding vertices carry over from the last step with their label.
-        last_slip = getattr(self, "_last_slip_dir", None)
-        slip_dir = last_slip.copy() if last_slip is not None else np.zeros((self.n, 2))
+        slip_dir = memory.slip_dir.copy()
         lam_n = np.zeros(self.n)
         schur = cfg.contact_solver == "schur"
         implicit = schur and cfg.implicit_friction
@@ -743,8 +793,14 @@ class CoupledSkinSkeleton:
         contraction, previous_norm, labels_changed = 0.0, None, True
         # The exact Hessian is for the end of a step: a factor of it is not carried into the
         # next step, nor used again in this one once a step with it needed a cut.
-        if self._kkt_exact:
-            self._kkt = None
+        # The factor carried in is shared with the memory it came from: read-only here (a
+        # PinnedCorrection is forked, so the columns it caches in this step are this step's).
+        kkt, kkt_key, kkt_age = memory.factor, memory.factor_key, memory.factor_age
+        kkt_exact, owned = memory.factor_exact, False
+        if kkt_exact:
+            kkt = None
+        elif isinstance(kkt, PinnedCorrection):
+            kkt = kkt.Fork()
         exact_failed = False
         search = None
         # A backtrack of the line search (below) re-evaluates the residuals without a Newton
@@ -834,17 +890,15 @@ class CoupledSkinSkeleton:
             if implicit_penalties and iteration > 0:
                 faces = trial_faces
             key = None if schur else tuple(contact_dofs.tolist())
-            stale = self._kkt is None or self._kkt_key != key or self._kkt_age >= cfg.max_factor_age
+            stale = kkt is None or kkt_key != key or kkt_age >= cfg.max_factor_age
             # Modified Newton first (a stale factor); if it is slow to converge (large
             # deformation), full Newton: a fresh Hessian every other iteration. With the Schur
             # path a contact-label change is not a reason to refactorise, so "slow" is judged
             # by the contraction of the updates over iterations with unchanged labels.
             if schur:
-                slow = self._kkt_age >= 2 and (
-                    iteration >= 6 or (iteration >= 2 and contraction > 0.5)
-                )
+                slow = kkt_age >= 2 and (iteration >= 6 or (iteration >= 2 and contraction > 0.5))
             else:
-                slow = iteration >= 3 and (not refactored_this_step or self._kkt_age >= 2)
+                slow = iteration >= 3 and (not refactored_this_step or kkt_age >= 2)
             refactored_now = stale or slow
             if refactored_now:
                 exact = (
@@ -864,7 +918,8 @@ class CoupledSkinSkeleton:
                     if A_rr is not None:
                         A_r = A_r + A_rr
                 if self._ordering is None:
-                    self._ordering = NestedDissection(A_d)
+                    rest = self.fem.RestPositions()
+                    self._ordering = NestedDissection(self._SkinMatrix(rest, h, None, False))
                 options = dict(ordering=self._ordering, A_dr=A_dr, factorization=cfg.factorization)
                 rows = (h * J, self.glue.dofs) if schur else (G, pinned)
                 # An exact matrix that is not positive definite (the Cholesky refuses it) is
@@ -872,18 +927,19 @@ class CoupledSkinSkeleton:
                 # LDLᵀ or SuperLU's LU, its solves checked) and used all the same: Newton converges
                 # quadratically with the exact Jacobian whatever its inertia, and the descent
                 # check below rejects an update that climbs the step's potential.
-                if self._kkt is not None:  # discarded now: its analysis is reused
-                    options["reuse"] = getattr(self._kkt, "base", self._kkt)
-                kkt = ReducedKkt(A_r, A_d, *rows, **options)
-                self._kkt = PinnedCorrection(kkt) if schur else kkt
-                self._kkt_exact = exact
+                if kkt is not None and owned:  # discarded now: its analysis is reused
+                    # (in place: never one carried in, which other states may share).
+                    options["reuse"] = getattr(kkt, "base", kkt)
+                reduced = ReducedKkt(A_r, A_d, *rows, **options)
+                kkt, owned = (PinnedCorrection(reduced) if schur else reduced), True
+                kkt_exact = exact
                 info.exact_factorizations += int(exact)
-                self._kkt_key = key
-                self._kkt_age = 0
+                kkt_key = key
+                kkt_age = 0
                 refactored_this_step = True
                 info.factorizations += 1
             if schur:
-                solves, direct = self._kkt.column_solves, self._kkt.factorizations
+                solves, direct = kkt.column_solves, kkt.factorizations
                 first = 3 * len(stick)
                 coupling = (
                     None
@@ -894,22 +950,22 @@ class CoupledSkinSkeleton:
                         (-mu * slip_dir[sliding]).ravel(),
                     )
                 )
-                dv, dy, dlam_glue, dlam_contact = self._kkt.Solve(
+                dv, dy, dlam_glue, dlam_contact = kkt.Solve(
                     -r_r_full, -r_d_full, -C, contact_dofs, c[len(C) :], coupling
                 )
-                info.column_solves += self._kkt.column_solves - solves
-                info.factorizations += self._kkt.factorizations - direct
+                info.column_solves += kkt.column_solves - solves
+                info.factorizations += kkt.factorizations - direct
                 dlam = np.concatenate([dlam_glue, dlam_contact])
             else:
-                dv, dy, dlam = self._kkt.Solve(-r_r_full, -r_d_full, c)
-            self._kkt_age += 1
+                dv, dy, dlam = kkt.Solve(-r_r_full, -r_d_full, c)
+            kkt_age += 1
             # The slope of the step's potential along the update at its start (_LineSearch).
             slope0 = float(dv @ r_r_full + dy @ r_d_full)
-            if self._kkt_exact and slope0 >= 0.0:
+            if kkt_exact and slope0 >= 0.0:
                 # The exact matrix is indefinite along this update, which climbs the step's
                 # potential (toward a saddle of it, a state the skin would not rest in): back to
                 # the projected matrix from the same point.
-                exact_failed, self._kkt = True, None
+                exact_failed, kkt = True, None
                 info.rejected_updates += 1
                 continue
             # At most max_update on any vertex; never step into an inverted element: halve the
@@ -925,10 +981,10 @@ class CoupledSkinSkeleton:
             else:
                 bad = int(np.argmin(self.fem.Jacobians(y + dy)))
                 raise ElementInversion(bad, time_s)
-            if self._kkt_exact and alpha < 1.0:
+            if kkt_exact and alpha < 1.0:
                 # The exact matrix led toward an inverted element or past max_update: back to
                 # the projected one.
-                exact_failed, self._kkt = True, None
+                exact_failed, kkt = True, None
             v_next = v_next + alpha * dv
             y = y + alpha * dy
             lam_dof[pinned] += alpha * dlam
@@ -1021,8 +1077,14 @@ class CoupledSkinSkeleton:
         # tolerance the Newton iteration reached), so the residual is zero to round-off.
         y_glue = p_WG.ravel()
         y[self.glue.dofs] = y_glue
-        self._last_mode = mode.copy()
-        self._last_slip_dir = np.where((mode == 2)[:, None], slip_dir, 0.0)
+        memory = StepMemory(
+            mode.copy(),
+            np.where((mode == 2)[:, None], slip_dir, 0.0),
+            kkt,
+            kkt_key,
+            kkt_age,
+            kkt_exact,
+        )
         info.glue_residual = residual
         info.glue_forces = lam_dof[self.glue.dofs].reshape(-1, 3)
         info.contact_forces = forces
@@ -1031,7 +1093,7 @@ class CoupledSkinSkeleton:
         info.max_penetration = float(max(0.0, -Y[:, 2].min()))
         info.actuation = tau
         info.wall_time = time.perf_counter() - wall
-        new = CoupledState(q_next, v_next, y, (y - x) / h)
+        new = CoupledState(q_next, v_next, y, (y - x) / h, memory)
         return new, info
 
 
@@ -1058,6 +1120,11 @@ class SkinnedRobotSystem(LeafSystem):
     iterations, factorisations, glue residual m, max penetration m, contacts, sliding]),
     "motor_torques" (nu, N*m, the motors' torques), "contact_summary" ([max penetration m, number of
     contact vertices, total normal force N], as drakebots.systems.simulation.ContactMonitor).
+
+    State (in the Context, as in Drake's own systems): the discrete vector [q, v, x, w, the
+    last step's outputs] and, abstract, the StepMemory the next step starts from and the last
+    step's StepInfo (GetLastStepInfo). The stepper keeps scratch only, so Contexts of one
+    system, and a Context set back to an earlier state, step alike.
     """
 
     def __init__(self, stepper: CoupledSkinSkeleton, initial: CoupledState | None = None):
@@ -1101,13 +1168,17 @@ class SkinnedRobotSystem(LeafSystem):
             3,
             lambda c, o: o.SetFromVector(self._Slice(c, off + k3 + n3 + 6 + s.nu, 3)),
         )
-        self.DeclarePeriodicDiscreteUpdateEvent(s.config.time_step, 0.0, self._Update)
-        self.failure = None
+        memory = initial.memory.copy() if initial.memory is not None else StepMemory.Fresh(s.n)
+        self._memory_index = self.DeclareAbstractState(AbstractValue.Make(memory))
+        self._info_index = self.DeclareAbstractState(AbstractValue.Make(StepInfo()))
+        self.DeclarePeriodicUnrestrictedUpdateEvent(s.config.time_step, 0.0, self._Update)
 
     def _Slice(self, context, start, size):
         return context.get_discrete_state(self._x_index).get_value()[start : start + size]
 
     def UnpackState(self, context) -> CoupledState:
+        """The CoupledState in `context`, its StepMemory included (a copy: stepping it with
+        the stepper goes on as this system would)."""
         nq, nv, n3, _ = self._sizes
         z = context.get_discrete_state(self._x_index).get_value()
         return CoupledState(
@@ -1115,9 +1186,20 @@ class SkinnedRobotSystem(LeafSystem):
             z[nq : nq + nv].copy(),
             z[nq + nv : nq + nv + n3].copy(),
             z[nq + nv + n3 : nq + nv + 2 * n3].copy(),
+            self.GetStepMemory(context).copy(),
         )
 
-    def _Update(self, context, discrete_state):
+    def GetStepMemory(self, context) -> StepMemory:
+        """The history the next step starts from (contact labels, slip directions, the
+        factorisation), as held in `context` (read-only)."""
+        return context.get_abstract_state(self._memory_index).get_value()
+
+    def GetLastStepInfo(self, context) -> StepInfo:
+        """The StepInfo of the step that produced the state in `context` (an empty StepInfo
+        before the first step; read-only)."""
+        return context.get_abstract_state(self._info_index).get_value()
+
+    def _Update(self, context, next_state):
         state = self.UnpackState(context)
         tau = self._actuation.Eval(context) if self._actuation.HasValue(context) else None
         desired = self._desired.Eval(context) if self._desired.HasValue(context) else None
@@ -1130,7 +1212,7 @@ class SkinnedRobotSystem(LeafSystem):
             info.contacts,
             info.sliding,
         ]
-        discrete_state.get_mutable_vector(self._x_index).SetFromVector(
+        next_state.get_mutable_discrete_state(self._x_index).SetFromVector(
             np.concatenate(
                 [
                     new.q,
@@ -1149,7 +1231,8 @@ class SkinnedRobotSystem(LeafSystem):
                 ]
             )
         )
-        self.last_info = info
+        next_state.get_mutable_abstract_state(self._memory_index).set_value(new.memory)
+        next_state.get_mutable_abstract_state(self._info_index).set_value(info)
 
     def get_skeleton_state_output_port(self):
         return self.GetOutputPort("skeleton_state")

@@ -326,7 +326,6 @@ def _StepAndFirstNewtonIterate(dyn, state, tau):
         stepper.config = dataclasses.replace(
             config, max_iterations=1, glue_tolerance=1.0, max_update=0.0
         )
-        stepper._last_mode, stepper._kkt = None, None
         first, _ = stepper.Step(state, tau_ff=tau)
     finally:
         stepper.config = config
@@ -346,7 +345,6 @@ def test_one_frame_agrees_with_the_coupled_simulator(beetle):
         q, v, q, v * DT, np.zeros(model.nu), flat_feet=range(4), support_feet=range(4)
     )
     stepper = dyn.stepper
-    stepper._last_mode, stepper._kkt = None, None
     state = dyn.CoupledState(q, v)
     new, info = stepper.Step(state, tau_ff=r.tau)
     assert np.abs(new.q[:3] - r.q_next[:3]).max() < 1e-6
@@ -360,7 +358,6 @@ def test_one_frame_agrees_with_the_coupled_simulator(beetle):
     q1, v1, first = _StepAndFirstNewtonIterate(dyn, air, tau)
     assert np.abs(first.v - v1).max() <= 1e-8 * np.abs(v1).max()
     # Converged, it differs only by the step's nonlinearity (small from rest).
-    stepper._last_mode, stepper._kkt = None, None
     converged, _ = stepper.Step(air, tau_ff=tau)
     dq_sim = converged.q - air.q
     assert np.abs((q1 - air.q) - dq_sim).max() <= 1e-3 * np.abs(dq_sim).max()

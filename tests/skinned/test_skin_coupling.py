@@ -6,6 +6,8 @@ Independent references: the glue points' world positions from Drake's MultibodyP
 and Newton's third law (glue forces on skin and skeleton).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,6 +15,7 @@ import scipy.sparse.linalg as spla
 from pydrake.math import RigidTransform
 from pydrake.multibody.plant import MultibodyPlant
 from pydrake.multibody.tree import JacobianWrtVariable, SpatialInertia, UnitInertia
+from pydrake.systems.analysis import Simulator
 
 from drakebots.fem.mesh import BoundaryFaces
 from drakebots.fem.solvers import AutoBackend
@@ -21,6 +24,7 @@ from drakebots.skinned.skin_coupling import (
     CoupledSkinSkeleton,
     CouplingConfig,
     SkinnedRobotSystem,
+    StepMemory,
 )
 
 CORE_MASS = 0.3  # kg
@@ -145,8 +149,69 @@ def test_leaf_system_ports(ball):
     assert sizes["contact_forces"] == 3 * n
     assert system.num_input_ports() == 2
     context = system.CreateDefaultContext()
-    updated = system.EvalUniquePeriodicDiscreteUpdate(context)
-    assert np.all(np.isfinite(updated.get_vector(0).get_value()))
+    Simulator(system, context).AdvanceTo(stepper.config.time_step)
+    assert np.all(np.isfinite(context.get_discrete_state(0).get_value()))
+    assert system.GetLastStepInfo(context).newton_iterations > 0
+
+
+def test_the_context_owns_the_step_history(ball):
+    """What one step hands the next (contact labels, slip directions, the Newton factorisation
+    it keeps using) is Context state (issue 46): a Context cloned mid-run, stepped after the
+    original went further and after a second Context of the same system took steps of its own,
+    and the original set back to the clone's state, all step on as one uninterrupted run of a
+    separate system (its own stepper; the reference): the same Newton iterations,
+    factorisations and contact counts in every step, and the same states to round-off. The
+    ball is dropped 2 mm, so its sole lands before the clone is taken.
+
+    Round-off, not bits: two fresh runs of the ball in one process, single-threaded BLAS
+    included, differed by up to 1.5e-12 m after its landing (measured), where history would
+    move a step by up to the Newton tolerance, 1e-7 m, and change its iteration counts."""
+    plant, instance, skin = ball
+    config = CouplingConfig(time_step=0.005)
+    h, clone_at, steps = config.time_step, 6, 10
+    nq, nv, n3 = plant.num_positions(), plant.num_velocities(), 3 * skin.mesh.num_vertices
+    state = slice(0, nq + nv + 2 * n3)
+    stats = slice(nq + nv + 2 * n3 + 3 * len(skin.glue_vertices) + n3, None)
+
+    def System():
+        return SkinnedRobotSystem(
+            CoupledSkinSkeleton(plant, instance, skin, config, lift=RADIUS + 0.002)
+        )
+
+    def Run(system, context, first, last):
+        simulator = Simulator(system, context)
+        out = []
+        for k in range(first + 1, last + 1):
+            simulator.AdvanceTo(k * h)
+            out.append(context.get_discrete_state(0).get_value().copy())
+        return out
+
+    def Same(run, reference):
+        assert len(run) == len(reference)
+        for a, b in zip(run, reference):
+            np.testing.assert_allclose(a[state], b[state], rtol=0, atol=1e-10)
+            # Newton iterations, factorisations, glue residual, penetration, contacts,
+            # sliding, motor torques, contact summary.
+            np.testing.assert_array_equal(a[stats][[0, 1, 4, 5]], b[stats][[0, 1, 4, 5]])
+
+    reference_system = System()
+    reference_context = reference_system.CreateDefaultContext()
+    reference = Run(reference_system, reference_context, 0, steps)
+    system = System()
+    context = system.CreateDefaultContext()
+    Same(Run(system, context, 0, clone_at), reference[:clone_at])
+    memory = system.GetStepMemory(context)
+    assert np.any(memory.mode > 0) and memory.factor is not None  # history to carry
+    clone, snapshot = context.Clone(), context.Clone()
+    Same(Run(system, context, clone_at, steps), reference[clone_at:])
+    Run(system, system.CreateDefaultContext(), 0, 3)  # another Context, the same stepper
+    Same(Run(system, clone, clone_at, steps), reference[clone_at:])
+    context.SetTimeStateAndParametersFrom(snapshot)
+    Same(Run(system, context, clone_at, steps), reference[clone_at:])
+    for c in (context, clone):
+        np.testing.assert_array_equal(
+            system.GetStepMemory(c).mode, reference_system.GetStepMemory(reference_context).mode
+        )
 
 
 def _TorsoShell(center_height):
@@ -817,7 +882,7 @@ def crushed_ball():
     state = stepper.DefaultState()
     for _ in range(10):
         state, _ = stepper.Step(state)
-    return plant, instance, skin, state, stepper._last_mode, stepper._last_slip_dir
+    return plant, instance, skin, state, state.memory.mode, state.memory.slip_dir
 
 
 def _StepFrom(crushed_ball, matrix_sign=1.0, **config):
@@ -825,12 +890,12 @@ def _StepFrom(crushed_ball, matrix_sign=1.0, **config):
     Newton matrix multiplied by matrix_sign. (new state, info, stepper)."""
     plant, instance, skin, state, mode, slip_dir = crushed_ball
     stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(**config))
-    stepper._last_mode, stepper._last_slip_dir = mode.copy(), slip_dir.copy()
+    start = dataclasses.replace(state.copy(), memory=StepMemory(mode.copy(), slip_dir.copy()))
     matrix = stepper._SkinMatrix
     stepper._SkinMatrix = lambda y, h, p, exact: (
         (matrix_sign if exact else 1.0) * matrix(y, h, p, exact)
     )
-    new, info = stepper.Step(state.copy())
+    new, info = stepper.Step(start)
     return new, info, stepper
 
 
@@ -851,7 +916,7 @@ def test_newton_takes_an_indefinite_exact_hessian_and_converges_quadratically(cr
     assert info.exact_factorizations >= 1 and info.rejected_updates == 0
     # The positive-definite factorisation refused the exact matrix (CHOLMOD's, or SuperLU's
     # pivot check), and the pivoted LU took it.
-    assert stepper._kkt.base.factorized_by == ("ldlt" if AutoBackend() == "pardiso" else "lu")
+    assert new.memory.factor.base.factorized_by == ("ldlt" if AutoBackend() == "pardiso" else "lu")
     h = stepper.config.time_step
     _, _, K = stepper.fem.EnergyGradientHessian(new.x, project=False)
     A = (K + sp.diags(stepper.mass / h**2) + stepper.damping / h).tocsr()
