@@ -123,16 +123,37 @@ def VisualBoundingBox(plant: MultibodyPlant, scene_graph, context, model_instanc
     return all_points.min(axis=0), all_points.max(axis=0)
 
 
-def DescribeRobot(robot: Robot) -> dict:
-    """The facts `drakebots info` reports; keys are stable (see docs in drakebots/cli/info.py)."""
+@dataclasses.dataclass
+class RobotModelDiagram:
+    """A robot alone in a continuous MultibodyPlant with its SceneGraph (no ground, no
+    controller), and a default Context of the diagram: for queries of its model and geometry."""
+
+    diagram: object
+    plant: MultibodyPlant
+    scene_graph: object
+    instance: ModelInstanceIndex
+    context: object  # the diagram's
+    plant_context: object
+
+
+def MakeRobotModelDiagram(robot: Robot) -> RobotModelDiagram:
+    """`robot` (anything with AddTo(plant) -> model instance) in a RobotModelDiagram."""
     builder = DiagramBuilder()
     plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
     instance = robot.AddTo(plant)
     plant.Finalize()
     diagram = builder.Build()
     context = diagram.CreateDefaultContext()
-    plant_context = plant.GetMyContextFromRoot(context)
-    lower, upper = VisualBoundingBox(plant, scene_graph, plant_context, instance)
+    return RobotModelDiagram(
+        diagram, plant, scene_graph, instance, context, plant.GetMyContextFromRoot(context)
+    )
+
+
+def DescribeRobot(robot: Robot) -> dict:
+    """The facts `drakebots info` reports; keys are stable (see docs in drakebots/cli/info.py)."""
+    model = MakeRobotModelDiagram(robot)
+    plant, instance, plant_context = model.plant, model.instance, model.plant_context
+    lower, upper = VisualBoundingBox(plant, model.scene_graph, plant_context, instance)
     actuators = []
     for index in plant.GetJointActuatorIndices(instance):
         actuator = plant.get_joint_actuator(index)

@@ -125,7 +125,6 @@ def SimulateSkinned(
     builder.Connect(
         to_pose.get_output_port(), scene_graph.get_source_pose_port(plant.get_source_id())
     )
-    nq = stepper.nq
     logs = AddPlantLogs(
         builder,
         system.GetOutputPort("skeleton_state"),
@@ -172,23 +171,15 @@ def SimulateSkinned(
     stats = stats_log.FindLog(context)
     skins = skin_log.FindLog(context)
     base = plant.GetBodyByName(robot.base_body, instance)
-    effort_limits = np.array(
-        [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
-    )
-    log = SimulationLog(
-        robot=robot.name,
-        times=times,
-        positions=x[:, :nq],
-        velocities=x[:, nq:],
-        actuation=actuation,
-        effort_limits=effort_limits,
-        position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
-        actuator_names=[
-            plant.get_joint_actuator(i).name() for i in plant.GetJointActuatorIndices()
-        ],
-        contact=contact,
-        base_height=x[:, base.floating_positions_start() + 6],
-        wall_time=wall,
+    log = SimulationLog.FromPlant(
+        robot.name,
+        plant,
+        times,
+        x,
+        actuation,
+        contact,
+        x[:, base.floating_positions_start() + 6],
+        wall,
         extra={
             "skin_times": skins.sample_times(),
             "skin_frames": skins.data().T.astype(np.float32),

@@ -57,17 +57,14 @@ class UserDiagram:
 
 def _UncoveredContacts(robot) -> list:
     """Indices of the robot's contacts that lie on none of their body's collision geometry."""
-    from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
-    from pydrake.systems.framework import DiagramBuilder
+    from drakebots.robots.base import MakeRobotModelDiagram
 
-    builder = DiagramBuilder()
-    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
-    instance = robot.AddTo(plant)
-    plant.Finalize()
-    diagram = builder.Build()
-    context = diagram.CreateDefaultContext()
-    plant_context = plant.GetMyContextFromRoot(context)
-    query = scene_graph.get_query_output_port().Eval(scene_graph.GetMyContextFromRoot(context))
+    model = MakeRobotModelDiagram(robot)
+    plant, scene_graph, instance = model.plant, model.scene_graph, model.instance
+    plant_context = model.plant_context
+    query = scene_graph.get_query_output_port().Eval(
+        scene_graph.GetMyContextFromRoot(model.context)
+    )
     inspector = scene_graph.model_inspector()
     tolerance = 1e-3 * max(robot.nominal_base_height, 1e-6)
     uncovered = []
@@ -243,19 +240,8 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
     times, x, actuation, contact = handles.logs.Read(simulator.get_context())
     plant = handles.plant
     nq = plant.num_positions()
-    indices = plant.GetJointActuatorIndices()
-    log = SimulationLog(
-        robot=robot.name,
-        times=times,
-        positions=x[:, :nq],
-        velocities=x[:, nq:],
-        actuation=actuation,
-        effort_limits=np.array([plant.get_joint_actuator(i).effort_limit() for i in indices]),
-        position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
-        actuator_names=[plant.get_joint_actuator(i).name() for i in indices],
-        contact=contact,
-        base_height=_BaseHeight(plant, robot, x[:, :nq]),
-        wall_time=wall,
+    log = SimulationLog.FromPlant(
+        robot.name, plant, times, x, actuation, contact, _BaseHeight(plant, robot, x[:, :nq]), wall
     )
     figures = log.Summary()
     context = plant.CreateDefaultContext()

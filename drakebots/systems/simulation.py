@@ -217,6 +217,37 @@ class SimulationLog:
     wall_time: float
     extra: dict = dataclasses.field(default_factory=dict)
 
+    @staticmethod
+    def FromPlant(
+        robot: str,
+        plant,
+        times,
+        state,
+        actuation,
+        contact,
+        base_height,
+        wall_time: float,
+        extra: dict | None = None,
+    ) -> "SimulationLog":
+        """The log of a run of `plant` from its logged state (T, nq + nv) and the other logged
+        arrays: the effort limits and the position and actuator names from the plant."""
+        nq = plant.num_positions()
+        indices = plant.GetJointActuatorIndices()
+        return SimulationLog(
+            robot=robot,
+            times=times,
+            positions=state[:, :nq],
+            velocities=state[:, nq:],
+            actuation=actuation,
+            effort_limits=np.array([plant.get_joint_actuator(i).effort_limit() for i in indices]),
+            position_names=list(plant.GetPositionNames(add_model_instance_prefix=False)),
+            actuator_names=[plant.get_joint_actuator(i).name() for i in indices],
+            contact=contact,
+            base_height=base_height,
+            wall_time=wall_time,
+            extra={} if extra is None else extra,
+        )
+
     @property
     def duration(self) -> float:
         return float(self.times[-1] - self.times[0]) if len(self.times) else 0.0
