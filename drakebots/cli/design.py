@@ -14,6 +14,7 @@ frame is infeasible or the loop does not converge; exit 2 on bad input (nothing 
 Examples:
   drakebots design beetle --motion single-foot-lift --out runs/beetle_lift
   drakebots design beetle --motion walk --out runs/beetle_walk
+  drakebots design ./mybug.yaml --motion walk --out runs/mybug_walk   # your own skeleton
   drakebots design monster --motion trot --speed 0.45 --out runs/monster_trot
   drakebots design cow --motion walk --motion-file my_walk.yaml --out runs/cow_walk
   drakebots design beetle --motion walk --kinematic-only --out runs/beetle_walk_kinematic
@@ -21,6 +22,8 @@ Examples:
   drakebots design monster --motion trot --mass-scale 2 --out runs/monster_heavy  # fails (paper)
   drakebots design monster --motion trot --com-lead 0.04 --skin DIR --space-time-skin off  # 13c
 """
+
+from pathlib import Path
 
 from drakebots.cli import AddConfigArgument, AddOutputArguments, AddVerb
 
@@ -31,7 +34,11 @@ ON_OFF = ("skin_collisions", "space_time_cop", "space_time_skin", "frame_cop")
 
 def register(subparsers):
     parser = AddVerb(subparsers, "design", __doc__)
-    parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
+    parser.add_argument(
+        "robot",
+        help="a skinned quad-robot: beetle, monster, lizard, cow, or a robot file NAME.yaml "
+        "(kind: skinned_quadruped, skeleton: YOUR_SKELETON.yaml)",
+    )
     parser.add_argument(
         "--motion",
         choices=MOTIONS,
@@ -251,7 +258,7 @@ def Run(args) -> int:
     from drakebots.skinned.design import Design
 
     config = MakeConfig(args)
-    out = args.out or DefaultOutput("design", config.robot)
+    out = args.out or DefaultOutput("design", Path(config.robot).stem)
     # The run's inputs: --force never replaces a folder holding one.
     reads = [path for path in (args.config, config.motion_file, config.skin) if path]
     CheckOutputFolder(out, args.force, reads=reads)

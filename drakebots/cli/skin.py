@@ -14,7 +14,10 @@ Examples:
   drakebots skin monster --out runs/monster_skin        # soft belly and tail (E x 0.15, section 7)
   drakebots skin monster --soft-regions none --out runs/monster_skin_uniform
   drakebots skin beetle --surface my_beetle.obj --out runs/my_beetle_skin   # your own shape
+  drakebots skin ./mybug.yaml --out runs/mybug_skin   # your own skeleton (a robot file)
 """
+
+from pathlib import Path
 
 from drakebots.cli import AddConfigArgument, AddOutputArguments, AddVerb
 
@@ -35,7 +38,11 @@ def AddFoldArguments(parser):
 
 def register(subparsers):
     parser = AddVerb(subparsers, "skin", __doc__)
-    parser.add_argument("robot", help="a skinned quad-robot: beetle, monster, lizard, cow")
+    parser.add_argument(
+        "robot",
+        help="a skinned quad-robot: beetle, monster, lizard, cow, or a robot file NAME.yaml "
+        "(kind: skinned_quadruped, skeleton: YOUR_SKELETON.yaml)",
+    )
     parser.add_argument(
         "--folding-regions",
         default=None,
@@ -132,7 +139,7 @@ def Run(args) -> int:
     from drakebots.skinned.make_skin import MakeSkin
 
     config = MakeConfig(args)
-    out = args.out or DefaultOutput("skin", config.robot)
+    out = args.out or DefaultOutput("skin", Path(config.robot).stem)
     # The run's inputs: --force never replaces a folder holding one.
     reads = [path for path in (args.config, config.surface) if path]
     CheckOutputFolder(out, args.force, reads=reads)

@@ -28,6 +28,8 @@ Examples:
   drakebots skin-bend beetle --linear-only --fold-teeth 7 --out runs/bend_7teeth
 """
 
+from pathlib import Path
+
 import numpy as np
 
 from drakebots.cli import AddConfigArgument, AddOutputArguments, AddVerb
@@ -81,7 +83,7 @@ def Run(args) -> int:
     from drakebots.skinned.skin_bend import Bend, BendConfig
 
     config = ConfigFromArguments(BendConfig, args)
-    out = args.out or DefaultOutput("skin-bend", config.robot)
+    out = args.out or DefaultOutput("skin-bend", Path(config.robot).stem)
     reads = [args.config] if args.config else []  # (--force never replaces it)
     CheckOutputFolder(out, args.force, reads=reads)
     result = Bend(config, progress=CliProgress(bars=False if args.no_progress else None))

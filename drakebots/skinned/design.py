@@ -38,7 +38,8 @@ LOOKAHEADS = ("auto", "chord", "tangent")
 class DesignConfig:
     """What `Design` designs and how (SI units; each field is a `drakebots design` flag)."""
 
-    # A skinned quad-robot: beetle, monster, lizard, cow.
+    # A skinned quad-robot: beetle, monster, lizard, cow, or a robot file (kind
+    # skinned_quadruped, drakebots.robots.robot_file).
     robot: str = "beetle"
     # The motion to design (a generator): single-foot-lift, double-foot-lift, walk, trot.
     motion: str = "single-foot-lift"
@@ -120,7 +121,7 @@ def _Motion(config: DesignConfig, model):
         path = Path(config.motion_file)
         if not path.is_file():
             raise InputError(f"{_Flag('motion_file')} {path}: no such file")
-        return MotionFromYaml(path, robot=config.robot)
+        return MotionFromYaml(path, robot=model.robot)
     for name, unit in (("speed", "m/s"), ("duration", "s"), ("lift_height", "m")):
         value = getattr(config, name)
         if value is not None and not value > 0.0:
@@ -217,9 +218,13 @@ def CheckConfig(config: DesignConfig) -> tuple:
     choices, the numbers, the flags that need a skin); `drakebots sweep` runs them for every
     case before any runs."""
     from drakebots.robots import GetRobot, KnownRobots
+    from drakebots.robots.robot_file import IsRobotFile
 
-    if config.robot not in KnownRobots():
-        raise InputError(f"unknown robot '{config.robot}' (known: {', '.join(KnownRobots())})")
+    if config.robot not in KnownRobots() and not IsRobotFile(config.robot):
+        raise InputError(
+            f"unknown robot '{config.robot}' (known: {', '.join(KnownRobots())}, or a robot "
+            "file NAME.yaml of kind skinned_quadruped)"
+        )
     robot = GetRobot(config.robot)
     if robot.family != "skinned_quadruped":
         raise InputError(f"'{config.robot}' is not a skinned quad-robot (beetle, monster, ...)")
@@ -243,7 +248,7 @@ def _Validate(config: DesignConfig) -> _Setup:
     from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
 
     config, robot = CheckConfig(config)
-    skin = _LoadSkin(Path(config.skin), config.robot) if config.skin else None
+    skin = _LoadSkin(Path(config.skin), robot.name) if config.skin else None
     # The space-time model always carries the skin's weight on its links (section 5.4); with a
     # FEM skin the coupled frame dynamics get their own bare skeleton (`_Factory`), and the
     # coupling loads handed back to the space-time step are the skin's effect beyond that
@@ -260,9 +265,9 @@ def _Validate(config: DesignConfig) -> _Setup:
         from drakebots.skinned.skeleton_model import SkinLoadFromSkin
 
         load = SkinLoadFromSkin(skin, robot.params)
-    model = SkeletonModel(config.robot, skin_load=load, mass_scale=config.mass_scale)
+    model = SkeletonModel(robot, skin_load=load, mass_scale=config.mass_scale)
     if skin is not None:
-        bare = SkeletonModel(config.robot, skin_load=SkinLoad(), mass_scale=config.mass_scale)
+        bare = SkeletonModel(robot, skin_load=SkinLoad(), mass_scale=config.mass_scale)
         skin = (skin, bare, load)
     spec = _Motion(config, model)
     motion = SampleMotion(spec, known_legs=model.legs)

@@ -31,7 +31,8 @@ PAPER_GLUE_VERTICES = {"beetle": 140, "monster": 301, "lizard": 176, "cow": 217}
 class MakeSkinConfig:
     """The skin to make (SI units; each field is a `drakebots skin` flag)."""
 
-    # A skinned quad-robot: beetle, monster, lizard, cow.
+    # A skinned quad-robot: beetle, monster, lizard, cow, or a robot file (kind
+    # skinned_quadruped, drakebots.robots.robot_file).
     robot: str = "beetle"
     # Joint kinds (ankles, knees, hips) or joint names that get a gear-tooth folding region.
     folding_regions: tuple[str, ...] = ()
@@ -234,6 +235,9 @@ def MakeSkin(config: MakeSkinConfig, *, meshcat=None, progress=None) -> MakeSkin
     except skin_module.SkinMeshingError as e:
         raise RunFailure(str(e)) from None
     seconds = time.perf_counter() - start
+    # The skin is the robot's (a robot file's name may differ from its skeleton file's), so
+    # `drakebots design ROBOT --skin DIR` recognises it.
+    skin.robot = robot.name
     # What the skin costs each motor: its small-strain stiffness per joint (no gravity) and the
     # angle the motor's stall torque turns it (a whole-body skin locks the hips; a skin in
     # pieces leaves them free).

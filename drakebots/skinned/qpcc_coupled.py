@@ -1115,11 +1115,10 @@ def _SkinLoadToSubtract(model: SkeletonModel) -> SkinLoad:
     """The lumped skin load a default SkeletonModel of this robot carries (section 5.4)."""
     from pydrake.multibody.plant import MultibodyPlant
 
-    from drakebots.skinned.robot import AddSkinnedQuadruped
     from drakebots.skinned.skeleton_model import StaticSkinLoadByLinkMass
 
     probe = MultibodyPlant(time_step=0.0)
-    instance = AddSkinnedQuadruped(probe, model.robot)
+    instance = model.skeleton.AddTo(probe)  # the package's SDF or a user skeleton's
     probe.Finalize()
     return StaticSkinLoadByLinkMass(model.params, probe, instance)
 

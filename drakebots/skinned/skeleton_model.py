@@ -36,12 +36,11 @@ from pydrake.multibody.tree import (
 )
 
 from drakebots.optimization.tree_inverse_dynamics import BatchInverseDynamics
-from drakebots.skinned.robot import AddSkinnedQuadruped
+from drakebots.skinned.robot import SkinnedQuadruped
 from drakebots.skinned.skeleton import (
     LEG_NAMES,
     FootContactPoints,
     JointKinds,
-    LoadSkeletonParams,
     SkeletonParams,
 )
 
@@ -147,22 +146,32 @@ class SkeletonModel:
     """A skinned quad-robot's skeleton with Euler-angle base coordinates, for the optimizers.
 
     Args:
-        robot: registry name ("beetle", "monster", "lizard", "cow").
+        robot: registry name ("beetle", "monster", "lizard", "cow"), a robot file of kind
+            skinned_quadruped (drakebots.robots.robot_file), or the `SkinnedQuadruped` either
+            gives (drakebots.robots.GetRobot).
         skin_load: extra skin mass per link (None: the paper's skin mass shared by link mass; pass
             `SkinLoad()` for the bare skeleton).
         mass_scale: multiplies every mass (skeleton and skin), e.g. 2 for the paper's failure case.
     """
 
-    def __init__(self, robot: str, *, skin_load: SkinLoad | None = None, mass_scale: float = 1.0):
-        self.robot = robot
-        self.params = LoadSkeletonParams(robot)
+    def __init__(
+        self, robot: str | SkinnedQuadruped, *, skin_load: SkinLoad | None = None, mass_scale=1.0
+    ):
+        if not isinstance(robot, SkinnedQuadruped):
+            from drakebots.robots import GetRobot
+
+            robot = GetRobot(robot)
+        # The robot's description (its SDF: the package's or a user skeleton's) and its name.
+        self.skeleton = robot
+        self.robot = robot.name
+        self.params = robot.params
         self.mass_scale = float(mass_scale)
         plant = MultibodyPlant(time_step=0.0)
-        instance = AddSkinnedQuadruped(plant, robot)
+        instance = self.skeleton.AddTo(plant)
         torso = plant.GetBodyByName("torso", instance)
         if skin_load is None:
             probe = MultibodyPlant(time_step=0.0)
-            probe_instance = AddSkinnedQuadruped(probe, robot)
+            probe_instance = self.skeleton.AddTo(probe)
             probe.Finalize()
             skin_load = StaticSkinLoadByLinkMass(self.params, probe, probe_instance)
         self.skin_load = skin_load
@@ -310,7 +319,7 @@ class SkeletonModel:
     @cached_property
     def _floating_plant(self) -> MultibodyPlant:
         plant = MultibodyPlant(time_step=0.0)
-        AddSkinnedQuadruped(plant, self.robot)
+        self.skeleton.AddTo(plant)
         plant.Finalize()
         return plant
 
