@@ -3,7 +3,8 @@
 Each example's `main(fast=True, out=...)` is imported and called (one is also run as a user runs
 it, in a subprocess); the facts checked are independent of the example's own printout: the
 voxel L's actuator stroke and the POM's agreement with the FEM, the skinned robot's page holding
-its bodies and its ground force against m g from the URDF/SDF masses, the hopper's rest.
+its bodies and its ground force against m g from the URDF/SDF masses, the hopper's rest, the user
+skeleton's lift against its motors' declared limit and its COP recomputed from its foot forces.
 """
 
 import base64
@@ -14,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import yaml
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "scripts" / "examples"
 
@@ -80,6 +83,107 @@ def test_hopper_drop(tmp_path):
         assert (Path(facts["folder"]) / name).is_file()
 
 
+def PackageFiles() -> dict:
+    """(size, mtime) of every file under the package and its models, bytecode aside."""
+    import drakebots
+    from drakebots.models import ModelsDirectory
+
+    roots = (Path(drakebots.__file__).parent, ModelsDirectory())
+    return {
+        path: (path.stat().st_size, path.stat().st_mtime_ns)
+        for root in roots
+        for path in root.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def SkeletonPlant(sdf: str):
+    """Drake's plant of the generated SDF (free torso) and its sole points: foot -> (4, 3) lowest
+    points of the sole's collision spheres (sole_0..3) in the foot frame."""
+    from pydrake.multibody.parsing import Parser
+    from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
+    from pydrake.systems.framework import DiagramBuilder
+
+    from drakebots.models import ConfigureParser
+
+    plant, scene_graph = AddMultibodyPlantSceneGraph(DiagramBuilder(), 0.0)
+    parser = Parser(plant)
+    ConfigureParser(parser)
+    parser.AddModels(sdf)
+    plant.Finalize()
+    inspector = scene_graph.model_inspector()
+    soles = {}
+    for leg in ("front_left", "front_right", "rear_left", "rear_right"):
+        body = plant.GetBodyByName(f"{leg}_foot")
+        spheres = sorted(plant.GetCollisionGeometriesForBody(body), key=inspector.GetName)
+        soles[body.name()] = np.array(
+            [
+                inspector.GetPoseInFrame(g).translation() - [0, 0, inspector.GetShape(g).radius()]
+                for g in spheres
+            ]
+        )
+    return plant, soles
+
+
+def test_your_own_skeleton_skinned_and_a_foot_lifted(tmp_path):
+    from pydrake.math import RigidTransform, RollPitchYaw
+    from scipy.spatial import ConvexHull
+
+    before = PackageFiles()
+    facts = Example("fast_my_skeleton_lift").main(fast=True, out=str(tmp_path))
+    # The SDF went beside the user's robot file; nothing was written into the package.
+    assert Path(facts["sdf"]) == EXAMPLES / "mybug" / "mybug.sdf"
+    assert PackageFiles() == before
+    for name in ("skin.vtk", "skin.json"):
+        assert (Path(facts["skin_folder"]) / name).is_file()
+    assert (Path(facts["folder"]) / "summary.json").is_file()
+    assert facts["success"]
+    result = facts["result"]
+    # Every motor within the limit the skeleton file declares, at every frame (the torques
+    # themselves); Drake reads the same limit on each of the SDF's 12 actuators.
+    skeleton = yaml.safe_load((EXAMPLES / "mybug" / "mybug_skeleton.yaml").read_text())
+    limit = skeleton["motor"]["effort_limit"]
+    plant, soles = SkeletonPlant(facts["sdf"])
+    actuators = plant.GetJointActuatorIndices()
+    assert [plant.get_joint_actuator(i).effort_limit() for i in actuators] == [limit] * 12
+    tau = result.tau
+    assert tau.shape == (len(result.times) - 1, 12) and np.isfinite(tau).all()
+    assert np.abs(tau).max() <= limit * (1 + 1e-9)
+    # The COP at every frame, from the foot forces at the soles where Drake puts them (patches
+    # foot by foot: sole_0..3, then the sole's centre), inside the hull of the grounded soles.
+    forces = result.outcome.final.frames.forces  # (frames, 4 feet x 5 patches, 3), N
+    assert forces.shape == (len(tau), 20, 3) and forces[..., 2].min() >= -1e-6
+    context = plant.CreateDefaultContext()
+    names = result.model.position_names[6:]
+    lifted, margins = 0.0, []
+    for i in range(len(tau)):
+        x, y, z, yaw, pitch, roll = result.q[i, :6]
+        torso = plant.GetBodyByName("torso")
+        plant.SetFreeBodyPose(
+            context, torso, RigidTransform(RollPitchYaw(roll, pitch, yaw), [x, y, z])
+        )
+        for name, angle in zip(names, result.q[i, 6:]):
+            plant.GetJointByName(name).set_angle(context, angle)
+        points, grounded = [], []
+        for foot, sole in soles.items():
+            X = plant.EvalBodyPoseInWorld(context, plant.GetBodyByName(foot))
+            corners = np.array([X @ p for p in sole])
+            points += [*corners, corners.mean(axis=0)]
+            if corners[:, 2].min() < 1e-3:
+                grounded.append(corners)
+            lifted = max(lifted, corners[:, 2].min())
+        points, f = np.array(points), forces[i, :, 2]
+        # Load only where a sole touches the ground (within 1 mm).
+        assert np.all((f <= 1e-6) | (points[:, 2] < 1e-3)), i
+        cop = (points[:, :2] * f[:, None]).sum(axis=0) / f.sum()
+        assert cop == pytest.approx(result.cop[i], abs=1e-6)
+        hull = ConvexHull(np.concatenate(grounded)[:, :2])
+        margins.append(-np.max(hull.equations[:, :2] @ cop + hull.equations[:, 2]))
+    assert min(margins) > 0.0
+    # A foot did lift: the 1 s lift raises its sole by 40 mm.
+    assert lifted > 0.03
+
+
 def test_an_example_runs_as_a_user_runs_it(tmp_path):
     env = dict(os.environ, MPLBACKEND="Agg")
     script = EXAMPLES / "fast_voxel_l_shape.py"
@@ -94,7 +198,10 @@ def test_an_example_runs_as_a_user_runs_it(tmp_path):
     assert "stroke 1.0000 mm" in result.stdout
 
 
-@pytest.mark.parametrize("name", ["fast_voxel_l_shape", "fast_skinned_diagram", "fast_hopper_drop"])
+@pytest.mark.parametrize(
+    "name",
+    ["fast_voxel_l_shape", "fast_skinned_diagram", "fast_hopper_drop", "fast_my_skeleton_lift"],
+)
 def test_an_example_runs_as_the_guides_gallery_runs_it(name, tmp_path, monkeypatch):
     """sphinx-gallery executes the code as __main__ in the example's folder, with neither
     __file__ nor the module docstring as __doc__."""
