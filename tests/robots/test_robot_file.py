@@ -279,6 +279,27 @@ def test_a_skeleton_whose_legs_cannot_reach_the_ground(tmp_path):
     assert not (tmp_path / "mybug.sdf").exists()
 
 
+@pytest.mark.parametrize("verb", [["skin"], ["design", "--motion", "single-foot-lift"]])
+@pytest.mark.parametrize("case", ["short legs", "no skeleton file"])
+def test_a_bad_skinned_robot_file_is_exit_2_through_skin_and_design(tmp_path, capsys, verb, case):
+    """`drakebots skin/design ./mybug.yaml`: one line naming the key and the file, nothing
+    written (no SDF beside the robot file, no results folder)."""
+    from drakebots.cli import main
+
+    path = SkinnedFile(tmp_path, lower_length=0.02)
+    skeleton, key = tmp_path / "mybug_skeleton.yaml", "'legs'"
+    if case == "no skeleton file":
+        skeleton.unlink()
+        key = "'skeleton'"
+    before = sorted(tmp_path.iterdir())
+    out = tmp_path / "out"
+    assert main([verb[0], str(path), *verb[1:], "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and key in lines[0], lines
+    assert str(path if case == "no skeleton file" else skeleton) in lines[0]
+    assert sorted(tmp_path.iterdir()) == before
+
+
 @pytest.mark.parametrize(
     "text, key",
     [
