@@ -33,7 +33,7 @@ def main(fast: bool = False, out: str | None = None) -> dict:
     folder = result.Save(out / "mybug_lift", force=True)
     figures = result.figures
     print(
-        f"skin: {skin.figures['vertices']} vertices, {skin.figures['mass_kg']} kg; lift: "
+        f"skin: {skin.figures['vertices']} vertices, {skin.figures['mass_kg']:.2f} kg; lift: "
         f"{'success' if result.success else 'FAILED: ' + str(result.reason)}, max |tau|/U_m "
         f"{figures['max_torque_ratio']:.2f}, min COP margin {1e3 * figures['min_cop_margin_m']:.1f}"
         f" mm; model {result.robot.model_file}; results in {folder}"
