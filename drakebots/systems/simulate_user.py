@@ -96,11 +96,15 @@ def MakeUserDiagram(
     ground_friction: float = 0.8,
     drop_height: float = 0.0,
     meshcat=None,
+    command=None,
 ) -> UserDiagram:
     """The diagram of `robot` (a UserRobot) on flat ground, holding its home pose.
 
     Args:
         time_step, log_period, drop_height: in the robot's units.
+        command: None (the actuators' PD holds the home pose), or f(builder, plant, instance)
+            that connects the plant's desired-state (and, if it wants, actuation) input ports
+            itself, e.g. a planned trajectory (drakebots.optimization.legged_report.Resimulate).
     """
     from pydrake.geometry import AddContactMaterial, ProximityProperties, Sphere
     from pydrake.math import RigidTransform
@@ -177,7 +181,9 @@ def MakeUserDiagram(
     actuated = [
         plant.get_joint_actuator(index).joint() for index in plant.GetJointActuatorIndices(instance)
     ]
-    if actuated:
+    if command is not None:
+        command(builder, plant, instance)
+    elif actuated:
         context = plant.CreateDefaultContext()
         q_home = [joint.GetOnePosition(context) for joint in actuated]
         desired = builder.AddSystem(

@@ -1,0 +1,631 @@
+"""Contact-implicit gaits and jumps for any robot: `OptimizeGait` and `OptimizeJump`.
+
+The variational transcription of hamr-contact-implicit.txt, Sec. III (Eq. 15, built by
+drakebots.optimization.contact_implicit for any tree MultibodyPlant with point contacts), set up
+for a robot a user brings: a robot file (drakebots.robots.LoadRobot) or a registry name. What
+HAMR-VI's workflows add for their robot (the piezo actuation of Eq. 3, the 24 loop constraints,
+a simulated open-loop warm start, the scuff cost) lives in drakebots.hamr; everything here reads
+only the robot's model, its contacts and its actuators.
+
+The gait (Eq. 16's problem with the goal as a constraint): N knots over one period T
+(h = T / (N - 1)), periodic positions but the forward one and periodic discrete momentum, the base
+starting at x = 0 and ending at x = D (the distance per cycle, exact), inputs within the
+actuators' effort limits, positions within the joints' limits, and the costs
+
+    J = w_u sum_k h/T |u_k / u_lim|^2            (effort)
+      + w_du sum_k |(u_k - u_k-1) / u_lim|^2     (input smoothness, Eq. 16's second term)
+      + w_p sum_k |q_k,orient - q_home,orient|^2 (keep the body level: roll, pitch, yaw)
+      + alpha sum_k s_k                          (the exact penalty on the relaxed
+                                                  complementarity, Eq. 15)
+
+The jump (Eq. 17's problem): from rest at the home pose (initial velocity zero through the
+Legendre transform) to the base height z_home + H at the last knot, with the final base velocity
+and the body's orientation and horizontal position in a final-state cost (the apex of Eq. 17's
+goal state), and the same effort, smoothness and penalty terms.
+
+Solve path (measured on the hopper and walker of scripts/examples/, below): the relaxed problem
+is solved with the complementarity slack's upper bound shrinking 1 -> 1e-3 -> 1e-6 (the slack
+homotopy: SolveWithSlackHomotopy), each stage warm-started from the last; a point that then
+misses the acceptance gets the proximal repair (SolveProximalFeasibility, costs kept). Solver
+"auto" is the fast path (IPOPT on the vectorised evaluators with the Gauss-Newton Hessian,
+contact_implicit_fast) where its IPOPT loads, else Drake's SNOPT. The warm start is the settled
+home pose at every knot, the base moved linearly over the distance (a gait) or held (a jump),
+inputs zero, and contact forces sharing the weight (ContactGuessFromKnots): no hand tuning.
+
+Acceptance (never the solver's word alone), as HAMR's: every constraint within
+`feasibility_tolerance`, the TRUE complementarity (the unrelaxed products, physical units) within
+`complementarity_tolerance`, the DEL residual reported; then the plan is re-simulated in Drake's
+own simulator (a discrete MultibodyPlant with SAP point contact, the robot file's contacts) under
+the plan's inputs as feedforward plus the actuators' PD on the planned joint trajectory
+(systems.simulate_user), and the distance per cycle (gait) or apex height (jump) it reaches must be
+within `resimulation_tolerance` (30 %) of the plan's.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import numpy as np
+
+from drakebots.errors import InputError
+from drakebots.workflow import Reporter, WorkflowResult
+
+# The acceptance targets of issue 47 (and HAMR's: COMPLEMENTARITY_TARGET in drakebots.hamr).
+COMPLEMENTARITY_TOLERANCE = 1e-4
+FEASIBILITY_TOLERANCE = 1e-4
+RESIMULATION_TOLERANCE = 0.3
+# The slack homotopy's upper bounds (SolveWithSlackHomotopy).
+SLACK_STAGES = (1.0, 1e-3, 1e-6)
+SOLVERS = ("auto", "fast", "snopt", "ipopt")
+# psi's upper bound, in base heights per knot interval (see _Transcription): far above any foot
+# speed a plan has (the hopper's feet: under 0.1 per interval), far below what the sum form of
+# the friction complementarity lets through.
+SLIDING_SPEED_BOUND = 10.0
+# Weight of the least-psi cost per base height per motion duration of psi (see _AddCosts).
+PSI_REGULARIZATION = 1e-3
+
+
+@dataclasses.dataclass
+class MotionCosts:
+    """Weights of the costs (the module docstring's J)."""
+
+    # w_u: effort, on (u / effort limit)^2 averaged over the motion.
+    effort: float = 1.0
+    # w_du: input smoothness, on ((u_k - u_k-1) / effort limit)^2 summed over the knots.
+    input_smoothness: float = 1.0
+    # c1: velocity smoothness (Eq. 16's first term), on |qdot_k - qdot_k-1|^2 h / T summed over
+    # the knots, in (time unit / length unit)^2 (and per rad^2/time unit^2). It keeps impacts
+    # from being impulses Drake's compliant contact cannot follow: measured, the walker's
+    # 0.8 s / 0.3 m gait re-simulated 130 % off its distance with 0.1 (31 knots), 8 % with 1.
+    velocity_smoothness: float = 1.0
+    # w_p: the body's orientation (roll, pitch, yaw) away from the home pose, rad^2 per knot.
+    posture: float = 1.0
+    # alpha: the exact penalty on the complementarity slack (Eq. 15; the authors: 50).
+    slack: float = 100.0
+
+
+@dataclasses.dataclass
+class MotionSolver:
+    """The NLP solver and its limits."""
+
+    # "auto" (the fast path where its IPOPT loads, else SNOPT), "fast", "snopt" or "ipopt".
+    solver: str = "auto"
+    # Iteration limit of each homotopy stage and of the repair.
+    iterations: int = 1000
+    # Acceptance: the largest constraint violation, the true complementarity (force x length,
+    # the robot's units) and the re-simulated figure's relative error.
+    feasibility_tolerance: float = FEASIBILITY_TOLERANCE
+    complementarity_tolerance: float = COMPLEMENTARITY_TOLERANCE
+    resimulation_tolerance: float = RESIMULATION_TOLERANCE
+
+
+@dataclasses.dataclass
+class GaitConfig:
+    """A periodic gait of any robot (`drakebots optimize gait ROBOT --period T --distance D`)."""
+
+    # A registry name or a robot file (drakebots.robots.LoadRobot).
+    robot: str = ""
+    # The period T of one cycle, in the robot's time unit (s, or ms for mm-ms-g robots).
+    period: float = 0.5
+    # The forward (+x) distance D the base travels per cycle, in the robot's length unit.
+    distance: float = 0.1
+    # Knots N over one cycle (31: the hopper's plan re-simulates within 5 % of its distance,
+    # 21: within 21 %).
+    knots: int = 31
+    # The ground's Coulomb friction coefficient.
+    friction: float = 0.8
+    # Edges of the friction pyramid (Eq. 13; the authors: 4).
+    friction_directions: int = 4
+    costs: MotionCosts = dataclasses.field(default_factory=MotionCosts)
+    solver: MotionSolver = dataclasses.field(default_factory=MotionSolver)
+    # The fraction of each actuator's effort limit the plan may use: the rest is left to the
+    # feedback that tracks it (measured: the walker's jump planned at the full 60 N m saturated
+    # its knee and Drake's re-simulation, whose PD had no authority left, never left the
+    # ground).
+    effort_fraction: float = 0.8
+    # Cycles of the plan re-simulated in Drake (the distance compared is their mean per cycle).
+    resimulation_cycles: int = 1
+
+    def Check(self) -> None:
+        _CheckCommon(self)
+        if not self.period > 0:
+            raise InputError(f"period: must be > 0, got {self.period}")
+        if not np.isfinite(self.distance):
+            raise InputError(f"distance: must be a finite number, got {self.distance}")
+        if self.resimulation_cycles < 1:
+            raise InputError(f"resimulation_cycles: must be >= 1, got {self.resimulation_cycles}")
+
+
+@dataclasses.dataclass
+class JumpConfig:
+    """A vertical jump of any robot (`drakebots optimize jump ROBOT --height H`)."""
+
+    robot: str = ""
+    # The apex height H of the base above its home height, in the robot's length unit.
+    height: float = 0.05
+    # Duration of the planned push-off and rise, in the robot's time unit.
+    duration: float = 0.4
+    knots: int = 21
+    friction: float = 0.8
+    friction_directions: int = 4
+    costs: MotionCosts = dataclasses.field(default_factory=MotionCosts)
+    solver: MotionSolver = dataclasses.field(default_factory=MotionSolver)
+    # The fraction of each actuator's effort limit the plan may use: the rest is left to the
+    # feedback that tracks it (measured: the walker's jump planned at the full 60 N m saturated
+    # its knee and Drake's re-simulation, whose PD had no authority left, never left the
+    # ground).
+    effort_fraction: float = 0.8
+    # Weight of the final-state cost (base velocity zero at the apex, the body level and above
+    # its start; Eq. 17's x_g), per (length unit / time unit)^2 and rad^2.
+    goal_weight: float = 10.0
+
+    def Check(self) -> None:
+        _CheckCommon(self)
+        if not self.height > 0 or not np.isfinite(self.height):
+            raise InputError(f"height: must be a number > 0, got {self.height}")
+        if not self.duration > 0 or not np.isfinite(self.duration):
+            raise InputError(f"duration: must be a number > 0, got {self.duration}")
+
+
+def _CheckCommon(config) -> None:
+    if not config.robot:
+        raise InputError("robot: name a robot (a registry name or a robot file)")
+    if int(config.knots) != config.knots or config.knots < 5:
+        raise InputError(f"knots: must be an integer >= 5, got {config.knots}")
+    if not config.friction > 0 or not np.isfinite(config.friction):
+        raise InputError(f"friction: must be a number > 0, got {config.friction}")
+    if config.solver.solver not in SOLVERS:
+        raise InputError(f"solver: one of {', '.join(SOLVERS)}, got {config.solver.solver!r}")
+    if not 0 < config.effort_fraction <= 1:
+        raise InputError(f"effort_fraction: must be in (0, 1], got {config.effort_fraction}")
+    if config.solver.iterations < 1:
+        raise InputError(f"solver.iterations: must be >= 1, got {config.solver.iterations}")
+    for name in ("effort", "input_smoothness", "velocity_smoothness", "posture", "slack"):
+        value = getattr(config.costs, name)
+        if not value >= 0 or not np.isfinite(value):
+            raise InputError(f"costs.{name}: must be a number >= 0, got {value}")
+
+
+# ---------------------------------------------------------------------------- the model
+@dataclasses.dataclass
+class RobotTrajoptModel:
+    """A robot as the transcription sees it.
+
+    Attributes:
+        robot: the Robot (registry or file).
+        plant: a continuous MultibodyPlant of it (no SceneGraph), home pose as its default.
+        dynamics: the VariationalDynamics (forces scaled by the robot's weight).
+        home: the home positions; weight: m g (robot's force unit).
+        x_index, z_index: the base's forward and vertical position indices.
+        orientation_indices: the base's roll, pitch, yaw indices (those it has).
+        position_names, input_names, contact_names: labels for plots and files.
+        effort_limits: per input (inf where the model gives none).
+    """
+
+    robot: object
+    plant: object
+    dynamics: object
+    home: np.ndarray
+    weight: float
+    x_index: int
+    z_index: int
+    orientation_indices: list
+    position_names: list
+    input_names: list
+    contact_names: list
+    effort_limits: np.ndarray
+
+    def InputScale(self) -> np.ndarray:
+        """The inputs' scale in the costs: the effort limit, or m g times the home height
+        where the model gives none."""
+        fallback = self.weight * max(self.home[self.z_index], 1e-9)
+        return np.where(np.isfinite(self.effort_limits), self.effort_limits, fallback)
+
+
+def _BaseIndices(plant, robot) -> tuple[int, int, list]:
+    """(x, z, [orientation]) position indices of the robot file's base joints."""
+    base = getattr(robot, "base", None)
+    if base == "planar_xz":
+        index = {
+            name: int(plant.GetJointByName(name).position_start())
+            for name in ("base_x", "base_z", "base_pitch")
+        }
+        return index["base_x"], index["base_z"], [index["base_pitch"]]
+    if base == "floating_rpy":
+        start = int(plant.GetJointByName("base").position_start())
+        # RpyFloatingJoint positions: roll, pitch, yaw, x, y, z.
+        return start + 3, start + 5, [start, start + 1, start + 2]
+    where = getattr(robot, "source", "") or robot.name
+    raise InputError(
+        f"{where}: base: a gait or a jump needs a free base (planar_xz or floating_rpy), "
+        f"this robot's is {base or 'not a robot file (' + robot.family + ')'}"
+    )
+
+
+def MakeRobotTrajoptModel(
+    robot, *, friction: float = 0.8, friction_directions: int = 4
+) -> RobotTrajoptModel:
+    """The transcription's model of a robot file's robot (a UserRobot, family "user").
+
+    Raises InputError (exit 2) for a robot without contacts or on a fixed base, naming the file.
+    """
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.optimization.tree_lagrangian import TreeLagrangian
+    from drakebots.optimization.variational import PointContact, VariationalDynamics
+
+    where = getattr(robot, "source", "") or robot.name
+    if robot.family != "user":
+        raise InputError(
+            f"robot {robot.name}: the general gait and jump take robot files (family 'user'); "
+            f"this is a {robot.family} robot (HAMR-VI has its own: optimize hamr-gait/hamr-jump)"
+        )
+    if not robot.contacts:
+        raise InputError(f"{where}: contacts: a gait or a jump needs contacts, this robot has none")
+    plant = MultibodyPlant(0.0)
+    robot.AddTo(plant)
+    plant.Finalize()
+    x_index, z_index, orientation = _BaseIndices(plant, robot)
+    lagrangian = TreeLagrangian(plant)
+    context = plant.CreateDefaultContext()
+    weight = float(plant.CalcTotalMass(context)) * robot.gravity
+    contacts = [
+        PointContact(int(plant.GetBodyByName(body).index()), np.asarray(point, float), f"c{i}")
+        for i, (body, point) in enumerate(robot.contacts)
+    ]
+    dynamics = VariationalDynamics(
+        lagrangian,
+        contacts=contacts,
+        friction=friction,
+        force_scale=weight,
+        friction_directions=friction_directions,
+    )
+    actuators = [plant.get_joint_actuator(i) for i in plant.GetJointActuatorIndices()]
+    names = [""] * plant.num_positions()
+    for j in plant.GetJointIndices():
+        joint = plant.get_joint(j)
+        for k in range(joint.num_positions()):
+            suffix = f"_{k}" if joint.num_positions() > 1 else ""
+            names[joint.position_start() + k] = joint.name() + suffix
+    return RobotTrajoptModel(
+        robot=robot,
+        plant=plant,
+        dynamics=dynamics,
+        home=plant.GetPositions(context).copy(),
+        weight=weight,
+        x_index=x_index,
+        z_index=z_index,
+        orientation_indices=orientation,
+        position_names=names,
+        input_names=[a.name() for a in actuators],
+        contact_names=[f"{body}[{i}]" for i, (body, _) in enumerate(robot.contacts)],
+        effort_limits=np.array([a.effort_limit() for a in actuators], float),
+    )
+
+
+# ---------------------------------------------------------------------------- problems
+def _AddCosts(problem, model: RobotTrajoptModel, costs: MotionCosts, duration: float) -> None:
+    """The effort, smoothness, posture and penalty terms of the module docstring."""
+    from drakebots.optimization.contact_implicit_costs import (
+        AddComplementarityPenalty,
+        AddInputCost,
+        AddInputSmoothnessCost,
+        AddVelocitySmoothnessCost,
+    )
+
+    prog, vars = problem.prog, problem.vars
+    scale = model.InputScale()
+    h = vars.time_step
+    bindings = []
+    if costs.effort > 0 and vars.u.size:
+        R = 2.0 * costs.effort * h / duration / scale**2
+        bindings += AddInputCost(prog, vars, R=R)
+    if costs.input_smoothness > 0 and vars.u.size:
+        bindings += AddInputSmoothnessCost(
+            prog, vars, weight=2.0 * costs.input_smoothness, scale=scale
+        )
+    if costs.velocity_smoothness > 0:
+        bindings += AddVelocitySmoothnessCost(
+            prog, vars, weight=2.0 * costs.velocity_smoothness * h / duration
+        )
+    if costs.posture > 0 and model.orientation_indices:
+        idx = model.orientation_indices
+        W = costs.posture * np.eye(len(idx))
+        for k in range(vars.num_knots):
+            b = prog.AddQuadraticErrorCost(W, model.home[idx], vars.q[k, idx])
+            b.evaluator().set_description(f"posture[{k}]")
+            bindings.append(b)
+    bindings.append(AddComplementarityPenalty(prog, vars, weight=costs.slack))
+    if vars.psi.size:
+        # psi at its least (the foot's sliding speed) where nothing else pins it: an airborne
+        # foot's psi is otherwise free, and the relaxed friction complementarity sums psi_c g2_c
+        # over the feet, so a large psi times a g2 of -1e-7 (inside the solver's tolerance)
+        # hides another foot's product (measured: the walker's jump, 1.9e-4 N m/s true friction
+        # complementarity with every binding met to 6e-7; _Transcription bounds psi too).
+        speed = max(model.home[model.z_index], 1e-9) / duration
+        b = prog.AddLinearCost(
+            np.full(vars.psi.size, PSI_REGULARIZATION / speed), 0.0, vars.psi.ravel()
+        )
+        b.evaluator().set_description("psi_regularization")
+        bindings.append(b)
+    problem.bindings["costs"] = bindings
+
+
+def _Transcription(model: RobotTrajoptModel, config, h: float, initial: tuple):
+    """Eq. 15's constraints for `model` with the config's knots and the effort limits, and an
+    upper bound on the sliding-speed multiplier psi (SLIDING_SPEED_BOUND).
+
+    Why the bound: psi (Eq. 13's multiplier, the sliding speed where a foot slides) is free
+    while its foot is in the air (gamma = 0, so g2 = mu gamma - sum beta = 0). The relaxed
+    complementarity is a sum over the feet, sum_c psi_c g2_c <= s, so a huge psi times a g2
+    that is -1e-9 (inside the feasibility tolerance) cancels a real product of another foot.
+    Measured on the hopper's 31-knot gait: psi = 1.6e5 m/s on an airborne foot and a true
+    friction complementarity of 8.3e-3 N m/s with every binding satisfied to 1e-6; bounded,
+    the same solve meets 1e-4.
+    """
+    from drakebots.optimization.contact_implicit import MakeContactImplicitProblem
+
+    limits = config.effort_fraction * model.effort_limits
+    periodic = initial[0] == "periodic"
+    problem = MakeContactImplicitProblem(
+        model.dynamics,
+        num_knots=int(config.knots),
+        time_step=h,
+        initial=initial,
+        periodic_free_indices=[model.x_index] if periodic else (),
+        slack_bounds=(1e-6, SLACK_STAGES[0]),
+        input_lower=-limits if limits.size else None,
+        input_upper=limits if limits.size else None,
+        sample_configuration=model.home,
+    )
+    vars = problem.vars
+    bound = SLIDING_SPEED_BOUND * max(model.home[model.z_index], 1e-9) / h
+    binding = problem.prog.AddBoundingBoxConstraint(0.0, bound, vars.psi.ravel())
+    binding.evaluator().set_description("psi_upper")
+    problem.bindings["bounds"].append(binding)
+    return problem
+
+
+def _SetGuess(problem, model: RobotTrajoptModel, q: np.ndarray, h: float) -> None:
+    from drakebots.optimization.contact_implicit import ContactGuessFromKnots, SetInitialGuess
+
+    guess = {"q": q, "u": np.zeros((len(q) - 1, len(model.input_names)))}
+    tolerance = 0.02 * max(model.home[model.z_index], 1e-9)
+    guess.update(
+        ContactGuessFromKnots(
+            model.dynamics, q, h, contact_tolerance=tolerance, weight=model.weight
+        )
+    )
+    SetInitialGuess(problem, guess)
+
+
+def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
+    """The periodic gait of the module docstring, its warm start set."""
+    from drakebots.optimization.contact_implicit_constraints import AddFixedPositions
+
+    N = int(config.knots)
+    h = config.period / (N - 1)
+    problem = _Transcription(model, config, h, ("periodic",))
+    prog, vars = problem.prog, problem.vars
+    start, end = model.home.copy(), model.home.copy()
+    start[model.x_index], end[model.x_index] = 0.0, config.distance
+    problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, [model.x_index])]
+    problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, end, [model.x_index])]
+    _AddCosts(problem, model, config.costs, config.period)
+    q = np.tile(model.home, (N, 1))
+    q[:, model.x_index] = np.linspace(0.0, config.distance, N)
+    _SetGuess(problem, model, q, h)
+    return problem
+
+
+def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
+    """The jump of the module docstring, its warm start set."""
+    from drakebots.optimization.contact_implicit_constraints import AddFixedPositions
+    from drakebots.optimization.contact_implicit_costs import AddFinalStateCost
+
+    N = int(config.knots)
+    h = config.duration / (N - 1)
+    n = model.plant.num_positions()
+    problem = _Transcription(model, config, h, ("velocity", np.zeros(n)))
+    prog, vars = problem.prog, problem.vars
+    problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, model.home)]
+    apex = model.home.copy()
+    apex[model.z_index] += config.height
+    problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, apex, [model.z_index])]
+    _AddCosts(problem, model, config.costs, config.duration)
+    base = [model.x_index, model.z_index, *model.orientation_indices]
+    q_weights, qdot_weights = np.zeros(n), np.zeros(n)
+    q_weights[[model.x_index, *model.orientation_indices]] = config.goal_weight
+    qdot_weights[base] = config.goal_weight
+    problem.bindings["costs"].append(
+        AddFinalStateCost(
+            prog,
+            vars,
+            q_goal=apex,
+            qdot_goal=np.zeros(n),
+            q_weights=q_weights,
+            qdot_weights=qdot_weights,
+        )
+    )
+    _SetGuess(problem, model, np.tile(model.home, (N, 1)), h)
+    return problem
+
+
+# ---------------------------------------------------------------------------- solve and check
+def _Solver(name: str, problem) -> str:
+    """The solver that runs for `name` ("auto": the fast path if it can take the program)."""
+    if name != "auto":
+        return name
+    from drakebots.optimization.contact_implicit_fast import FastPathSupport
+
+    return "fast" if FastPathSupport(problem, "gauss-newton")[0] else "snopt"
+
+
+def _Acceptable(check, solver: MotionSolver) -> bool:
+    return (
+        check.max_violation <= solver.feasibility_tolerance
+        and check.max_complementarity_violation <= solver.complementarity_tolerance
+    )
+
+
+def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None):
+    """The slack homotopy, then the proximal repair if the point misses the acceptance.
+
+    Returns (outcome, check, stages): the last SolveOutcome (times summed over the stages), its
+    SolutionCheck and [(stage, status, seconds)].
+    """
+    from drakebots.optimization.contact_implicit import (
+        CheckContactImplicitSolution,
+        SolveProximalFeasibility,
+        SolverConfig,
+        SolveWithSlackHomotopy,
+    )
+
+    reporter = reporter or Reporter(None)
+    name = _Solver(solver.solver, problem)
+    config = SolverConfig(solver=name, major_iterations=int(solver.iterations))
+    reporter.Say(f"solving with {name}: {problem.prog.num_vars()} variables, slack homotopy")
+    # The last stage's slack bounds each product by s * weight (forces are scaled by the
+    # weight): at most half the tolerance in physical units.
+    weight = problem.dynamics.force_scale
+    final = min(SLACK_STAGES[-1], 0.5 * solver.complementarity_tolerance / weight)
+    stages_bounds = (*SLACK_STAGES[:-1], final)
+    outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
+    stages = [("slack homotopy", outcome.status, outcome.solve_time_s)]
+    x = outcome.result.get_x_val()
+    check = CheckContactImplicitSolution(problem, x)
+    # The repair: the nearest point with the slack fixed, tightened tenfold if the first
+    # repair still misses the complementarity (a product may sit inside the solver's
+    # constraint tolerance yet above ours).
+    for attempt, slack in enumerate((final, 0.1 * final)):
+        if _Acceptable(check, solver):
+            break
+        reporter.Say(
+            f"  {outcome.status}; violation {check.max_violation:.1e}, complementarity "
+            f"{check.max_complementarity_violation:.1e}: proximal repair (slack {slack:.1e})"
+        )
+        earlier = outcome
+        outcome = SolveProximalFeasibility(problem, x, config, keep_costs=True, slack=slack)
+        stages.append((f"proximal repair {attempt + 1}", outcome.status, outcome.solve_time_s))
+        outcome.solve_time_s += earlier.solve_time_s
+        outcome.cpu_time_s += earlier.cpu_time_s
+        outcome.iterations = (outcome.iterations or 0) + (earlier.iterations or 0)
+        x = outcome.result.get_x_val()
+        check = CheckContactImplicitSolution(problem, x)
+    return outcome, check, stages
+
+
+# ---------------------------------------------------------------------------- the result
+@dataclasses.dataclass
+class MotionResult(WorkflowResult):
+    """OptimizeGait's or OptimizeJump's result.
+
+    Arrays (robot units): times (N knots), q (N, n), u (N-1, m: input k holds over interval k),
+    contact_forces (N-1, contacts, 3), phi (N, contacts: heights of the contacts above the ground);
+    position_names, input_names, contact_names label them. resimulation: Drake's re-simulation
+    (times, q) or None where the solve was not accepted.
+    """
+
+    times: np.ndarray = None
+    q: np.ndarray = None
+    u: np.ndarray = None
+    contact_forces: np.ndarray = None
+    phi: np.ndarray = None
+    position_names: list = None
+    input_names: list = None
+    contact_names: list = None
+    resimulation: dict | None = None
+    model: RobotTrajoptModel | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def measure(self) -> str:
+        """The figure the goal sets: "distance_per_cycle" (gait) or "apex_height" (jump)."""
+        return "distance_per_cycle" if self.figures["problem"] == "gait" else "apex_height"
+
+    @property
+    def planned(self) -> float:
+        """The plan's distance per cycle or apex height (robot length unit)."""
+        return self.figures[self.measure]
+
+    @property
+    def resimulated(self) -> float | None:
+        """Drake's re-simulation's distance per cycle or apex height (None: not run)."""
+        return self.figures.get("resimulated_" + self.measure)
+
+    def _Write(self, results) -> None:
+        from drakebots.optimization.legged_report import WriteMotionFiles
+
+        WriteMotionFiles(results, self)
+
+
+def _Solve(kind: str, config, make_problem, *, progress, meshcat):
+    """The common body of OptimizeGait and OptimizeJump."""
+    from drakebots.optimization.contact_implicit import ReconstructTrajectory
+    from drakebots.optimization.legged_report import Figures, Resimulate
+    from drakebots.robots import GetRobot
+
+    config.Check()
+    config = copy.deepcopy(config)
+    reporter = Reporter(progress)
+    robot = GetRobot(config.robot)
+    model = MakeRobotTrajoptModel(
+        robot, friction=config.friction, friction_directions=config.friction_directions
+    )
+    start = time.perf_counter()
+    problem = make_problem(model, config)
+    build_s = time.perf_counter() - start
+    outcome, check, stages = SolveMotion(problem, config.solver, reporter)
+    x = outcome.result.get_x_val()
+    traj = ReconstructTrajectory(problem, x)
+    reporter.Say(
+        f"  {outcome.status}; {outcome.solve_time_s:.1f} s; complementarity "
+        f"{check.max_complementarity_violation:.1e}, violation {check.max_violation:.1e}"
+    )
+    accepted = _Acceptable(check, config.solver)
+    resim = None
+    if accepted:
+        reporter.Say("re-simulating the plan in Drake (SAP, point contact)")
+        resim = Resimulate(model, kind, traj, config, meshcat=meshcat)
+    figures, reason = Figures(kind, model, config, problem, x, outcome, check, stages, traj, resim)
+    figures["build_time_s"] = build_s
+    return MotionResult(
+        verb=f"optimize {kind}",
+        config=config,
+        success=reason is None,
+        reason=reason,
+        figures=figures,
+        times=traj.times,
+        q=traj.q,
+        u=traj.u,
+        contact_forces=traj.contact_forces,
+        phi=traj.phi,
+        position_names=model.position_names,
+        input_names=model.input_names,
+        contact_names=model.contact_names,
+        resimulation=resim,
+        model=model,
+    )
+
+
+def OptimizeGait(config: GaitConfig, *, meshcat=None, progress=None) -> MotionResult:
+    """Optimizes a periodic gait of any robot file's robot (the module docstring's problem).
+
+    Args:
+        config: the robot, period, distance, knots, costs and solver (GaitConfig).
+        meshcat: a Meshcat to show the re-simulation in (None: none is started).
+        progress: a callable taking drakebots.workflow.ProgressEvent.
+
+    Returns:
+        a MotionResult: success when the plan meets the feasibility and true-complementarity
+        targets and Drake's re-simulation travels within the tolerance of the planned distance;
+        otherwise `reason` says which failed, with the most violated constraints.
+    """
+    return _Solve("gait", config, MakeGaitProblem, progress=progress, meshcat=meshcat)
+
+
+def OptimizeJump(config: JumpConfig, *, meshcat=None, progress=None) -> MotionResult:
+    """Optimizes a vertical jump of any robot file's robot to `config.height` above its home
+    height (the module docstring's problem). Args and returns as OptimizeGait."""
+    return _Solve("jump", config, MakeJumpProblem, progress=progress, meshcat=meshcat)
