@@ -1,12 +1,19 @@
-"""Optimize HAMR-VI motions by variational contact-implicit trajectory optimization.
+"""Optimize motions by variational contact-implicit trajectory optimization.
 
 Subcommands (hamr-contact-implicit.txt, Sec. III):
+  gait ROBOT  a periodic gait of any robot file (or hamr_vi): --period T --distance D per cycle
+  jump ROBOT  a vertical jump of any robot file (or hamr_vi) to --height H above standing
   hamr-gait   a periodic gait at a stride frequency on a surface: maximise the distance per
               stride (Eq. 16), warm-started from the last stride of a simulated open-loop trot
   hamr-jump   a vertical jump from rest to a goal apex height (Eq. 17), warm-started from a
               simulated crouch-and-push
 
-The transcription (drakebots.optimization.contact_implicit) is the paper's Eq. 15: midpoint
+gait and jump take a robot file (drakebots.optimization.legged: the model's contacts, actuators
+and effort limits; the slack homotopy from the home pose; the plan re-simulated in Drake) or
+hamr_vi, which runs HAMR-VI's own configuration below (--period in ms is 1000 / --frequency,
+--distance the goal per stride, mm).
+
+HAMR-VI: the transcription (drakebots.optimization.contact_implicit) is the paper's Eq. 15: midpoint
 discrete Euler-Lagrange equations with the 24 loop constraints, point contacts with
 complementarity relaxed by one slack per interval and an exact penalty, friction by maximum
 dissipation on a 4-sided pyramid, drive voltages in [0, 225] V through the piezo model, flexures
@@ -25,14 +32,17 @@ variable and the trajectory), replay.html, and plots: feet.png (feet in the body
 (leg heights and contact timing), inputs.png, forces.png, body.png.
 
 Examples:
+  drakebots optimize gait scripts/examples/hopper/hopper.yaml --period 0.5 --distance 0.2
+  drakebots optimize jump scripts/examples/walker/walker.yaml --height 0.1
   drakebots optimize hamr-gait --frequency 10 --surface cardstock --out runs/gait10
   drakebots optimize hamr-jump --height 12 --out runs/jump
   drakebots optimize hamr-gait --frequency 2 --surface teflon --solver ipopt --out runs/gait2_ipopt
   drakebots optimize hamr-gait --frequency 10 --knots 11 --iterations 20 --out runs/tiny
 
 Exit 1 when the solver fails or the solution misses the true complementarity or feasibility
-tolerances: the folder then holds the best iterate, the solver status and the most violated
-constraints by name.
+tolerances (or, for gait and jump, Drake's re-simulation misses the plan by more than 30 %):
+the folder then holds the best iterate, the solver status and the most violated constraints by
+name.
 """
 
 from __future__ import annotations
@@ -64,10 +74,28 @@ FLAGS = {
 }
 
 
+# The general gait's and jump's flags -> drakebots.optimization.legged.GaitConfig / JumpConfig.
+GENERAL_FLAGS = {
+    "robot": "robot",
+    "period": "period",
+    "distance": "distance",
+    "height": "height",
+    "duration": "duration",
+    "knots": "knots",
+    "friction": "friction",
+    "friction_directions": "friction_directions",
+    "effort_fraction": "effort_fraction",
+    "solver": "solver.solver",
+    "iterations": "solver.iterations",
+}
+HAMR = "hamr_vi"
+
+
 def register(subparsers):
     parser = AddVerb(subparsers, "optimize", __doc__)
     problems = parser.add_subparsers(dest="problem", metavar="PROBLEM")
     problems.required = True
+    _AddGeneralProblems(problems)
     gait = problems.add_parser(
         "hamr-gait",
         help="a periodic HAMR-VI gait (Eq. 16)",
@@ -127,6 +155,88 @@ def register(subparsers):
     return parser
 
 
+def _AddGeneralProblems(problems) -> None:
+    """`optimize gait ROBOT` and `optimize jump ROBOT` (drakebots.optimization.legged)."""
+    gait = problems.add_parser(
+        "gait",
+        help="a periodic gait of any robot file (or hamr_vi)",
+        description="Optimize a periodic gait. Example: drakebots optimize gait "
+        "scripts/examples/hopper/hopper.yaml --period 0.5 --distance 0.2 --out runs/hop",
+    )
+    gait.add_argument("--period", type=float, help="period of one cycle, robot time unit (> 0)")
+    gait.add_argument("--distance", type=float, help="distance per cycle, robot length unit")
+    gait.add_argument("--knots", type=int, help="knots per cycle (default 31)")
+    jump = problems.add_parser(
+        "jump",
+        help="a vertical jump of any robot file (or hamr_vi)",
+        description="Optimize a vertical jump. Example: drakebots optimize jump "
+        "scripts/examples/walker/walker.yaml --height 0.1 --out runs/jump",
+    )
+    jump.add_argument("--height", type=float, help="apex above the home height (> 0)")
+    jump.add_argument("--duration", type=float, help="planned duration, robot time unit")
+    jump.add_argument("--knots", type=int, help="knots (default 21)")
+    for sub in (gait, jump):
+        sub.add_argument("robot", metavar="ROBOT", help="a robot file (YAML) or hamr_vi")
+        sub.add_argument("--friction", type=float, help="ground friction coefficient (0.8)")
+        sub.add_argument("--friction-directions", type=int, help="friction pyramid edges (4)")
+        sub.add_argument(
+            "--effort-fraction",
+            type=float,
+            help="fraction of each effort limit the plan may use (0.8: the rest is the "
+            "tracking feedback's)",
+        )
+        sub.add_argument("--solver", help="auto (default: fast where it loads), fast, snopt, ipopt")
+        sub.add_argument("--iterations", type=int, help="iteration limit per stage (1000)")
+        sub.add_argument(
+            "--config",
+            default=None,
+            help="YAML file of a GaitConfig or JumpConfig (drakebots.optimization.legged); "
+            "the flags override it",
+        )
+        sub.add_argument("--quiet", action="store_true", help="no progress lines")
+        AddOutputArguments(sub)
+        sub.set_defaults(func=Run)
+
+
+def _HamrArgs(args):
+    """`optimize gait hamr_vi --period P --distance D` read as hamr-gait's flags (the period
+    in ms: frequency 1000 / P; the distance: the goal per stride, mm)."""
+    general = {"robot", "period", "distance", "friction", "effort_fraction", "config"}
+    given = [k for k in ("friction", "effort_fraction") if getattr(args, k, None) is not None]
+    if given:
+        raise InputError(
+            f"--{given[0].replace('_', '-')}: not for hamr_vi (its surfaces set the friction): "
+            "use drakebots optimize hamr-gait/hamr-jump for HAMR-VI's own options"
+        )
+    hamr = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in general})
+    hamr.problem = "hamr-" + args.problem
+    hamr.config = None
+    if args.problem == "gait":
+        if args.period is None or not args.period > 0:
+            raise InputError(f"--period: must be > 0 ms for hamr_vi, got {args.period}")
+        hamr.frequency, hamr.goal = 1000.0 / args.period, args.distance
+    for name in ("surface", "warm_start", "scuff_weight", "scuff_height", "duration"):
+        setattr(hamr, name, getattr(hamr, name, None))
+    for name in ("first_stage_iterations", "second_stage"):
+        setattr(hamr, name, None)
+    return hamr
+
+
+def _CheckGeneral(args):
+    from drakebots.cli._config import ConfigFromArgs, FlagNames
+    from drakebots.optimization.legged import GaitConfig, JumpConfig
+
+    gait = args.problem == "gait"
+    goal = ("period", "distance") if gait else ("height",)
+    for name in goal:
+        if getattr(args, name) is None and not args.config:
+            raise InputError(f"--{name} is required (or a --config file that sets {name})")
+    config = ConfigFromArgs(GaitConfig if gait else JumpConfig, args, GENERAL_FLAGS)
+    with FlagNames(args, GENERAL_FLAGS):
+        config.Check()
+    return config
+
+
 def _AddSolverArguments(sub) -> None:
     sub.add_argument(
         "--solver",
@@ -170,6 +280,10 @@ def CheckArgs(args):
     from drakebots.cli._config import ConfigFromArgs, FlagNames
     from drakebots.hamr import GaitConfig, JumpConfig
 
+    if args.problem in ("gait", "jump"):
+        if args.robot == HAMR:
+            return CheckArgs(_HamrArgs(args))
+        return _CheckGeneral(args)
     gait = args.problem == "hamr-gait"
     goal = "frequency" if gait else "height"
     if getattr(args, goal) is None and not args.config:
@@ -185,13 +299,21 @@ def CheckArgs(args):
 def Run(args) -> int:
     from drakebots.cli._progress import CliProgress
     from drakebots.hamr import OptimizeGait, OptimizeJump
+    from drakebots.optimization import legged
     from drakebots.results import CheckOutputFolder, DefaultOutput
 
     config = CheckArgs(args)
     out = Path(args.out) if args.out else DefaultOutput("optimize", args.problem)
     reads = [args.config] if args.config else []
+    if getattr(args, "robot", None) and args.robot != HAMR:
+        reads.append(args.robot)
     CheckOutputFolder(out, args.force, reads=reads)
-    workflow = OptimizeGait if args.problem == "hamr-gait" else OptimizeJump
+    if isinstance(config, legged.GaitConfig | legged.JumpConfig):
+        workflow = legged.OptimizeGait if args.problem == "gait" else legged.OptimizeJump
+    elif args.problem in ("hamr-gait", "gait"):
+        workflow = OptimizeGait
+    else:
+        workflow = OptimizeJump
     progress = CliProgress(quiet=args.quiet)
     result = workflow(config, progress=progress)
     progress.Close()
@@ -201,6 +323,8 @@ def Run(args) -> int:
 
 
 def _Print(result, out) -> None:
+    if result.verb in ("optimize gait", "optimize jump"):
+        return _PrintGeneral(result, out)
     figures, warm = result.figures, result.warm_start
     print(f"results: {out}")
     print(
@@ -227,6 +351,33 @@ def _Print(result, out) -> None:
         print(f"  did not reach its goal: {result.reason}", file=sys.stderr)
         for name, value in figures.get("most_violated_constraints", [])[:5]:
             print(f"    {name}: {value:.3g}", file=sys.stderr)
+
+
+def _PrintGeneral(result, out) -> None:
+    f = result.figures
+    length = f["units"].get("length", "m")
+    print(f"results: {out}")
+    print(
+        f"  {f['solver']}: {f['solver_status']}; {f['solve_time_s']:.1f} s; "
+        f"{f['num_variables']} variables"
+    )
+    if f["problem"] == "gait":
+        print(f"  distance per cycle {f['distance_per_cycle']:.4g} {length} in {f['period']:g}")
+        name = "distance_per_cycle"
+    else:
+        print(f"  apex {f['apex_height']:.4g} {length} above standing")
+        name = "apex_height"
+    print(
+        f"  true complementarity {f['true_complementarity']:.2e}, dynamics residual "
+        f"{f['dynamics_residual']:.2e}, constraint violation {f['max_violation']:.2e}"
+    )
+    if f"resimulated_{name}" in f:
+        print(
+            f"  Drake re-simulation: {f[f'resimulated_{name}']:.4g} {length} "
+            f"({100 * f['resimulation_error']:.0f} % from the plan)"
+        )
+    if not result.success:
+        print(f"  did not reach its goal: {result.reason}", file=sys.stderr)
 
 
 def main(argv=None):  # pragma: no cover - convenience for `python -m drakebots.cli.optimize`
