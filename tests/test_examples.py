@@ -200,7 +200,14 @@ def test_an_example_runs_as_a_user_runs_it(tmp_path):
 
 @pytest.mark.parametrize(
     "name",
-    ["fast_voxel_l_shape", "fast_skinned_diagram", "fast_hopper_drop", "fast_my_skeleton_lift"],
+    [
+        "fast_voxel_l_shape",
+        "fast_skinned_diagram",
+        "fast_hopper_drop",
+        "fast_my_skeleton_lift",
+        "fast_hopper_gait",
+        "fast_walker_gait",
+    ],
 )
 def test_an_example_runs_as_the_guides_gallery_runs_it(name, tmp_path, monkeypatch):
     """sphinx-gallery executes the code as __main__ in the example's folder, with neither
