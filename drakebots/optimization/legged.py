@@ -102,29 +102,37 @@ class MotionSolver:
 
 
 @dataclasses.dataclass
-class GaitConfig:
-    """A periodic gait of any robot (`drakebots optimize gait ROBOT --period T --distance D`)."""
+class MotionConfig:
+    """What a gait and a jump share (GaitConfig, JumpConfig)."""
 
     # A registry name or a robot file (drakebots.robots.LoadRobot).
     robot: str = ""
-    # The period T of one cycle, in the robot's time unit (s, or ms for mm-ms-g robots).
-    period: float = 0.5
-    # The forward (+x) distance D the base travels per cycle, in the robot's length unit.
-    distance: float = 0.1
-    # Knots N over one cycle (31: the hopper's plan re-simulates within 5 % of its distance,
-    # 21: within 21 %).
-    knots: int = 31
+    # Knots N of the motion.
+    knots: int = 21
     # The ground's Coulomb friction coefficient.
     friction: float = 0.8
     # Edges of the friction pyramid (Eq. 13; the authors: 4).
     friction_directions: int = 4
-    costs: MotionCosts = dataclasses.field(default_factory=MotionCosts)
-    solver: MotionSolver = dataclasses.field(default_factory=MotionSolver)
     # The fraction of each actuator's effort limit the plan may use: the rest is left to the
     # feedback that tracks it (measured: the walker's jump planned at the full 60 N m saturated
     # its knee and Drake's re-simulation, whose PD had no authority left, never left the
     # ground).
     effort_fraction: float = 0.8
+    costs: MotionCosts = dataclasses.field(default_factory=MotionCosts)
+    solver: MotionSolver = dataclasses.field(default_factory=MotionSolver)
+
+
+@dataclasses.dataclass
+class GaitConfig(MotionConfig):
+    """A periodic gait of any robot (`drakebots optimize gait ROBOT --period T --distance D`)."""
+
+    # Knots N over one cycle (the hopper's 0.5 s gait: Drake's re-simulation 5-11 % off its
+    # distance with 31 knots, 21-30 % with 21).
+    knots: int = 31
+    # The period T of one cycle, in the robot's time unit (s, or ms for mm-ms-g robots).
+    period: float = 0.5
+    # The forward (+x) distance D the base travels per cycle, in the robot's length unit.
+    distance: float = 0.1
     # Cycles of the plan re-simulated in Drake (the distance compared is their mean per cycle).
     resimulation_cycles: int = 1
 
@@ -139,24 +147,13 @@ class GaitConfig:
 
 
 @dataclasses.dataclass
-class JumpConfig:
+class JumpConfig(MotionConfig):
     """A vertical jump of any robot (`drakebots optimize jump ROBOT --height H`)."""
 
-    robot: str = ""
     # The apex height H of the base above its home height, in the robot's length unit.
     height: float = 0.05
     # Duration of the planned push-off and rise, in the robot's time unit.
     duration: float = 0.4
-    knots: int = 21
-    friction: float = 0.8
-    friction_directions: int = 4
-    costs: MotionCosts = dataclasses.field(default_factory=MotionCosts)
-    solver: MotionSolver = dataclasses.field(default_factory=MotionSolver)
-    # The fraction of each actuator's effort limit the plan may use: the rest is left to the
-    # feedback that tracks it (measured: the walker's jump planned at the full 60 N m saturated
-    # its knee and Drake's re-simulation, whose PD had no authority left, never left the
-    # ground).
-    effort_fraction: float = 0.8
     # Weight of the final-state cost (base velocity zero at the apex, the body level and above
     # its start; Eq. 17's x_g), per (length unit / time unit)^2 and rad^2.
     goal_weight: float = 10.0
