@@ -85,9 +85,22 @@ GENERAL_FLAGS = {
     "friction": "friction",
     "friction_directions": "friction_directions",
     "effort_fraction": "effort_fraction",
+    "mirror": "mirror",
     "solver": "solver.solver",
     "iterations": "solver.iterations",
 }
+
+
+def _MirrorPairs(text: str) -> list[list[str]]:
+    """--mirror left_hip:right_hip,left_knee:right_knee -> [[left_hip, right_hip], ...]."""
+    pairs = [item.split(":") for item in text.split(",") if item.strip()]
+    if not pairs or any(len(pair) != 2 or not all(pair) for pair in pairs):
+        raise argparse.ArgumentTypeError(
+            f"expected JOINT:JOINT pairs separated by commas, got {text!r}"
+        )
+    return [[a.strip(), b.strip()] for a, b in pairs]
+
+
 HAMR = "hamr_vi"
 
 
@@ -166,6 +179,12 @@ def _AddGeneralProblems(problems) -> None:
     gait.add_argument("--period", type=float, help="period of one cycle, robot time unit (> 0)")
     gait.add_argument("--distance", type=float, help="distance per cycle, robot length unit")
     gait.add_argument("--knots", type=int, help="knots per cycle (default 31)")
+    gait.add_argument(
+        "--mirror",
+        type=_MirrorPairs,
+        help="joints that swap half a cycle on, e.g. left_hip:right_hip,left_knee:right_knee "
+        "(a symmetric gait: each leg does at T/2 what the other did at 0; odd --knots)",
+    )
     jump = problems.add_parser(
         "jump",
         help="a vertical jump of any robot file (or hamr_vi)",

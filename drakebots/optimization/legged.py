@@ -14,9 +14,14 @@ actuators' effort limits, positions within the joints' limits, and the costs
 
     J = w_u sum_k h/T |u_k / u_lim|^2            (effort)
       + w_du sum_k |(u_k - u_k-1) / u_lim|^2     (input smoothness, Eq. 16's second term)
+      + c1 sum_k h/T |qdot_k - qdot_k-1|^2       (velocity smoothness, Eq. 16's first term)
       + w_p sum_k |q_k,orient - q_home,orient|^2 (keep the body level: roll, pitch, yaw)
+      + w_s sum_k FootScuff(q_k, q_k+1)          (feet sliding or skimming near the ground)
       + alpha sum_k s_k                          (the exact penalty on the relaxed
                                                   complementarity, Eq. 15)
+
+With `mirror` (pairs of joints, left and right), the gait is symmetric: half a cycle on, the
+robot is its mirror image D/2 further (an alternating walk or trot, not any periodic motion).
 
 The jump (Eq. 17's problem): from rest at the home pose (initial velocity zero through the
 Legendre transform) to the base height z_home + H at the last knot, with the final base velocity
@@ -84,6 +89,11 @@ class MotionCosts:
     posture: float = 1.0
     # alpha: the exact penalty on the complementarity slack (Eq. 15; the authors: 50).
     slack: float = 100.0
+    # Foot scuff (contact_implicit_costs.AddFootScuffCost, HAMR's too): weight per squared
+    # base height of a contact's tangential displacement per interval near the ground, and the
+    # height, in base heights, over which it falls by e. 0 leaves it out.
+    scuff: float = 1000.0
+    scuff_height: float = 0.02
 
 
 @dataclasses.dataclass
@@ -135,9 +145,18 @@ class GaitConfig(MotionConfig):
     distance: float = 0.1
     # Cycles of the plan re-simulated in Drake (the distance compared is their mean per cycle).
     resimulation_cycles: int = 1
+    # Pairs of joints that swap half a cycle on (e.g. [[left_hip, right_hip], [left_knee,
+    # right_knee]]): the gait is symmetric, each leg doing at T/2 what the other did at 0 (an
+    # alternating walk or trot rather than any periodic motion). Needs an odd number of knots.
+    mirror: list[list[str]] = dataclasses.field(default_factory=list)
 
     def Check(self) -> None:
         _CheckCommon(self)
+        if self.mirror and int(self.knots) % 2 == 0:
+            raise InputError(f"knots: must be odd with mirror (T/2 on a knot), got {self.knots}")
+        for index, pair in enumerate(self.mirror):
+            if len(pair) != 2 or len(set(pair)) != 2:
+                raise InputError(f"mirror[{index}]: must be two different joint names, got {pair}")
         if not self.period > 0:
             raise InputError(f"period: must be > 0, got {self.period}")
         if not np.isfinite(self.distance):
@@ -177,9 +196,11 @@ def _CheckCommon(config) -> None:
         raise InputError(f"solver: one of {', '.join(SOLVERS)}, got {config.solver.solver!r}")
     if not 0 < config.effort_fraction <= 1:
         raise InputError(f"effort_fraction: must be in (0, 1], got {config.effort_fraction}")
+    if not config.costs.scuff_height > 0:
+        raise InputError(f"costs.scuff_height: must be > 0, got {config.costs.scuff_height}")
     if config.solver.iterations < 1:
         raise InputError(f"solver.iterations: must be >= 1, got {config.solver.iterations}")
-    for name in ("effort", "input_smoothness", "velocity_smoothness", "posture", "slack"):
+    for name in ("effort", "input_smoothness", "velocity_smoothness", "posture", "slack", "scuff"):
         value = getattr(config.costs, name)
         if not value >= 0 or not np.isfinite(value):
             raise InputError(f"costs.{name}: must be a number >= 0, got {value}")
@@ -307,6 +328,7 @@ def _AddCosts(problem, model: RobotTrajoptModel, costs: MotionCosts, duration: f
     """The effort, smoothness, posture and penalty terms of the module docstring."""
     from drakebots.optimization.contact_implicit_costs import (
         AddComplementarityPenalty,
+        AddFootScuffCost,
         AddInputCost,
         AddInputSmoothnessCost,
         AddVelocitySmoothnessCost,
@@ -335,6 +357,15 @@ def _AddCosts(problem, model: RobotTrajoptModel, costs: MotionCosts, duration: f
             b.evaluator().set_description(f"posture[{k}]")
             bindings.append(b)
     bindings.append(AddComplementarityPenalty(prog, vars, weight=costs.slack))
+    if costs.scuff > 0:
+        height = max(model.home[model.z_index], 1e-9)
+        bindings += AddFootScuffCost(
+            prog,
+            vars,
+            model.dynamics,
+            weight=costs.scuff / height**2,
+            height_scale=costs.scuff_height * height,
+        )
     if vars.psi.size:
         # psi at its least (the foot's sliding speed) where nothing else pins it: an airborne
         # foot's psi is otherwise free, and the relaxed friction complementarity sums psi_c g2_c
@@ -410,11 +441,54 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
     start[model.x_index], end[model.x_index] = 0.0, config.distance
     problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, [model.x_index])]
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, end, [model.x_index])]
+    if config.mirror:
+        problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config)
     _AddCosts(problem, model, config.costs, config.period)
     q = np.tile(model.home, (N, 1))
     q[:, model.x_index] = np.linspace(0.0, config.distance, N)
     _SetGuess(problem, model, q, h)
     return problem
+
+
+def MirrorMatrix(model: RobotTrajoptModel, pairs) -> np.ndarray:
+    """The permutation P of the positions that swaps each pair of joints (left <-> right)."""
+    n = len(model.home)
+    order = np.arange(n)
+    names = model.position_names
+    for index, pair in enumerate(pairs):
+        for name in pair:
+            if name not in names:
+                where = getattr(model.robot, "source", "") or model.robot.name
+                raise InputError(
+                    f"mirror[{index}]: {where} has no one-coordinate joint '{name}' (its "
+                    f"joints: {', '.join(names)})"
+                )
+        i, j = names.index(pair[0]), names.index(pair[1])
+        order[i], order[j] = j, i
+    return np.eye(n)[order]
+
+
+def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config) -> list:
+    """Half a cycle on, the robot is its mirror image D/2 further (a symmetric gait, each leg
+    doing at T/2 what the other did at 0): q_m = P q_0 + (D/2) e_x and
+    q_m+1 - q_m = P (q_1 - q_0), m = (N - 1) / 2 (linear; positions and the first interval's
+    displacement, i.e. the discrete state)."""
+    prog, vars = problem.prog, problem.vars
+    N, n = vars.num_knots, len(model.home)
+    m = (N - 1) // 2
+    P, eye = MirrorMatrix(model, config.mirror), np.eye(n)
+    shift = np.zeros(n)
+    shift[model.x_index] = 0.5 * config.distance
+    positions = prog.AddLinearEqualityConstraint(
+        np.hstack([P, -eye]), -shift, np.concatenate([vars.q[0], vars.q[m]])
+    )
+    positions.evaluator().set_description("mirror_positions")
+    A = np.hstack([-P, P, eye, -eye])  # P (q_1 - q_0) - (q_m+1 - q_m) = 0
+    velocity = prog.AddLinearEqualityConstraint(
+        A, np.zeros(n), np.concatenate([vars.q[0], vars.q[1], vars.q[m], vars.q[m + 1]])
+    )
+    velocity.evaluator().set_description("mirror_displacement")
+    return [positions, velocity]
 
 
 def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):

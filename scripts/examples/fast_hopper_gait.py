@@ -4,10 +4,10 @@ Your own robot: a hopping gait and a jump by contact-implicit optimization
 
 ``hopper/hopper.yaml`` is a planar one-legged hopper of our own (its URDF beside it). The general
 contact-implicit workflow (`drakebots.optimization.legged`) plans a periodic gait, 0.2 m per
-0.6 s cycle, and a 10 cm jump: contacts, friction and actuators come from the robot file; the
+0.5 s cycle, and a 10 cm jump: contacts, friction and actuators come from the robot file; the
 plan must be truly complementary and Drake's simulator, running it, must land within 30 % of it.
 From the command line: ``drakebots optimize gait scripts/examples/hopper/hopper.yaml --period
-0.6 --distance 0.2`` and ``drakebots optimize jump ... --height 0.1``.
+0.5 --distance 0.2`` and ``drakebots optimize jump ... --height 0.1``.
 """
 
 import argparse
@@ -23,7 +23,7 @@ HOPPER = str(HERE / "hopper" / "hopper.yaml")
 
 def main(fast: bool = False, out: str | None = None) -> dict:
     out = Path(out or tempfile.mkdtemp())
-    gait = OptimizeGait(GaitConfig(robot=HOPPER, period=0.6, distance=0.2))
+    gait = OptimizeGait(GaitConfig(robot=HOPPER, period=0.5, distance=0.2))
     jump = OptimizeJump(JumpConfig(robot=HOPPER, height=0.1, duration=0.4))
     for name, result in (("gait", gait), ("jump", jump)):
         f = result.figures

@@ -1,15 +1,14 @@
 """
-Your own robot: a two-legged gait by contact-implicit optimization
+Your own robot: a two-legged walk by contact-implicit optimization
 ==================================================================
 
 ``walker/walker.yaml`` is a planar biped of our own (11 kg, hip and knee motors on each leg, point
-feet; its URDF beside it). `OptimizeGait` plans a periodic gait of 0.3 m per 0.6 s cycle from the
-robot file alone, and Drake's simulator runs the plan (its inputs as feedforward, the joints'
-PD tracking the planned angles) to check it. From the standing pose the plan found strides on
-the left leg (with a short hop) while the right swings through, then lands on both: a skip, not
-yet an alternating walk. The command line does the same:
-``drakebots optimize gait scripts/examples/walker/walker.yaml --period 0.6 --distance 0.3
---effort-fraction 1``.
+feet; its URDF beside it). `OptimizeGait` plans a walk of 0.3 m per 0.8 s stride from the robot
+file alone: `mirror` makes the gait symmetric (half a stride on, each leg does what the other
+did), so the legs alternate. Drake's simulator runs the plan (its inputs as feedforward, the
+joints' PD tracking the planned angles) to check it. The command line does the same:
+``drakebots optimize gait scripts/examples/walker/walker.yaml --period 0.8 --distance 0.3
+--mirror left_hip:right_hip,left_knee:right_knee``.
 """
 
 import argparse
@@ -26,8 +25,8 @@ WALKER = str(HERE / "walker" / "walker.yaml")
 
 
 def main(fast: bool = False, out: str | None = None) -> dict:
-    # The whole effort range: at 0.8 of it this plan re-simulates 52 % short (docs).
-    config = GaitConfig(robot=WALKER, period=0.6, distance=0.3, effort_fraction=1.0)
+    mirror = [["left_hip", "right_hip"], ["left_knee", "right_knee"]]
+    config = GaitConfig(robot=WALKER, period=0.8, distance=0.3, mirror=mirror)
     result = OptimizeGait(config)
     f = result.figures
     touching = result.contact_forces[:, :, 2] > 1.0  # (intervals, feet): which feet stand

@@ -121,18 +121,23 @@ def test_the_hopper_hops_forward_and_jumps(tmp_path):
             assert (folder / file).is_file(), (name, file)
 
 
-def test_the_walker_strides_forward(tmp_path):
-    """The plan the default path finds from the standing pose: the left foot stands (a short
-    hop in mid-cycle) while the right leg swings clear forward, then both stand. Not yet an
-    alternating walk (that needs a half-stride periodicity with the legs swapped: issue 47)."""
+def test_the_walker_walks_on_alternating_feet(tmp_path):
     facts = Example("fast_walker_gait").main(fast=True, out=str(tmp_path))
     result = facts["result"]
     CheckPlan(result, WALKER, kind="gait", goal=0.3)
+    # Each foot takes its turn to stand alone (by the plan's forces and Drake's heights), and
+    # half a stride on the robot is its mirror image 0.15 m further.
     heights = DrakeContactHeights(WALKER, result.q)[1:]
-    loaded = result.contact_forces[:, :, 2] > 1.0
-    # Some knots stand on one foot alone, some on both, and the swing foot clears 5 cm.
-    assert np.any(loaded.sum(axis=1) == 1) and np.any(loaded.all(axis=1))
-    assert heights.max() > 0.05
+    loaded = (result.contact_forces[:, :, 2] > 1.0) & (heights < 1e-4)
+    alone = loaded & ~np.flip(loaded, axis=1)
+    assert alone[:, 0].sum() >= 5 and alone[:, 1].sum() >= 5
+    names, q = result.position_names, result.q
+    m = (len(q) - 1) // 2
+    for a, b in (("left_hip", "right_hip"), ("left_knee", "right_knee")):
+        i, j = names.index(a), names.index(b)
+        assert q[m, i] == pytest.approx(q[0, j], abs=1e-6)
+        assert q[m, j] == pytest.approx(q[0, i], abs=1e-6)
+    assert q[m, names.index("base_x")] == pytest.approx(0.15, abs=1e-6)
 
 
 def test_the_command_line_writes_what_the_library_returns(tmp_path, capsys):
@@ -161,6 +166,25 @@ def test_the_command_line_writes_what_the_library_returns(tmp_path, capsys):
         (["gait", "beetle", "--period", "0.5", "--distance", "0.1"], "take robot files"),
         (["gait", "{missing}", "--period", "0.5", "--distance", "0.1"], "not found"),
         (["gait", "hamr_vi", "--period", "0", "--distance", "10"], "--period: must be > 0 ms"),
+        (
+            ["gait", "{walker}", "--period", "0.8", "--distance", "0.3", "--mirror", "hip:knee"],
+            "mirror[0]: ",
+        ),
+        (
+            [
+                "gait",
+                "{walker}",
+                "--period",
+                "0.8",
+                "--distance",
+                "0.3",
+                "--knots",
+                "30",
+                "--mirror",
+                "left_hip:right_hip",
+            ],
+            "--knots: must be odd with mirror",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
@@ -168,7 +192,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
     bare, fixed = tmp_path / "bare.yaml", tmp_path / "fixed.yaml"
     bare.write_text(text)  # a fixed base without contacts
     fixed.write_text(text + "contacts: [{body: foot, point: [0.06, 0, -0.02]}]\n")
-    paths = dict(hopper=str(HOPPER), fixed=str(fixed), bare=str(bare))
+    paths = dict(hopper=str(HOPPER), fixed=str(fixed), bare=str(bare), walker=str(WALKER))
     paths["missing"] = str(tmp_path / "missing.yaml")
     out = tmp_path / "out"
     argv = ["optimize", *[a.format(**paths) for a in args], "--out", str(out)]
