@@ -304,9 +304,11 @@ def MakeRobotTrajoptModel(
     names = [""] * plant.num_positions()
     for j in plant.GetJointIndices():
         joint = plant.get_joint(j)
+        suffixes = [""] if joint.num_positions() == 1 else [f"_{k}" for k in range(6)]
+        if joint.type_name() == "rpy_floating":
+            suffixes = ["_roll", "_pitch", "_yaw", "_x", "_y", "_z"]
         for k in range(joint.num_positions()):
-            suffix = f"_{k}" if joint.num_positions() > 1 else ""
-            names[joint.position_start() + k] = joint.name() + suffix
+            names[joint.position_start() + k] = joint.name() + suffixes[k]
     return RobotTrajoptModel(
         robot=robot,
         plant=plant,

@@ -232,3 +232,30 @@ def test_hamr_vi_through_the_general_verb_is_hamrs_own_gait():
     config = CheckArgs(args)
     assert isinstance(config, GaitConfig)
     assert (config.frequency, config.goal, config.knots) == (10.0, 9.0, 21)
+
+
+def test_a_floating_base_jumps_in_3d(tmp_path):
+    """The hopper on a 6-dof roll-pitch-yaw base, standing on the four corners of its foot: the
+    same workflow, the base's z and orientation read from the RpyFloatingJoint."""
+    from drakebots.optimization.legged import JumpConfig, OptimizeJump
+
+    corners = [[x, y, -0.02] for x in (0.06, -0.06) for y in (0.02, -0.02)]
+    robot = tmp_path / "hopper3d.yaml"
+    robot.write_text(
+        f"name: hopper3d\nmodel: {HOPPER.with_suffix('.urdf')}\nbase: floating_rpy\n"
+        "contacts:\n"
+        + "".join(f"  - {{body: foot, point: {c}}}\n" for c in corners)
+        + "home: {hip: 0.3, knee: -0.6}\n"
+    )
+    result = OptimizeJump(JumpConfig(robot=str(robot), height=0.1))
+    assert result.success, result.reason
+    axes = ("roll", "pitch", "yaw", "x", "y", "z")
+    assert result.position_names[:6] == [f"base_{axis}" for axis in axes]
+    q, home = result.q, result.model.home
+    # RpyFloatingJoint positions: roll, pitch, yaw, x, y, z; the apex 0.1 m above home.
+    assert q[-1, 5] - home[5] == pytest.approx(0.1, abs=1e-6)
+    heights = DrakeContactHeights(robot, q)
+    assert heights.min() > -1e-6
+    assert np.max(result.contact_forces[:, :, 2] * heights[1:]) <= 1e-4
+    drake = result.resimulation["q"][:, 5].max() - home[5]
+    assert abs(drake - 0.1) <= 0.03
