@@ -163,6 +163,7 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
         skin,
         CouplingConfig(time_step=0.005, contact_solver=contact_solver, factorization=factorization),
         lift=-float(skin.mesh.vertices[:, 2].min()),
+        skeleton=robot.params,
     )
     state = stepper.DefaultState()
     desired = np.concatenate([state.q[stepper.actuated_q], np.zeros(stepper.nu)])

@@ -239,6 +239,7 @@ def RunBend(params: SkeletonParams, skin: Skin, config: BendRunConfig, *, progre
         shifted,
         CouplingConfig(time_step=config.time_step, max_iterations=40),
         lift=CLEARANCE,
+        skeleton=params,
     )
     state = stepper.DefaultState()
     h = config.time_step

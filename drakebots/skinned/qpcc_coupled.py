@@ -408,6 +408,7 @@ class CoupledFrameDynamics:
                 mass_damping=cfg.mass_damping,
                 penalty_stiffness=CouplingConfig().penalty_stiffness if cfg.penalties else 0.0,
             ),
+            skeleton=model.params,
         )
         st = self.stepper
         self.n = st.n
@@ -947,7 +948,9 @@ class CoupledFrameDynamics:
         """A fresh coupled simulator (issue 5's, Newton to convergence) with this pass's skeleton,
         skin and settings, not stepped yet (for replaying a pass with a scratch of its own)."""
         st = self.stepper
-        return CoupledSkinSkeleton(st.plant, st.instance, self.skin, st.config)
+        return CoupledSkinSkeleton(
+            st.plant, st.instance, self.skin, st.config, skeleton=st.skeleton
+        )
 
     def CoupledState(self, q, v) -> CoupledState:
         """The full coupled state (skeleton + skin) at (q, v) of this pass."""

@@ -110,6 +110,7 @@ def SimulateSkinned(
         skin,
         CouplingConfig(time_step=config.time_step, friction=config.ground_friction),
         lift=lift,
+        skeleton=robot.params,
     )
     system = builder.AddSystem(SkinnedRobotSystem(stepper))
     system.set_name("skinned_robot")

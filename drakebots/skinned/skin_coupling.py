@@ -63,6 +63,10 @@ _DEBUG = bool(__import__("os").environ.get("DRAKEBOTS_COUPLING_DEBUG"))
 _MIN_JACOBIAN = 1e-3
 
 
+# CoupledSkinSkeleton's default `skeleton`: the built-in skeleton named by the skin's robot.
+_SKIN_ROBOT = object()
+
+
 class CoupledStepFailure(RuntimeError):
     """The coupled Newton iteration did not converge (glue residual or inversion)."""
 
@@ -341,9 +345,27 @@ class CoupledSkinSkeleton:
         skin: a drakebots.fem.skin.Skin (glue vertices, links, link-frame points).
         config: CouplingConfig.
         lift: raise skeleton and skin by this much at the start, m (the skin's sole).
+        skeleton: the SkeletonParams of the skeleton the plant holds, whose boxes push the skin
+            (a robot file's skeleton: its `robot.params`); None: no skeleton boxes (a skin on a
+            body that is no generated skeleton); by default the built-in skeleton the skin was
+            made for (`skin.robot`), which must then be one (else ValueError: a user skeleton's
+            boxes come from its parameters, never from a package skeleton of the same name).
+
+    Raises:
+        ValueError: no built-in skeleton is named `skin.robot` and no `skeleton` was given, or
+            none of the skeleton's links is a body of `instance` (the wrong skeleton).
     """
 
-    def __init__(self, plant, instance, skin, config: CouplingConfig | None = None, *, lift=0.0):
+    def __init__(
+        self,
+        plant,
+        instance,
+        skin,
+        config: CouplingConfig | None = None,
+        *,
+        lift=0.0,
+        skeleton=_SKIN_ROBOT,
+    ):
         self.plant = plant
         self.instance = instance
         self.skin = skin
@@ -405,7 +427,8 @@ class CoupledSkinSkeleton:
         self.deadline = None
         # Collision data: skeleton boxes per body (home pose, body frame) for skin-skeleton
         # penalty forces, applied to free inner-surface vertices.
-        self._boxes = self._SkeletonBoxes(skin)
+        self.skeleton = self._SkeletonOf(skin) if skeleton is _SKIN_ROBOT else skeleton
+        self._boxes = [] if self.skeleton is None else self._SkeletonBoxes(skin, self.skeleton)
         boundary_inner = np.setdiff1d(
             np.unique(_Boundary(skin.mesh.tets)), np.flatnonzero(skin.outer)
         )
@@ -465,15 +488,30 @@ class CoupledSkinSkeleton:
         return q_next
 
     # ---- collisions (explicit penalties, section 4.2) ------------------------------------------
-    def _SkeletonBoxes(self, skin):
-        from drakebots.skinned.skeleton import LoadSkeletonParams, _Build
+    @staticmethod
+    def _SkeletonOf(skin):
+        """The built-in skeleton's parameters for a skin made for it (the default `skeleton`)."""
+        from drakebots.skinned.skeleton import BuiltinSkeletonNames, LoadSkeletonParams
+
+        if skin.robot not in BuiltinSkeletonNames():
+            raise ValueError(
+                f"CoupledSkinSkeleton: the skin's robot '{skin.robot}' is no built-in skeleton "
+                f"({', '.join(BuiltinSkeletonNames())}): pass skeleton= its SkeletonParams (a "
+                "robot file's robot.params), or skeleton=None for no skin-skeleton collision boxes"
+            )
+        return LoadSkeletonParams(skin.robot)
+
+    def _SkeletonBoxes(self, skin, params):
+        from drakebots.skinned.skeleton import _Build
         from drakebots.skinned.skin import PieceParentLinks
 
-        try:
-            params = LoadSkeletonParams(skin.robot)
-            built = _Build(params)
-        except Exception:  # noqa: BLE001 - a skeleton without a template: no penalty boxes.
-            return []
+        built = _Build(params)
+        if not any(self.plant.HasBodyNamed(name, self.instance) for name in built.links):
+            raise ValueError(
+                f"CoupledSkinSkeleton: no link of the skeleton '{params.name}' "
+                f"({', '.join(built.links)}) is a body of the plant's model instance "
+                f"'{self.plant.GetModelInstanceName(self.instance)}'"
+            )
         boxes = []
         rest = skin.mesh.vertices
         # A limb piece of a skin in pieces is not penalised against the boxes of the link it

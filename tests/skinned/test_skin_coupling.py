@@ -7,6 +7,7 @@ and Newton's third law (glue forces on skin and skeleton).
 """
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def ball():
 def test_glue_holds_and_the_ground_carries_the_weight(ball):
     plant, instance, skin = ball
     stepper = CoupledSkinSkeleton(
-        plant, instance, skin, CouplingConfig(time_step=0.005), lift=RADIUS + 0.002
+        plant, instance, skin, CouplingConfig(time_step=0.005), lift=RADIUS + 0.002, skeleton=None
     )
     state = stepper.DefaultState()
     weight = (CORE_MASS + stepper.fem.TotalMass()) * 9.81
@@ -115,7 +116,7 @@ def test_a_skin_whose_coast_folds_an_element_steps_from_where_it_is(ball):
     leave the folded predictor: ElementInversion, or a cut step)."""
     plant, instance, skin = ball
     config = CouplingConfig(time_step=0.005, mass_damping=0.0, max_cuts=0)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=0.5)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=0.5, skeleton=None)
     state = stepper.DefaultState()
     V = skin.mesh.vertices
     free = np.setdiff1d(np.flatnonzero(skin.outer), skin.glue_vertices)
@@ -136,7 +137,7 @@ def test_a_skin_whose_coast_folds_an_element_steps_from_where_it_is(ball):
 
 def test_leaf_system_ports(ball):
     plant, instance, skin = ball
-    stepper = CoupledSkinSkeleton(plant, instance, skin, lift=RADIUS)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, lift=RADIUS, skeleton=None)
     system = SkinnedRobotSystem(stepper)
     n = skin.mesh.num_vertices
     sizes = {
@@ -175,7 +176,7 @@ def test_the_context_owns_the_step_history(ball):
 
     def System():
         return SkinnedRobotSystem(
-            CoupledSkinSkeleton(plant, instance, skin, config, lift=RADIUS + 0.002)
+            CoupledSkinSkeleton(plant, instance, skin, config, lift=RADIUS + 0.002, skeleton=None)
         )
 
     def Run(system, context, first, last):
@@ -506,7 +507,9 @@ def test_schur_contact_updates_match_refactorising(ball):
             # the contact linear algebra alone.
             exact_hessian_below=0.0,
         )
-        stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=RADIUS + 0.002)
+        stepper = CoupledSkinSkeleton(
+            plant, instance, skin, config, lift=RADIUS + 0.002, skeleton=None
+        )
         state = stepper.DefaultState()
         states, factorizations, normal = [], 0, []
         for k in range(14):
@@ -539,8 +542,8 @@ def test_the_coupled_model_uses_the_skins_soft_regions(ball):
     centroids = skin.mesh.vertices[skin.mesh.tets].mean(axis=1)
     upper = centroids[:, 2] > 0.0
     soft = dataclasses.replace(skin, youngs_scale=np.where(upper, 0.15, 1.0))
-    uniform = CoupledSkinSkeleton(plant, instance, skin).fem
-    softened = CoupledSkinSkeleton(plant, instance, soft).fem
+    uniform = CoupledSkinSkeleton(plant, instance, skin, skeleton=None).fem
+    softened = CoupledSkinSkeleton(plant, instance, soft, skeleton=None).fem
     x = uniform.RestPositions().reshape(-1, 3).copy()
     x[:, 2] *= 1.01
     x = x.ravel()
@@ -558,7 +561,7 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
     plant, instance, skin = ball
     k, r = 2000.0, 0.003
     config = CouplingConfig(penalty_stiffness=k, self_collision_distance=r)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config, skeleton=None)
     q = plant.GetPositions(plant.CreateDefaultContext())
     x0 = stepper.fem.RestPositions()
     assert np.abs(stepper.Penalties(q, x0).forces).max() == 0.0
@@ -653,7 +656,11 @@ def test_penalty_law_is_continuously_differentiable_at_the_surface(ball):
     plant, instance, skin = ball
     k, delta = 2000.0, 2.5e-4
     stepper = CoupledSkinSkeleton(
-        plant, instance, skin, CouplingConfig(penalty_stiffness=k, penalty_onset=delta)
+        plant,
+        instance,
+        skin,
+        CouplingConfig(penalty_stiffness=k, penalty_onset=delta),
+        skeleton=None,
     )
 
     def Energy(z):
@@ -725,7 +732,7 @@ def test_a_sliding_box_obeys_coulombs_law(box):
     mu, v0, g = 0.5, 0.3, 9.81
     config = CouplingConfig(time_step=0.005, friction=mu)
     stepper = CoupledSkinSkeleton(
-        plant, instance, skin, config, lift=-skin.mesh.vertices[:, 2].min()
+        plant, instance, skin, config, lift=-skin.mesh.vertices[:, 2].min(), skeleton=None
     )
     state = stepper.DefaultState()
     for _ in range(6):  # settle on the ground
@@ -852,7 +859,7 @@ def test_newton_with_a_matrix_too_soft_converges_to_the_same_step(ball):
         config = CouplingConfig(
             time_step=0.005, max_cuts=0, overshoot=overshoot, exact_hessian_below=0.0
         )
-        stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=0.5)
+        stepper = CoupledSkinSkeleton(plant, instance, skin, config, lift=0.5, skeleton=None)
         state = stepper.DefaultState()
         X = skin.mesh.vertices
         state.w[:] = np.sin(60.0 * X[:, [1, 2, 0]]).ravel()
@@ -878,7 +885,7 @@ def crushed_ball():
     elements are at det F down to 0.7, where the neo-Hookean energy is not convex. (plant,
     instance, skin, the state, the contact labels and slip directions to start a step from)."""
     plant, instance, skin = _Ball(mass_density=50.0, youngs_modulus=5e4)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig())
+    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(), skeleton=None)
     state = stepper.DefaultState()
     for _ in range(10):
         state, _ = stepper.Step(state)
@@ -889,7 +896,7 @@ def _StepFrom(crushed_ball, matrix_sign=1.0, **config):
     """One step of the crushed ball from its state with CouplingConfig(**config); the exact
     Newton matrix multiplied by matrix_sign. (new state, info, stepper)."""
     plant, instance, skin, state, mode, slip_dir = crushed_ball
-    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(**config))
+    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(**config), skeleton=None)
     start = dataclasses.replace(state.copy(), memory=StepMemory(mode.copy(), slip_dir.copy()))
     matrix = stepper._SkinMatrix
     stepper._SkinMatrix = lambda y, h, p, exact: (
@@ -941,3 +948,70 @@ def test_an_exact_hessian_update_that_climbs_the_potential_is_rejected(crushed_b
     assert info.rejected_updates == 1 and info.exact_factorizations == 1
     np.testing.assert_allclose(new.x, projected.x, atol=1e-12)
     np.testing.assert_allclose(new.q, projected.q, atol=1e-12)
+
+
+def test_a_robot_files_skeleton_boxes_push_its_skin(tmp_path):
+    """Issue 47: a user skeleton (the mybug robot file, kind skinned_quadruped) simulated with its
+    skin gets its own skeleton's boxes for the skin-skeleton penalties, not none (the stepper
+    used to reload the skeleton by the skin's name from the package, and a broad except turned
+    the failure into no boxes). Reference: Drake's reading of the SDF the robot file generated:
+    each box is one of the SDF's visual boxes on the same body, at the same pose and size, and
+    every SDF box is one except the massless ankle brackets; the torso's box has the
+    skeleton file's torso_size (its length 98 %). Without the skeleton's parameters the stepper refuses the skin
+    (no silent fallback)."""
+    import shutil
+
+    import yaml
+    from pydrake.geometry import Box
+    from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
+    from pydrake.systems.framework import DiagramBuilder
+
+    from drakebots.robots import LoadRobot
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
+
+    example = Path(__file__).parents[2] / "scripts" / "examples" / "mybug"
+    for name in ("mybug.yaml", "mybug_skeleton.yaml"):
+        shutil.copy(example / name, tmp_path / name)
+    robot = LoadRobot(tmp_path / "mybug.yaml")
+    skin = MakeSkin(robot.params, SkinOptions(voxel=0.02))
+    assert skin.robot == "mybug"
+    builder = DiagramBuilder()
+    plant, scene_graph = AddMultibodyPlantSceneGraph(builder, 0.0)
+    instance = robot.AddTo(plant)
+    plant.Finalize()
+    with pytest.raises(ValueError, match="'mybug' is no built-in skeleton"):
+        CoupledSkinSkeleton(plant, instance, skin)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, skeleton=robot.params)
+    inspector = scene_graph.model_inspector()
+    expected = []
+    for index in plant.GetBodyIndices(instance):
+        body = plant.get_body(index)
+        for geometry in plant.GetVisualGeometriesForBody(body):
+            shape = inspector.GetShape(geometry)
+            assert isinstance(shape, Box)
+            if inspector.GetName(geometry).endswith("_ankle_bracket"):
+                continue
+            X_BG = inspector.GetPoseInFrame(geometry)
+            size = np.array([shape.width(), shape.depth(), shape.height()])
+            expected.append((body.name(), X_BG.translation(), X_BG.rotation().matrix(), size))
+    assert len(expected) == 1 + 4 + 4 * 2 * 2 + 4  # torso shell, hip motors, legs, foot plates
+    matched = []
+    for body, center, R, half, _ in stepper._boxes:
+        same = [
+            k
+            for k, (name, p_BG, R_BG, size) in enumerate(expected)
+            if name == body.name()
+            and np.allclose(center, p_BG, rtol=0, atol=1e-8)
+            and np.allclose(R, R_BG, rtol=0, atol=1e-8)
+            and np.allclose(2 * half, size, rtol=0, atol=1e-8)
+        ]
+        assert len(same) == 1, (body.name(), center)
+        matched += same
+    assert sorted(matched) == list(range(len(expected)))
+    bodies = {plant.get_body(index).name() for index in plant.GetBodyIndices(instance)}
+    assert set(stepper.box_bodies) == bodies and len(bodies) == 13
+    skeleton = yaml.safe_load((example / "mybug_skeleton.yaml").read_text())
+    torso = next(b for b in stepper._boxes if b[0].name() == "torso")
+    # Its width and height the file's; its length 98 % (the shell leaves a gap at spine joints).
+    length, width, height = skeleton["torso_size"]
+    np.testing.assert_allclose(2 * torso[3], [0.98 * length, width, height], rtol=1e-12)
