@@ -165,10 +165,6 @@ def _VerbParser(
     top: argparse.ArgumentParser, words: list[str], source: str, where: str
 ) -> argparse.ArgumentParser:
     """The parser of the options of `words` (the verb, then sub-verbs among the positionals)."""
-    from drakebots.sweeps import Commands
-
-    VerbModules = Commands().VerbModules
-
     if not words:
         raise InputError(f"{source}: {where}: 'command' is empty (e.g. command: simulate beetle)")
     if words[0] == "sweep":
@@ -176,10 +172,12 @@ def _VerbParser(
             f"{source}: {where}: a case may not run `sweep` (a sweep of sweeps would lock and "
             "resume folders it does not own); list the inner sweep's cases here instead"
         )
-    if words[0] not in VerbModules():
+    # The verbs as the command line spells them (skin-bend), not their modules' names (skin_bend).
+    (verbs,) = [a.choices for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    if words[0] not in verbs:
         raise InputError(
             f"{source}: {where}: unknown verb '{words[0]}' "
-            f"(drakebots verbs here: {', '.join(VerbModules())})"
+            f"(drakebots verbs here: {', '.join(verbs)})"
         )
     parser = top
     for word in words:
