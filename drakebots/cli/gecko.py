@@ -200,10 +200,27 @@ def _Output(args, verb: str, reads) -> tuple:
 # velocity-space
 
 
-def RunVelocitySpace(args) -> int:
-    from drakebots.gecko import VelocitySpace, VelocitySpaceConfig
+def CheckArgs(args):
+    """The sub-command's config, checked (InputError naming the flag) before any work but the
+    files a run makes (navigate's --fit); `drakebots sweep` calls it for every case before any
+    runs."""
+    if args.gecko_command == "velocity-space":
+        from drakebots.gecko.velocity_space import CheckVelocitySpaceConfig
 
-    config = ConfigFromArguments(
+        config = _VelocitySpaceConfig(args)
+        CheckVelocitySpaceConfig(config)
+    else:
+        from drakebots.gecko.navigation import CheckNavigateConfig
+
+        config = _NavigateConfig(args)
+        CheckNavigateConfig(config)
+    return config
+
+
+def _VelocitySpaceConfig(args):
+    from drakebots.gecko import VelocitySpaceConfig
+
+    return ConfigFromArguments(
         VelocitySpaceConfig,
         args,
         model=args.model,
@@ -214,6 +231,12 @@ def RunVelocitySpace(args) -> int:
         time_step=args.time_step,
         replay=ParseFloatList(args.replay, "--replay"),
     )
+
+
+def RunVelocitySpace(args) -> int:
+    from drakebots.gecko import VelocitySpace
+
+    config = CheckArgs(args)
     out, reads = _Output(args, "velocity-space", ())
     result = VelocitySpace(config, progress=_Progress(args))
     folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
@@ -263,8 +286,8 @@ def _PrintVelocitySpace(folder, result):
 # navigate
 
 
-def RunNavigate(args) -> int:
-    from drakebots.gecko import Navigate, NavigateConfig
+def _NavigateConfig(args):
+    from drakebots.gecko import NavigateConfig
 
     config = ConfigFromArguments(
         NavigateConfig,
@@ -284,6 +307,13 @@ def RunNavigate(args) -> int:
         config = dataclasses.replace(config, course=None)
     if args.course is not None:
         config = dataclasses.replace(config, targets=None)
+    return config
+
+
+def RunNavigate(args) -> int:
+    from drakebots.gecko import Navigate
+
+    config = CheckArgs(args)
     fit = None if config.fit == "reference" else config.fit
     out, reads = _Output(args, "navigate", (config.course, fit))
     meshcat = None

@@ -55,16 +55,25 @@ def register(subparsers):
     return parser
 
 
-def RunModes(args) -> int:
-    from drakebots.cli import CommandLine
+def CheckArgs(args):
+    """The sub-command's config, checked (InputError naming the flag) before any work;
+    `drakebots sweep` calls it for every case before any runs."""
     from drakebots.cli._config import ConfigFromArgs, FlagNames
-    from drakebots.cli._progress import CliProgress
-    from drakebots.hamr import Modes, ModesConfig
-    from drakebots.results import CheckOutputFolder, DefaultOutput
+    from drakebots.hamr import ModesConfig
 
     config = ConfigFromArgs(ModesConfig, args, MODES_FLAGS)
     with FlagNames(args, MODES_FLAGS):
         config.Check()
+    return config
+
+
+def RunModes(args) -> int:
+    from drakebots.cli import CommandLine
+    from drakebots.cli._progress import CliProgress
+    from drakebots.hamr import Modes
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+
+    config = CheckArgs(args)
     out = args.out or DefaultOutput("hamr", "modes")
     reads = [args.config] if args.config else []
     CheckOutputFolder(out, args.force, reads=reads)

@@ -76,13 +76,24 @@ def register(subparsers):
     return parser
 
 
-def Run(args) -> int:
-    from drakebots.cli import CommandLine, ConfigFromArguments
-    from drakebots.cli._progress import CliProgress
-    from drakebots.results import CheckOutputFolder, DefaultOutput
-    from drakebots.skinned.skin_bend import Bend, BendConfig
+def CheckArgs(args):
+    """The BendConfig of the command line, checked (robot, joint, values) before any work;
+    `drakebots sweep` calls it for every case before any runs."""
+    from drakebots.cli import ConfigFromArguments
+    from drakebots.skinned.skin_bend import BendConfig, CheckBendConfig
 
     config = ConfigFromArguments(BendConfig, args)
+    CheckBendConfig(config)
+    return config
+
+
+def Run(args) -> int:
+    from drakebots.cli import CommandLine
+    from drakebots.cli._progress import CliProgress
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+    from drakebots.skinned.skin_bend import Bend
+
+    config = CheckArgs(args)
     out = args.out or DefaultOutput("skin-bend", Path(config.robot).stem)
     reads = [args.config] if args.config else []  # (--force never replaces it)
     CheckOutputFolder(out, args.force, reads=reads)

@@ -100,15 +100,11 @@ def register(subparsers):
     return parser
 
 
-def Run(args) -> int:
-    from drakebots.results import CheckOutputFolder, DefaultOutput
-    from drakebots.voxel import Compare, CompareConfig, Fem, FemConfig, Pom, PomConfig
+def _Config(args):
+    from drakebots.voxel import CompareConfig, FemConfig, PomConfig
 
-    out = args.out or DefaultOutput("voxel", args.action)
-    reads = [r for r in (args.config, args.occupancy) if r is not None]
-    CheckOutputFolder(out, args.force, reads=reads)
     if args.action == "fem":
-        config = ConfigFromArguments(
+        return ConfigFromArguments(
             FemConfig,
             args,
             lattice=args.lattice,
@@ -119,15 +115,35 @@ def Run(args) -> int:
             strut_side=args.strut_side,
             timoshenko=args.timoshenko,
         )
-        result = Fem(config)
+    schema = CompareConfig if args.action == "compare" else PomConfig
+    return ConfigFromArguments(
+        schema, args, robot=args.robot, gait=args.gait, lift=args.lift, narrow=args.narrow
+    )
+
+
+def CheckArgs(args):
+    """The action's config, checked (InputError naming the flag) before any work; `drakebots
+    sweep` calls it for every case before any runs."""
+    from drakebots.voxel.workflows import CheckFemConfig, CheckPomConfig
+
+    config = _Config(args)
+    if args.action == "fem":
+        CheckFemConfig(config)
     else:
-        workflow, schema = (
-            (Compare, CompareConfig) if args.action == "compare" else (Pom, PomConfig)
-        )
-        config = ConfigFromArguments(
-            schema, args, robot=args.robot, gait=args.gait, lift=args.lift, narrow=args.narrow
-        )
-        result = workflow(config)
+        CheckPomConfig(config)
+    return config
+
+
+def Run(args) -> int:
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+    from drakebots.voxel import Compare, Fem, Pom
+
+    config = CheckArgs(args)
+    out = args.out or DefaultOutput("voxel", args.action)
+    reads = [r for r in (args.config, args.occupancy) if r is not None]
+    CheckOutputFolder(out, args.force, reads=reads)
+    workflow = {"fem": Fem, "pom": Pom, "compare": Compare}[args.action]
+    result = workflow(config)
     folder = result.Save(out, force=args.force, command=CommandLine(), reads=reads)
     print(f"results: {folder}")
     (_PrintFem if args.action == "fem" else _PrintPom)(result)

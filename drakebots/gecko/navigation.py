@@ -344,6 +344,14 @@ def _CheckConfig(config: NavigateConfig) -> None:
         raise InputError(f"--time-step must be > 0 s, got {config.time_step}")
 
 
+def CheckNavigateConfig(config: NavigateConfig) -> _Course:
+    """The course of a config, the config checked (InputError naming the flag or the course
+    file) but for its --fit, which may be the output of a run not made yet (a sweep's earlier
+    case): `Navigate` reads it before any work."""
+    _CheckConfig(config)
+    return ResolveCourse(config)
+
+
 def Navigate(config: NavigateConfig, *, meshcat=None, progress=None) -> NavigateResult:
     """Walks the gecko through the config's targets with the gait pattern generator.
 
@@ -359,8 +367,7 @@ def Navigate(config: NavigateConfig, *, meshcat=None, progress=None) -> Navigate
     from drakebots.gecko.experiments import NavigateDrake, NavigateGeometric
     from drakebots.gecko.planner import GaitPatternPlanner, PlannerParams
 
-    _CheckConfig(config)
-    course = ResolveCourse(config)
+    course = CheckNavigateConfig(config)
     fit = LoadMotionFit(config.fit)
     report = Reporter(progress)
     planner = GaitPatternPlanner(fit, PlannerParams(epsilon=course.epsilon, method=config.method))

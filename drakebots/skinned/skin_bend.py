@@ -29,6 +29,9 @@ from drakebots.workflow import Reporter, WorkflowResult
 FOLDED_VOXEL = 0.003
 # The smooth piece's cell, m (its stiffness moves 1 % between 6 and 3 mm).
 SMOOTH_VOXEL = 0.006
+# The most coupled steps one bend may take, (time + hold) / time_step: a coupled step of a piece
+# takes about a second (seven on the folded piece at 0.67 MPa), the default bend 125 steps.
+MAX_BEND_STEPS = 10000
 
 
 @dataclasses.dataclass
@@ -87,6 +90,26 @@ def _Validate(config: BendConfig, robot) -> None:
         raise InputError(
             f"--time-step {config.time_step} s is too coarse for --time {config.time} s"
         )
+    steps = (config.time + config.hold) / config.time_step
+    if steps > MAX_BEND_STEPS:
+        raise InputError(
+            f"--time-step {config.time_step} s is too fine: --time + --hold = "
+            f"{config.time + config.hold:g} s would take {steps:.3g} coupled steps, above "
+            f"{MAX_BEND_STEPS}, the most one bend may take"
+        )
+
+
+def CheckBendConfig(config: BendConfig):
+    """The config's robot (drakebots.robots.GetRobot), the config checked: InputError naming the
+    flag for a robot that is no skinned quad-robot or a value the experiment cannot use (before
+    any work; `drakebots sweep` calls it for every case)."""
+    from drakebots.robots import GetRobot
+
+    robot = GetRobot(config.robot)
+    if robot.family != "skinned_quadruped":
+        raise InputError(f"'{config.robot}' is not a skinned quad-robot")
+    _Validate(config, robot)
+    return robot
 
 
 @dataclasses.dataclass(eq=False)
@@ -203,17 +226,13 @@ def Bend(config: BendConfig, *, meshcat=None, progress=None) -> BendResult:
     """
     import time
 
-    from drakebots.robots import GetRobot
     from drakebots.skinned.bend import LinearBendStiffness, RunBend
     from drakebots.skinned.skeleton import _Build
     from drakebots.skinned.skin import MakeSkin
 
     del meshcat
     report = Reporter(progress)
-    robot = GetRobot(config.robot)
-    if robot.family != "skinned_quadruped":
-        raise InputError(f"'{config.robot}' is not a skinned quad-robot")
-    _Validate(config, robot)
+    robot = CheckBendConfig(config)
     params = robot.params
     joint = next(j for j in _Build(params).joints if j.name == config.joint)
     run_config = _RunConfig(config)

@@ -238,6 +238,14 @@ def _MakeActuators(config: FemConfig, lattice) -> list:
     return actuators
 
 
+def CheckFemConfig(config: FemConfig) -> tuple:
+    """(lattice, its name, the actuators) of a config, checked: InputError naming the flag for a
+    lattice, strut or actuator the frame FEM cannot take (before any work; a load that folds a
+    voxel shows only in the solution, which `Fem` checks)."""
+    lattice, name = _MakeLattice(config)
+    return lattice, name, _MakeActuators(config, lattice)
+
+
 def _CheckLinearValidity(lattice, u):
     """(voxel rotations, volume ratios); InputError if the linear solution folds a voxel."""
     from drakebots.voxel.lattice import MAX_SQUARE_ROTATION
@@ -276,8 +284,7 @@ def Fem(config: FemConfig, *, meshcat=None, progress=None) -> FemResult:
     from drakebots.voxel.observations import ActuatorPlane, AnalysePattern
 
     report = Reporter(progress)
-    lattice, name = _MakeLattice(config)
-    actuators = _MakeActuators(config, lattice)
+    lattice, name, actuators = CheckFemConfig(config)
     frame = lattice.MakeFrame(joints=config.joints)
     floating = any(a.mount != "clamped" or a.force is not None for a in actuators)
     clamp = None

@@ -90,6 +90,17 @@ FILES = {
     "sweep_design_robot.yaml": b"command: design {robot}\nfixed: {motion: walk}\n"
     b"grid:\n  robot: [beetle, hamr_vi]\n",
     "sweep_skin.yaml": b"command: skin beetle\ngrid:\n  thickness: [0.004, 0]\n",
+    # One bad case in a grid of each verb that checks its config only when it starts.
+    "sweep_gecko.yaml": b"command: gecko navigate\ngrid:\n  max-steps: [40, 0]\n",
+    "sweep_gecko_space.yaml": b"command: gecko velocity-space\nfixed: {model: geometric}\n"
+    b"grid:\n  q1: ['50,60,70', '50,60,500']\n",
+    "sweep_voxel.yaml": b"command: voxel fem\nfixed: {actuate: 'node=0:0:0/3,axis=y,stroke=2mm'}\n"
+    b"grid:\n  strut-side: [1.27, 1000]\n",
+    "sweep_voxel_pom.yaml": b"command: voxel pom\ngrid:\n  lift: [4, 100]\n",
+    "sweep_hamr.yaml": b"command: hamr modes\ngrid:\n  body-threshold: [0.3, 1.5]\n",
+    "sweep_skin_bend.yaml": b"command: skin-bend beetle\n"
+    b"grid:\n  joint: [front_left_ankle, no_such_joint]\n",
+    "sweep_skin_bend_step.yaml": b"command: skin-bend beetle\ngrid:\n  time-step: [0.02, 1.0e-5]\n",
     "fit_corrupt.json": b'{"coefficients": [1, 2',
     "fit_list.json": b"[1, 2, 3]",
     "fit_binary.json": bytes(range(256)),
@@ -343,6 +354,13 @@ CASES = [
     ),
     # --- skin-bend
     C("skin-bend", ["skin-bend", "--out", "{out}"], ["robot"]),
+    C("skin-bend", ["skin-bend", "beetle", "--time-step", "0", "--out", "{out}"], ["--time-step"]),
+    C("skin-bend", ["skin-bend", "beetle", "--time-step", "-1", "--out", "{out}"], ["--time-step"]),
+    C(
+        "skin-bend",
+        ["skin-bend", "beetle", "--time-step", "1e-5", "--out", "{out}"],
+        ["--time-step 1e-05", "coupled steps"],
+    ),
     C("skin-bend", ["skin-bend", "beetle", "--time", "1e9", "--out", "{out}"], ["--time"]),
     C("skin-bend", ["skin-bend", "beetle", "--hold", "1e9", "--out", "{out}"], ["--hold"]),
     C(
@@ -540,6 +558,7 @@ CASES = [
     C("gecko", ["gecko", "velocity-space", "--warmup", "99999999", "--out", "{out}"], ["--warmup"]),
     C("gecko", ["gecko", "velocity-space", "--workers", "99999", "--out", "{out}"], ["--workers"]),
     C("gecko", ["gecko", "velocity-space", "--time-step", "0", "--out", "{out}"], ["--time-step"]),
+    C("gecko", ["gecko", "navigate", "--time-step", "-1", "--out", "{out}"], ["--time-step"]),
     C(
         "gecko",
         ["gecko", "velocity-space", "--config", "{syntax.yaml}", "--out", "{out}"],
@@ -698,6 +717,42 @@ CASES = [
         "sweep",
         ["sweep", "{sweep_skin.yaml}", "--out", "{out}"],
         ["sweep_skin.yaml", "--thickness"],
+    ),
+    # The case's command line names the bad value; each verb's CheckArgs refuses it.
+    C(
+        "sweep",
+        ["sweep", "{sweep_gecko.yaml}", "--out", "{out}"],
+        ["sweep_gecko.yaml", "grid", "--max-steps=0", "--max-steps must be >= 1"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_gecko_space.yaml}", "--out", "{out}"],
+        ["sweep_gecko_space.yaml", "--q1=50,60,500", "500"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_voxel.yaml}", "--out", "{out}"],
+        ["sweep_voxel.yaml", "--strut-side=1000", "--strut-side 1000"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_voxel_pom.yaml}", "--out", "{out}"],
+        ["sweep_voxel_pom.yaml", "--lift=100", "--lift 100"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_hamr.yaml}", "--out", "{out}"],
+        ["sweep_hamr.yaml", "--body-threshold=1.5", "--body-threshold 1.5"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_skin_bend.yaml}", "--out", "{out}"],
+        ["sweep_skin_bend.yaml", "--joint=no_such_joint", "no such joint"],
+    ),
+    C(
+        "sweep",
+        ["sweep", "{sweep_skin_bend_step.yaml}", "--out", "{out}"],
+        ["sweep_skin_bend_step.yaml", "--time-step=1e-05", "coupled steps"],
     ),
     C("sweep", ["sweep", "beetle_drop", "--workers", "0", "--out", "{out}"], ["--workers"]),
     C(
