@@ -274,10 +274,20 @@ YAML_WORK_LIMITS = {
 }
 
 
+# Keys of a step or a sampling period whose positive value may not be below this: the command
+# line's floors (drakebots.cli.WORK_FLOORS), here in the key's own unit, s or (HAMR-VI's
+# simulation and tracking) ms, where it is the stricter of the two.
+YAML_WORK_FLOORS = {
+    "time_step": 1e-6,
+    "log_period": 1e-6,
+}
+
+
 def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None:
     """InputError naming the key and the file for a NaN or infinite number anywhere in a file's
     values (YAML's .nan, .inf: ReadYaml refuses them in every file the package reads), or, with
-    `limits` (a typed config), a count above YAML_WORK_LIMITS."""
+    `limits` (a typed config), a count above YAML_WORK_LIMITS or a positive step below
+    YAML_WORK_FLOORS."""
     if isinstance(data, dict):
         for key, value in data.items():
             path = f"{where}.{key}" if where else str(key)
@@ -296,6 +306,12 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
             raise InputError(
                 f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
                 "ask for"
+            )
+        floor = YAML_WORK_FLOORS.get(name)
+        if floor is not None and 0 < data < floor:
+            raise InputError(
+                f"{source}: key '{where}' {data} is below {floor:g}, the finest step one run may "
+                "take"
             )
 
 

@@ -62,11 +62,22 @@ WORK_LIMITS = {
 WORK_LIMITS_BY_VERB = {
     "optimize": {"duration": (10000.0, "ms of planned motion")},
 }
+# The finest step or sampling period one run may take, per option (dest): a positive value below
+# it (1e-9 for 1e-3) would step or log for ever: {dest: (floor, unit)}. Zero (an option's "the
+# default", as simulate's --time-step 0) and negative values are the verb's to judge, by name.
+# A microsecond is 1/250 of HAMR-VI's plant step, the finest any family takes.
+WORK_FLOORS = {
+    "time_step": (1e-6, "s"),
+    "log_period": (1e-6, "s"),
+}
+WORK_FLOORS_BY_VERB = {
+    "track": {"time_step": (1e-3, "ms")},
+}
 
 
-def _NumberType(kind, dest: str, limit):
+def _NumberType(kind, dest: str, limit, floor=None):
     """An argparse type: `kind`'s value, refused (exit 2 naming the option) when it is NaN or
-    infinite, or above the work limit of its option."""
+    infinite, above the work limit of its option, or positive but below its floor."""
 
     def parse(text: str):
         value = kind(text)
@@ -75,6 +86,10 @@ def _NumberType(kind, dest: str, limit):
         if limit is not None and isinstance(value, (int, float)) and value > limit[0]:
             raise argparse.ArgumentTypeError(
                 f"{text} is above {limit[0]:g} {limit[1]}, the most work one run may ask for"
+            )
+        if floor is not None and isinstance(value, (int, float)) and 0 < value < floor[0]:
+            raise argparse.ArgumentTypeError(
+                f"{text} is below {floor[0]:g} {floor[1]}, the finest step one run may take"
             )
         return value
 
@@ -85,8 +100,8 @@ def _NumberType(kind, dest: str, limit):
 
 def CheckNumbers(parser: argparse.ArgumentParser, verb: str | None = None) -> None:
     """Wraps the type of every option of `parser` and its sub-commands that reads a number
-    (float, int, PositiveFloat, ...) with the finite check and the work limits: the one place
-    where the command line's numbers are judged."""
+    (float, int, PositiveFloat, ...) with the finite check, the work limits and the floors: the
+    one place where the command line's numbers are judged."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
@@ -96,7 +111,8 @@ def CheckNumbers(parser: argparse.ArgumentParser, verb: str | None = None) -> No
         if kind is None or kind is str or getattr(kind, "_checked", False):
             continue
         limits = {**WORK_LIMITS, **WORK_LIMITS_BY_VERB.get(verb, {})}
-        checked = _NumberType(kind, action.dest, limits.get(action.dest))
+        floors = {**WORK_FLOORS, **WORK_FLOORS_BY_VERB.get(verb, {})}
+        checked = _NumberType(kind, action.dest, limits.get(action.dest), floors.get(action.dest))
         checked._checked = True
         action.type = checked
 

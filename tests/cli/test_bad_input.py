@@ -101,6 +101,7 @@ FILES = {
     "sweep_skin_bend.yaml": b"command: skin-bend beetle\n"
     b"grid:\n  joint: [front_left_ankle, no_such_joint]\n",
     "sweep_skin_bend_step.yaml": b"command: skin-bend beetle\ngrid:\n  time-step: [0.02, 1.0e-5]\n",
+    "scenario_step.yaml": b"robot: beetle\ntime_step: 1.0e-9\n",
     "fit_corrupt.json": b'{"coefficients": [1, 2',
     "fit_list.json": b"[1, 2, 3]",
     "fit_binary.json": bytes(range(256)),
@@ -163,6 +164,21 @@ CASES = [
     C("simulate", ["simulate", "beetle", "--duration", "1e12", "--out", "{out}"], ["--duration"]),
     C("simulate", ["simulate", "beetle", "--duration", "abc", "--out", "{out}"], ["--duration"]),
     C("simulate", ["simulate", "beetle", "--time-step", "-1", "--out", "{out}"], ["--time-step"]),
+    C(
+        "simulate",
+        ["simulate", "beetle", "--time-step", "1e-9", "--out", "{out}"],
+        ["--time-step", "below 1e-06 s"],
+    ),
+    C(
+        "simulate",
+        ["simulate", "beetle", "--log-period", "1e-9", "--out", "{out}"],
+        ["--log-period", "below 1e-06 s"],
+    ),
+    C(
+        "simulate",
+        ["simulate", "{scenario_step.yaml}", "--out", "{out}"],
+        ["scenario_step.yaml", "time_step", "below 1e-06"],
+    ),
     C("simulate", ["simulate", "beetle", "--log-period", "-1", "--out", "{out}"], ["--log-period"]),
     C("simulate", ["simulate", "no_such_robot", "--out", "{out}"], ["no_such_robot"]),
     C("simulate", ["simulate", "--out", "{out}"], ["robot"]),
@@ -358,6 +374,11 @@ CASES = [
     C("skin-bend", ["skin-bend", "beetle", "--time-step", "-1", "--out", "{out}"], ["--time-step"]),
     C(
         "skin-bend",
+        ["skin-bend", "beetle", "--time-step", "1e-9", "--out", "{out}"],
+        ["--time-step", "below 1e-06 s"],
+    ),
+    C(
+        "skin-bend",
         ["skin-bend", "beetle", "--time-step", "1e-5", "--out", "{out}"],
         ["--time-step 1e-05", "coupled steps"],
     ),
@@ -501,6 +522,11 @@ CASES = [
     C("track", ["track", "{plan_jump}", "--cycles", "99999999", "--out", "{out}"], ["--cycles"]),
     C(
         "track",
+        ["track", "{plan_jump}", "--time-step", "1e-6", "--out", "{out}"],
+        ["--time-step", "below 0.001 ms"],
+    ),
+    C(
+        "track",
         ["track", "{plan_jump}", "--table-samples", "9999999", "--out", "{out}"],
         ["--table-samples"],
     ),
@@ -558,6 +584,16 @@ CASES = [
     C("gecko", ["gecko", "velocity-space", "--warmup", "99999999", "--out", "{out}"], ["--warmup"]),
     C("gecko", ["gecko", "velocity-space", "--workers", "99999", "--out", "{out}"], ["--workers"]),
     C("gecko", ["gecko", "velocity-space", "--time-step", "0", "--out", "{out}"], ["--time-step"]),
+    C(
+        "gecko",
+        ["gecko", "velocity-space", "--time-step", "1e-9", "--out", "{out}"],
+        ["--time-step", "below 1e-06 s"],
+    ),
+    C(
+        "gecko",
+        ["gecko", "navigate", "--time-step", "1e-9", "--out", "{out}"],
+        ["--time-step", "below 1e-06 s"],
+    ),
     C("gecko", ["gecko", "navigate", "--time-step", "-1", "--out", "{out}"], ["--time-step"]),
     C(
         "gecko",
