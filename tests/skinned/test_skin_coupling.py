@@ -956,9 +956,9 @@ def test_a_robot_files_skeleton_boxes_push_its_skin(tmp_path):
     used to reload the skeleton by the skin's name from the package, and a broad except turned
     the failure into no boxes). Reference: Drake's reading of the SDF the robot file generated:
     each box is one of the SDF's visual boxes on the same body, at the same pose and size, and
-    every SDF box is one except the massless ankle brackets; the torso's box has the
-    skeleton file's torso_size (its length 98 %). Without the skeleton's parameters the stepper refuses the skin
-    (no silent fallback)."""
+    every SDF box is one except the massless ankle brackets; the torso's box has the skeleton
+    file's torso_size (its length 98 %). Without the skeleton's parameters the stepper refuses
+    the skin (no silent fallback)."""
     import shutil
 
     import yaml
