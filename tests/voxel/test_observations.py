@@ -18,7 +18,12 @@ from drakebots.voxel.lattice import (
     SquareRotation,
     StrokeLimits,
 )
-from drakebots.voxel.observations import ActuatorPlane, AnalysePattern, ValidActuators
+from drakebots.voxel.observations import (
+    PAPER_MAX_DISSIPATION,
+    ActuatorPlane,
+    AnalysePattern,
+    ValidActuators,
+)
 
 
 def _Lattice(size, side=STRUT_SIDE):
@@ -69,19 +74,49 @@ def test_rigid_formation_reproduces_figure_one():
     report = AnalysePattern(lattice, solution.translations, a, b, remove_rigid_motion=False)
     summary = report.Summary()
     assert summary["alternating_pattern"]
-    assert summary["max_dissipation"] < 0.049
+    assert summary["max_dissipation"] < PAPER_MAX_DISSIPATION
     assert summary["max_off_plane_ratio"] < 0.01
     assert report.control_amplitude == pytest.approx(0.5e-3, rel=1e-12)
 
 
-def test_rigid_lattice_dissipation_scales_with_strut_slenderness():
+def _CentralActuator(lattice):
+    """The Fig. 1 actuator at the lattice's centre: x-face nodes one pitch apart along y."""
+    nx, ny, _ = lattice.occupancy.shape
+    i, j = 2 * (nx // 2), 2 * (ny // 2)
+    return lattice.NodeAt((i, j - 1, 1)), lattice.NodeAt((i, j + 1, 1))
+
+
+@pytest.mark.parametrize("size", [(3, 3, 1), (4, 4, 1), (4, 4, 3)])
+def test_rigid_lattices_up_to_four_by_four_keep_the_papers_bound(size):
+    """Sec. 2.1 / Fig. 2: on a structure larger than Fig. 1's the pattern reaches every node of
+    the plane and at most 4.9 % of the displacement is lost (the paper's number), with the
+    paper's struts and rigid joints, up to 4 x 4 voxels in the plane (measured 4.1 %, 4.6 %,
+    4.6 %); the paper does not give its Fig. 2 lattice's size. 5 x 5 loses 9.7 % and 8 x 8 21.3 %
+    (docs/reproductions/voxel.md, row 2)."""
+    lattice = _Lattice(size)
+    a, b = _CentralActuator(lattice)
+    _, solution = _Solve(lattice, a, b)
+    report = AnalysePattern(lattice, solution.translations, a, b, remove_rigid_motion=False)
+    assert report.Summary()["alternating_pattern"]
+    assert report.dissipation.max() < PAPER_MAX_DISSIPATION
+
+
+@pytest.mark.parametrize("size", [(6, 6, 1), (8, 8, 1)])
+def test_rigid_lattice_dissipation_scales_with_strut_slenderness(size):
     """Rigid joints make the mechanism cost bending energy (EI ~ b^4) in every voxel while the
     actuator can instead stretch struts near it (EA ~ b^2): the far-field loss scales as
-    (b / L)^2 for slender struts."""
+    (b / L)^2 for slender struts. On the 8 x 8 x 1 layer this is what the 21.3 % with the
+    paper's struts is (6.1 % at half the side): beam bending, not a solver artefact, and the
+    paper's 4.9 % is not reached there."""
+    lattice = _Lattice(size)
+    a, b = _CentralActuator(lattice)
+    _, solution = _Solve(lattice, a, b)
+    report = AnalysePattern(lattice, solution.translations, a, b, remove_rigid_motion=False)
+    if size == (8, 8, 1):
+        assert report.dissipation.max() > PAPER_MAX_DISSIPATION
     losses = []
-    for side in (STRUT_SIDE / 4, STRUT_SIDE / 8):
-        lattice = _Lattice((6, 6, 1), side)
-        a, b = lattice.NodeAt((6, 5, 1)), lattice.NodeAt((6, 7, 1))
+    for side in (STRUT_SIDE / 8, STRUT_SIDE / 16):
+        lattice = _Lattice(size, side)
         _, solution = _Solve(lattice, a, b)
         report = AnalysePattern(lattice, solution.translations, a, b, remove_rigid_motion=False)
         losses.append(report.dissipation.max())
