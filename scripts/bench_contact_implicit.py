@@ -4,7 +4,11 @@
 Three parts, each measured against a reference in the same run:
 
 1. One evaluation of the discrete Euler-Lagrange (DEL) residual and its Jacobian at one knot
-   (two midpoint intervals, loop and contact forces), three ways:
+   (two midpoint intervals, loop and contact forces), four ways:
+   - "autodiff" (the reference timing for the Jacobian): the same residual and its Jacobian in
+     one AutoDiffXd pass through Drake's plant, inputs seeded with the identity
+     (DrakeDel.JacobianAutoDiff; the inner d(Mv)/dq v by a central difference, since Drake's
+     AutoDiffXd is first order);
    - "double": the residual value only, from Drake's own double-precision multibody functions
      (CalcMassMatrix, CalcBiasTerm, CalcGravityGeneralizedForces, Jacobians), with dT/dq from
      the identity dT/dq = [d(M v)/dq] v - C(q, v) v whose first factor is a one-direction
@@ -90,8 +94,9 @@ class DrakeDel:
     p+- = M(q_mid) qdot_mid -+ (h/2) (dT/dq - dV/dq - b qdot + tau).
     """
 
-    def __init__(self, dynamics, loop_jacobian=None):
+    def __init__(self, dynamics, loop_jacobian=None, loops=None):
         self.loop_jacobian = loop_jacobian
+        self.loops = loops  # Drake-side loop constraints (Jacobian(plant, context)) for AutoDiff
         self.dyn = dynamics
         self.plant = dynamics.plant
         self.ad_plant = self.plant.ToAutoDiffXd()
@@ -168,6 +173,73 @@ class DrakeDel:
         s = self.dyn.force_scale
         return (p_minus - p_plus) / (h * s) + self._Forces(qk, qk1, lam, gamma, beta)
 
+    def JacobianAutoDiff(self, x, layout, eps=1e-5):
+        """The residual and its Jacobian in one AutoDiffXd pass through Drake's functions, every
+        input seeded with the identity (how Drake's solver interfaces differentiate a binding).
+
+        Drake's AutoDiffXd is first order, and the residual already holds a first derivative of
+        the kinetic energy (dT/dq = [d(M v)/dq] v - C v). Inside this pass the directional
+        derivative [d(M v)/dq] v is a central difference of M along v (step eps: the only
+        non-AutoDiff step); M, C v, the gravity forces and the loop and contact Jacobians are
+        Drake's, evaluated on AutoDiffXd. The actuation (drakebots' piezo law, float only)
+        enters through its value and its analytic Jacobians by the chain rule.
+        """
+        from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoDiff
+        from pydrake.multibody.tree import BodyIndex, JacobianWrtVariable
+
+        plant, ctx = self.ad_plant, self.ad_ctx
+        qa, qk, qk1, ua, uk, lam, gamma, beta, h = _Split(InitializeAutoDiff(x).ravel(), layout)
+        lag, dyn = self.lag, self.dyn
+
+        def M(q):
+            plant.SetPositions(ctx, q)
+            return plant.CalcMassMatrix(ctx)
+
+        def Tau(q, u):
+            tau, tau_q, tau_u = dyn.actuation.Evaluate(
+                ExtractValue(q).ravel(), ExtractValue(u).ravel()
+            )
+            grad = tau_q @ ExtractGradient(q)
+            if len(u):
+                grad = grad + tau_u @ ExtractGradient(u)
+            return InitializeAutoDiff(tau, grad).ravel()
+
+        def Momenta(q0, q1, u):
+            qm, vm = 0.5 * (q0 + q1), (q1 - q0) / h
+            Mdot_v = (M(qm + eps * vm) @ vm - M(qm - eps * vm) @ vm) / (2 * eps)
+            Mv = M(qm) @ vm
+            plant.SetVelocities(ctx, vm)
+            Cv = plant.CalcBiasTerm(ctx)
+            Vq = -plant.CalcGravityGeneralizedForces(ctx) + lag.stiffness * (
+                qm - lag.nominal_positions
+            )
+            G = Mdot_v - Cv - Vq - lag.damping * vm + Tau(qm, u)
+            return Mv - 0.5 * h * G, Mv + 0.5 * h * G
+
+        _, p_minus = Momenta(qa, qk, ua)
+        p_plus, _ = Momenta(qk, qk1, uk)
+        r = (p_minus - p_plus) / (h * dyn.force_scale)
+        if dyn.num_position_constraints:
+            plant.SetPositions(ctx, qk)
+            r = r + self.loops.Jacobian(plant, ctx).T @ lam
+        if dyn.num_contacts:
+            plant.SetPositions(ctx, qk1)
+            forces = (
+                gamma[:, None] * dyn.normal + beta.reshape(dyn.num_contacts, -1) @ dyn.directions
+            )
+            for c, contact in enumerate(dyn.contacts):
+                frame = plant.get_body(BodyIndex(contact.body_index)).body_frame()
+                J = plant.CalcJacobianTranslationalVelocity(
+                    ctx,
+                    JacobianWrtVariable.kQDot,
+                    frame,
+                    contact.p_BC,
+                    plant.world_frame(),
+                    plant.world_frame(),
+                )
+                r = r + J.T @ forces[c]
+        return ExtractValue(r).ravel(), ExtractGradient(r)
+
     def JacobianAutoDiffFd(self, x, layout, eps=1e-6):
         """Central differences of the Drake residual (whose dT/dq is an AutoDiff product)."""
         columns = np.zeros((layout["n"], len(x)))
@@ -185,10 +257,12 @@ def _Split(x, layout):
     sizes = [n, n, n, m, m, nl, nc, nc * nd, 1]
     parts = np.split(x, np.cumsum(sizes)[:-1])
     qa, qk, qk1, ua, uk, lam, gamma, beta, h = parts
-    return qa, qk, qk1, ua, uk, lam, gamma, beta, float(h[0])
+    return qa, qk, qk1, ua, uk, lam, gamma, beta, (h[0] if h.dtype == object else float(h[0]))
 
 
-def KernelBenchmark(name, dynamics, q, repeats=5, fd_repeats=1, seed=0, loop_jacobian=None):
+def KernelBenchmark(
+    name, dynamics, q, repeats=5, fd_repeats=1, seed=0, loop_jacobian=None, loops=None
+):
     """Costs of one DEL value/Jacobian at a knot near q, three ways, and their accuracy."""
     rng = np.random.default_rng(seed)
     n, m = dynamics.num_positions, dynamics.num_inputs
@@ -209,7 +283,7 @@ def KernelBenchmark(name, dynamics, q, repeats=5, fd_repeats=1, seed=0, loop_jac
             [h],
         ]
     )
-    drake = DrakeDel(dynamics, loop_jacobian)
+    drake = DrakeDel(dynamics, loop_jacobian, loops)
 
     def Analytic(jacobian=True):
         dynamics.ClearCaches()
@@ -240,6 +314,8 @@ def KernelBenchmark(name, dynamics, q, repeats=5, fd_repeats=1, seed=0, loop_jac
     t_double = _Time(lambda: drake.Residual(x, layout), repeats)
     t_value = _Time(lambda: Analytic(False), repeats)
     t_analytic = _Time(Analytic, repeats)
+    r_ad, J_ad = drake.JacobianAutoDiff(x, layout)
+    t_autodiff = _Time(lambda: drake.JacobianAutoDiff(x, layout), max(1, repeats // 5))
     start = time.process_time()
     J_hybrid = drake.JacobianAutoDiffFd(x, layout)
     t_hybrid = (time.process_time() - start) / fd_repeats
@@ -264,11 +340,24 @@ def KernelBenchmark(name, dynamics, q, repeats=5, fd_repeats=1, seed=0, loop_jac
         "double_value_s": t_double,
         "analytic_value_s": t_value,
         "analytic_jacobian_s": t_analytic,
+        "autodiff_one_pass_jacobian_s": t_autodiff,
+        "ratio_autodiff_one_pass_to_analytic": t_autodiff / t_analytic,
+        "autodiff_one_pass_workload": (
+            "the same DEL residual (one interior knot: two midpoint intervals, loop and contact "
+            "forces) and its Jacobian with respect to all the binding's variables, in one "
+            "AutoDiffXd pass through Drake's MultibodyPlant (mass matrix, bias term, gravity, "
+            "loop and contact Jacobians), inputs seeded with the identity; its inner directional "
+            "derivative d(Mv)/dq v by a central difference (Drake's AutoDiffXd is first order)"
+        ),
+        "analytic_workload": "drakebots' TreeLagrangian/VariationalDynamics residual and Jacobian",
         "autodiff_fd_jacobian_s": t_hybrid,
         "ratio_autodiff_fd_to_analytic": t_hybrid / t_analytic,
         "ratio_analytic_jacobian_to_double_value": t_analytic / t_double,
         "analytic_jacobian_error_vs_fd": float(np.max(np.abs(J_analytic - J_fd)) / scale),
         "autodiff_fd_jacobian_error_vs_fd": float(np.max(np.abs(J_hybrid - J_fd)) / scale),
+        "autodiff_one_pass_jacobian_error_vs_fd": float(np.max(np.abs(J_ad - J_fd)) / scale),
+        "autodiff_one_pass_vs_analytic_jacobian": float(np.max(np.abs(J_ad - J_analytic)) / scale),
+        "residual_agreement_autodiff_vs_analytic": float(np.max(np.abs(r_ad - r_analytic))),
     }
 
 
@@ -703,19 +792,24 @@ def main(argv=None):
                 model.home,
                 repeats=10,
                 loop_jacobian=DrakeLoopJacobian,
+                loops=loops,
             )
         )
         print(
-            f"{'system':36s} {'double value':>13s} {'AD+FD jac':>11s} {'analytic jac':>13s} "
-            f"{'AD+FD/analytic':>15s} {'err analytic':>13s} {'err AD+FD':>10s}"
+            f"{'system':36s} {'double value':>13s} {'AD jac':>11s} {'AD+FD jac':>11s} "
+            f"{'analytic jac':>13s} {'AD/analytic':>12s} {'AD+FD/analytic':>15s} "
+            f"{'err analytic':>13s} {'err AD':>8s} {'err AD+FD':>10s}"
         )
         for k in kernels:
             print(
                 f"{k['system']:36s} {k['double_value_s'] * 1e3:10.3f} ms "
+                f"{k['autodiff_one_pass_jacobian_s'] * 1e3:8.1f} ms "
                 f"{k['autodiff_fd_jacobian_s'] * 1e3:8.1f} ms "
                 f"{k['analytic_jacobian_s'] * 1e3:10.3f} ms "
+                f"{k['ratio_autodiff_one_pass_to_analytic']:11.0f}x "
                 f"{k['ratio_autodiff_fd_to_analytic']:14.0f}x "
                 f"{k['analytic_jacobian_error_vs_fd']:13.1e} "
+                f"{k['autodiff_one_pass_jacobian_error_vs_fd']:8.1e} "
                 f"{k['autodiff_fd_jacobian_error_vs_fd']:10.1e}"
             )
     available, library = IpoptAvailable()
