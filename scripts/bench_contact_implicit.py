@@ -134,20 +134,26 @@ class DrakeDel:
         return Mv - 0.5 * h * G, Mv + 0.5 * h * G
 
     def _Forces(self, qk, qk1, lam, gamma, beta):
-        from pydrake.multibody.tree import BodyIndex, JacobianWrtVariable
 
         plant, ctx = self.plant, self.ctx
         r = np.zeros(len(qk))
         if self.dyn.num_position_constraints:
             plant.SetPositions(ctx, qk)
             r += self._LoopJacobian(qk).T @ lam
-        plant.SetPositions(ctx, qk1)
         if not self.dyn.num_contacts:
             return r
+        return r + self._ContactForces(plant, ctx, qk1, gamma, beta)
+
+    def _ContactForces(self, plant, ctx, q, gamma, beta):
+        """sum_c J_c(q)^T f_c with Drake's contact-point Jacobians (plant of either scalar)."""
+        from pydrake.multibody.tree import BodyIndex, JacobianWrtVariable
+
+        plant.SetPositions(ctx, q)
         forces = (
             np.asarray(gamma)[:, None] * self.dyn.normal
             + np.asarray(beta).reshape(self.dyn.num_contacts, -1) @ self.dyn.directions
         )
+        r = 0.0
         for c, contact in enumerate(self.dyn.contacts):
             frame = plant.get_body(BodyIndex(contact.body_index)).body_frame()
             J = plant.CalcJacobianTranslationalVelocity(
@@ -158,7 +164,7 @@ class DrakeDel:
                 plant.world_frame(),
                 plant.world_frame(),
             )
-            r += J.T @ forces[c]
+            r = r + J.T @ forces[c]
         return r
 
     def _LoopJacobian(self, q):
@@ -185,7 +191,6 @@ class DrakeDel:
         enters through its value and its analytic Jacobians by the chain rule.
         """
         from pydrake.autodiffutils import ExtractGradient, ExtractValue, InitializeAutoDiff
-        from pydrake.multibody.tree import BodyIndex, JacobianWrtVariable
 
         plant, ctx = self.ad_plant, self.ad_ctx
         qa, qk, qk1, ua, uk, lam, gamma, beta, h = _Split(InitializeAutoDiff(x).ravel(), layout)
@@ -223,21 +228,7 @@ class DrakeDel:
             plant.SetPositions(ctx, qk)
             r = r + self.loops.Jacobian(plant, ctx).T @ lam
         if dyn.num_contacts:
-            plant.SetPositions(ctx, qk1)
-            forces = (
-                gamma[:, None] * dyn.normal + beta.reshape(dyn.num_contacts, -1) @ dyn.directions
-            )
-            for c, contact in enumerate(dyn.contacts):
-                frame = plant.get_body(BodyIndex(contact.body_index)).body_frame()
-                J = plant.CalcJacobianTranslationalVelocity(
-                    ctx,
-                    JacobianWrtVariable.kQDot,
-                    frame,
-                    contact.p_BC,
-                    plant.world_frame(),
-                    plant.world_frame(),
-                )
-                r = r + J.T @ forces[c]
+            r = r + self._ContactForces(plant, ctx, qk1, gamma, beta)
         return ExtractValue(r).ravel(), ExtractGradient(r)
 
     def JacobianAutoDiffFd(self, x, layout, eps=1e-6):
