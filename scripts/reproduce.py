@@ -870,7 +870,8 @@ def _CourseText(result, model: str) -> str:
     f = result.figures
     return (
         f"{model}: {f['targets_reached']}/{f['targets']} targets within 5 cm in "
-        f"{f['steps_total']} steps (closest {max(f['closest_approach_m']) * 100:.1f} cm)"
+        f"{f['steps_total']} steps (every closest approach within "
+        f"{max(f['closest_approach_m']) * 100:.1f} cm)"
     )
 
 
