@@ -176,8 +176,10 @@ def HamrModes(runs: Runs) -> str:
     from drakebots.hamr import Modes, ModesConfig
 
     figures = runs.Once("Modes()", lambda: Modes(ModesConfig())).figures
-    body = figures.get("body_mode_frequencies_hz") or {}
-    return "body modes, feet sliding: " + _Join(body, "Hz")
+    return "feet sliding: " + "; ".join(
+        f"{mode} {c['model_hz']:.1f} Hz (lift springs x 0.1: {c['model_hz_lift_x0.1']:.1f})"
+        for mode, c in figures["paper_comparison"].items()
+    )
 
 
 def _Join(values, unit: str = "") -> str:
