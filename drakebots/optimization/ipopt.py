@@ -105,30 +105,51 @@ def _Load():
 @contextlib.contextmanager
 def _BlasThreads(count: int = 1):
     """The bundled OpenBLAS (CasADi's libcasadi-tp-openblas, which threadpoolctl does not
-    recognise) limited to `count` threads meanwhile, as drakebots limits every BLAS on a shared
-    machine; a system OpenBLAS is threadpoolctl's (the caller's threadpool_limits)."""
+    recognise) and the bundled OpenMP runtime (its libgomp, which MUMPS's and that OpenBLAS's
+    parallel regions use) limited to `count` threads meanwhile, as drakebots limits every BLAS
+    on a shared machine; a system OpenBLAS is threadpoolctl's (the caller's threadpool_limits).
+
+    Why OpenMP too: with the OpenBLAS alone limited, the HAMR jump's IPOPT spent 1.1-3.3 s of
+    system time in idle OpenMP workers (their spin-waits) against 0.15 s with the OpenMP runtime
+    at one thread, on 5.4 s of user time (2 cores, measured with getrusage)."""
     global _BLAS
     if _BLAS is None:
         _BLAS = False
         path = _Load()[1]
         if path is not None:
-            for candidate in sorted(Path(path).parent.glob("libcasadi-tp-openblas.so*")):
-                try:
-                    blas = ctypes.CDLL(str(candidate))
-                except OSError:
-                    continue
-                if hasattr(blas, "openblas_set_num_threads"):
-                    _BLAS = blas
-                    break
+            runtimes = []
+            folder = Path(path).parent
+            for pattern, function in (
+                ("libcasadi-tp-openblas.so*", "openblas_set_num_threads"),
+                ("libgomp*.so*", "omp_set_num_threads"),
+            ):
+                for candidate in sorted(folder.glob(pattern)):
+                    try:
+                        library = ctypes.CDLL(str(candidate))
+                    except OSError:
+                        continue
+                    if hasattr(library, function):
+                        runtimes.append(library)
+                        break
+            _BLAS = runtimes or False
     if not _BLAS:
         yield
         return
-    before = int(_BLAS.openblas_get_num_threads())
-    _BLAS.openblas_set_num_threads(int(count))
+    saved = []
+    for library in _BLAS:
+        if hasattr(library, "openblas_set_num_threads"):
+            saved.append(
+                (library.openblas_set_num_threads, int(library.openblas_get_num_threads()))
+            )
+            library.openblas_set_num_threads(int(count))
+        else:
+            saved.append((library.omp_set_num_threads, int(library.omp_get_max_threads())))
+            library.omp_set_num_threads(int(count))
     try:
         yield
     finally:
-        _BLAS.openblas_set_num_threads(before)
+        for setter, before in saved:
+            setter(before)
 
 
 def IpoptAvailable() -> tuple[bool, str]:
