@@ -188,8 +188,8 @@ def Figures(kind, model, config, problem, x, outcome, check, stages, traj, resim
 
 
 def WriteMotionFiles(results, result) -> None:
-    """solution.npz, plan.png, resimulation in it, and replay.html (the plan, a gait cycled
-    three times)."""
+    """solution.npz, plan.png (Drake's re-simulation in it), replay.html and log.npz (the plan,
+    a gait cycled three times; `drakebots view FOLDER` replays it)."""
     from drakebots.visualization.replay import ReplayHtml
 
     model, kind = result.model, result.figures["problem"]
@@ -214,8 +214,37 @@ def WriteMotionFiles(results, result) -> None:
         times, q, u, qdot = result.times, result.q, result.u, np.diff(result.q, axis=0)
 
     cycles = 3 if kind == "gait" else 1
-    times, q, _, _ = _Repeated(kind, _Traj, cycles, model.x_index)
+    times, q, u, qdot = _Repeated(kind, _Traj, cycles, model.x_index)
     results.WriteText("replay.html", ReplayHtml(model.robot, times, q))
+    results.SaveNpz("log.npz", PlanLog(result, times, q, u, qdot).ArraysForNpz())
+
+
+def PlanLog(result, times, q, u, qdot):
+    """The plan (a gait cycled) as a SimulationLog, so `drakebots view` replays the folder as it
+    replays a simulation's: velocities and inputs per knot (the interval's, the last repeated),
+    the contact summary [deepest penetration, contacts loaded, total normal force]."""
+    from drakebots.systems.simulation import SimulationLog
+
+    model = result.model
+    cycles = (len(times) - 1) // (len(result.times) - 1)
+    forces = np.tile(result.contact_forces[:, :, 2], (cycles, 1))
+    phi = np.tile(result.phi[1:], (cycles, 1))
+    contact = np.column_stack(
+        [np.maximum(-phi.min(axis=1), 0.0), (forces > 0).sum(axis=1), forces.sum(axis=1)]
+    )
+    return SimulationLog(
+        robot=model.robot.name,
+        times=times,
+        positions=q,
+        velocities=np.vstack([qdot, qdot[-1:]]),
+        actuation=np.vstack([u, u[-1:]]),
+        effort_limits=model.effort_limits,
+        position_names=list(result.position_names),
+        actuator_names=list(result.input_names),
+        contact=np.vstack([contact[:1], contact]),
+        base_height=q[:, model.z_index],
+        wall_time=0.0,
+    )
 
 
 def PlotMotion(result):

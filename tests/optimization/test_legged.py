@@ -117,8 +117,18 @@ def test_the_hopper_hops_forward_and_jumps(tmp_path):
     CheckPlan(jump, HOPPER, kind="jump", goal=0.1)
     for name in ("hopper_gait", "hopper_jump"):
         folder = Path(facts["folder"]) / name
-        for file in ("summary.json", "solution.npz", "plan.png", "replay.html"):
+        for file in ("summary.json", "solution.npz", "plan.png", "replay.html", "log.npz"):
             assert (folder / file).is_file(), (name, file)
+    # `drakebots view` reads the folder as a simulation's: the robot file's robot and the plan,
+    # cycled three times with x advancing 0.2 m per cycle.
+    from drakebots.systems.simulate import LoadSimulationFolder
+
+    robot, log, _ = LoadSimulationFolder(Path(facts["folder"]) / "hopper_gait")
+    assert robot.source == str(HOPPER)
+    N, x = len(gait.q), gait.position_names.index("base_x")
+    assert log.positions.shape == (3 * (N - 1) + 1, gait.q.shape[1])
+    assert np.allclose(log.positions[:N], gait.q)
+    assert log.positions[-1, x] == pytest.approx(0.6, abs=1e-6)
 
 
 def test_the_walker_walks_on_alternating_feet(tmp_path):
