@@ -291,7 +291,8 @@ def test_ten_hertz_teflon_warm_start_stays_inside_the_position_bounds():
 
 @pytest.mark.paper
 def test_ten_hertz_cardstock_gait_reaches_eight_mm_per_cycle(model):
-    # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer (scripts/reproduce.py --paper hamr --full).
+    # 21 knots (5.5 ms steps): the 51 of the authors take ~2.5x longer
+    # (scripts/reproduce.py --paper hamr --full).
     warm = ht.GaitWarmStart(model, 10.0, 21)
     problem = ht.MakeHamrGaitProblem(model, 10.0, warm, ht.GaitSettings(num_knots=21))
     outcome = ht.SolveHamrProblem(
