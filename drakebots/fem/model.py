@@ -11,7 +11,11 @@ in metres. Energies are J, forces N, stiffness N/m, mass kg.
 Conventions (skinned-quad-robots.txt section 4.1 and Eq. (2)): the skin's elastic energy E(x) is
 the sum over elements of V_e psi(F_e); the elastic force is -dE/dx; the stiffness K = d^2E/dx^2,
 symmetric; with `project=True` each element's 9x9 dP/dF is projected onto the positive
-semi-definite cone first, which keeps K positive semi-definite for Newton's method.
+semi-definite cone first, which keeps K positive semi-definite for Newton's method. The
+projection (`projection=`): "analytic" clamps the closed-form eigenvalues of the neo-Hookean
+dP/dF (Smith, de Goes and Kim, ACM TOG 2019; materials.ProjectNeoHookeanHessian), "eigh"
+decomposes every element's 9x9 matrix (materials.ProjectToPsd, the reference); "auto" (the
+default) is "analytic" for the neo-Hookean material and "eigh" for the others.
 """
 
 import numpy as np
@@ -41,6 +45,8 @@ class FemModel:
         densities: optional (m,) per-element mass density, kg/m^3 (default: the material's).
         youngs_scale: optional (m,) per-element factor on Young's modulus (e.g. 0.15 for the
             monster's soft belly, paper section 7).
+        projection: the PSD projection of `project=True`, one of materials.PSD_PROJECTIONS;
+            "analytic" is refused (ValueError) for a material other than neo-Hookean.
     """
 
     def __init__(
@@ -50,8 +56,10 @@ class FemModel:
         *,
         densities: np.ndarray | None = None,
         youngs_scale: np.ndarray | None = None,
+        projection: str = "auto",
     ):
         materials.Validate(material)
+        self.projection = materials.ResolveProjection(projection, material.model)
         # Every assembly allocates and frees element arrays of tens of MB (38.5k tets x 12 x 12
         # doubles on the beetle's skin); a process that calls drakebots.runtime.KeepFreedMemory()
         # first (the command line does) keeps them instead of faulting them in again each time
@@ -212,7 +220,12 @@ class FemModel:
         energy = float(np.sum(self.rest_volumes * psi))
         grad = self._AssembleVector(P)
         if project:
-            dPdF = materials.ProjectToPsd(dPdF)
+            if self.projection == "analytic":
+                dPdF = materials.ProjectNeoHookeanHessian(
+                    F, self._mu, self._lam, dPdF, overwrite=True
+                )
+            else:
+                dPdF = materials.ProjectToPsd(dPdF)
         B = self._B
         # Batched 12x9 products: a second BLAS thread only spins (drakebots.runtime).
         with SingleThreadedBlas():
