@@ -116,32 +116,51 @@ def Determinant(F: np.ndarray) -> np.ndarray:
 
 
 _EYE9 = np.eye(9)
+_DIAG9 = np.arange(0, 81, 10)  # flat positions of a 9x9 matrix's diagonal
 
 
-def NeoHookean(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
-    """Compressible neo-Hookean: (psi, P, dPdF) (dPdF None unless `hessian`); J <= 0 gives inf."""
+def _PerElement(c, axes: int = 2):
+    """A scalar, or an (m,) per-element modulus with `axes` trailing axes to scale (m, ...)."""
+    return c if np.ndim(c) == 0 else np.asarray(c, float).reshape((-1,) + (1,) * axes)
+
+
+def NeoHookeanEnergy(F: np.ndarray, mu, lam) -> np.ndarray:
+    """psi alone (m,) of `NeoHookean` (no cofactor, stress or Hessian): for line searches."""
+    J = _Det(F)
+    ok = J > 0.0
+    logJ = np.log(np.where(ok, J, 1.0))
+    Ic = np.einsum("mij,mij->m", F, F)
+    psi = 0.5 * mu * (Ic - 3.0) - mu * logJ + 0.5 * lam * logJ**2
+    return np.where(ok, psi, np.inf)
+
+
+def NeoHookean(F: np.ndarray, mu, lam, *, hessian: bool = True):
+    """Compressible neo-Hookean: (psi, P, dPdF) (dPdF None unless `hessian`); J <= 0 gives inf.
+
+    mu and lam are scalars or (m,) per-element values (a soft region's moduli: one pass).
+    """
     J = _Det(F)
     ok = J > 0.0
     Jsafe = np.where(ok, J, 1.0)
     logJ = np.log(Jsafe)
-    Finv_T = _Cofactor(F) / Jsafe[:, None, None]
+    Finv_T = _Cofactor(F)
+    Finv_T /= Jsafe[:, None, None]
     Ic = np.einsum("mij,mij->m", F, F)
     psi = 0.5 * mu * (Ic - 3.0) - mu * logJ + 0.5 * lam * logJ**2
     psi = np.where(ok, psi, np.inf)
-    P = mu * (F - Finv_T) + (lam * logJ)[:, None, None] * Finv_T
+    P = _PerElement(mu) * (F - Finv_T) + (lam * logJ)[:, None, None] * Finv_T
     if not hessian:
         return psi, P, None
-    # dP_ij/dF_kl = mu d_ik d_jl + (mu - lam ln J) Finv_jk Finv_li + lam Finv_T_ij Finv_T_kl.
-    Finv = np.transpose(Finv_T, (0, 2, 1))
+    # dP_ij/dF_kl = mu d_ik d_jl + (mu - lam ln J) Finv_jk Finv_li + lam Finv_T_ij Finv_T_kl,
+    # built in place: Finv_jk Finv_li = Finv_T_kj Finv_T_il, the factor (mu - lam ln J) folded
+    # into one operand (0.23 -> 0.16 s on the monster's 132k elements against einsum + sums).
     m = F.shape[0]
-    # T[i,j,k,l] = Finv[j,k] Finv[l,i]
-    T = np.einsum("mjk,mli->mijkl", Finv, Finv).reshape(m, 9, 9)
+    Finv = np.transpose(Finv_T, (0, 2, 1))
+    scaled = Finv_T * ((mu - lam * logJ)[:, None, None])
+    dPdF = (scaled[:, :, None, None, :] * Finv[:, None, :, :, None]).reshape(m, 9, 9)
     a = Finv_T.reshape(m, 9)
-    dPdF = (
-        mu * _EYE9[None]
-        + (mu - lam * logJ)[:, None, None] * T
-        + lam * a[:, :, None] * a[:, None, :]
-    )
+    dPdF += (a * _PerElement(lam, 1))[:, :, None] * a[:, None, :]
+    dPdF.reshape(m, 81)[:, _DIAG9] += _PerElement(mu, 1)
     return psi, P, dPdF
 
 
@@ -169,7 +188,7 @@ def Corotated(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
     D = F - R
     psi = mu * np.einsum("mij,mij->m", D, D) + 0.5 * lam * (J - 1.0) ** 2
     cof = _Cofactor(F)  # dJ/dF
-    P = 2.0 * mu * D + (lam * (J - 1.0))[:, None, None] * cof
+    P = 2.0 * _PerElement(mu) * D + (lam * (J - 1.0))[:, None, None] * cof
     if not hessian:
         return psi, P, None
     m = F.shape[0]
@@ -193,8 +212,8 @@ def Corotated(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
             dR[:, :, 3 * a + b] = (U @ W @ Vt).reshape(m, 9)
     del Ut
     dPdF = (
-        2.0 * mu * (_EYE9[None] - dR)
-        + lam * c[:, :, None] * c[:, None, :]
+        2.0 * _PerElement(mu) * (_EYE9[None] - dR)
+        + _PerElement(lam) * c[:, :, None] * c[:, None, :]
         + (lam * (J - 1.0))[:, None, None] * dcof
     )
     return psi, P, dPdF
@@ -207,17 +226,18 @@ def Linear(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
     eps = 0.5 * (F + np.transpose(F, (0, 2, 1))) - eye
     tr = np.trace(eps, axis1=1, axis2=2)
     psi = mu * np.einsum("mij,mij->m", eps, eps) + 0.5 * lam * tr**2
-    P = 2.0 * mu * eps + lam * tr[:, None, None] * eye
+    P = 2.0 * _PerElement(mu) * eps + (lam * tr)[:, None, None] * eye
     if not hessian:
         return psi, P, None
     # d eps_ij / dF_kl = (d_ik d_jl + d_il d_jk)/2
     sym = 0.5 * (np.einsum("ik,jl->ijkl", eye, eye) + np.einsum("il,jk->ijkl", eye, eye))
-    H = 2.0 * mu * sym.reshape(9, 9) + lam * np.outer(eye.ravel(), eye.ravel())
+    vol = np.outer(eye.ravel(), eye.ravel())
+    H = 2.0 * _PerElement(mu) * sym.reshape(9, 9) + _PerElement(lam) * vol
     return psi, P, np.broadcast_to(H, (m, 9, 9)).copy()
 
 
-def Evaluate(model: str, F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
-    """Dispatches to the named material model: (psi, P, dPdF)."""
+def Evaluate(model: str, F: np.ndarray, mu, lam, *, hessian: bool = True):
+    """Dispatches to the named material model: (psi, P, dPdF); mu and lam scalars or (m,)."""
     if model == "neohookean":
         return NeoHookean(F, mu, lam, hessian=hessian)
     if model == "corotated":
@@ -225,6 +245,13 @@ def Evaluate(model: str, F: np.ndarray, mu: float, lam: float, *, hessian: bool 
     if model == "linear":
         return Linear(F, mu, lam, hessian=hessian)
     raise ValueError(f"unknown material model '{model}'")
+
+
+def Energy(model: str, F: np.ndarray, mu, lam) -> np.ndarray:
+    """psi (m,) of the named model (neo-Hookean without its stress: `NeoHookeanEnergy`)."""
+    if model == "neohookean":
+        return NeoHookeanEnergy(F, mu, lam)
+    return Evaluate(model, F, mu, lam, hessian=False)[0]
 
 
 def _SymmetricEigenvalues3(a00, a11, a22, a01, a02, a12):

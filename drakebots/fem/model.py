@@ -169,23 +169,18 @@ class FemModel:
         return materials.Determinant(self.DeformationGradients(x))
 
     # ---- energy, force, stiffness --------------------------------------------------------------
+    def _Moduli(self):
+        """(mu, lambda): scalars where uniform, else the (m,) per-element values."""
+        if np.ptp(self._mu) == 0.0 and np.ptp(self._lam) == 0.0:
+            return self._mu[0], self._lam[0]
+        return self._mu, self._lam
+
     def _Material(self, F, hessian):
-        model = self.material.model
-        if np.ndim(self._mu) and np.ptp(self._mu) == 0.0:
-            return materials.Evaluate(model, F, self._mu[0], self._lam[0], hessian=hessian)
-        psi, P, dPdF = materials.Evaluate(model, F, 1.0, 0.0, hessian=hessian)
-        # Non-uniform moduli: evaluate mu and lambda parts separately (each is linear in them).
-        psi_l, P_l, dPdF_l = materials.Evaluate(model, F, 0.0, 1.0, hessian=hessian)
-        mu, lam = self._mu, self._lam
-        psi = mu * psi + lam * psi_l
-        P = mu[:, None, None] * P + lam[:, None, None] * P_l
-        if hessian:
-            dPdF = mu[:, None, None] * dPdF + lam[:, None, None] * dPdF_l
-        return psi, P, dPdF
+        return materials.Evaluate(self.material.model, F, *self._Moduli(), hessian=hessian)
 
     def ElementEnergies(self, x: np.ndarray) -> np.ndarray:
         """(m,) V_e psi(F_e), J (inf for an inverted neo-Hookean element)."""
-        psi, _, _ = self._Material(self.DeformationGradients(x), hessian=False)
+        psi = materials.Energy(self.material.model, self.DeformationGradients(x), *self._Moduli())
         return self.rest_volumes * psi
 
     def Energy(self, x: np.ndarray) -> float:

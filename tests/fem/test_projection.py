@@ -173,3 +173,25 @@ def test_analytic_projection_is_refused_by_name_for_other_materials():
         assert FemModel(mesh, Material(model=model)).projection == "eigh"
     with pytest.raises(ValueError, match="projection must be one of"):
         FemModel(mesh, Material(), projection="lanczos")
+
+
+@pytest.mark.parametrize("model", materials.MATERIAL_MODELS)
+def test_per_element_moduli_equal_the_sum_of_the_mu_and_lambda_parts(model):
+    """One evaluation with (m,) moduli against psi, P, dP/dF being linear in (mu, lam): the sum
+    of a mu-only and a lam-only evaluation with scalar moduli; the energy-only path against
+    the full one."""
+    rng = np.random.default_rng(7)
+    m = 500
+    F = np.eye(3) + 0.3 * rng.standard_normal((m, 3, 3))
+    mu, lam = rng.uniform(0.5, 2.0, m), rng.uniform(0.5, 30.0, m)
+    got = materials.Evaluate(model, F, mu, lam)
+    parts = materials.Evaluate(model, F, 1.0, 0.0), materials.Evaluate(model, F, 0.0, 1.0)
+    finite = np.isfinite(got[0])
+    assert np.array_equal(finite, np.isfinite(parts[0][0]))
+    for value, a, b in zip(got, *parts):
+        shape = (-1,) + (1,) * (value.ndim - 1)
+        want = mu.reshape(shape) * a + lam.reshape(shape) * b
+        np.testing.assert_allclose(value[finite], want[finite], rtol=1e-12, atol=1e-12)
+    energy = materials.Energy(model, F, mu, lam)
+    np.testing.assert_allclose(energy[finite], got[0][finite], rtol=1e-13, atol=1e-13)
+    assert np.array_equal(np.isinf(energy), ~finite)
