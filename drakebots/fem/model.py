@@ -162,7 +162,9 @@ class FemModel:
         """(m, 3, 3) F of every element at positions x (3n,)."""
         X = np.asarray(x, float).reshape(-1, 3)
         xe = X[self.mesh.tets]  # (m, 4, 3)
-        return np.einsum("mai,maj->mij", xe, self._g)
+        # F = xe^T g as a batched matmul: 0.011 s against einsum's 0.031 s on the monster's
+        # 132k elements (the same rounding: both sum the four vertex terms).
+        return np.transpose(xe, (0, 2, 1)) @ self._g
 
     def Jacobians(self, x: np.ndarray) -> np.ndarray:
         """(m,) det F."""
