@@ -19,14 +19,17 @@ Meshes (`drakebots.fem.mesh`)
 Materials (`drakebots.fem.materials`)
     Material(youngs_modulus Pa, poissons_ratio, mass_density kg/m^3, model, mass_damping 1/s,
     stiffness_damping s) with model in {"neohookean", "corotated", "linear"}; LameParameters;
-    vectorised psi(F), P(F), dP/dF(F) over (m,3,3) deformation gradients; ProjectToPsd.
+    vectorised psi(F), P(F), dP/dF(F) over (m,3,3) deformation gradients (scalar or per-element
+    moduli); ProjectToPsd (9x9 eigh per element, the reference) and ProjectNeoHookeanHessian
+    (the same projection from the analytic eigensystem, Smith, de Goes and Kim 2019).
 
-Elastic model (`drakebots.fem.model.FemModel(mesh, material)`)
+Elastic model (`drakebots.fem.model.FemModel(mesh, material, projection="auto")`)
     Energy(x) -> float J                      E(x) = sum_e V_e psi(F_e)
     Gradient(x) -> (3n,) N                    dE/dx (= minus the elastic forces)
     ElasticForces(x) -> (3n,) N
     Hessian(x, project=False) -> CSR (3n,3n)  the stiffness K = d2E/dx2 (symmetric); project=True
-                                              projects every element to PSD (for Newton)
+                                              projects every element to PSD (for Newton):
+                                              "analytic" (neo-Hookean) or "eigh" (all models)
     EnergyGradientHessian(x, project=True)    all three in one pass
     MassDiagonal() (3n,) kg, MassMatrix() CSR, TotalMass(), vertex_masses (n,)
     DampingMatrix() CSR                       Rayleigh D = alpha M + beta K_rest
