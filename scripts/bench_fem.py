@@ -543,28 +543,17 @@ def main(argv=None) -> int:
             f"max {c['glue_residual_max_m']:.2e} m, penetration {c['max_penetration_m']:.1e} m",
             flush=True,
         )
-    if "schur_cholmod" in results["coupled_step"]:
-        new, ref = results["coupled_step"]["schur_cholmod"], results["coupled_step"]["schur"]
-        results["coupled_step"]["ratio_cholmod_over_splu"] = new["mean_step_s"] / ref["mean_step_s"]
-        results["coupled_step"]["cholmod_base_height_difference_m"] = abs(
-            new["base_height_m"] - ref["base_height_m"]
-        )
+    coupled = results["coupled_step"]
+    for backend in ("cholmod", "pardiso"):
+        if f"schur_{backend}" not in coupled:
+            continue
+        new, ref = coupled[f"schur_{backend}"], coupled["schur"]
+        coupled[f"ratio_{backend}_over_splu"] = new["mean_step_s"] / ref["mean_step_s"]
+        difference = abs(new["base_height_m"] - ref["base_height_m"])
+        coupled[f"{backend}_base_height_difference_m"] = difference
         print(
-            f"   ratio cholmod/splu {results['coupled_step']['ratio_cholmod_over_splu']:.3f}, "
-            "base height differs by "
-            f"{results['coupled_step']['cholmod_base_height_difference_m']:.1e} m",
-            flush=True,
-        )
-    if "schur_pardiso" in results["coupled_step"]:
-        new, ref = results["coupled_step"]["schur_pardiso"], results["coupled_step"]["schur"]
-        results["coupled_step"]["ratio_pardiso_over_splu"] = new["mean_step_s"] / ref["mean_step_s"]
-        results["coupled_step"]["pardiso_base_height_difference_m"] = abs(
-            new["base_height_m"] - ref["base_height_m"]
-        )
-        print(
-            f"   ratio pardiso/splu {results['coupled_step']['ratio_pardiso_over_splu']:.3f}, "
-            "base height differs by "
-            f"{results['coupled_step']['pardiso_base_height_difference_m']:.1e} m",
+            f"   ratio {backend}/splu {coupled[f'ratio_{backend}_over_splu']:.3f}, "
+            f"base height differs by {difference:.1e} m",
             flush=True,
         )
     if "refactor" in results["coupled_step"]:
