@@ -22,6 +22,16 @@ PAPER_TEXT = {
     "voxel": ["voxel-planes-of-motion.txt"],
 }
 
+# The numbered figures and tables each paper has (read from its text in ../shared/papers, which a
+# clone does not carry: the test below re-reads them when the text is there, and CI checks the
+# reports against these).
+PAPER_ITEMS = {
+    "hamr": {"Fig.": range(1, 10), "Table": ()},
+    "skinned": {"Fig.": range(1, 21), "Table": (1,)},
+    "gecko": {"Fig.": range(1, 13), "Table": (1, 2, 3)},
+    "voxel": {"Fig.": range(1, 8), "Table": ()},
+}
+
 
 @pytest.fixture(scope="module")
 def reproduce():
@@ -51,13 +61,16 @@ def test_a_wrong_command_or_a_missing_row_is_caught(reproduce, monkeypatch):
 
 @pytest.mark.parametrize("paper", ["hamr", "skinned", "gecko", "voxel"])
 def test_each_report_names_every_numbered_figure_and_table_of_its_paper(reproduce, paper):
+    named = {(kind, n) for kind, numbers in PAPER_ITEMS[paper].items() for n in numbers}
     texts = [PAPERS_DIR / name for name in PAPER_TEXT[paper]]
-    if not all(t.is_file() for t in texts):
-        pytest.skip(f"the paper's text is not beside this checkout ({PAPERS_DIR})")
-    named = set()
-    for text in texts:
-        for kind, number in re.findall(r"\b(fig|figure|table)\.? ?(\d+)", text.read_text(), re.I):
-            named.add(("Table" if kind.lower() == "table" else "Fig.", int(number)))
+    if all(t.is_file() for t in texts):  # beside the papers: the list above is theirs
+        found = set()
+        for text in texts:
+            for kind, number in re.findall(
+                r"\b(fig|figure|table)\.? ?(\d+)", text.read_text(), re.I
+            ):
+                found.add(("Table" if kind.lower() == "table" else "Fig.", int(number)))
+        assert found == named
     report = (ROOT / "docs" / "reproductions" / f"{paper}.md").read_text()
     listed = set()
     numbered = r"(Figs?\.|Table)\s*((?:\d+[a-z]?(?:/[A-Z])?(?:,? and |, | )?)+)"
