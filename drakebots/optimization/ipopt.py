@@ -75,6 +75,26 @@ def _Candidates() -> list[Path]:
     return out
 
 
+@contextlib.contextmanager
+def _ThreadDefaults():
+    """One thread as the default of the OpenMP runtime and OpenBLAS that load with the IPOPT
+    library (CasADi bundles both; each reads its environment once, when it is loaded), unless
+    the user's environment sets them. _BlasThreads's calls at solve time did not stop the
+    bundled runtime's second thread: measured idle on the HAMR jump and 10 Hz gait, the same
+    iterates took 5.8 and 10.0 s of CPU for 3.0 and 5.3 s of wall (a second core spinning), and
+    3.1-3.2 and 5.2-5.3 s of CPU for the same wall with one thread at load."""
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.setdefault(name, "1")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+
+
 def _Load():
     global _LIBRARY
     if _LIBRARY is not None:
@@ -82,7 +102,8 @@ def _Load():
     errors = []
     for path in _Candidates():
         try:
-            lib = ctypes.CDLL(str(path))
+            with _ThreadDefaults():
+                lib = ctypes.CDLL(str(path))
         except OSError as error:
             errors.append(f"{path}: {error}")
             continue
