@@ -237,19 +237,6 @@ def SolutionFigures(model, report, kind: str, *, title_prefix: str = "") -> dict
     }
 
 
-def RepeatStrides(q: np.ndarray, times: np.ndarray, x_index: int, count: int):
-    """A periodic knot trajectory repeated `count` times, shifted forward in x each stride."""
-    stride = q[-1, x_index] - q[0, x_index]
-    period = times[-1] - times[0]
-    qs, ts = [q], [times]
-    for i in range(1, count):
-        shifted = q[1:].copy()
-        shifted[:, x_index] += i * stride
-        qs.append(shifted)
-        ts.append(times[1:] + i * period)
-    return np.vstack(qs), np.concatenate(ts)
-
-
 def SolutionReplay(model, report, kind: str, *, seconds_per_stride: float = 2.0) -> str:
     """replay.html: a slowed-down Meshcat recording (3 strides of a gait; the jump once)."""
     from drakebots.hamr.replay import HamrReplayDecorator
@@ -259,7 +246,9 @@ def SolutionReplay(model, report, kind: str, *, seconds_per_stride: float = 2.0)
     traj = report["trajectory"]
     q, times = traj.q, traj.times
     if kind == "hamr-gait":
-        q, times = RepeatStrides(q, times, model.index["base_x"], 3)
+        from drakebots.optimization.contact_implicit import RepeatCycles
+
+        q, times = RepeatCycles(q, times, model.index["base_x"], 3)
         scale = seconds_per_stride / max(traj.times[-1], 1e-9)
     else:
         scale = 3.0 / max(traj.times[-1], 1e-9)  # the jump in 3 s

@@ -876,6 +876,20 @@ def ReconstructTrajectory(
     )
 
 
+def RepeatCycles(q: np.ndarray, times: np.ndarray, x_index: int, count: int):
+    """A periodic knot trajectory repeated `count` times, shifted forward in x by its distance
+    each cycle (for replays and logs of a gait); returns (q, times)."""
+    stride = q[-1, x_index] - q[0, x_index]
+    period = times[-1] - times[0]
+    qs, ts = [q], [times]
+    for i in range(1, count):
+        shifted = q[1:].copy()
+        shifted[:, x_index] += i * stride
+        qs.append(shifted)
+        ts.append(times[1:] + i * period)
+    return np.vstack(qs), np.concatenate(ts)
+
+
 # ---------------------------------------------------------------------------- time stepping
 @dataclasses.dataclass
 class ContactImplicitSimulation:

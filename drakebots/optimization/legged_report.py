@@ -20,25 +20,16 @@ RESIMULATION_STEPS_PER_KNOT = 10
 RESIMULATION_MAX_STEP_S = 1e-3
 
 
-def _Repeated(kind: str, traj, cycles: int, x_index: int):
+def _Repeated(kind: str, times, q, u, qdot, cycles: int, x_index: int):
     """(times, q, u, qdot) of the plan repeated `cycles` times (a gait; x shifted by the
-    distance each cycle) or once (a jump); u and qdot have one row per interval."""
+    distance each cycle, contact_implicit.RepeatCycles) or once (a jump); u and qdot have one
+    row per interval."""
     if kind != "gait" or cycles == 1:
-        return traj.times, traj.q, traj.u, traj.qdot
-    T = traj.times[-1]
-    distance = traj.q[-1, x_index] - traj.q[0, x_index]
-    times, q = [traj.times[:1]], [traj.q[:1]]
-    for c in range(cycles):
-        shifted = traj.q[1:].copy()
-        shifted[:, x_index] += c * distance
-        times.append(traj.times[1:] + c * T)
-        q.append(shifted)
-    return (
-        np.concatenate(times),
-        np.concatenate(q),
-        np.tile(traj.u, (cycles, 1)),
-        np.tile(traj.qdot, (cycles, 1)),
-    )
+        return times, q, u, qdot
+    from drakebots.optimization.contact_implicit import RepeatCycles
+
+    q_all, times_all = RepeatCycles(q, times, x_index, cycles)
+    return times_all, q_all, np.tile(u, (cycles, 1)), np.tile(qdot, (cycles, 1))
 
 
 def Resimulate(model, kind: str, traj, config, *, meshcat=None) -> dict:
@@ -48,12 +39,14 @@ def Resimulate(model, kind: str, traj, config, *, meshcat=None) -> dict:
     from pydrake.systems.primitives import TrajectorySource
     from pydrake.trajectories import PiecewisePolynomial
 
-    from drakebots.systems.simulate_user import MakeUserDiagram
+    from drakebots.systems.simulate_user import MakeUserDiagram, _TimeScale
 
     robot = model.robot
     cycles = int(getattr(config, "resimulation_cycles", 1)) if kind == "gait" else 1
-    times, q, u, qdot = _Repeated(kind, traj, cycles, model.x_index)
-    time_scale = {"s": 1.0, "ms": 1e3}[robot.units.get("time", "s")]
+    times, q, u, qdot = _Repeated(
+        kind, traj.times, traj.q, traj.u, traj.qdot, cycles, model.x_index
+    )
+    time_scale = _TimeScale(robot)
     step = min(traj.h / RESIMULATION_STEPS_PER_KNOT, RESIMULATION_MAX_STEP_S * time_scale)
     plant0 = model.plant
     actuators = [plant0.get_joint_actuator(i) for i in plant0.GetJointActuatorIndices()]
@@ -210,11 +203,11 @@ def WriteMotionFiles(results, result) -> None:
     figure = PlotMotion(result)
     results.SaveFigure("plan.png", figure)
 
-    class _Traj:  # _Repeated reads these
-        times, q, u, qdot = result.times, result.q, result.u, np.diff(result.q, axis=0)
-
     cycles = 3 if kind == "gait" else 1
-    times, q, u, qdot = _Repeated(kind, _Traj, cycles, model.x_index)
+    qdot = np.diff(result.q, axis=0) / np.diff(result.times)[:, None]
+    times, q, u, qdot = _Repeated(
+        kind, result.times, result.q, result.u, qdot, cycles, model.x_index
+    )
     results.WriteText("replay.html", ReplayHtml(model.robot, times, q))
     results.SaveNpz("log.npz", PlanLog(result, times, q, u, qdot).ArraysForNpz())
 
