@@ -841,6 +841,13 @@ def main(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     head = {
+        "workload": (
+            "HAMR-VI (the authors' model), variational contact-implicit transcription: "
+            f"solves {', '.join(cases) or 'none'} ({args.gait_knots} knots per gait stride, the "
+            "jump 31 knots over 70 ms) by the paths "
+            + ", ".join(paths)
+            + ("" if args.skip_kernels else "; one DEL evaluation and one whole-program evaluation")
+        ),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),

@@ -178,6 +178,14 @@ def main() -> int:
     newton = decisions["newton"]
     lbfgsb = decisions["L-BFGS-B"]
     report = {
+        "workload": (
+            f"gecko soft walker: {args.decisions} gait-pattern-generator decisions (Algorithm 1 "
+            f"on the Table 3 polynomial), {args.geometric_cycles} geometric-model and "
+            f"{args.drake_cycles} Drake-model gait cycles at h = {args.time_step:g} s, the "
+            "30-point velocity-space grid ("
+            + ("Drake in full" if args.full_drake else "Drake per point, extrapolated")
+            + f", {args.workers} workers)"
+        ),
         "machine": {"python": platform.python_version(), "processor": platform.processor()},
         "decision": decisions,
         "simulation_based_decision": simulated,

@@ -270,6 +270,11 @@ def main():
     }
     result = {
         "benchmark": "sweep",
+        "workload": (
+            f"{len(cases)} cases of a real verb ({' '.join(cases[0].argv[:2])} ...), "
+            f"{args.duration:g} s each: direct, shell loop, and `drakebots sweep` on 1 and 2 "
+            "Dask workers"
+        ),
         "cases": [case.argv for case in cases],
         "duration_s": args.duration,
         "repeats": args.repeats,
