@@ -141,14 +141,33 @@ def test_scenario_wrong_type_names_key_and_file(tmp_path):
     assert str(scenario) in result.stderr
 
 
+def _AssertFreeFallThenWeight(folder, drop_height, mass_kg):
+    """The log of a dropped skeleton against two independent references: until its feet can
+    reach the ground the base falls as z0 - g t^2 / 2 (to the first-order time-stepping error,
+    g h t / 2 at the 1 ms step the run uses), and once it stands the ground carries m g, with m
+    the paper's skeleton mass."""
+    g, h = 9.81, 1e-3
+    with np.load(folder / "log.npz") as log:
+        t, z, contact = log["times"], log["base_height"], log["contact"]
+    falling = t < 0.8 * np.sqrt(2.0 * drop_height / g)  # before the feet can touch
+    assert falling.sum() >= 5 and np.all(contact[falling, 1] == 0)
+    analytic = z[0] - 0.5 * g * t[falling] ** 2
+    np.testing.assert_allclose(z[falling], analytic, atol=0.5 * g * h * t[falling].max() + 1e-6)
+    assert contact[-1, 2] == pytest.approx(mass_kg * g, rel=0.02)
+
+
 def test_scenario_file_runs(tmp_path):
     scenario = tmp_path / "scenario.yaml"
-    scenario.write_text("robot: cow\nduration: 0.2\ndrop_height: 0.01\n")
+    scenario.write_text("robot: cow\nduration: 0.2\ndrop_height: 0.01\ntime_step: 0.001\n")
     out = tmp_path / "run"
     result = drakebots("simulate", str(scenario), "--out", str(out))
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["robot"] == "cow" and summary["inputs"]["drop_height"] == 0.01
+    figures = summary["figures"]
+    assert figures["base_height_start"] == pytest.approx(figures["nominal_base_height"] + 0.01)
+    # Cow skeleton: 4.3 kg (skinned-quad-robots-print.txt, section 7, "Physical Validation").
+    _AssertFreeFallThenWeight(out, 0.01, 4.3)
 
 
 def test_view_serves_a_results_folder(tmp_path):
@@ -195,8 +214,14 @@ def test_a_dropped_robot_that_lands_on_its_feet_succeeds(tmp_path):
     """The ±10 % height band is judged after landing, not during the fall."""
     out = tmp_path / "drop"
     result = drakebots(
-        "simulate", "beetle", "--duration", "0.8", "--drop-height", "0.04", "--out", str(out)
-    )
+        "simulate", "beetle", "--duration", "0.8", "--drop-height", "0.04", "--time-step",
+        "0.001", "--out", str(out),
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["figures"]["base_height_start"] > 1.1 * summary["figures"]["nominal_base_height"]
+    figures = summary["figures"]
+    assert figures["base_height_start"] > 1.1 * figures["nominal_base_height"]
+    assert figures["base_height_start"] == pytest.approx(figures["nominal_base_height"] + 0.04)
+    assert figures["base_height_within_10_percent"] is True
+    # Beetle skeleton: 2.8 kg (skinned-quad-robots-print.txt, section 7, "Physical Validation").
+    _AssertFreeFallThenWeight(out, 0.04, 2.8)
