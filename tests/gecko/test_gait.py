@@ -70,13 +70,24 @@ def test_fixed_feet_keep_their_orientation_and_free_feet_turn_with_the_body(q1, 
     np.testing.assert_allclose(second[fixed], 2 * half_turn, atol=1e-12)
 
 
-def test_positive_steering_means_negative_rotation_in_the_law():
-    """Eq. 4: d_eps ~ -|q1| q2 (positive q2 turns clockwise)."""
-    for q1 in (50.0, 90.0):
-        alpha_pos = GaitLawDeg(q1, 0.3)
-        alpha_neg = GaitLawDeg(q1, -0.3)
-        # Asymmetric torso actuation (Eq. 3): more bending to the right with q2 > 0.
-        assert alpha_pos[2] > q1 > alpha_neg[2]
+@pytest.mark.parametrize("q1", [50.0, 90.0, -70.0])
+@pytest.mark.parametrize("q2", [-0.5, -0.3, 0.3, 0.5])
+def test_positive_steering_means_negative_rotation_in_the_law(q1, q2):
+    """Eq. 14 (gecko-gait-pattern-generator.txt, section 2, c1 = 1), written out here in degrees
+    (pi/4 = 45): legs 45 -+ (q1/2 + |q1| q2 / 2) + c1 q1 q2, torso q1 + |q1| q2 (Eq. 3), so
+    positive q2 bends the torso more to the right (Eq. 4: a negative turn)."""
+    c1 = 1.0
+    shift = q1 / 2 + abs(q1) * q2 / 2
+    eq14 = [
+        45 - shift + c1 * q1 * q2,
+        45 + shift + c1 * q1 * q2,
+        q1 + abs(q1) * q2,
+        45 - shift + c1 * q1 * q2,
+        45 + shift + c1 * q1 * q2,
+    ]
+    np.testing.assert_allclose(GaitLawDeg(q1, q2, clip_legs=False), eq14, atol=1e-12)
+    alpha_pos, alpha_neg = GaitLawDeg(q1, abs(q2)), GaitLawDeg(q1, -abs(q2))
+    assert alpha_pos[2] > q1 > alpha_neg[2]
 
 
 def test_leg_references_are_clipped_at_the_authors_minimum():
