@@ -135,9 +135,32 @@ def test_planner_finds_the_grid_minimum(method, target):
 
 def test_target_behind_needs_a_longer_horizon():
     """Fig. 10B/C: for a target behind the robot one cycle cannot get closer; Algorithm 1 raises
-    the horizon until a gait does."""
-    decision = GaitPatternPlanner(ReferenceFit()).Decide((0.0, 0.0, 0.0), (-0.35, -0.2))
-    assert decision.n > 1 and decision.dn < decision.d0
+    the horizon until a gait does. References: the Table 3 polynomial written out in this file
+    (PAPER_TABLE3) walked cycle by cycle with plain trigonometry (Eq. 17), over a dense grid for
+    one cycle and at the planner's gait for its horizon."""
+    target = np.array([-0.35, -0.2])
+    decision = GaitPatternPlanner(ReferenceFit()).Decide((0.0, 0.0, 0.0), tuple(target))
+
+    def Walk(q1, q2, n):
+        """Distance to the target after n cycles of the gait (q1 deg, q2), m."""
+        terms = [np.ones_like(q1), q1, q2, q1 * q1, q2 * q2, q1 * q2]
+        d_eps, dx, dy = (sum(c * t for c, t in zip(PAPER_TABLE3[k], terms))
+                         for k in ("d_eps", "dx", "dy"))  # fmt: skip
+        d_eps, dx, dy = np.radians(d_eps), dx / 100.0, dy / 100.0
+        x = y = eps = 0.0
+        for _ in range(n):
+            x, y = x + np.cos(eps) * dx - np.sin(eps) * dy, y + np.sin(eps) * dx + np.cos(eps) * dy
+            eps = eps + d_eps
+        return np.hypot(target[0] - x, target[1] - y)
+
+    d0 = float(np.hypot(*target))
+    q1, q2 = np.meshgrid(np.linspace(40, 90, 101), np.linspace(-0.5, 0.5, 101), indexing="ij")
+    assert Walk(q1, q2, 1).min() > d0  # no gait gets closer in one cycle
+    assert decision.n > 1 and decision.dn < decision.d0 == pytest.approx(d0)
+    assert Walk(np.array(decision.q1), np.array(decision.q2), decision.n) == pytest.approx(
+        decision.dn, rel=1e-9
+    )
+    assert Walk(q1, q2, decision.n - 1).min() >= d0 - 1e-9  # and n is the first that does
 
 
 @pytest.mark.parametrize("which", ["reference", "own"])
