@@ -124,16 +124,47 @@ def test_navigate_and_a_missed_target(tmp_path):
     assert (missed / "course.png").is_file()
 
 
+def _Walk(coefficients, q1, q2, pose, n):
+    """The pose after n cycles of the gait (q1 deg, q2) under an Eq. 16 fit (rows d_eps rad,
+    dx m, dy m over the terms 1, q1, q2, q1^2, q2^2, q1 q2), composed cycle by cycle (Eq. 17)."""
+    terms = np.array([1.0, q1, q2, q1 * q1, q2 * q2, q1 * q2])
+    d_eps, dx, dy = np.asarray(coefficients) @ terms
+    x, y, eps = pose
+    for _ in range(n):
+        x, y = x + np.cos(eps) * dx - np.sin(eps) * dy, y + np.sin(eps) * dx + np.cos(eps) * dy
+        eps += d_eps
+    return np.array([x, y, eps])
+
+
 def test_velocity_space_fit_feeds_navigate(tmp_path):
+    """The velocity space's samples are the rigid motions between its logged poses, its fit is
+    numpy's least-squares fit of them, its two flags say what the samples show; navigate
+    decides with that fit (each step's d_n is the fit walked from the step's pose) and ends
+    within the 5 cm target radius."""
     space = tmp_path / "space"
     code = main(["gecko", "velocity-space", "--model", "geometric", "--q1", "50,70,90",
                  "--q2=-0.5,0,0.5", "--out", str(space), "--no-progress"])  # fmt: skip
     assert code == 0
     fit = json.loads((space / "fit.json").read_text())
-    assert np.asarray(fit["coefficients"]).shape == (3, 6)
+    with np.load(space / "velocity_space.npz") as saved:
+        q1, q2, motion, poses = (saved[k] for k in ("q1_deg", "q2", "motion", "poses"))
+    start, end = poses[:, 0], poses[:, -1]
+    c, s = np.cos(start[:, 2]), np.sin(start[:, 2])
+    step = end[:, :2] - start[:, :2]
+    rigid = np.column_stack(
+        [end[:, 2] - start[:, 2], c * step[:, 0] + s * step[:, 1], -s * step[:, 0] + c * step[:, 1]]
+    )
+    np.testing.assert_allclose(motion, rigid, atol=1e-12)
+    terms = np.column_stack([np.ones_like(q1), q1, q2, q1 * q1, q2 * q2, q1 * q2])
+    lstsq = np.linalg.lstsq(terms, motion, rcond=None)[0].T
+    np.testing.assert_allclose(fit["coefficients"], lstsq, rtol=1e-8, atol=1e-12)
     summary = json.loads((space / "summary.json").read_text())
-    assert summary["figures"]["positive_q2_turns_negative"] is True
-    assert summary["figures"]["dx_grows_with_q1"] is True
+    turns = np.all(motion[q2 > 0, 0] < 0) and np.all(motion[q2 < 0, 0] > 0)
+    assert summary["figures"]["positive_q2_turns_negative"] is bool(turns) is True
+    grows = all(
+        np.all(np.diff(motion[q2 == v, 1][np.argsort(q1[q2 == v])]) > 0) for v in (-0.5, 0, 0.5)
+    )
+    assert summary["figures"]["dx_grows_with_q1"] is bool(grows) is True
     assert (space / "velocity_space.png").is_file() and (space / "replay.html").is_file()
     out = tmp_path / "nav"
     code = main(["gecko", "navigate", "--targets", "0.25,0.05", "--fit", str(space),
@@ -141,6 +172,14 @@ def test_velocity_space_fit_feeds_navigate(tmp_path):
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["fit"]["source"].startswith("drakebots velocity space")
+    target = np.array([0.25, 0.05])
+    with np.load(out / "navigation.npz") as nav:
+        for pose, (a, b), n, dn in zip(
+            nav["step_poses"], nav["step_q"], nav["step_horizon"], nav["step_dn"], strict=True
+        ):
+            walked = _Walk(fit["coefficients"], a, b, pose, int(n))
+            assert np.linalg.norm(walked[:2] - target) == pytest.approx(dn, rel=1e-9)
+        assert np.linalg.norm(nav["track_poses"][-1, :2] - target) <= 0.05
 
 
 @pytest.mark.paper
