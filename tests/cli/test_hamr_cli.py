@@ -2,10 +2,12 @@
 and `drakebots hamr modes`. The short run goes through the real entry point in a subprocess, as a
 user would; the others call the same `main(argv)` in-process to keep the suite fast."""
 
+import csv
 import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -113,6 +115,56 @@ def test_modes_writes_frequencies_against_the_paper(tmp_path, capsys):
     assert comparison["vertical (z)"]["model_hz"] == pytest.approx(28.66, abs=0.05)
     assert comparison["roll"]["model_hz"] == pytest.approx(74.12, abs=0.05)
     assert "vertical" in stdout and "paper" in stdout
+    # Independently of the modal solver: the four lift actuators as springs seen through the
+    # legs' lift ratio dz_foot/dq_lift (Drake's kinematics at the saved equilibrium), carrying
+    # the robot's mass (vertical) or its roll inertia about the centre of mass (Drake's
+    # CalcSpatialInertia). The flexures add stiffness and the legs move less than the body, so
+    # the model's modes lie above these estimates, and close to them.
+    with np.load(out / "modes.npz") as saved:
+        # (case, lift actuator scale, its summary column, upper bounds on model / estimate): with
+        # the lift actuators at a tenth, the flexures carry more of the stiffness.
+        for case, scale, column, upper in (
+            ("sliding", 1.0, "model_hz", (1.1, 1.25)),
+            ("lift_x0.1", 0.1, "model_hz_lift_x0.1", (1.2, 1.5)),
+        ):
+            estimates = _SpringEstimatesHz(saved[f"{case}_q_equilibrium"], scale)
+            for mode, estimate, factor in zip(("vertical (z)", "roll"), estimates, upper):
+                assert estimate <= comparison[mode][column] <= factor * estimate, (case, mode)
+            rows = [r for r in csv.DictReader((out / "modes.csv").open()) if r["case"] == case]
+            hz = {r["label"]: float(r["frequency_hz"]) for r in rows}
+            assert hz["vertical (z)"] == pytest.approx(comparison["vertical (z)"][column], rel=1e-5)
+
+
+def _SpringEstimatesHz(q, lift_scale):
+    """(vertical, roll) frequencies, Hz, of the body on its four lift actuators at pose q."""
+    from pydrake.multibody.plant import MultibodyPlant
+    from pydrake.multibody.tree import BodyIndex
+
+    from drakebots.hamr import robot as hamr
+
+    plant = MultibodyPlant(0.0)
+    hamr.AddHamr(plant)
+    plant.Finalize()
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, q)
+    # The authors' lift actuator spring, 1.6946 N/mm (reference/hamr-vi/README.md, from their
+    # URDF), plus the bender's 0.385 N/mm at mid voltage (tests/hamr/test_piezo.py).
+    k_actuator = 1.6946 * lift_scale + 0.385
+    world = plant.world_frame()
+    com = plant.CalcCenterOfMassPositionInWorld(context)
+    bodies = [BodyIndex(i) for i in range(1, plant.num_bodies())]
+    mass = plant.CalcTotalMass(context)
+    inertia = plant.CalcSpatialInertia(context, world, bodies).Shift(com)
+    roll_inertia = inertia.CalcRotationalInertia().CopyToFullMatrix3()[0, 0]
+    k_vertical = k_roll = 0.0
+    for leg in hamr.LEGS:
+        k = k_actuator / hamr.LegTransmissionJacobian(plant, context, leg)[2, 1] ** 2
+        foot = plant.GetFrameByName(f"{leg}_foot")
+        y = plant.CalcPointsPositions(context, foot, [0.0, 0.0, 0.0], world)[1, 0] - com[1]
+        k_vertical += k
+        k_roll += k * y**2
+    to_hz = 1000.0 / (2 * np.pi)  # rad/ms -> Hz
+    return np.sqrt(k_vertical / mass) * to_hz, np.sqrt(k_roll / roll_inertia) * to_hz
 
 
 def test_modes_bad_threshold(tmp_path, capsys):
