@@ -113,6 +113,20 @@ def test_navigate_and_a_missed_target(tmp_path):
     assert figures["targets_reached"] == 2
     assert len(figures["steps_per_target"]) == 2 and figures["final_error_m"] < 0.05
     assert figures["path_length_m"] > 0.4 and len(figures["obstacle_clearance_m"]) == 1
+    # The figures from the recorded track (the torso midpoint), not from the planner's
+    # bookkeeping: its length, its closest approach to each target (within the 5 cm radius),
+    # its end at the last target; the limbs pass the obstacle no farther than the torso does.
+    targets = np.array([[0.3, 0.1], [0.45, -0.15]])
+    with np.load(out / "navigation.npz") as nav:
+        track = nav["track_poses"][:, :2]
+    length = np.sum(np.linalg.norm(np.diff(track, axis=0), axis=1))
+    assert figures["path_length_m"] == pytest.approx(length, rel=1e-9)
+    closest = [np.linalg.norm(track - t, axis=1).min() for t in targets]
+    np.testing.assert_allclose(figures["closest_approach_m"], closest, rtol=1e-9)
+    assert max(closest) < 0.05
+    assert figures["final_error_m"] == pytest.approx(np.linalg.norm(track[-1] - targets[1]))
+    torso_clearance = np.linalg.norm(track - [0.3, -0.25], axis=1).min() - 0.04
+    assert 0.0 < figures["obstacle_clearance_m"][0] <= torso_clearance
     missed = tmp_path / "missed"
     code = main(["gecko", "navigate", "--course", str(course), "--model", "geometric",
                  "--max-steps", "2", "--out", str(missed), "--no-progress"])  # fmt: skip
@@ -121,6 +135,10 @@ def test_navigate_and_a_missed_target(tmp_path):
     assert summary["success"] is False and "not reached within 2 steps" in summary["reason"]
     closest = summary["figures"]["closest_approach_m"][0]
     assert 0.05 < closest < np.hypot(0.3, 0.1)
+    with np.load(missed / "navigation.npz") as nav:
+        track = nav["track_poses"][:, :2]
+        assert len(nav["step_poses"]) == 2  # the budget: two decisions
+    assert closest == pytest.approx(np.linalg.norm(track - targets[0], axis=1).min(), rel=1e-9)
     assert (missed / "course.png").is_file()
 
 
