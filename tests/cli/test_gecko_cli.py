@@ -84,10 +84,26 @@ def test_simulate_gecko_gait_law_writes_every_file(tmp_path):
     assert summary["success"] is True
     assert summary["figures"]["q1_deg"] == 80 and summary["figures"]["q2"] == -0.5
     assert summary["inputs"]["gait_law"] is True
+    # Eq. 14 by hand at q1 = +-80 deg, q2 = -0.5, c1 = 1: legs 45 -+ (q1/2 + |q1| q2/2) + q1 q2,
+    # torso q1 + |q1| q2; the front-left/hind-left legs' -15 deg clipped at 0.001 deg (the
+    # authors' one-chamber minimum).
+    references = summary["figures"]["references_deg"]
+    np.testing.assert_allclose(references["positive_pose"], [0.001, 25, 40, 0.001, 25])
+    np.testing.assert_allclose(references["negative_pose"], [145, 25, -120, 145, 25])
     with np.load(out / "log.npz") as log:
         fixation = log["extra_fixation"]
         assert fixation.shape[1] == 4
         np.testing.assert_array_equal(fixation[0], [1, 0, 0, 1])
+        torso = log["positions"][:, :7]  # quaternion (w, x, y, z), then x, y, z
+    # The net motion from the torso body's own coordinates: the yaw of its quaternion (q2 < 0
+    # turns left, Eq. 4; the figure measures the torso's midline, within 0.01 deg of the body)
+    # and its planar displacement.
+    yaw = 2 * np.arctan2(torso[:, 3], torso[:, 0])
+    rotation = np.degrees(yaw[-1] - yaw[0])
+    assert summary["figures"]["net_rotation_deg"] == pytest.approx(rotation, abs=0.01)
+    assert summary["figures"]["net_rotation_deg"] > 5.0
+    displacement = np.linalg.norm(torso[-1, 4:6] - torso[0, 4:6])
+    assert summary["figures"]["net_displacement_m"] == pytest.approx(displacement)
 
 
 def test_navigate_and_a_missed_target(tmp_path):
