@@ -66,6 +66,21 @@ def test_ground_reactions_carry_the_weight(sliding):
 def test_sliding_feet_give_three_free_motions_then_body_modes(sliding):
     labels = sliding.labels
     assert labels[:3] == ["free", "free", "free"]  # x, y, yaw slide freely
+    # Frictionless feet: the three free motions are the planar rigid motions at zero frequency,
+    # whatever the labeller says: base x, y and yaw only (every joint and base z, roll, pitch
+    # still), spanning all three.
+    plant = MultibodyPlant(0.0)
+    hamr.AddHamr(plant)
+    plant.Finalize()
+    planar = [hamr.HamrPositionIndex(plant, n) for n in ("base_x", "base_y", "base_yaw")]
+    free = sliding.shapes[:, :3]
+    assert np.abs(sliding.frequencies_hz[:3]).max() < 1e-3
+    assert np.abs(np.delete(free, planar, axis=0)).max() < 1e-9 * np.abs(free).max()
+    assert np.linalg.matrix_rank(free[planar], tol=1e-6) == 3
+    # The first body mode moves the chassis vertically: base z is its largest coordinate.
+    vertical_shape = sliding.shapes[:, sliding.BodyMode("vertical (z)")]
+    z = hamr.HamrPositionIndex(plant, "base_z")
+    assert abs(vertical_shape[z]) == pytest.approx(np.abs(vertical_shape).max())
     vertical, pitch, roll = (sliding.BodyMode(m) for m in ("vertical (z)", "pitch", "roll"))
     assert None not in (vertical, pitch, roll)
     f = sliding.frequencies_hz
