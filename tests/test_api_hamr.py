@@ -91,6 +91,14 @@ def test_jump_is_truly_complementary_by_its_arrays(jump):
     assert np.all(jump.contact_forces[:, :, 2] >= -1e-9)  # the ground only pushes
     # It rises: the body ends above where it started.
     assert jump.base_position[-1, 2] > jump.base_position[0, 2]
+    # Its apex by ballistics from the arrays: the last knot's height above standing (12.69 mm)
+    # plus v^2 / 2g, v the last interval's rise over its duration (the variational
+    # integrator's velocity), g = 9.81e-3 mm/ms^2.
+    z, t = jump.base_position[:, 2], jump.times
+    v = (z[-1] - z[-2]) / (t[-1] - t[-2])
+    assert v > 0  # still rising at the last knot
+    ballistic = (z[-1] - 12.69) + v**2 / (2 * 9.81e-3)
+    assert jump.figures["apex_height_mm"] == pytest.approx(ballistic, rel=1e-6)
 
 
 def test_the_default_jump_is_solved_by_the_fast_path_with_its_stages(tmp_path):
