@@ -53,3 +53,8 @@ def test_millisecond_robots_play_in_seconds_with_slow_motion():
     _, frames, seen = _Record(robot, times, positions, 30.0)
     assert frames == int(round(0.3 * 10.0 * 30.0)) + 1  # 3 s of playback
     assert seen[-1, 1] == len(times) - 1
+    # Frame f plays at f / 30 s, which at 10x slow motion is f / 300 s = 10 f / 3 ms of the log:
+    # it shows the sample nearest to that (the samples are 1 ms apart).
+    np.testing.assert_array_equal(seen[:, 0], np.arange(frames))
+    expected = np.argmin(np.abs(times[None, :] - 10.0 * seen[:, :1] / 3.0), axis=1)
+    np.testing.assert_array_equal(seen[:, 1], expected)
