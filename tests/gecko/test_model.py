@@ -210,7 +210,9 @@ def test_robot_description():
     # models/gecko/README.md's parts list: legs 4 x 8 g, torso 12 g, connectors 2 x 3 g, feet
     # 4 x 4 g, stretch sliders 6 x 0.5 g (four legs, two torso halves): 69 g, summed by Drake.
     assert info["total_mass"] == pytest.approx(1e-3 * (4 * 8 + 12 + 2 * 3 + 4 * 4 + 6 * 0.5))
-    assert info["nominal_base_height"] == pytest.approx(robot.params.contact_radius)
+    # models/gecko/README.md: contact radius and nominal base height 5 mm (half the limbs'
+    # 10 mm thickness); the paper's leg 9.1 cm and torso 10.3 cm (reference/gecko/README.md).
+    assert info["nominal_base_height"] == pytest.approx(0.005)
     lengths = GeckoDimensions().lengths()
     assert info["limb_lengths"]["torso"] == pytest.approx(0.103)
     assert lengths[0] == pytest.approx(0.091)
