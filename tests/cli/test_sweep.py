@@ -245,10 +245,23 @@ def test_sweep_plots_for_two_one_and_many_parameters():
     q1 = [50, 50, 60, 60]
     q2 = [-0.5, 0.5, -0.5, 0.5]
     figures = {"figures.dx": [1.0, 2.0, None, 4.0], "figures.de": [-3.0, 3.0, -4.0, 4.0]}
+    nan = float("nan")
     for params in ({"q1": q1, "q2": q2}, {"q1": q1}, {"q1": q1, "q2": q2, "s": list("abcd")}):
         figure = PlotSweepFigures(list("abcd"), params, figures, title="t")
-        panels = [ax for ax in figure.axes if ax.get_title() in ("dx", "de")]
-        assert len(panels) == 2 and all(ax.has_data() for ax in panels)
+        panels = {ax.get_title(): ax for ax in figure.axes if ax.get_title() in ("dx", "de")}
+        assert len(panels) == 2 and all(ax.has_data() for ax in panels.values())
+        # Each panel shows the table's values where they belong, a missing one left out.
+        dx = panels["dx"]
+        if len(params) == 2:  # a map: rows q2 = -0.5, 0.5; columns q1 = 50, 60
+            (image,) = dx.images
+            shown = np.ma.filled(image.get_array().astype(float), nan)
+            np.testing.assert_array_equal(shown, [[1.0, nan], [2.0, 4.0]])
+        elif len(params) == 1:  # a curve over q1
+            (line,) = dx.lines
+            np.testing.assert_array_equal(line.get_xydata(), [[50, 1], [50, 2], [60, nan], [60, 4]])
+        else:  # bars per case
+            assert [t.get_text() for t in dx.get_xticklabels()] == list("abcd")
+            np.testing.assert_array_equal([b.get_height() for b in dx.patches], [1, 2, nan, 4])
         plt.close(figure)
 
 
