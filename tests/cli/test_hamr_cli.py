@@ -90,6 +90,23 @@ def test_short_trot_writes_the_results(tmp_path):
     assert figures["loop_residual_max_mm"] < 1e-3
     assert 0.0 < figures["real_time_rate"] < 1.0  # simulated seconds per wall second
     assert "mm_per_cycle" not in figures  # 30 ms is inside the first (ramp) cycle
+    # The gait's figures from the logged coordinates (base x, y, z, yaw, pitch, roll joints):
+    # the paper's 1.02 sandpaper friction (Sec. II-C), the displacement, drift and tilt.
+    with np.load(out / "log.npz") as log:
+        names, q = list(log["position_names"]), log["positions"]
+        residual, voltages = log["extra_loop_residual"], log["extra_voltage"]
+    base = [names.index(f"base_{a}_x") for a in "xyz"]
+    rotation = [names.index(f"base_{a}_q") for a in ("yaw", "pitch", "roll")]
+    x, y, z = q[:, base].T
+    yaw, pitch, roll = np.degrees(q[:, rotation].T)
+    assert figures["forward_distance_mm"] == pytest.approx(x[-1] - x[0], abs=1e-12)
+    assert figures["lateral_drift_mm"] == pytest.approx(y[-1] - y[0], abs=1e-12)
+    assert figures["body_height_mean_mm"] == pytest.approx(z.mean(), rel=1e-9)
+    assert figures["roll_max_abs_deg"] == pytest.approx(np.abs(roll).max(), rel=1e-9)
+    assert figures["pitch_max_abs_deg"] == pytest.approx(np.abs(pitch).max(), rel=1e-9)
+    assert figures["yaw_end_deg"] == pytest.approx(yaw[-1], rel=1e-9)
+    assert figures["loop_residual_max_mm"] == pytest.approx(residual.max(), rel=1e-9)
+    assert voltages.min() >= 0.0 and voltages.max() <= 225.0  # the drive's rails (Eq. 15)
 
 
 def test_modes_writes_frequencies_against_the_paper(tmp_path, capsys):
