@@ -52,6 +52,10 @@ JOINTS = ("rigid", "pinned")
 # Pinned joints leave zero-energy mechanisms; a Tikhonov term this small (relative to the mean
 # axial stiffness EA/L) on the translations picks the minimum-norm motion among them.
 PINNED_REGULARIZATION = 1e-9
+UNSUPPORTED = (
+    "the frame is not supported against rigid-body motion (singular stiffness); "
+    "add supports or clamp one node"
+)
 
 
 @dataclasses.dataclass
@@ -163,12 +167,43 @@ class Frame:
             axial = local[:, [0, 0, 6, 6], [0, 6, 0, 6]]
             local = np.zeros_like(local)
             local[:, [0, 0, 6, 6], [0, 6, 0, 6]] = axial
-        self.local_stiffness = local[self._geometry]
-        self.element_stiffness = ToGlobal(local, self.R[first])[self._geometry]
+        # One 12x12 matrix per distinct geometry, local and world axes; the per-element arrays
+        # (`local_stiffness`, `element_stiffness`) are gathers made only when asked for: on the
+        # 2744-voxel lattice each is 38 MB and took 0.12-0.14 s to build, a third of the frame's
+        # construction, for matrices the solve never needs one by one.
+        self._local_by_geometry = local
+        self._global_by_geometry = ToGlobal(local, self.R[first])
         # Element DOF indices, (num_elements, 12).
         node_dofs = self.elements[:, :, None] * DOFS_PER_NODE + np.arange(DOFS_PER_NODE)
         self.element_dofs = node_dofs.reshape(len(self.elements), 12)
         self._BuildPattern()
+        self._reduced = None  # (free DOFs, their pattern): see _ReducedPattern
+        self._factor = None  # (free DOFs, a PARDISO factor keeping its analysis): _FactorFree
+
+    @property
+    def local_stiffness(self) -> np.ndarray:
+        """(num_elements, 12, 12) element stiffness in local axes (a gather, made on demand)."""
+        return self._local_by_geometry[self._geometry]
+
+    @property
+    def element_stiffness(self) -> np.ndarray:
+        """(num_elements, 12, 12) element stiffness in world axes (a gather, made on demand)."""
+        return self._global_by_geometry[self._geometry]
+
+    def _ByGeometry(self, matrices: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+        """matrices[g(e)] @ vectors[e] for every element e, (num_elements, 12): one matrix
+        product per distinct geometry when there are few (a voxel lattice has 9), else a gather.
+        """
+        if len(matrices) > 64:
+            return np.einsum("eij,ej->ei", matrices[self._geometry], vectors)
+        if not hasattr(self, "_members"):
+            order = np.argsort(self._geometry, kind="stable")
+            splits = np.cumsum(np.bincount(self._geometry, minlength=len(matrices)))[:-1]
+            self._members = np.split(order, splits)
+        result = np.empty_like(vectors)
+        for g, members in enumerate(self._members):
+            result[members] = vectors[members] @ matrices[g].T
+        return result
 
     @property
     def num_nodes(self) -> int:
@@ -179,56 +214,101 @@ class Frame:
         return DOFS_PER_NODE * len(self.nodes)
 
     def _BuildPattern(self) -> None:
-        """The CSR pattern of the global matrices and the scatter map of element entries.
+        """The CSR pattern of the global matrices and the block map of element matrices.
 
-        Built at the node level (a 6x6 block per pair of connected nodes), so only the 4 block
-        keys per element are sorted, not the 144 entry keys: in the CSR rows of node R the block
-        of node C starts at 36 blockptr[R] + 6 rank(C) and row i of it is 6 count(R) further on.
+        Built at the node level: a 6x6 block per pair of connected nodes, and one per node on
+        the diagonal (so every diagonal entry is stored, as PARDISO needs, even at a node no
+        element reaches). Only the 4 block keys per element and the node keys are sorted. In
+        the CSR rows of node R the block of node C starts at 36 blockptr[R] + 6 rank(C), and
+        row i of it is 6 count(R) further on.
+
+        An element matrix's four 6x6 sub-blocks (aa, ab, ba, bb) are summed into the global
+        blocks by a sparse 0/1 matrix product, then the blocks are scattered into the CSR data
+        (one fixed permutation). Elements that share a geometry share their sub-blocks, so the
+        stiffness sums 4 x 9 distinct sub-blocks into the blocks (one product with a counting
+        matrix) instead of 33k x 144 entries one by one (`Assemble` vs `_AssembleShared`).
         """
-        N = self.num_nodes
+        N, E = self.num_nodes, len(self.elements)
         a, b = self.elements[:, 0], self.elements[:, 1]
-        block_rows = np.stack([a, a, b, b], axis=1)  # blocks (aa, ab, ba, bb) of each element
-        block_cols = np.stack([a, b, a, b], axis=1)
+        nodes = np.arange(N)
+        block_rows = np.concatenate([np.stack([a, a, b, b], axis=1).ravel(), nodes])
+        block_cols = np.concatenate([np.stack([a, b, a, b], axis=1).ravel(), nodes])
         unique, block = np.unique(block_rows * N + block_cols, return_inverse=True)
-        block = block.reshape(-1, 2, 2)
+        block = block.ravel()
+        num_blocks = len(unique)
         rows, cols = unique // N, unique % N
         count = np.bincount(rows, minlength=N)
         blockptr = np.concatenate([[0], np.cumsum(count)])
-        rank = np.arange(len(unique)) - blockptr[rows]
+        rank = np.arange(num_blocks) - blockptr[rows]
         base = 36 * blockptr[rows] + 6 * rank  # first entry of each block
         stride = 6 * count[rows]  # from one row of a block to the next
         i = np.arange(6)
-        # Scatter index of element entry (e, node a|b, i, node a|b, j), the order of a 12x12.
-        self._scatter = (
-            base[block][:, :, None, :, None]
-            + stride[block][:, :, None, :, None] * i[None, None, :, None, None]
-            + i[None, None, None, None, :]
-        ).ravel()
+        # CSR position of entry (i, j) of each block, in the blocks' row-major order.
+        entry = (base[:, None, None] + stride[:, None, None] * i[:, None] + i).reshape(-1)
         # CSR structure: row 6R + i holds, for each block (R, C) in order, columns 6C .. 6C + 5.
         row_length = np.repeat(6 * count, 6)
         self._indptr = np.concatenate([[0], np.cumsum(row_length)]).astype(np.int64)
-        columns = 6 * cols[:, None] + i  # (num_blocks, 6)
         indices = np.empty(int(self._indptr[-1]), dtype=np.int64)
-        entry = base[:, None, None] + stride[:, None, None] * i[None, :, None] + i[None, None, :]
-        indices[entry.ravel()] = np.broadcast_to(columns[:, None, :], entry.shape).ravel()
+        columns = (6 * cols[:, None] + i)[:, None, :]
+        indices[entry] = np.broadcast_to(columns, (num_blocks, 6, 6)).ravel()
         self._indices = indices
         if len(indices) < np.iinfo(np.int32).max:
             self._indices = indices.astype(np.int32)
             self._indptr = self._indptr.astype(np.int32)
+            entry = entry.astype(np.int32)
+        self._block_entry = entry
+        diagonal_block = block[4 * E :]
+        self._diagonal_entry = (
+            base[diagonal_block, None] + (stride[diagonal_block, None] + 1) * i
+        ).ravel()
+        element_blocks = block[: 4 * E]  # of sub-block (e, aa | ab | ba | bb)
+        self._element_blocks = element_blocks
+        geometry_sub_blocks = (4 * self._geometry[:, None] + np.arange(4)).ravel()
+        self._shared_sum = sp.csr_matrix(
+            (np.ones(4 * E), (element_blocks, geometry_sub_blocks)),
+            shape=(num_blocks, 4 * len(self._global_by_geometry)),
+        )
+        self._element_sum = None  # made when per-element matrices are first assembled
+
+    @staticmethod
+    def _SubBlocks(matrices: np.ndarray) -> np.ndarray:
+        """(k, 12, 12) matrices as (4k, 36): the 6x6 sub-blocks aa, ab, ba, bb of each."""
+        k = len(matrices)
+        return matrices.reshape(k, 2, 6, 2, 6).transpose(0, 1, 3, 2, 4).reshape(4 * k, 36)
+
+    def _FromBlocks(self, block_data: np.ndarray, diagonal=None) -> sp.csr_matrix:
+        """The CSR matrix of (num_blocks, 36) block values (plus a diagonal, when given)."""
+        data = np.empty(len(self._indices))
+        data[self._block_entry] = block_data.ravel()
+        if diagonal is not None:
+            data[self._diagonal_entry] += diagonal
+        matrix = sp.csr_matrix(
+            (data, self._indices, self._indptr), shape=(self.num_dofs,) * 2, copy=False
+        )
+        matrix.has_sorted_indices = True  # columns ascend within each row by construction
+        return matrix
 
     def Assemble(self, element_matrices: np.ndarray, diagonal: np.ndarray | None = None):
-        """Sums (num_elements, 12, 12) element matrices (world axes) into a CSR matrix."""
-        data = np.bincount(
-            self._scatter, weights=element_matrices.ravel(), minlength=len(self._indices)
-        )
-        matrix = sp.csr_matrix((data, self._indices, self._indptr), shape=(self.num_dofs,) * 2)
-        if diagonal is not None:
-            matrix = matrix + sp.diags(diagonal)
-        return matrix
+        """Sums (num_elements, 12, 12) element matrices (world axes) into a CSR matrix of the
+        frame's pattern (explicit zeros kept, so every matrix of a frame has the same pattern).
+        """
+        if self._element_sum is None:
+            E = len(self.elements)
+            self._element_sum = sp.csr_matrix(
+                (np.ones(4 * E), (self._element_blocks, np.arange(4 * E))),
+                shape=(self._shared_sum.shape[0], 4 * E),
+            )
+        blocks = self._element_sum @ self._SubBlocks(np.asarray(element_matrices, float))
+        return self._FromBlocks(blocks, diagonal)
+
+    def _AssembleShared(self, matrices: np.ndarray, diagonal=None) -> sp.csr_matrix:
+        """Assemble for element matrices that depend only on the geometry: (num_geometries,
+        12, 12), element e's being matrices[g(e)]."""
+        return self._FromBlocks(self._shared_sum @ self._SubBlocks(matrices), diagonal)
 
     def StiffnessMatrix(self) -> sp.csr_matrix:
         """The global linear elastic stiffness K."""
-        return self.Assemble(self.element_stiffness)
+        return self._AssembleShared(self._global_by_geometry)
 
     def GeometricStiffnessMatrix(self, axial_forces: np.ndarray) -> sp.csr_matrix:
         """The global geometric stiffness K_G(N) for element axial forces N (tension > 0), N."""
@@ -260,7 +340,7 @@ class Frame:
         """Element end forces in local axes, (num_elements, 12): k_local T u_e."""
         u = np.asarray(displacements, dtype=float).reshape(-1)
         local_u = TransformVectors(self.R, u[self.element_dofs])
-        return np.einsum("eij,ej->ei", self.local_stiffness, local_u)
+        return self._ByGeometry(self._local_by_geometry, local_u)
 
     def AxialForces(self, displacements: np.ndarray) -> np.ndarray:
         """Element axial forces, N (tension > 0)."""
@@ -270,7 +350,7 @@ class Frame:
         """Elastic strain energy 1/2 u^T K u, J, summed element by element."""
         u = np.asarray(displacements, dtype=float).reshape(-1)
         ue = u[self.element_dofs]
-        return float(0.5 * np.einsum("ei,eij,ej->", ue, self.element_stiffness, ue))
+        return float(0.5 * np.einsum("ei,ei->", ue, self._ByGeometry(self._global_by_geometry, ue)))
 
     def StrainEnergyParts(self, displacements: np.ndarray) -> dict:
         """Strain energy split into axial, torsion and bending, J.
@@ -280,13 +360,19 @@ class Frame:
         """
         u = np.asarray(displacements, dtype=float).reshape(-1)
         local_u = TransformVectors(self.R, u[self.element_dofs])
-        groups = {"axial": [0, 6], "torsion": [3, 9], "bending": [1, 2, 4, 5, 7, 8, 10, 11]}
+        groups = {
+            "axial": np.array([0, 6]),
+            "torsion": np.array([3, 9]),
+            "bending": np.array([1, 2, 4, 5, 7, 8, 10, 11]),
+        }
         parts = {}
         for name, dofs in groups.items():
-            k = self.local_stiffness[:, dofs][:, :, dofs]
-            v = local_u[:, dofs]
+            # The group's rows and columns of k_l (zero elsewhere), applied per geometry.
+            k = np.zeros_like(self._local_by_geometry)
+            k[:, dofs[:, None], dofs] = self._local_by_geometry[:, dofs[:, None], dofs]
+            energy = 0.5 * np.einsum("ei,ei->e", local_u, self._ByGeometry(k, local_u))
             # Each element's share is >= 0; clip the round-off of near-zero (mechanism) energies.
-            parts[name] = float(np.maximum(0.5 * np.einsum("ei,eij,ej->e", v, k, v), 0.0).sum())
+            parts[name] = float(np.maximum(energy, 0.0).sum())
         return parts
 
     def NodeDofs(self, node: int) -> np.ndarray:
@@ -365,12 +451,13 @@ class Frame:
             else sp.csr_matrix((0, n))
         )
         g = np.array(rhs, dtype=float)
-        K = self.StiffnessMatrix()
+        diagonal = None
         if self.joints == "pinned":
-            epsilon = PINNED_REGULARIZATION * float(np.mean(self.local_stiffness[:, 0, 0]))
-            translation = np.zeros(n)
-            translation.reshape(-1, 6)[:, :3] = epsilon
-            K = K + sp.diags(translation)
+            # The mean of EA/L over the elements (each element's k_l[0, 0]).
+            axial = self._local_by_geometry[self._geometry, 0, 0]
+            diagonal = np.zeros(n)
+            diagonal.reshape(-1, 6)[:, :3] = PINNED_REGULARIZATION * float(np.mean(axial))
+        K = self._AssembleShared(self._global_by_geometry, diagonal)
         timings["assemble"] = time.perf_counter() - start
         u, lam, iterations, converged = self._SolveConstrained(
             K, f, free, fixed_dofs, fixed_values, C, g, timings
@@ -378,7 +465,10 @@ class Frame:
         if second_order:
             converged = False
             for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported below
-                KT = K + self.GeometricStiffnessMatrix(self.AxialForces(u))
+                # Same pattern as K (explicit zeros kept), so the sum is a sum of data arrays
+                # and the factorisation's analysis carries over.
+                KG = self.GeometricStiffnessMatrix(self.AxialForces(u))
+                KT = sp.csr_matrix((K.data + KG.data, K.indices, K.indptr), shape=K.shape)
                 u_new, lam, _, _ = self._SolveConstrained(
                     KT, f, free, fixed_dofs, fixed_values, C, g, timings
                 )
@@ -477,16 +567,13 @@ class Frame:
 
     def _SolveConstrained(self, K, f, free, fixed_dofs, fixed_values, C, g, timings):
         """Solves [K_ff  -C_f^T; C_f  0] [u_f; lambda] = [f_f - K_fs u_s; g - C_s u_s] by the
-        Schur complement of the factorised K_ff (one factorisation, m + 1 solves)."""
+        Schur complement of the factorised K_ff (one factorisation, m + 1 solves). K is in the
+        frame's pattern (StiffnessMatrix)."""
         u = np.zeros(self.num_dofs)
         u[fixed_dofs] = fixed_values
         start = time.perf_counter()
-        rows = K.tocsr()[free]
-        r = f[free] - rows[:, fixed_dofs] @ fixed_values
-        permutation, block_ptr, parent = self._FreeOrdering(free)
-        # K_ff in the elimination order, selected in one pass (rows, then columns).
-        permuted = rows[permutation][:, free[permutation]]
-        factor = _Factorize(None, permutation, block_ptr, parent, permuted=permuted)
+        r = (f - K @ u)[free]
+        factor = self._FactorFree(K, free)
         timings["factorize"] = timings.get("factorize", 0.0) + time.perf_counter() - start
         start = time.perf_counter()
         u_f = factor(r)
@@ -499,13 +586,70 @@ class Frame:
             lam = np.linalg.lstsq(S, g_red - C_f @ u_f, rcond=None)[0]
             u_f = u_f + Y @ lam
         if not np.all(np.isfinite(u_f)):
-            raise ValueError(
-                "the frame is not supported against rigid-body motion (singular stiffness); "
-                "add supports or clamp one node"
-            )
+            raise ValueError(UNSUPPORTED)
         u[free] = u_f
         timings["solve"] = timings.get("solve", 0.0) + time.perf_counter() - start
         return u, lam, 0, True
+
+    def _ReducedPattern(self, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """K_ff's CSR pattern (free rows and columns of the frame's pattern, in DOF order):
+        (positions of its entries in K's data, indptr, indices). Kept for the last free set, so
+        a solve that repeats its supports (second-order iterations, stroke sweeps) selects K_ff
+        with one gather."""
+        if self._reduced is not None and np.array_equal(self._reduced[0], free):
+            return self._reduced[1]
+        # Entries to drop: those in a fixed column, then every entry of the (few) fixed rows.
+        # Row indices are never expanded to one per entry: a cumulative count of the kept
+        # entries gives the new row pointers (3-4x faster than masking rows and columns).
+        indptr, indices = self._indptr, self._indices
+        fixed = np.ones(self.num_dofs, dtype=bool)
+        fixed[free] = False
+        keep = ~fixed[indices]
+        fixed_rows = np.flatnonzero(fixed)
+        lengths = indptr[fixed_rows + 1] - indptr[fixed_rows]
+        offsets = np.repeat(indptr[fixed_rows] - (np.cumsum(lengths) - lengths), lengths)
+        keep[offsets + np.arange(lengths.sum())] = False
+        kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        counts = kept[indptr[free + 1]] - kept[indptr[free]]
+        take = np.flatnonzero(keep)
+        position = np.full(self.num_dofs, -1, dtype=indices.dtype)
+        position[free] = np.arange(len(free))
+        pattern = (
+            take,
+            np.concatenate([[0], np.cumsum(counts)]).astype(indptr.dtype),
+            position[indices[take]],
+        )
+        self._reduced = (free.copy(), pattern)
+        return pattern
+
+    def _FactorFree(self, K: sp.csr_matrix, free: np.ndarray):
+        """A solve function rhs -> x for K_ff (K's free rows and columns), factorised by
+        FactorizationBackend().
+
+        PARDISO takes K_ff as it is and orders it with its own METIS nested dissection; the
+        frame keeps the factor of its last free set, so the next factorisation of a matrix with
+        the same pattern (second-order iterations, another stroke) skips the analysis. The
+        other backends factorise K_ff in the frame's geometric nested-dissection order
+        (_FreeOrdering), which the multifrontal Cholesky needs for its supernode tree.
+        """
+        take, indptr, indices = self._ReducedPattern(free)
+        shape = (len(free), len(free))
+        backend = FactorizationBackend()
+        if backend != "pardiso":
+            K_ff = sp.csr_matrix((K.data[take], indices, indptr), shape=shape)
+            return _Factorize(K_ff, *self._FreeOrdering(free), backend)
+        from drakebots.fem.solvers import NotPositiveDefinite, PardisoFactor
+
+        # K_ff is symmetric, so its CSR arrays are also its CSC arrays (no conversion).
+        K_ff = sp.csc_matrix((K.data[take], indices, indptr), shape=shape)
+        K_ff.has_sorted_indices = True
+        if self._factor is None or not np.array_equal(self._factor[0], free):
+            self._factor = (free.copy(), PardisoFactor())
+        try:
+            return self._factor[1].Factor(K_ff).solve
+        except NotPositiveDefinite as e:
+            self._factor = None
+            raise ValueError(UNSUPPORTED) from e
 
     def _FreeOrdering(self, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Nested-dissection order of the free DOFs (a node's DOFs kept together) and its
@@ -599,10 +743,7 @@ def _Factorize(
     Raises:
         ValueError: the matrix is singular (the frame is not supported).
     """
-    message = (
-        "the frame is not supported against rigid-body motion (singular stiffness); "
-        "add supports or clamp one node"
-    )
+    message = UNSUPPORTED
     backend = backend or FactorizationBackend()
     inverse = np.empty_like(permutation)
     inverse[permutation] = np.arange(len(permutation))
