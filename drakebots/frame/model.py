@@ -343,8 +343,10 @@ class Frame:
         return self._ByGeometry(self._local_by_geometry, local_u)
 
     def AxialForces(self, displacements: np.ndarray) -> np.ndarray:
-        """Element axial forces, N (tension > 0)."""
-        return self.ElementEndForces(displacements)[:, 6]
+        """Element axial forces, N (tension > 0): row 6 of k_local T u_e (ElementEndForces)."""
+        u = np.asarray(displacements, dtype=float).reshape(-1)
+        local_u = TransformVectors(self.R, u[self.element_dofs])
+        return np.einsum("ei,ei->e", local_u, self._local_by_geometry[self._geometry, 6])
 
     def StrainEnergy(self, displacements: np.ndarray) -> float:
         """Elastic strain energy 1/2 u^T K u, J, summed element by element."""
@@ -435,7 +437,9 @@ class Frame:
         if fixed_dofs.size and (fixed_dofs.min() < 0 or fixed_dofs.max() >= n):
             raise ValueError("a support refers to a DOF that does not exist")
         fixed_values = np.array([fixed[d] for d in fixed_dofs], dtype=float)
-        free = np.setdiff1d(np.arange(n), fixed_dofs)
+        is_free = np.ones(n, dtype=bool)
+        is_free[fixed_dofs] = False
+        free = np.flatnonzero(is_free)
         C = (
             sp.csr_matrix(
                 (
@@ -478,7 +482,11 @@ class Frame:
                     converged = True
                     break
         # Reactions: K u - f - C^T lambda at the supported DOFs.
-        residual = K @ u - f - (C.T @ lam if len(lam) else 0.0)
+        Ku = K @ u
+        residual = Ku - f - (C.T @ lam if len(lam) else 0.0)
+        # 1/2 u^T K u is the element sum (StrainEnergy) by assembly; without the pinned
+        # frames' Tikhonov term, which stores no strain energy.
+        energy = 0.5 * float(u @ Ku - (0.0 if diagonal is None else diagonal @ u**2))
         reactions = np.zeros(n)
         reactions[fixed_dofs] = residual[fixed_dofs]
         actuator_forces = self._ActuatorForces(actuators, lam, rows, reactions)
@@ -487,7 +495,7 @@ class Frame:
             reactions=reactions.reshape(-1, 6),
             actuator_forces=actuator_forces,
             axial_forces=self.AxialForces(u),
-            strain_energy=self.StrainEnergy(u),
+            strain_energy=energy,
             iterations=iterations if second_order else 0,
             converged=converged,
             seconds=timings,
