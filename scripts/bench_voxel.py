@@ -238,13 +238,16 @@ def Factorizations(repeats: int) -> dict:
     if CholmodImports():
         cases.append(lambda t: Cholmod(t, "cholmod (METIS)", K_ff, "metis"))
         cases.append(lambda t: Cholmod(t, "cholmod (ND)", K_nd, "natural", inverse))
-    cases.append(Multifrontal)
     default_threads = os.cpu_count()
     for _ in range(repeats):
         for threads in (1, default_threads):
             for case in cases:
                 with threadpool_limits(limits=threads):
                     case(threads)
+        # One thread only, as the frame runs it (model._SingleThreadedBlas): its small dense
+        # kernels with a second BLAS thread took 20 s instead of 2.2 s at load 4.
+        with threadpool_limits(limits=1):
+            Multifrontal(1)
     table = []
     print(
         f"\nfactorisations of K_ff, 2744 voxels ({len(free)} unknowns, {K_ff.nnz} non-zeros; "

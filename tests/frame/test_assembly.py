@@ -193,3 +193,22 @@ def test_second_order_solve_agrees_across_backends(backend, monkeypatch):
     assert solution.converged and solution.iterations >= 2
     scale = np.abs(reference.displacements).max()
     assert np.abs(solution.displacements - reference.displacements).max() <= 1e-9 * scale
+
+
+def test_distinct_rows_partition_as_numpy_unique():
+    """The hashed grouping of element geometries against np.unique(axis=0): same groups."""
+    from drakebots.frame.model import _Distinct
+
+    rng = np.random.default_rng(6)
+    table = np.round(rng.standard_normal((7, 10)), 3)
+    table[0, :3] = [1.0, -1.0, 0.0]
+    table[1] = table[0]
+    table[1, 2] = -0.0  # the same geometry as row 0
+    rows = table[rng.integers(0, len(table), 500)]
+    first, inverse = _Distinct(rows)
+    _, reference = np.unique(rows, axis=0, return_inverse=True)
+    reference = reference.ravel()
+    assert np.array_equal(rows[first][inverse], rows)
+    # Same partition: a one-to-one map between the two labellings.
+    pairs = set(zip(inverse.tolist(), reference.tolist()))
+    assert len(pairs) == len(set(inverse.tolist())) == len(set(reference.tolist()))
