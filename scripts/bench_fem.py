@@ -49,8 +49,14 @@ from pathlib import Path
 import numpy as np
 
 
-def _DrakeStep(vtk_path, material, h, *, clamp_x=None, steps=1):
-    """Wall seconds of `steps` DeformableModel steps (after Initialize), and the vertex count."""
+def _DrakeStep(vtk_path, material, h, *, clamp_x=None, steps=1, threads=1):
+    """(wall, CPU) seconds per DeformableModel step (after Initialize), with Drake's own
+    parallelism at `threads` (1: single-threaded, Drake's default for a DeformableModel).
+
+    Drake 1.51 has the setting in C++ only as DeformableModel::SetParallelism(Parallelism)
+    (neither MultibodyPlantConfig nor DeformableBodyConfig carries it); pydrake binds it as
+    the internal `_set_parallelism`, which must be called before Finalize."""
+    from pydrake.common import Parallelism
     from pydrake.geometry import GeometryInstance, Mesh, ProximityProperties
     from pydrake.math import RigidTransform
     from pydrake.multibody.fem import DeformableBodyConfig, MaterialModel
@@ -70,15 +76,16 @@ def _DrakeStep(vtk_path, material, h, *, clamp_x=None, steps=1):
     geometry = GeometryInstance(RigidTransform(), Mesh(str(vtk_path)), "body")
     geometry.set_proximity_properties(ProximityProperties())
     model = plant.mutable_deformable_model()
+    model._set_parallelism(Parallelism(threads))
     body = model.RegisterDeformableBody(geometry, config, 1.0)
     if clamp_x is not None:
         model.SetWallBoundaryCondition(body, [clamp_x, 0.0, 0.0], [1.0, 0.0, 0.0])
     plant.Finalize()
     simulator = Simulator(builder.Build())
     simulator.Initialize()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     simulator.AdvanceTo(steps * h)
-    return (time.perf_counter() - start) / steps
+    return (time.perf_counter() - start) / steps, (time.process_time() - cpu) / steps
 
 
 def _OurStep(mesh, material, h, *, fixed=None, steps=1, linear_solver="auto"):
@@ -482,7 +489,12 @@ def main(argv=None) -> int:
             splu, _, _ = _OurStep(
                 mesh, material, h, fixed=fix, steps=count, linear_solver="splu_nd"
             )
-            drake = _DrakeStep(vtk, material, h, clamp_x=clamp, steps=count) if vtk else None
+            drake = drake_cpu = parallel = parallel_cpu = None
+            if vtk:
+                drake, drake_cpu = _DrakeStep(vtk, material, h, clamp_x=clamp, steps=count)
+                parallel, parallel_cpu = _DrakeStep(
+                    vtk, material, h, clamp_x=clamp, steps=count, threads=os.cpu_count()
+                )
             row = {
                 "case": name,
                 "vertices": mesh.num_vertices,
@@ -493,13 +505,20 @@ def main(argv=None) -> int:
                 "ours_splu_nd_s": splu,
                 "ratio_splu_over_ours": splu / ours,
                 "drake_s": drake,
+                "drake_cpu_s": drake_cpu,
                 "ratio_ours_over_drake": ours / drake if drake else None,
+                # Drake's DeformableModel with its own parallelism on every core.
+                "drake_parallel_threads": os.cpu_count(),
+                "drake_parallel_s": parallel,
+                "drake_parallel_cpu_s": parallel_cpu,
+                "ratio_ours_over_drake_parallel": ours / parallel if parallel else None,
                 "ours_newton_iterations": iterations,
                 "ours_tracemalloc_peak_MB": peak,
             }
             steps.append(row)
             ratio = f"{row['ratio_ours_over_drake']:.3f}" if drake else "n/a"
-            drake_text = f"{drake:8.3f} s" if drake else "     n/a"
+            threads = f"{os.cpu_count()} threads"
+            drake_text = f"{drake:8.3f} s ({threads} {parallel:.3f} s)" if drake else "     n/a"
             print(
                 f"   {name:<12} {mesh.num_vertices:6d} vertices  ours {ours:8.3f} s "
                 f"({iterations:.1f} Newton; SuperLU {splu:.3f} s, ratio {splu / ours:.2f})  "
