@@ -24,7 +24,10 @@ Cholesky (that nested-dissection order), with MKL/OpenBLAS limited to 1 thread a
 default (the machine's cores). Each is timed as its analysis (ordering and symbolic
 factorisation) and its numeric factorisation; the factor's non-zeros are reported, so a ratio of
 times can be read against a ratio of fill. `factorization_ratio_cholmod` is PARDISO's numeric
-factorisation over CHOLMOD's (METIS, same matrix, same thread count as the default run).
+factorisation over CHOLMOD's (METIS, same matrix), both on one thread as Frame.Solve runs PARDISO
+(drakebots.frame.model.FactorizationThreads); `_with_analysis` adds each one's analysis, `_nd`
+gives CHOLMOD the frame's own nested-dissection order instead, `_cpu` compares CPU seconds and
+`_2_threads` both libraries on two threads.
 
 Times are wall-clock and this process's CPU time (all threads): the machine is shared, so the
 load average is recorded beside every row and CPU time is the fairer figure under load.
@@ -277,8 +280,9 @@ def Factorizations(repeats: int) -> dict:
     }
     best = clock.best
     if ("pardiso (METIS)", "numeric", default_threads) in best:
+        # Unsuffixed: one thread, as Frame.Solve runs PARDISO (model.FactorizationThreads).
         for threads in (1, default_threads):
-            suffix = "" if threads == default_threads else f"_{threads}_thread"
+            suffix = "" if threads == 1 else f"_{threads}_threads"
             numeric = best[("pardiso (METIS)", "numeric", threads)]
             first = best[("pardiso (METIS)", "analysis + numeric", threads)]
             result[f"pardiso_numeric_s{suffix}"] = numeric[0]
@@ -329,6 +333,7 @@ def main() -> int:
             if key.startswith(("factorization_ratio", "pardiso_")):
                 figures[key] = value
         if "pardiso_numeric_s" in factorizations:
+            # PARDISO's numeric factorisation of K_ff, one thread (the frame's setting).
             figures["factorization_s"] = factorizations["pardiso_numeric_s"]
         if "factorization_ratio_cholmod" in figures:
             figures["meets_target_cholmod_ratio"] = (

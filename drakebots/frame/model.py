@@ -2,9 +2,16 @@
 static solves (linear or second-order) and vibration modes.
 
 The global vector holds six degrees of freedom per node, (u_x, u_y, u_z, theta_x, theta_y,
-theta_z), node after node. Assembly is vectorised: the sparsity pattern and the scatter map from
-element entries to the compressed sparse rows are computed once per frame, so reassembling a
-stiffness (for the geometric stiffness iterations) is one `np.bincount`.
+theta_z), node after node. Assembly is vectorised at the level of 6x6 node blocks: the sparsity
+pattern, a 0/1 matrix summing element sub-blocks into node blocks and the map from blocks to the
+compressed sparse rows are made once per frame, and every matrix of a frame has that one pattern,
+so its factorisation's analysis carries over (second-order iterations, repeated solves). Element
+matrices are computed once per distinct geometry (a voxel lattice has 9).
+
+Measured end to end on the 2744-voxel lattice (52,920 unknowns; scripts/bench_voxel.py, best of
+3, the shared 2-core machine at load 5-6): CubicLattice + MakeFrame + Solve 0.87 CPU s (2.1 s
+wall), of which MKL PARDISO's analysis and factorisation 0.64 CPU s; before this assembly and the
+free-DOF selection below, 1.6 CPU s at load 0.2-2.
 
 A linear actuator (voxel-planes-of-motion.txt sec. 2.1) changes the distance between two nodes by a
 prescribed stroke, or pushes them apart with a prescribed force. Its mount decides what else it
@@ -742,7 +749,13 @@ def FactorizationBackend() -> str:
     "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only, kept as the fallback and as an
     implementation independent of MKL). "superlu" is SciPy's splu on the same nested-dissection
     order; "cholmod" needs the optional scikit-sparse (SuiteSparse) and is for comparisons
-    (scripts/bench_voxel.py)."""
+    (scripts/bench_voxel.py).
+
+    Measured on the 2744-voxel lattice's K_ff (52,908 unknowns, one thread, load 3-6 on the
+    shared 2-core machine; drakebots.frame.cholesky has the table): PARDISO's numeric
+    factorisation takes 0.38-0.40 CPU s, 0.67-0.69x CHOLMOD's on the same matrix with METIS
+    and 0.70x with the frame's nested-dissection order; with each one's analysis 0.95-1.1x.
+    The multifrontal takes 1.33 CPU s and SuperLU about 3.7 s for the whole solve."""
     import os
 
     from drakebots.fem.solvers import PardisoAvailable
@@ -760,14 +773,14 @@ def FactorizationThreads():
     DRAKEBOTS_FRAME_THREADS, default 1; 0 leaves MKL's own default (every core).
 
     One thread by default because on this project's shared 2-core machines a second MKL thread
-    costs more than it gives: measured on the 2744-voxel K_ff (52,908 unknowns, scripts/
-    bench_voxel.py table 2, load average 3-6, best of 3), PARDISO's numeric factorisation took
-    0.55 s wall / 0.38 s CPU on one thread and 0.82 s / 0.52 s on two, its analysis and numeric
-    together 1.02 s / 0.67 s against 1.69 s / 0.83 s; whole Frame.Solve calls of 216 and 512
-    voxels 0.048 s and 0.16 s on one thread against 0.106 s and 0.25 s on two (MKL's idle
-    OpenMP thread spins against the other processes). On an idle machine a second thread does
-    speed the numeric phase up (about 0.4 s wall for analysis + numeric + solve, at load 0.2),
-    hence the setting."""
+    costs more than it gives (its idle OpenMP thread spins against the other processes).
+    Measured on the 2744-voxel K_ff (52,908 unknowns; scripts/bench_voxel.py table 2, best of
+    3, load 3-6): PARDISO's numeric factorisation 0.55 s wall / 0.38 s CPU on one thread and
+    0.82 s / 0.52 s on two; with its analysis 1.02 s / 0.67 s against 1.69 s / 0.83 s. Whole
+    Frame.Solve calls of 216 and 512 voxels: 0.048 s and 0.16 s on one thread, 0.106 s and
+    0.25 s on two. On an idle machine a second thread does speed the numeric phase up (about
+    0.4 s wall for analysis, factorisation and solve at load 0.2), hence the setting.
+    """
     import contextlib
     import os
 
