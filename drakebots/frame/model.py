@@ -187,6 +187,12 @@ class Frame:
         self._reduced = None  # (free DOFs, their pattern): see _ReducedPattern
         self._factor = None  # (free DOFs, a PARDISO factor keeping its analysis): _FactorFree
 
+    def __getstate__(self) -> dict:
+        """Pickles and copies leave the factor behind (a PARDISO handle is process memory)."""
+        state = self.__dict__.copy()
+        state["_factor"] = None
+        return state
+
     @property
     def local_stiffness(self) -> np.ndarray:
         """(num_elements, 12, 12) element stiffness in local axes (a gather, made on demand)."""

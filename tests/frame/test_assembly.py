@@ -212,3 +212,33 @@ def test_distinct_rows_partition_as_numpy_unique():
     # Same partition: a one-to-one map between the two labellings.
     pairs = set(zip(inverse.tolist(), reference.tolist()))
     assert len(pairs) == len(set(inverse.tolist())) == len(set(reference.tolist()))
+
+
+def test_a_solved_frame_pickles_and_copies_and_solves_again():
+    """The frame keeps its last factorisation; pickles and copies leave it behind."""
+    import copy
+    import pickle
+
+    lattice = CubicLattice((2, 2, 2))
+    frame = lattice.MakeFrame()
+    actuator = Actuator(lattice.NodeAt((2, 1, 1)), lattice.NodeAt((2, 3, 1)), stroke=1e-3)
+    first = frame.Solve(actuators=[actuator], clamp_node=0)
+    for other in (pickle.loads(pickle.dumps(frame)), copy.deepcopy(frame)):
+        again = other.Solve(actuators=[actuator], clamp_node=0)
+        assert np.array_equal(again.displacements, first.displacements)
+
+
+def test_factorization_threads_hold_mkl_and_restore_it(monkeypatch):
+    """DRAKEBOTS_FRAME_THREADS, read through MKL's own count (mkl_get_max_threads)."""
+    from drakebots.fem import pardiso
+    from drakebots.frame.model import FactorizationThreads
+
+    library = pardiso.Library()
+    if library is None:
+        pytest.skip("MKL is not installed: the frame factorises without it")
+    before = library.MKL_Get_Max_Threads()
+    for setting, inside in (("1", 1), ("0", before)):
+        monkeypatch.setenv("DRAKEBOTS_FRAME_THREADS", setting)
+        with FactorizationThreads():
+            assert library.MKL_Get_Max_Threads() == inside
+        assert library.MKL_Get_Max_Threads() == before
