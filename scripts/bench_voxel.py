@@ -39,10 +39,12 @@ import argparse
 import contextlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import scipy
 
 from drakebots.frame.model import Actuator
 from drakebots.voxel.lattice import CubicLattice
@@ -354,6 +356,9 @@ def main() -> int:
         else "scikit-sparse does not import here: CHOLMOD not measured, no CHOLMOD ratio",
         "backends": backends,
         "default_backend": default_backend,
+        "frame_threads": os.environ.get("DRAKEBOTS_FRAME_THREADS", "1 (default)"),
+        "python": sys.executable,
+        "versions": {"numpy": np.__version__, "scipy": scipy.__version__},
         "cpus": os.cpu_count(),
         "load_average_start": load_start,
         "load_average_end": os.getloadavg(),

@@ -19,23 +19,23 @@ The tree comes from `NestedDissectionTree` (geometric nested dissection: every c
 of face nodes of a voxel lattice is an exact separator, so fill stays near that of METIS).
 
 Why it is kept, measured against the libraries that do the same (scripts/bench_voxel.py table
-2: the 2744-voxel K_ff, 52,908 unknowns, one thread, best of 3, on the shared 2-core machine
-at load 3-6; CPU seconds, the fairer figure under load, and wall):
+2: the 2744-voxel K_ff, 52,908 unknowns, one thread, best of 3, four runs on the
+shared 2-core machine at load 3-7; CPU seconds, the fairer figure under load, and wall):
 
     ======================================  =========  =========  ======
     numeric factorisation                   CPU s      wall s     nnz(L)
     ======================================  =========  =========  ======
-    MKL PARDISO (its METIS)                 0.38-0.40  0.55-0.98  18.8 M
-    CHOLMOD supernodal (METIS)              0.58-0.61  1.05-1.27  16.7 M
-    CHOLMOD supernodal (this module's ND)   0.58-0.60  1.19-1.36  16.6 M
-    this multifrontal (its ND)              1.33       2.2-3.3    17.8 M
+    MKL PARDISO (its METIS)                 0.35-0.40  0.55-0.98  18.8 M
+    CHOLMOD supernodal (METIS)              0.55-0.61  1.03-1.27  16.7 M
+    CHOLMOD supernodal (this module's ND)   0.54-0.63  0.93-1.36  16.6 M
+    this multifrontal (its ND)              1.18-1.33  1.8-3.3    17.8 M
     ======================================  =========  =========  ======
 
 PARDISO is therefore the frame's factorisation wherever MKL loads (drakebots.frame.model,
 FactorizationBackend). This one stays as the fallback where it does not (no `mkl` wheel for the
-platform; CHOLMOD is an optional, GPL extra), 2.2-3.5x slower than PARDISO and still 2.5x
-faster than SciPy's SuperLU on the same order, and as a second implementation that shares no
-code with MKL, which the tests compare with it.
+platform; CHOLMOD is an optional, GPL extra), 3-4x slower than PARDISO and still about 2x faster
+than SciPy's SuperLU on the same order (whole solves), and as a second implementation that
+shares no code with MKL, which the tests compare with it.
 """
 
 import numpy as np

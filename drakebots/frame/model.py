@@ -9,9 +9,11 @@ so its factorisation's analysis carries over (second-order iterations, repeated 
 matrices are computed once per distinct geometry (a voxel lattice has 9).
 
 Measured end to end on the 2744-voxel lattice (52,920 unknowns; scripts/bench_voxel.py, best of
-3, the shared 2-core machine at load 5-6): CubicLattice + MakeFrame + Solve 0.87 CPU s (2.1 s
-wall), of which MKL PARDISO's analysis and factorisation 0.64 CPU s; before this assembly and the
-free-DOF selection below, 1.6 CPU s at load 0.2-2.
+3, on the shared 2-core machine): CubicLattice + MakeFrame + Solve take 0.84-0.87 CPU s in runs at
+load 3.9-6.8 (0.84 s wall at load 3.9, 2.1 s at 6.7), of which MKL PARDISO's analysis and
+factorisation about 0.6 CPU s. Before the block assembly, the free-DOF selection below and one
+MKL thread (FactorizationThreads), the same solve took 1.2-1.9 CPU s (1.3-4.7 s wall) in runs
+alternated with these at load 4-5, and 1.57 s wall at load 0.2.
 
 A linear actuator (voxel-planes-of-motion.txt sec. 2.1) changes the distance between two nodes by a
 prescribed stroke, or pushes them apart with a prescribed force. Its mount decides what else it
@@ -757,11 +759,13 @@ def FactorizationBackend() -> str:
     order; "cholmod" needs the optional scikit-sparse (SuiteSparse) and is for comparisons
     (scripts/bench_voxel.py).
 
-    Measured on the 2744-voxel lattice's K_ff (52,908 unknowns, one thread, load 3-6 on the
+    Measured on the 2744-voxel lattice's K_ff (52,908 unknowns, one thread, load 3-7 on the
     shared 2-core machine; drakebots.frame.cholesky has the table): PARDISO's numeric
-    factorisation takes 0.38-0.40 CPU s, 0.67-0.69x CHOLMOD's on the same matrix with METIS
-    and 0.70x with the frame's nested-dissection order; with each one's analysis 0.95-1.1x.
-    The multifrontal takes 1.33 CPU s and SuperLU about 3.7 s for the whole solve."""
+    factorisation takes 0.35-0.40 CPU s, 0.53-0.77x CHOLMOD's wall time on the same matrix with
+    METIS (0.61-0.69x in CPU s) and 0.47-0.73x with the frame's nested-dissection order; with
+    each one's analysis 0.67-1.11x (four runs). The multifrontal takes 1.18-1.33 CPU s, and
+    SuperLU about 3 CPU s for the whole solve.
+    """
     import os
 
     from drakebots.fem.solvers import PardisoAvailable
