@@ -189,6 +189,12 @@ class Frame:
         self._reduced = None  # (free DOFs, their pattern): see _ReducedPattern
         self._factor = None  # (free DOFs, a PARDISO factor keeping its analysis): _FactorFree
 
+    def ReleaseFactorization(self) -> None:
+        """Frees the factor the frame keeps from its last solve (PARDISO's analysis and numeric
+        factor of K_ff: about 150 MB for the 2744-voxel lattice, 18.8 M non-zeros). The next
+        solve factorises afresh; nothing else changes."""
+        self._factor = None
+
     def __getstate__(self) -> dict:
         """Pickles and copies leave the factor behind (a PARDISO handle is process memory)."""
         state = self.__dict__.copy()
@@ -651,7 +657,9 @@ class Frame:
 
         PARDISO takes K_ff as it is and orders it with its own METIS nested dissection; the
         frame keeps the factor of its last free set, so the next factorisation of a matrix with
-        the same pattern (second-order iterations, another stroke) skips the analysis. The
+        the same pattern (second-order iterations, another stroke) skips the analysis (about
+        0.25 CPU s of 0.6 on the 2744-voxel lattice) at the price of holding the factor's memory
+        until the frame goes or ReleaseFactorization is called. The
         other backends factorise K_ff in the frame's geometric nested-dissection order
         (_FreeOrdering), which the multifrontal Cholesky needs for its supernode tree.
         """

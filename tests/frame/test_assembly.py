@@ -226,6 +226,9 @@ def test_a_solved_frame_pickles_and_copies_and_solves_again():
     for other in (pickle.loads(pickle.dumps(frame)), copy.deepcopy(frame)):
         again = other.Solve(actuators=[actuator], clamp_node=0)
         assert np.array_equal(again.displacements, first.displacements)
+    frame.ReleaseFactorization()
+    again = frame.Solve(actuators=[actuator], clamp_node=0)
+    assert np.array_equal(again.displacements, first.displacements)
 
 
 def test_factorization_threads_hold_mkl_and_restore_it(monkeypatch):
