@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from drakebots.cli import main
@@ -79,9 +80,10 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
 
 
 def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, monkeypatch):
-    """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: the run finishes, its
-    exit code agrees with summary.json, every result file is there, and the root-roll figure
-    calls its curve kinematic-only (it said "ours")."""
+    """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: this slow 5 mm lift
+    reaches its goal (exit 0, as summary.json records), every result file is there, the ground
+    carries the robot's weight over the motion, and the root-roll figure calls its curve
+    kinematic-only (it said "ours")."""
     from drakebots.skinned import design as _design
 
     plots = {}
@@ -96,11 +98,16 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     argv += ["--torso-attitude-weight", "3"]
     code = main(argv)
     summary = json.loads((out / "summary.json").read_text())
-    # The exit code is what the run recorded: 0 when it reached its goal, else 1 with a reason.
-    assert code == (0 if summary["success"] else 1)
-    assert code == 0 or summary["reason"]
+    # A 5 mm lift over 0.1 s is well inside the beetle's motors and support: exit 0, recorded.
+    assert code == 0 and summary["success"] and summary["reason"] is None
     for name in ("torques.png", "cop.png", "joint_angles.png", "root_roll.png", "log.npz"):
         assert (out / name).is_file(), name
+    # Impulse and momentum: the robot starts and ends at rest, so over the frames the ground's
+    # vertical force averages its weight, m g from Drake's own mass of the plant (measured 38.40
+    # N against 38.26 N; patch forces 2 % too large or too small fail this).
+    log = np.load(out / "log.npz")
+    mg = beetle.plant.CalcTotalMass(beetle.context) * 9.81
+    assert log["patch_forces"][..., 2].sum(axis=1).mean() == pytest.approx(mg, rel=0.01)
     assert summary["convergence"][0]["space_time_violated"] == []
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
     assert summary["inputs"]["torso_attitude_weight"] == 3.0
