@@ -31,11 +31,19 @@ and forces for the skin rows, so lam is a force in N).
 """
 
 import copy
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
 
-from drakebots.fem.solvers import BACKENDS, FactorSymmetric, NestedDissection
+from drakebots.fem.solvers import (
+    BACKENDS,
+    BACKWARD_ERROR_TOLERANCE,
+    BackwardError,
+    FactorSymmetric,
+    InfinityNorm,
+    NestedDissection,
+)
 
 
 class GlueConstraint:
@@ -95,6 +103,46 @@ def AssembleKkt(A_r, A_d, G_q, G_u, A_dr=None) -> sp.csr_matrix:
 FACTORIZATIONS = BACKENDS
 
 
+class FactorPool:
+    """Factorisations whose numeric factor may be overwritten, for their symbolic analysis.
+
+    PARDISO's (and CHOLMOD's) analysis of the monster's 128k-row reduced matrix costs more than
+    its numeric factorisation, and it holds while the pattern does (drakebots.fem.pardiso keeps
+    it for a pattern inside the analysed one too). A factorisation carried from step to step is
+    shared read-only (skin_coupling.StepMemory), so it cannot be refactorised in place while a
+    state holds it; the pool hands out the factorisation of a ReducedKkt that nothing references
+    any more (its owner is garbage-collected), else None (a fresh one is made and joins the
+    pool). The coupled simulator keeps one pool per stepper (scratch, not state): every
+    factorisation of a replay after the first few reuses an analysis.
+
+    Args:
+        size: factorisations kept at most (each holds its factor: ~0.3 GB on the monster).
+    """
+
+    def __init__(self, size: int = 4):
+        self.size = int(size)
+        self._entries = []  # [factor, weakref to its owner or None]
+
+    def Take(self):
+        """A factorisation nobody uses (its numeric factor is yours to overwrite), or None."""
+        for entry in self._entries:
+            if entry[1] is None or entry[1]() is None:
+                entry[1] = None
+                return entry[0]
+        return None
+
+    def Give(self, factor, owner) -> None:
+        """Registers `factor` as used by `owner` until `owner` is garbage-collected."""
+        for entry in self._entries:
+            if entry[0] is factor:
+                entry[1] = weakref.ref(owner)
+                return
+        self._entries.append([factor, weakref.ref(owner)])
+        if len(self._entries) > self.size:
+            free = [k for k, e in enumerate(self._entries) if e[1] is None or e[1]() is None]
+            del self._entries[free[0] if free else 0]
+
+
 class ReducedKkt:
     """Factorises and solves Eq. (2) through the null-space (pinned-coordinate) elimination.
 
@@ -111,7 +159,10 @@ class ReducedKkt:
         factorization: "auto" (default), "pardiso", "cholmod", "splu" or "dense"
             (`FACTORIZATIONS`).
         reuse: an earlier ReducedKkt that is no longer used: its factorisation's symbolic
-            analysis is kept where the pattern is the same (its own factor is overwritten).
+            analysis is kept where the pattern is the same (its own factor is overwritten); or
+            a FactorPool to take such a factorisation from (and to give this one to).
+        lazy: factorise at the first solve, not here (a PinnedCorrection whose contact rows
+            are solved in place may never need the glue-only factorisation).
 
     `factorized_by` says what factorised the reduced matrix: "pardiso", "cholmod", "splu" or
     "dense" (it is positive definite), or "ldlt" / "lu" (it is not: PARDISO's pivoted LDLᵀ or
@@ -129,7 +180,8 @@ class ReducedKkt:
         ordering=None,
         A_dr=None,
         factorization="auto",
-        reuse: "ReducedKkt | None" = None,
+        reuse: "ReducedKkt | FactorPool | None" = None,
+        lazy: bool = False,
     ):
         if factorization not in FACTORIZATIONS:
             raise ValueError(
@@ -168,17 +220,46 @@ class ReducedKkt:
         M = sp.bmat([[A_ff, bottom_left], [bottom_left.T, sp.csr_matrix(top_left)]], format="csc")
         # M is in the fill-reducing order already (the skeleton's dense rows last), unless no
         # ordering could be made.
-        self._lu = FactorSymmetric(
-            M,
-            factorization,
-            ordering="natural" if ordering is not None else None,
-            indefinite="lu",
-            reuse=None if reuse is None else reuse._lu.positive_definite_factor,
-        )
-        self.factorized_by = self._lu.backend
+        self._M = M
+        self._pool = reuse if isinstance(reuse, FactorPool) else None
+        self._reuse = None if reuse is None or self._pool is not None else reuse._factor
+        self._factor = None
+        self.factorizations = 0
+        if not lazy:
+            self._Factorize()
         self._A_fP = A_fP
         self._A_PP = A_PP
         self._A_Pf = A_d[self.pinned][:, self.free]
+
+    def _Factorize(self):
+        old = self._pool.Take() if self._pool is not None else None
+        if self._reuse is not None:
+            old, self._reuse = self._reuse.positive_definite_factor, None
+        self._factor = FactorSymmetric(
+            self._M,
+            self.factorization,
+            ordering="natural" if self.ordering is not None else None,
+            indefinite="lu",
+            reuse=old,
+        )
+        self.factorizations += 1
+        if self._pool is not None:
+            self._pool.Give(self._factor.positive_definite_factor, self)
+
+    @property
+    def _lu(self):
+        """The factorisation of the reduced matrix (made at the first use when `lazy`)."""
+        if self._factor is None:
+            self._Factorize()
+        return self._factor
+
+    @property
+    def factorized(self) -> bool:
+        return self._factor is not None
+
+    @property
+    def factorized_by(self) -> str:
+        return self._lu.backend
 
     def Solve(self, b_r, b_d, c):
         """(dq (nr,), du (nd,), lam (p,)) solving Eq. (2) with right-hand side (b_r, b_d, c)."""
@@ -231,12 +312,39 @@ class PinnedCorrection:
         base: the ReducedKkt of the glue rows (kept, not copied).
         max_columns: the cache is emptied when it holds more columns than this (memory: one
             column is 8 * (free + nr) bytes, about 0.3 MB on the beetle skin).
+        max_new_columns: a new set needing more uncached columns is solved directly (Solve).
+        exact: the direct path factorises every new set afresh with its rows eliminated (the
+            reference); False: the rows are pinned in place (`_InPlacePins`, the base's
+            pattern) and factorised through `pool`, and a set within a coordinate of the last
+            factorised one (`anchor`) is solved by GMRES preconditioned by its factorisation
+            (`_Gmres`, to `krylov_tolerance` in at most `krylov_iterations`).
+        pool: the FactorPool of the in-place factorisations (None: fresh ones).
+        previous: the PinnedCorrection this one replaces: its anchor preconditions this one's
+            first in-place solves where the Newton matrix is the same (read-only).
     """
 
     def __init__(
-        self, base: ReducedKkt, *, max_columns: int = 600, max_new_columns: int | None = 150
+        self,
+        base: ReducedKkt,
+        *,
+        max_columns: int = 600,
+        max_new_columns: int | None = 150,
+        exact: bool = True,
+        pool: "FactorPool | None" = None,
+        previous: "PinnedCorrection | None" = None,
+        krylov_tolerance: float = 1e-10,
+        krylov_iterations: int = 4,
     ):
         self.base = base
+        self.exact = bool(exact)
+        self.pool = pool
+        self.krylov_tolerance = float(krylov_tolerance)
+        self.krylov_iterations = int(krylov_iterations)
+        self.krylov_iterations_total = 0
+        self.krylov_solves = 0
+        # The last in-place factorisation (_Direct), the preconditioner of the next contact
+        # sets: read-only (another PinnedCorrection's, or this one's).
+        self.anchor = None if previous is None or exact else previous.anchor
         self.position = np.full(base.nd, -1, dtype=np.int64)
         self.position[base.free] = np.arange(len(base.free))
         self.max_columns = int(max_columns)
@@ -247,7 +355,7 @@ class PinnedCorrection:
         # Whether the fallback was made by this object (and may be overwritten in place).
         self._fallback_owned = False
         self.column_solves = 0
-        self.factorizations = 0
+        self.factorizations = 0  # of contact sets solved directly (the base's: base.factorizations)
 
     def Fork(self) -> "PinnedCorrection":
         """A copy sharing this one's factorisations read-only and starting from its cached
@@ -343,30 +451,180 @@ class PinnedCorrection:
         return (*base._Finish(z, b_d, c), lam_extra)
 
     def _Direct(self, b_r, b_d, c, extra, c_extra):
-        """The same system factorised directly with every row pinned (kept for a repeat)."""
+        """The same system with every row pinned, solved without the cached columns (kept for
+        a repeat): `exact`, factorised afresh with the rows eliminated (the reference); else the
+        rows pinned in place (`_InPlacePins`: the base's pattern, so the factorisation reuses
+        an analysis) and solved by GMRES preconditioned by the last such factorisation (of an
+        older contact set, or Newton matrix: `anchor`), refactorised when GMRES does not reach
+        `krylov_tolerance` within `krylov_iterations`."""
         base = self.base
         key = extra.tobytes()
+        if self.exact:
+            if self._fallback is None or self._fallback[0] != key:
+                p = len(base.pinned)
+                G = np.vstack([base.G, np.zeros((len(extra), base.nr))])
+                kkt = ReducedKkt(
+                    base.A_r,
+                    base.A_d,
+                    G,
+                    np.concatenate([base.pinned, extra]),
+                    ordering=base.ordering,
+                    A_dr=base.A_dr,
+                    factorization=base.factorization,
+                    # The fallback it replaces is dropped: its analysis serves where the pinned
+                    # set (so the pattern) is the same.
+                    reuse=self._fallback[1] if self._fallback_owned else None,
+                )
+                self.factorizations += 1
+                self._fallback = (key, kkt, p)
+                self._fallback_owned = True
+            _, kkt, p = self._fallback
+            dq, du, lam = kkt.Solve(b_r, b_d, np.concatenate([c, c_extra]))
+            return dq, du, lam[:p], lam[p:]
         if self._fallback is None or self._fallback[0] != key:
-            p = len(base.pinned)
-            G = np.vstack([base.G, np.zeros((len(extra), base.nr))])
-            kkt = ReducedKkt(
-                base.A_r,
-                base.A_d,
-                G,
-                np.concatenate([base.pinned, extra]),
-                ordering=base.ordering,
-                A_dr=base.A_dr,
-                factorization=base.factorization,
-                # The fallback it replaces is dropped: its analysis serves where the pinned
-                # set (so the pattern) is the same.
-                reuse=self._fallback[1] if self._fallback_owned else None,
+            self._fallback = (key, _InPlacePins(base, extra))
+        _, system = self._fallback
+        rhs = system.Rhs(b_r, b_d, c, c_extra)
+        z = None
+        if (
+            system.factor is None
+            and self.anchor is not None
+            and self.anchor.base is base
+            and 2 * len(np.setxor1d(self.anchor.extra, extra)) + 2 <= self.krylov_iterations
+        ):
+            # The same Newton matrix, a few coordinates pinned or released since the anchor:
+            # GMRES needs about two iterations a coordinate (the preconditioned operator is the
+            # identity plus a rank-2 change for each), a factorisation about as many solves as
+            # `krylov_iterations` (measured on the monster's 128k-row matrix).
+            z, iterations = _Gmres(
+                system.M,
+                self.anchor.factor,
+                rhs,
+                self.krylov_tolerance,
+                self.krylov_iterations,
             )
-            self.factorizations += 1
-            self._fallback = (key, kkt, p)
-            self._fallback_owned = True
-        _, kkt, p = self._fallback
-        dq, du, lam = kkt.Solve(b_r, b_d, np.concatenate([c, c_extra]))
-        return dq, du, lam[:p], lam[p:]
+            self.krylov_iterations_total += iterations
+            self.krylov_solves += 1
+        if z is None:
+            if system.factor is None:
+                system.Factorize(self.pool)
+                self.factorizations += 1
+                self.anchor = system
+            z = system.factor.solve(rhs)
+        return system.Finish(z, b_d, c, c_extra)
+
+
+class _InPlacePins:
+    """A ReducedKkt's system with more skin coordinates pinned (rows -du_j = c_j, G_q = 0)
+    in place: their rows and columns of the reduced matrix zeroed but for the diagonal, the
+    known du_j moved to the right-hand side. The matrix keeps the base's size and sparsity
+    pattern, so a factorisation of it keeps PARDISO's analysis (FactorPool), and one of another
+    contact set preconditions it (PinnedCorrection._Direct). The solution is that of the
+    eliminated system (a fresh ReducedKkt with every row pinned) to round-off."""
+
+    def __init__(self, base: ReducedKkt, extra):
+        self.base = base
+        self.extra = np.asarray(extra, dtype=np.int64)
+        position = np.full(base.nd, -1, dtype=np.int64)
+        position[base.free] = np.arange(len(base.free))
+        self.pos = position[self.extra]
+        M0 = base._M
+        size = M0.shape[0]
+        if getattr(base, "_columns_of_entries", None) is None:
+            base._columns_of_entries = np.repeat(np.arange(size), np.diff(M0.indptr))
+        marked = np.zeros(size, dtype=bool)
+        marked[self.pos] = True
+        rows, cols = M0.indices, base._columns_of_entries
+        data = M0.data.copy()
+        data[(marked[rows] | marked[cols]) & (rows != cols)] = 0.0
+        self.M = sp.csc_matrix((data, M0.indices, M0.indptr), shape=M0.shape)
+        self.columns = M0[:, self.pos]  # the eliminated couplings (the original values)
+        self.diagonal = M0.diagonal()[self.pos]
+        self.factor = None
+
+    def Factorize(self, pool=None) -> None:
+        base = self.base
+        self.factor = FactorSymmetric(
+            self.M,
+            base.factorization,
+            ordering="natural" if base.ordering is not None else None,
+            indefinite="lu",
+            reuse=None if pool is None else pool.Take(),
+        )
+        if pool is not None:
+            pool.Give(self.factor.positive_definite_factor, self)
+
+    def Rhs(self, b_r, b_d, c, c_extra):
+        known = -np.asarray(c_extra, float)
+        rhs = self.base._Rhs(b_r, b_d, c) - self.columns @ known
+        rhs[self.pos] = self.diagonal * known
+        return rhs
+
+    def Finish(self, z, b_d, c, c_extra):
+        """(dq, du, lam, lam_extra) from the reduced solution z."""
+        base = self.base
+        dq, du, lam = base._Finish(z, b_d, c)
+        lam_extra = self.columns.T @ z - base._A_fP[self.pos] @ c - b_d[self.extra]
+        return dq, du, lam, lam_extra
+
+
+def _Gmres(A, preconditioner, b, tolerance, max_iterations):
+    """(x, iterations) solving A x = b by GMRES right-preconditioned with a factorisation of a
+    nearby matrix (Saad, Iterative Methods for Sparse Linear Systems, 2nd ed., Alg. 9.5, with
+    the preconditioned vectors kept as in flexible GMRES, Alg. 9.6), from x0 = P b, until the
+    true residual ‖b - A x‖₂ <= tolerance ‖b‖₂ and the normwise backward error is within the
+    factorisations' (solvers.BACKWARD_ERROR_TOLERANCE); x is None when `max_iterations` did
+    not get there (the caller factorises A then). With P⁻¹ = A it ends at x0: the preconditioned
+    operator A P is the identity plus the difference of the two matrices, of low rank when
+    they differ by a few pinned coordinates."""
+    solve = preconditioner._Solve  # raw solves: the result is checked here
+    A = sp.csr_matrix(A.T) if sp.isspmatrix_csc(A) else A  # symmetric: the CSC is Aᵀ's CSR
+    x0 = solve(b)
+    r = b - A @ x0
+    norm_b = float(np.linalg.norm(b))
+    beta = float(np.linalg.norm(r))
+    target = tolerance * norm_b
+    if beta <= target:
+        return x0, 0
+    V = [r / beta]
+    Z = []
+    H = np.zeros((max_iterations + 1, max_iterations))
+    cs, sn = np.zeros(max_iterations), np.zeros(max_iterations)
+    g = np.zeros(max_iterations + 1)
+    g[0] = beta
+    for j in range(max_iterations):
+        Z.append(solve(V[j]))
+        w = A @ Z[j]
+        for i in range(j + 1):  # modified Gram-Schmidt
+            H[i, j] = float(w @ V[i])
+            w -= H[i, j] * V[i]
+        H[j + 1, j] = norm_w = float(np.linalg.norm(w))
+        for i in range(j):  # the earlier Givens rotations
+            H[i, j], H[i + 1, j] = (
+                cs[i] * H[i, j] + sn[i] * H[i + 1, j],
+                -sn[i] * H[i, j] + cs[i] * H[i + 1, j],
+            )
+        radius = float(np.hypot(H[j, j], H[j + 1, j]))
+        cs[j], sn[j] = H[j, j] / radius, H[j + 1, j] / radius
+        H[j, j], H[j + 1, j] = radius, 0.0
+        g[j + 1] = -sn[j] * g[j]
+        g[j] = cs[j] * g[j]
+        if abs(g[j + 1]) <= target or norm_w == 0.0 or j + 1 == max_iterations:
+            k = j + 1
+            y = np.linalg.solve(np.triu(H[:k, :k]), g[:k])
+            x = x0 + np.column_stack(Z) @ y
+            residual = b - A @ x
+            if (
+                float(np.linalg.norm(residual)) <= target
+                and BackwardError(A, x, b, InfinityNorm(A)) <= BACKWARD_ERROR_TOLERANCE
+            ):
+                return x, k
+            if abs(g[j + 1]) <= target:  # round-off: the estimate and the truth differ
+                return None, k
+            if j + 1 == max_iterations:
+                return None, k
+        V.append(w / norm_w)
+    return None, max_iterations
 
 
 def _ChoFactor(S):

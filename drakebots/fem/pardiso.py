@@ -166,6 +166,9 @@ class Pardiso:
         self._pattern = None
         self._analysed = False
         self._n = 0
+        self._keys = None  # the analysed upper-triangle pattern, row * n + column, sorted
+        self._scatter = None
+        self.analyses = 0  # symbolic analyses (phase 11) this handle has run
         self.inertia = None  # (positive, negative) pivots after an INDEFINITE factorisation
         self.perturbed_pivots = 0
 
@@ -226,30 +229,54 @@ class Pardiso:
             A = A.sorted_indices()
         pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
         if pattern != self._pattern:
-            self._Release()
             # A symmetric matrix's CSC arrays are the CSR arrays of Aᵀ = A: row r's entries are
             # column r's. PARDISO reads the upper triangle (column index >= row) of that CSR.
             rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
             upper = A.indices >= rows
-            missing = np.setdiff1d(np.arange(A.shape[0]), A.indices[A.indices == rows])
+            stored = np.zeros(A.shape[0], dtype=bool)
+            stored[rows[A.indices == rows]] = True
+            missing = np.flatnonzero(~stored)
             if len(missing):
                 # PARDISO needs every diagonal entry stored, even a zero one.
                 raise ValueError(
                     f"PARDISO needs the full diagonal stored ({len(missing)} diagonal entries "
                     "missing from the sparsity pattern)"
                 )
+            n = A.shape[0]
+            own = rows[upper].astype(np.int64) * n + A.indices[upper]  # sorted (CSR order)
             self._upper = np.flatnonzero(upper)
-            counts = np.bincount(rows[upper], minlength=A.shape[0])
-            self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-            self._indices = A.indices[upper].astype(np.int32)
-            self._n = A.shape[0]
-            self._data = np.ascontiguousarray(A.data[self._upper], dtype=np.float64)
-            self._Call(11)
-            self._analysed = True
+            keys, analyse = own, True
+            if self._analysed and n == self._n:
+                # A pattern inside the analysed one (entries that are zero now: a penalty pair
+                # that separated, a skin vertex that left a skeleton box) puts its values into
+                # the analysed pattern, whose analysis is kept; one with a new entry is analysed
+                # as the union of both, so that the pattern settles over a run.
+                at = np.minimum(np.searchsorted(self._keys, own), len(self._keys) - 1)
+                if np.array_equal(self._keys[at], own):
+                    keys, analyse = self._keys, False
+                else:
+                    keys = np.concatenate([self._keys, own])
+                    keys.sort()
+                    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
+            # Where each of A's upper entries goes in the analysed pattern (None: in place).
+            self._scatter = None if len(keys) == len(own) else np.searchsorted(keys, own)
             self._pattern = pattern
-            self.factor_nonzeros = int(self._iparm[17])
+            if analyse:
+                self._Release()
+                self._keys = keys
+                counts = np.bincount(keys // n, minlength=n)
+                self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+                self._indices = (keys % n).astype(np.int32)
+                self._n = n
+                self._SetData(A)
+                self._Call(11)
+                self._analysed = True
+                self.analyses += 1
+                self.factor_nonzeros = int(self._iparm[17])
+            else:
+                self._SetData(A)
         else:
-            self._data = np.ascontiguousarray(A.data[self._upper], dtype=np.float64)
+            self._SetData(A)
         self._Call(22)
         self.perturbed_pivots = int(self._iparm[13])
         if self.mtype == INDEFINITE:
@@ -264,6 +291,15 @@ class Pardiso:
                     f"(a pivot {ratio[worst]:.1e} of its diagonal entry)"
                 )
         return self
+
+    def _SetData(self, A):
+        """The values PARDISO reads: A's upper triangle, in the analysed pattern."""
+        values = A.data[self._upper]
+        if self._scatter is None:
+            self._data = np.ascontiguousarray(values, dtype=np.float64)
+        else:
+            self._data = np.zeros(len(self._keys))
+            self._data[self._scatter] = values
 
     def Pivots(self) -> tuple[np.ndarray, np.ndarray]:
         """The Cholesky pivots (L_ii², in PARDISO's elimination order) and the matrix's diagonal

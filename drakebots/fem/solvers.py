@@ -417,7 +417,9 @@ def FactorSymmetric(
     `reuse`: the `.positive_definite_factor` of an earlier result that is no longer used (its
     numeric factor is overwritten): PARDISO's and CHOLMOD's symbolic analysis is then kept when
     the pattern is the same (the coupled simulator's Newton iterations and steps: PARDISO's
-    analysis of the monster's 128k-row matrix costs more than its numeric factorisation).
+    analysis of the monster's 128k-row matrix costs more than its numeric factorisation), and
+    PARDISO's also for a pattern inside the analysed one (drakebots.fem.pardiso); its pivoted
+    LDLᵀ handle is kept with it for the next indefinite matrix.
     """
     if indefinite not in ("raise", "lu"):
         raise ValueError(f"indefinite must be 'raise' or 'lu' (got {indefinite!r})")
@@ -437,7 +439,12 @@ def FactorSymmetric(
         if indefinite == "raise":
             raise
         if backend == "pardiso":
-            factor = PardisoFactor(positive_definite=False)
+            # Its own handle, kept with the positive-definite one so that the next indefinite
+            # matrix of the same pattern reuses its analysis too.
+            factor = getattr(spd, "indefinite_factor", None) or PardisoFactor(
+                positive_definite=False
+            )
+            spd.indefinite_factor = factor
             factor.Factor(A)
             factor.backend = "ldlt"
         else:

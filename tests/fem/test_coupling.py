@@ -187,3 +187,45 @@ def test_an_indefinite_skin_block_is_factorised_by_the_pivoted_lu(factorization)
     scale = np.abs(z).max()
     np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
     np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("factorization", FACTORIZATIONS)
+def test_contact_rows_pinned_in_place_solve_the_kkt_system(factorization):
+    """The default's direct path (PinnedCorrection(exact=False), issue 52): contact rows pinned
+    in place in the glue-only reduced matrix (its pattern kept, so the factorisation's analysis
+    is shared through a FactorPool), and a set one coordinate away from the last factorised one
+    solved by GMRES preconditioned by that factorisation. Each (dq, du, lam) against the KKT
+    system of Eq. (2) assembled with all rows and solved by SciPy's spsolve (the reference)."""
+    from drakebots.fem.coupling import FactorPool, PinnedCorrection
+
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(4)
+    rng = np.random.default_rng(5)
+    pool = FactorPool()
+    base = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization, lazy=True)
+    solver = PinnedCorrection(base, max_new_columns=0, exact=False, pool=pool)
+    free = np.setdiff1d(np.arange(fem.num_dofs), glue.dofs)
+    extra = rng.choice(free, size=15, replace=False)
+    for trial in range(4):
+        if trial == 1:  # one coordinate more than the factorised set: GMRES
+            extra = np.append(extra, rng.choice(np.setdiff1d(free, extra)))
+        elif trial == 2:  # a new set: factorised in place
+            extra = rng.choice(free, size=15, replace=False)
+        c_extra = 1e-3 * rng.standard_normal(len(extra))
+        dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
+        pinned = np.concatenate([glue.dofs, extra])
+        G_all = np.vstack([G_q, np.zeros((len(extra), len(b_r)))])
+        G_u = sp.csr_matrix(
+            (-np.ones(len(pinned)), (np.arange(len(pinned)), pinned)),
+            shape=(len(pinned), fem.num_dofs),
+        )
+        z = spla.spsolve(
+            AssembleKkt(A_r, A_d, G_all, G_u).tocsc(), np.concatenate([b_r, b_d, c, c_extra])
+        )
+        nr, nd = len(b_r), len(b_d)
+        scale = np.abs(z[: nr + nd]).max()
+        np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
+        np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
+        lam_all = np.concatenate([lam, lam_extra])
+        np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
+    assert not base.factorized  # the glue-only factorisation was never needed
+    assert solver.factorizations == 2 and solver.krylov_solves == 1

@@ -212,6 +212,25 @@ def test_pardiso_reuses_its_analysis_and_follows_a_new_pattern():
 
 
 @needs_pardiso
+def test_pardiso_keeps_its_analysis_for_a_pattern_inside_the_analysed_one():
+    """A pattern with entries left out (a penalty pair that separated) is factorised in the
+    analysed pattern (no new analysis); one with a new entry is analysed as the union, which
+    then takes both. Each solve against LAPACK's dense solve."""
+    from drakebots.fem.solvers import PardisoFactor
+
+    full = (_Laplacian() + 2.0 * sp.identity(432)).tocsc()
+    diagonal = sp.diags(full.diagonal()).tocsc()
+    coupled = full.copy().tolil()
+    coupled[0, 431] = coupled[431, 0] = -0.5  # an entry outside the Laplacian's pattern
+    b = np.random.default_rng(7).standard_normal(432)
+    factor = PardisoFactor()
+    for A, analyses in ((full, 1), (diagonal, 1), (coupled.tocsc(), 2), (full, 2)):
+        x = factor.Factor(A).solve(b)
+        np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-10)
+        assert factor._pardiso.analyses == analyses
+
+
+@needs_pardiso
 def test_pardiso_refuses_a_pattern_without_its_diagonal():
     A = _Spd().tolil()
     A[5, 5] = 0.0

@@ -1015,3 +1015,39 @@ def test_a_robot_files_skeleton_boxes_push_its_skin(tmp_path):
     # Its width and height the file's; its length 98 % (the shell leaves a gap at spine joints).
     length, width, height = skeleton["torso_size"]
     np.testing.assert_allclose(2 * torso[3], [0.98 * length, width, height], rtol=1e-12)
+
+
+@pytest.mark.parametrize("max_new_columns", [150, 4])
+def test_pooled_factorisations_step_as_the_fresh_reference(ball, max_new_columns):
+    """The default factorisation reuse (CouplingConfig.factor_reuse="pool": symbolic analyses
+    kept in a pool, the glue-only factorisation made only when needed, large contact sets pinned
+    in place) against the reference that factorises every contact set and pattern afresh with
+    the rows eliminated ("fresh", the path before issue 52): the ball landing, the contact set
+    changing from step to step. Both solve the same linear systems exactly, so the states agree
+    to round-off amplified through Newton's iterations, far below its tolerance
+    (position_tolerance 1e-7 m): 1e-9 m. With max_new_columns=4 every contact change takes the
+    direct path (in place vs eliminated)."""
+    plant, instance, skin = ball
+    runs = {}
+    for reuse in ("fresh", "pool"):
+        config = CouplingConfig(
+            time_step=0.005, factor_reuse=reuse, max_new_columns=max_new_columns
+        )
+        stepper = CoupledSkinSkeleton(
+            plant, instance, skin, config, lift=RADIUS + 0.002, skeleton=None
+        )
+        state = stepper.DefaultState()
+        states, contacts, krylov = [], [], 0
+        for k in range(12):
+            state, info = stepper.Step(state, time_s=0.005 * k)
+            states.append(state)
+            contacts.append(info.contacts)
+            krylov += info.krylov_solves
+        runs[reuse] = (states, contacts, krylov)
+    (ref, ref_contacts, _), (new, new_contacts, krylov) = runs["fresh"], runs["pool"]
+    assert max(ref_contacts) > 0  # it landed: the contact labels changed
+    assert new_contacts == ref_contacts
+    for a, b in zip(ref, new):
+        assert np.abs(a.x - b.x).max() <= 1e-9  # m
+        assert np.abs(a.q - b.q).max() <= 1e-9
+        assert np.abs(a.v - b.v).max() <= 1e-9 / 0.005
