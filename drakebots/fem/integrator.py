@@ -67,6 +67,13 @@ class NewtonOptions:
     always_project: bool = False
     # Modified Newton: keep the factorisation while the iteration contracts by 4x or more.
     reuse_factorization: bool = True
+    # Modified Newton across steps: a step starts from the last step's factorisation (same h),
+    # refreshed by the rule above when it contracts slowly. The Newton matrix changes little
+    # from one step to the next, so a step then often needs no factorisation (issue 52: on the
+    # beetle's 12.7k-vertex skin at h = 1 ms a step cost 2.2 numeric factorisations, most of it
+    # the factorisation and the Hessian it needs). False: every step factorises afresh (the
+    # reference; the states agree to the tolerances above).
+    reuse_across_steps: bool = True
     # Linear solver (drakebots.fem.solvers.Factorize).
     linear_solver: str = DEFAULT_SOLVER
     # "backward_euler" (L-stable, dissipative: the default for simulation) or "midpoint"
@@ -122,6 +129,8 @@ class BackwardEuler:
         self.stats = StepStats()
         self._ordering = None  # fill-reducing ordering, computed once (the pattern is fixed)
         self._pardiso = None  # PARDISO handle, its symbolic analysis kept across steps
+        # (h, factor) of the last step's Newton matrix (NewtonOptions.reuse_across_steps)
+        self._carried = None
         if self.options.scheme == "backward_euler":
             self._a, self._c = 1.0, 1.0
         elif self.options.scheme == "midpoint":
@@ -237,18 +246,31 @@ class BackwardEuler:
         # The exact Hessian first (with the mass term it is positive definite for all but large
         # compressive strains); the PSD-projected one whenever it fails to give descent.
         project = opt.always_project
-        for _ in range(opt.max_iterations):
-            if factor is None:
+        # A factorisation carried from the last step (stale: of another configuration) makes
+        # the step's first update; one that gives no descent or that the line search cannot
+        # take is dropped for a fresh one from the same point.
+        stale = False
+        if opt.reuse_across_steps and self._carried is not None and self._carried[0] == h:
+            factor, stale = self._carried[1], True
+        self._carried = None
+        for iteration in range(opt.max_iterations):
+            if factor is None and (iteration == 0 or not opt.reuse_across_steps):
                 phi, grad, A = self._PotentialGradientHessian(y, x, v, h, f_ext, project)
             else:
-                # Modified Newton: the factor of the previous iteration, a fresh gradient.
+                # Modified Newton: the factor of the previous iteration, a fresh gradient; or,
+                # after an update, the gradient first: a converged step needs no Hessian.
                 phi, grad = self._PotentialGradient(y, x, v, h, f_ext)
+                if factor is None:
+                    masked = np.where(free, grad, 0.0)
+                    if float(np.max(np.abs(masked), initial=0.0)) > opt.force_tolerance:
+                        phi, grad, A = self._PotentialGradientHessian(y, x, v, h, f_ext, project)
             grad[~free] = 0.0
             residual = float(np.max(np.abs(grad))) if grad.size else 0.0
             self.stats.residual = residual
             if residual <= opt.force_tolerance:
                 break
             if factor is None:
+                stale = False
                 A = self._Constrain(A)
                 method = ResolveMethod(opt.linear_solver)
                 if method == "splu_nd" and self._ordering is None:
@@ -270,6 +292,9 @@ class BackwardEuler:
             dy = -factor.solve(grad)
             dy[~free] = 0.0
             slope = float(np.dot(grad, dy))
+            if not slope < 0.0 and stale:
+                factor = None
+                continue
             if not slope < 0.0 and not project:
                 project, factor = True, None
                 continue
@@ -288,6 +313,9 @@ class BackwardEuler:
                 alpha *= 0.5
                 self.stats.line_search_cuts += 1
             else:
+                if stale:  # the carried factor's update: a fresh one from the same point
+                    factor = None
+                    continue
                 k = int(np.argmin(self.model.Jacobians(y + dy)))
                 raise ElementInversion(
                     k,
@@ -297,13 +325,16 @@ class BackwardEuler:
                 )
             y = trial
             self.stats.newton_iterations += 1
+            if opt.reuse_across_steps:
+                self._carried = (h, factor)
             step = float(np.max(np.abs(dy))) if dy.size else 0.0
             if alpha == 1.0 and step <= max(
                 opt.position_tolerance, opt.relative_tolerance * float(np.max(np.abs(y - x)))
             ):
                 break
-            # Keep the factor while it contracts fast; otherwise refresh the Hessian.
-            if not (opt.reuse_factorization and alpha == 1.0 and step <= 0.25 * last_step):
+            # Keep the factor while it contracts fast; otherwise refresh the Hessian. A carried
+            # factor serves one update: the step's next one (unless converged) is Newton's own.
+            if stale or not (opt.reuse_factorization and alpha == 1.0 and step <= 0.25 * last_step):
                 factor = None
             last_step = step
         else:

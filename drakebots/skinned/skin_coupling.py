@@ -1014,6 +1014,9 @@ class CoupledSkinSkeleton:
                         previous=previous,
                         max_new_columns=cfg.max_new_columns,
                     )
+                    # Dropped now, so that its factorisation returns to the pool at once (the
+                    # glue-only one is made at the first solve that needs it, after this).
+                    previous = None
                 kkt, owned = reduced, True
                 kkt_exact = exact
                 info.exact_factorizations += int(exact)
