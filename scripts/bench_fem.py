@@ -8,7 +8,8 @@ Tables:
   2. one implicit step, ours vs Drake's DeformableModel, on the beetle skin and on the
      cantilever (same mesh, neo-Hookean material, time step, gravity): the ratio ours/Drake
      (goal <= 1.0); ours with PARDISO and with SuperLU (`implicit_step_s`, their ratio) and the
-     step in numeric factorisations (issue 52's goal: <= 1.5);
+     step in numeric factorisations (issue 52's goal: <= 1.5), against the reference that
+     factorises every step afresh (NewtonOptions(reuse_across_steps=False)) in the same run;
   3. the coupled skin-skeleton step of the standing beetle, landing from rest and settling
      (mean wall time, Newton iterations, factorisations and contact-column solves per step),
      with contact-label changes through the Schur complement (the default) against
@@ -16,11 +17,14 @@ Tables:
      the Schur path with PARDISO (the default) and CHOLMOD against SuperLU factorising the
      coupled system (the ratios);
   4. (with --replay-design) a design's first frames replayed open loop in the coupled simulator
-     (`drakebots design --skin`'s check), seconds a frame: the default (the exact Hessian near
-     each step's solution, CouplingConfig.exact_hessian_below, and the line search with its
-     update bound, CouplingConfig.overshoot and max_update) against Newton's matrix projected
-     throughout, and against no line search and no bound: the two ratios; `coupled_frame_s`
-     is the default's seconds a frame (issue 52's goal on the monster's folded skin: <= 3 s);
+     (`drakebots design --skin`'s check), seconds and CPU seconds a frame, factorisations a
+     frame: the default against the reference of its factorisation reuse, every contact set
+     and pattern factorised afresh (fresh_factorizations, CouplingConfig.factor_reuse), with
+     the ratio and the largest distance of the two runs' skin and skeleton states over the
+     frames; `coupled_frame_s` is the default's seconds a frame (issue 52's goal on the
+     monster's folded skin: <= 3 s). Opt-in cases (--replay-cases): Newton's matrix projected
+     throughout (projected, against CouplingConfig.exact_hessian_below) and no line search and
+     no update bound (without_line_search, CouplingConfig.overshoot and max_update);
      the opt-in case eigh_projection projects the element Hessians by a 9x9 eigendecomposition
      each (the reference of the analytic projection, FemModel(projection=...)): its ratio;
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
@@ -32,7 +36,7 @@ Usage:
       [--replay-design runs/mw011_f067_59_v4 --skin runs/monster_skin_067_cut_folded
        --replay-frames 4 [--replay-seconds 3600] [--replay-only]
        [--replay-cases exact_near_solution,eigh_projection] [--replay-rounds 2]]
-      # default: the first three cases, once each
+      # default: exact_near_solution (the default config) and fresh_factorizations, once each
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
 """
 

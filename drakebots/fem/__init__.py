@@ -39,7 +39,8 @@ Elastic model (`drakebots.fem.model.FemModel(mesh, material, projection="auto")`
 Time stepping (`drakebots.fem.integrator`)
     BackwardEuler(model, gravity, fixed_vertices, options).Step(x, v, h, ...) -> (x+, v+):
     Newton on the incremental potential (exact Hessian, PSD-projected after a non-descent
-    direction; modified Newton reuses the factor while it contracts), Armijo line search that
+    direction; modified Newton reuses the factor while it contracts, and a step starts from the
+    last step's factor: NewtonOptions.reuse_across_steps), Armijo line search that
     rejects inverted elements, step cutting; raises ElementInversion(element, time) or
     NewtonFailure. NewtonOptions(scheme="midpoint") gives implicit midpoint (exact momentum).
     StaticEquilibrium(model, ...) for static sag.
@@ -70,7 +71,11 @@ Coupling to the skeleton (`drakebots.fem.coupling`), Eqs. (1)-(2)
         Schur complement on them, reusing the glue-only factorisation (cached columns); the
         optional coupling adds a multiplier to other rows (Coulomb friction of a sliding vertex).
         The coupled simulator's default for contact-label changes (CouplingConfig.contact_solver
-        = "schur"; "refactor" factorises each new contact set, the reference).
+        = "schur"; "refactor" factorises each new contact set, the reference). With
+        exact=False a set too large for the columns is pinned in place in the glue-only pattern
+        (factorised through a FactorPool that keeps PARDISO's analysis, or solved by GMRES with
+        the last such factor); CouplingConfig.factor_reuse selects it ("pool") or not ("fresh").
+    FactorPool(): factorisations that no live ReducedKkt holds, lent for their analysis.
 
 Skin generation (in the skinned wing, `drakebots.skinned.skin`)
     MakeSkin(params, SkinOptions) -> Skin (mesh, glue vertices + link names + link-frame points,

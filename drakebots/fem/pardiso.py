@@ -30,8 +30,12 @@ This module binds only what drakebots uses, and checks it:
   PARDISO perturbs are counted, and every solve is checked by the caller's backward error.
 - Phase 331 (forward substitution) gives the half-solve Y = L⁻¹ P B, so Bᵀ A⁻¹ B = Yᵀ Y costs half
   a full solve.
-- The symbolic analysis (phase 11) is redone only when the sparsity pattern changes; the map from
-  the caller's CSC data to the upper-triangular CSR that PARDISO reads is made once per pattern.
+- The symbolic analysis (phase 11) is redone only when the sparsity pattern gains an entry: a
+  pattern inside the analysed one is factorised in it (its missing entries zero), and one with a
+  new entry is analysed as the union of both, so the pattern of a run's Newton matrices settles
+  (the coupled simulator's vary with the penalties: a skin vertex entering a skeleton box, a
+  self-collision pair). The map from the caller's CSC data to the upper-triangular CSR that
+  PARDISO reads is made once per pattern. `Pardiso.analyses` counts the analyses.
 
 MKL's integer interface is set to LP64 (32-bit indices) before the first call; matrices above
 2³¹ non-zeros are refused by name. The handle's memory is released (phase -1) when a pattern
