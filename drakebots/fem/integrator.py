@@ -69,10 +69,11 @@ class NewtonOptions:
     reuse_factorization: bool = True
     # Modified Newton across steps: a step starts from the last step's factorisation (same h),
     # refreshed by the rule above when it contracts slowly. The Newton matrix changes little
-    # from one step to the next, so a step then often needs no factorisation (issue 52: on the
-    # beetle's 12.7k-vertex skin at h = 1 ms a step cost 2.2 numeric factorisations, most of it
-    # the factorisation and the Hessian it needs). False: every step factorises afresh (the
-    # reference; the states agree to the tolerances above).
+    # from one step to the next, so a step then often needs no factorisation; and a step whose
+    # gradient is converged after an update makes no Hessian. On the beetle's 12.7k-vertex skin
+    # at h = 1 ms (bench_fem table 2, same run): a step costs 1.48 numeric factorisations, 3.41
+    # with every step factorised afresh. False: that reference (the states agree to the
+    # tolerances above; tests/fem/test_fem.py).
     reuse_across_steps: bool = True
     # Linear solver (drakebots.fem.solvers.Factorize).
     linear_solver: str = DEFAULT_SOLVER

@@ -136,11 +136,13 @@ class CouplingConfig:
     # too large for the cached Schur columns is pinned in place (the glue-only pattern, so its
     # factorisation reuses an analysis too) and, where it differs from the last such set by one
     # coordinate, solved by GMRES preconditioned by that set's factorisation. The solution is
-    # the same to round-off. Measured on the monster's folded skin (frame 2 of its walk, a foot
-    # touching down): 8 factorisations instead of 13, CPU 17.1 s instead of 24.1 s; GMRES
-    # needs about two iterations a changed coordinate at ~0.13 s each, a numeric factorisation
-    # ~0.6-0.8 s, so only the smallest changes go to it. "fresh": the reference, the path before:
-    # each contact set and pattern factorised afresh with the rows eliminated.
+    # the same to round-off. Measured on the monster's folded skin (bench_fem table 4, its
+    # walk's first 2 frames, alternated with "fresh"): 7 factorisations a frame instead of 9
+    # (the frame where a foot touches down: 9 instead of 13), CPU 0.81x, wall 0.51x, states
+    # 5e-15 m apart. GMRES needs about two iterations a changed coordinate, each ~0.13 s CPU
+    # there, where a numeric factorisation takes ~0.6-0.8 s (17 iterations: 2.3 s against
+    # 0.84 s), so only a one-coordinate change goes to it. "fresh": the reference, the path
+    # before: each contact set and pattern factorised afresh with the rows eliminated.
     factor_reuse: str = "pool"
     # Schur path: a new contact set that needs more uncached Schur columns than this (one solve
     # each) is solved directly instead (PinnedCorrection.max_new_columns; its docstring has the
