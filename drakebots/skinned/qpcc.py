@@ -1034,6 +1034,10 @@ def RunFrameByFrame(
         if qpcc.config.lookahead_frames > 0:
             kwargs["q_ahead"] = LookaheadTarget(q_plan, i, qpcc.config.lookahead_frames, target)
         try:
+            if i == 0:
+                # Frame 0 is solved twice (below) from the same state: one linearisation serves
+                # both (on the monster's 42.9k-vertex skin a linearisation is ~2 s).
+                kwargs["lin"] = dynamics.Linearize(q, v)
             r = qpcc.SolveFrame(q, v, q_plan[i + 1], dq_prev, tau_prev, **kwargs)
         except FrameDynamicsError as e:
             infeasible.append((i, [f"dynamics ({e})"]))

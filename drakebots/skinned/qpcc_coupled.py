@@ -78,9 +78,11 @@ import dataclasses
 import time
 
 import numpy as np
+import scipy.linalg.blas as sla_blas
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from drakebots.fem.pardiso import SINGULAR_PIVOT_RATIO
 from drakebots.fem.solvers import (
     CholmodFactor,
     InaccurateSolve,
@@ -97,6 +99,7 @@ from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CoupledState, C
 
 PATCHES_PER_FOOT = 5
 LINEAR_SOLVERS = ("auto", "pardiso", "cholmod", "splu", "dense")
+CONDENSATIONS = ("schur", "direct")
 # Largest relative difference allowed between the compliance's probe column and a checked full
 # solve (`_ReducedFactor.Compliance`).
 COMPLIANCE_TOLERANCE = 1e-8
@@ -131,6 +134,12 @@ class CoupledFrameConfig:
     # Quasi-static continuation steps from the standing skin to a pass's first pose
     # (`CoupledFrameDynamics.SettledSkin`: a pass starts from the skin's equilibrium there).
     settle_steps: int = 4
+    # How K_red (Eq. 10) is factorised: "schur" (its skin block A_ff by the sparse Cholesky,
+    # the skeleton's nv x nv Schur complement densely: A_ff's pattern does not grow as the
+    # walk pushes new skin vertices into the skeleton's boxes, so the symbolic analysis is kept;
+    # `_SchurCondensation`) or "direct" (K_red whole, `_ReducedFactor`: the reference path).
+    # Both give the same frames to solver tolerance (tests/skinned/test_qpcc_coupled.py).
+    condensation: str = "schur"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -308,6 +317,271 @@ class _ReducedFactor:
         return C
 
 
+class _SchurCondensation:
+    """K_red factorised through its skin block: K_red = [[A, B], [Bᵀ, C]] in (Δu_free, Δv), with
+    A = A_ff the free skin rows (sparse, the FEM pattern plus the self-collision pairs met so
+    far), B (nf x nv) the glue's and the skin-skeleton penalties' coupling to Δv (non-zero on a
+    few thousand rows) and C (nv x nv) the skeleton corner. A is factorised by a sparse
+    Cholesky (drakebots.fem.solvers.SpdFactor); the Schur complement S = C - Bᵀ A⁻¹ B (nv x nv,
+    dense) by LAPACK. K_red is positive definite exactly when A and S are.
+
+    Why (issue 52, measured on the monster's 0.06 m/s walk on its folded 42.9k-vertex skin):
+    factorising K_red whole puts the pushed rows of B in its sparsity pattern, and as the walk
+    pushes new skin vertices into the skeleton's boxes the pattern grows, so PARDISO redid its
+    symbolic analysis (METIS on 128k rows) in 4 of the first 6 linearisations: 1.2-2.2 s a
+    frame against 0.55 s for a numeric factorisation alone. A's pattern does not depend on B,
+    and the self-collision pairs it carries are kept once met (`_pattern`: a superset, zeros
+    where a pair has let go), so the analysis is redone only when a pair meets for the first
+    time.
+
+    The compliance of the outputs O = diag(W_f, I_nv) (patch means and Δv) is, with
+    Y = L⁻¹ P [W_f, B] (one forward half-solve of 3P + nv columns, as before):
+
+        G = Yᵀ Y,  S = C - G_BB,  X = S⁻¹ G_BW,
+        Oᵀ K_red⁻¹ O = [[G_WW + G_BWᵀ X, -Xᵀ], [-X, S⁻¹]]
+
+    (block inversion of K_red), and a solve K_red [x_f; x_v] = [r_f; r_v] is
+    a = A⁻¹ r_f, x_v = S⁻¹ (r_v - Bᵀ a), x_f = a - A⁻¹ B x_v (two solves with A, each checked
+    by its backward error; the whole block solution is checked once more against K_red's rows
+    and refined once where it misses). The old path (`CoupledFrameConfig.condensation =
+    "direct"`, `_ReducedFactor`) is the reference the tests compare with.
+    """
+
+    def __init__(self, name: str):
+        if name not in LINEAR_SOLVERS:
+            raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
+        self.name = ResolveBackend(name)
+        self._factor = SpdFactor(self.name, self._Ordering)
+        self._rng = np.random.default_rng(0)
+        self._pattern = None  # (indptr, indices) of the factorised A (a superset)
+        self._keys = None  # sorted column-major keys of that pattern
+        self._seen = None  # the last A pattern given, and where its entries go
+        self.analyses = 0  # how many times the factor's pattern changed
+
+    @staticmethod
+    def _Ordering(A: sp.csc_matrix) -> np.ndarray | None:
+        """SuperLU's order: METIS nested dissection of the skin's free vertices."""
+        return NestedDissection(A) if A.shape[0] % 3 == 0 else None
+
+    def _Superset(self, A: sp.csc_matrix) -> sp.csc_matrix:
+        """A in the kept pattern (grown by A's new entries where it has any)."""
+        pattern = (A.indptr.tobytes(), A.indices.tobytes())
+        if self._seen is None or self._seen[0] != pattern:
+            # Keys col * n + row, ascending (sorted CSC); membership by binary search, as a
+            # hashed np.isin of 4.5M keys took 1.6 s.
+            n = A.shape[0]
+            cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(A.indptr))
+            keys = cols * n + A.indices
+            if self._keys is None:
+                new = np.ones(len(keys), dtype=bool)
+            else:
+                at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+                new = self._keys[at] != keys
+            if new.any():
+                merged = keys if self._keys is None else np.concatenate([self._keys, keys[new]])
+                merged.sort(kind="stable")
+                self._keys = merged
+                indptr = np.zeros(n + 1, dtype=np.int64)
+                np.cumsum(np.bincount(merged // n, minlength=n), out=indptr[1:])
+                self._pattern = (indptr, (merged % n).astype(np.int32))
+                self.analyses += 1
+            whole = len(keys) == len(self._keys)  # A's pattern is the kept one
+            self._seen = (pattern, None if whole else np.searchsorted(self._keys, keys))
+        if self._seen[1] is None:
+            return A
+        indptr, indices = self._pattern
+        data = np.zeros(len(indices))
+        data[self._seen[1]] = A.data
+        return sp.csc_matrix((data, indices, indptr), shape=A.shape)
+
+    def Factor(self, A: sp.csc_matrix, B_rows, B_values, C) -> None:
+        """Factorises A (CSC, sorted) and the Schur complement of C; B is given by its non-zero
+        rows `B_rows` (r,) and their values `B_values` (r, nv). Raises NotPositiveDefinite where
+        K_red is not (numerically) positive definite."""
+        A = self._Superset(A)
+        self._factor.Factor(A)
+        self._A = A
+        # ‖A‖∞ of a symmetric matrix by column sums (every column holds its diagonal entry):
+        # 0.01 s where the generic row sum of |A| took 0.09 s on the monster's 4.5M entries.
+        norm_A = float(np.add.reduceat(np.abs(A.data), A.indptr[:-1]).max())
+        if hasattr(self._factor, "_norm"):
+            self._factor._norm = norm_A
+        self._n = A.shape[0]
+        self._B_rows = np.asarray(B_rows, np.int64)
+        self._B_values = np.asarray(B_values, float)
+        self._C = np.asarray(C, float)
+        # ‖K_red‖∞, bounded above by the blocks' row sums.
+        absB = np.abs(self._B_values)
+        self._norm = max(
+            norm_A + float(absB.sum(axis=1).max(initial=0.0)),
+            float((absB.sum(axis=0) + np.abs(self._C).sum(axis=1)).max()),
+        )
+        nv = self._C.shape[0]
+        B = np.zeros((self._n, nv), order="F")
+        B[self._B_rows] = self._B_values
+        self._B_dense = B
+        self._G_Br = None  # set by Condense for this factorisation
+        # S = C - Bᵀ A⁻¹ B needs A⁻¹ B; the compliance's half-solve gives it with the patches'
+        # columns, so S is formed there (`Condense`), or by `Solve` where no Condense came.
+        self._S = None
+
+    def _Gram(self, W: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Rᵀ A⁻¹ R for R = [W, B, r] by a forward half-solve (PARDISO, CHOLMOD) or full
+        solves."""
+        nw, nv = W.shape[1], self._C.shape[0]
+        R = np.empty((self._n, nw + nv + 1), order="F")
+        R[:, :nw] = W
+        R[:, nw : nw + nv] = self._B_dense
+        R[:, -1] = r
+        f = self._factor
+        if isinstance(f, (CholmodFactor, PardisoFactor)):
+            Y = f.HalfSolve(R)
+            with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
+                # BLAS syrk (the upper triangle only): 0.1 s where Yᵀ Y took 0.2 s (128k x 82).
+                G = sla_blas.dsyrk(1.0, Y, trans=1, lower=0)
+            G = np.triu(G) + np.triu(G, 1).T
+            # A half-solve has no residual of its own: one random combination of the columns
+            # against a full solve (itself checked by its backward error).
+            weights = self._rng.standard_normal(R.shape[1])
+            reference = R.T @ f.solve(R @ weights)
+            difference = np.abs(G @ weights - reference).max()
+            scale = np.abs(reference).max()
+            if not difference <= COMPLIANCE_TOLERANCE * scale:
+                raise InaccurateSolve(
+                    f"{self.name}: the compliance's half-solve disagrees with a full solve by "
+                    f"{difference / scale:.2e} (tolerance {COMPLIANCE_TOLERANCE:.0e})"
+                )
+        else:
+            G = R.T @ f.solve(R)
+        return 0.5 * (G + G.T)
+
+    def _SetSchur(self, G_BB: np.ndarray) -> None:
+        import scipy.linalg as sla
+
+        S = self._C - G_BB
+        S = 0.5 * (S + S.T)
+        try:
+            self._S = sla.cho_factor(S, lower=True)
+        except np.linalg.LinAlgError as e:
+            raise NotPositiveDefinite(f"the skeleton's Schur complement: {e}") from e
+        pivots = np.diag(self._S[0]) ** 2
+        if not np.all(pivots > SINGULAR_PIVOT_RATIO * np.abs(np.diag(self._C))):
+            raise NotPositiveDefinite("the skeleton's Schur complement is singular")
+
+    def Condense(self, W: np.ndarray, rhs: np.ndarray):
+        """(Oᵀ K_red⁻¹ O for O = diag(W, I_nv), x_v, Wᵀ x_f) for W dense (nf x 3P) and the
+        constant response x = K_red⁻¹ rhs, all from one half-solve of [W, B, r_f]: with
+        G = [W, B, r_f]ᵀ A⁻¹ [W, B, r_f], x_v = S⁻¹ (r_v - G_Br) and
+        Wᵀ x_f = Wᵀ A⁻¹ (r_f - B x_v) = G_Wr - G_WB x_v. The constant response used to cost
+        two more solves with A (0.06 s each on the monster's skin); `Solve` checks it with
+        the frame's step (a full residual of K_red)."""
+        import scipy.linalg as sla
+
+        nw, n = W.shape[1], self._n
+        G = self._Gram(W, rhs[:n])
+        nv = self._C.shape[0]
+        G_WW, G_BW, G_BB = G[:nw, :nw], G[nw : nw + nv, :nw], G[nw : nw + nv, nw : nw + nv]
+        G_Wr, G_Br = G[:nw, -1], G[nw : nw + nv, -1]
+        self._SetSchur(G_BB)
+        self._G_BW, self._G_Br, self._r_f0, self._W = G_BW, G_Br, rhs[:n].copy(), W
+        X = sla.cho_solve(self._S, G_BW)
+        S_inv = sla.cho_solve(self._S, np.eye(nv))
+        x_v = sla.cho_solve(self._S, rhs[n:] - G_Br)
+        W_x_f = G_Wr - G_BW.T @ x_v
+        return self._Compliance(G_WW, G_BW, X, S_inv), x_v, W_x_f
+
+    @staticmethod
+    def _Compliance(G_WW, G_BW, X, S_inv) -> np.ndarray:
+        nw, nv = G_WW.shape[0], S_inv.shape[0]
+        out = np.empty((nw + nv,) * 2)
+        out[:nw, :nw] = G_WW + G_BW.T @ X
+        out[:nw, nw:] = -X.T
+        out[nw:, :nw] = -X
+        out[nw:, nw:] = 0.5 * (S_inv + S_inv.T)
+        return out
+
+    def _BlockSolve(self, r_f, r_v):
+        import scipy.linalg as sla
+
+        a = self._factor.solve(r_f)
+        x_v = sla.cho_solve(self._S, r_v - self._B_values.T @ a[self._B_rows])
+        correction = np.zeros(self._n)
+        correction[self._B_rows] = self._B_values @ x_v
+        x_f = a - self._factor.solve(correction)
+        return x_f, x_v
+
+    def Solve(self, rhs: np.ndarray, patch_forces: np.ndarray | None = None) -> np.ndarray:
+        """K_red⁻¹ rhs (rhs = [r_f; r_v]), checked by its backward error against K_red.
+
+        With `patch_forces` f, rhs's free rows must be `Condense`'s r_f plus W f (the frame's
+        step: the patch forces are the only inputs on skin rows), so Bᵀ A⁻¹ r_f = G_Br + G_BW f
+        comes from the half-solve's Gram and the solve needs one solve with A instead of two;
+        the residual check then also checks the Gram (a wrong x_v leaves the skeleton's rows
+        unbalanced): where it misses, the two-solve path gives the answer, and an x_v that
+        moves by more than COMPLIANCE_TOLERANCE raises InaccurateSolve."""
+        import scipy.linalg as sla
+
+        from drakebots.fem.solvers import BACKWARD_ERROR_TOLERANCE
+
+        if self._S is None:
+            self._SetSchur(self._B_values.T @ self._factor.solve(self._B_dense)[self._B_rows])
+        n = self._n
+        r_f, r_v = rhs[:n], rhs[n:]
+        hinted = None
+        if patch_forces is not None and getattr(self, "_G_Br", None) is not None:
+            # (only for the right-hand side `Condense` saw, plus the patch forces)
+            expected = self._r_f0 + self._W @ patch_forces
+            scale = np.abs(expected).max(initial=0.0)
+            if np.abs(r_f - expected).max(initial=0.0) > 1e-12 * scale:
+                patch_forces = None
+        if patch_forces is not None and getattr(self, "_G_Br", None) is not None:
+            x_v = sla.cho_solve(self._S, r_v - self._G_Br - self._G_BW @ patch_forces)
+            correction = r_f.copy()
+            correction[self._B_rows] -= self._B_values @ x_v
+            x_f = self._factor.solve(correction)
+            hinted = x_v
+        else:
+            x_f, x_v = self._BlockSolve(r_f, r_v)
+
+        def Residual(x_f, x_v):
+            res_f = r_f - self._A @ x_f
+            res_f[self._B_rows] -= self._B_values @ x_v
+            res_v = r_v - self._B_values.T @ x_f[self._B_rows] - self._C @ x_v
+            return res_f, res_v
+
+        norm = self._norm
+
+        def Error(res_f, res_v, x_f, x_v):
+            x_max = max(np.abs(x_f).max(initial=0.0), np.abs(x_v).max(initial=0.0))
+            b_max = max(np.abs(r_f).max(initial=0.0), np.abs(r_v).max(initial=0.0))
+            r_max = max(np.abs(res_f).max(initial=0.0), np.abs(res_v).max(initial=0.0))
+            return 0.0 if r_max == 0.0 else r_max / (norm * x_max + b_max)
+
+        res_f, res_v = Residual(x_f, x_v)
+        error = Error(res_f, res_v, x_f, x_v)
+        if error > BACKWARD_ERROR_TOLERANCE and hinted is not None:
+            x_f, x_v = self._BlockSolve(r_f, r_v)
+            scale = np.abs(x_v).max(initial=0.0)
+            if not np.abs(x_v - hinted).max(initial=0.0) <= COMPLIANCE_TOLERANCE * scale:
+                raise InaccurateSolve(
+                    f"{self.name}: the compliance's half-solve gave a step off by "
+                    f"{np.abs(x_v - hinted).max() / scale:.2e} (tolerance "
+                    f"{COMPLIANCE_TOLERANCE:.0e})"
+                )
+            res_f, res_v = Residual(x_f, x_v)
+            error = Error(res_f, res_v, x_f, x_v)
+        if error > BACKWARD_ERROR_TOLERANCE:
+            d_f, d_v = self._BlockSolve(res_f, res_v)
+            x_f, x_v = x_f + d_f, x_v + d_v
+            refined = Error(*Residual(x_f, x_v), x_f, x_v)
+            if not refined <= BACKWARD_ERROR_TOLERANCE:
+                raise InaccurateSolve(
+                    f"{self.name}: a block solve of K_red left a backward error of {refined:.2e} "
+                    f"(tolerance {BACKWARD_ERROR_TOLERANCE:.0e}, {error:.2e} before refinement)"
+                )
+        return np.concatenate([x_f, x_v])
+
+
 # ----------------------------------------------------------------------------------------------
 # The coupled frame dynamics.
 
@@ -347,7 +621,6 @@ class CoupledLinearization(FrameLinearization):
     # (P, 3) each patch's displacement at the skin's starting velocity, Δt Wᵀ w: Δu is measured
     # from the predictor x + Δt w, so a patch moves by this plus Wᵀ Δu over the frame.
     coast: np.ndarray | None = None
-    _sol0: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -431,8 +704,19 @@ class CoupledFrameDynamics:
         # Free rows reserved in K_red for the penalties' coupling to Δv (see _Reduced).
         self._reserved = np.zeros(0, dtype=np.int64)
         self.nz = model.nu + 3 * self.num_patches
-        self._factor = _ReducedFactor(cfg.linear_solver, self.model.nv)
+        if cfg.condensation not in CONDENSATIONS:
+            raise ValueError(
+                f"unknown condensation '{cfg.condensation}' (known: {', '.join(CONDENSATIONS)})"
+            )
+        if cfg.condensation == "schur":
+            self._factor = _SchurCondensation(cfg.linear_solver)
+        else:
+            self._factor = _ReducedFactor(cfg.linear_solver, self.model.nv)
         self.solver_name = self._factor.name
+        # The patches' force distribution on the free rows, dense (the compliance's right-hand
+        # sides; made once: 0.1 s a frame on the monster's skin).
+        self._W_f_sparse = self.patches.W[self.free].tocsc()
+        self._W_f = self._W_f_sparse.toarray(order="F")
         # The exact stiffness (the linearisation of Eq. 2); PSD-projected only if it stops being
         # positive definite (the factorisation reports it, CHOLMOD and SuperLU alike).
         self._project = False
@@ -800,6 +1084,64 @@ class CoupledFrameDynamics:
             "K_shape": K.shape,
         }
 
+    def _SchurBlocks(self, S: FrameSystem):
+        """K_red's blocks for `_SchurCondensation`: A_ff (CSC), B's non-zero rows and values
+        (the glue's A_fP G and the penalties' A_dr), the corner, and A_fP, A_PP for the
+        right-hand sides. A_ff and A_fP are gathered through index maps made once per A_d
+        pattern (as `_Reduced`)."""
+        A = S.A_d
+        G = S.G
+        nv = G.shape[1]
+        pattern = (A.indptr.tobytes(), A.indices.tobytes())
+        if getattr(self, "_schur_pattern", None) != pattern:
+            ids = sp.csr_matrix(
+                (np.arange(1, A.nnz + 1, dtype=float), A.indices, A.indptr), shape=A.shape
+            )
+            rows = ids[self.free]
+            ff = rows[:, self.free].tocsc()
+            ff.sort_indices()
+            fP = rows[:, self.pinned].tocsr()
+            fP.sort_indices()
+            PP = ids[self.pinned][:, self.pinned].tocoo()
+            self._schur_map = {
+                "ff_src": ff.data.astype(np.int64) - 1,
+                "ff_indices": ff.indices.copy(),
+                "ff_indptr": ff.indptr.copy(),
+                "ff_shape": ff.shape,
+                "fP_src": fP.data.astype(np.int64) - 1,
+                "fP_indices": fP.indices.copy(),
+                "fP_indptr": fP.indptr.copy(),
+                "fP_shape": fP.shape,
+                "PP_rows": PP.row,
+                "PP_cols": PP.col,
+                "PP_src": PP.data.astype(np.int64) - 1,
+                "glue_rows": np.flatnonzero(np.diff(fP.indptr)),
+            }
+            self._schur_pattern = pattern
+        r = self._schur_map
+        A_ff = sp.csc_matrix(
+            (A.data[r["ff_src"]], r["ff_indices"], r["ff_indptr"]), shape=r["ff_shape"]
+        )
+        A_fP = sp.csr_matrix(
+            (A.data[r["fP_src"]], r["fP_indices"], r["fP_indptr"]), shape=r["fP_shape"]
+        )
+        k = len(S.pinned)
+        A_PP = sp.csr_matrix((A.data[r["PP_src"]], (r["PP_rows"], r["PP_cols"])), shape=(k, k))
+        glue = r["glue_rows"]
+        B_rows, B_values = glue, np.asarray(A_fP[glue] @ G)
+        if S.A_dr is not None:  # the penalties' skin-skeleton block, on free rows
+            D = S.A_dr.tocoo()
+            at = self._free_index[D.row]
+            keep = at >= 0
+            B_rows = np.union1d(glue, at[keep])
+            values = np.zeros((len(B_rows), nv))
+            values[np.searchsorted(B_rows, glue)] = B_values
+            np.add.at(values, (np.searchsorted(B_rows, at[keep]), D.col[keep]), D.data[keep])
+            B_values = values
+        corner = S.A_r + G.T @ (A_PP @ G)
+        corner = 0.5 * (corner + corner.T)
+        return A_ff, B_rows, B_values, corner, A_fP, A_PP
+
     def _Rhs(self, S: FrameSystem, A_fP, A_PP, b_r, b_d):
         b_f = b_d[self.free]
         b_P = b_d[S.pinned]
@@ -811,10 +1153,17 @@ class CoupledFrameDynamics:
         t0 = time.perf_counter()
         S = self.System(q, v)
         t1 = time.perf_counter()
-        K_red, A_fP, A_PP = self._Reduced(S)
+        schur = isinstance(self._factor, _SchurCondensation)
+        if schur:
+            A_ff, B_rows, B_values, corner, A_fP, A_PP = self._SchurBlocks(S)
+        else:
+            K_red, A_fP, A_PP = self._Reduced(S)
         t2 = time.perf_counter()
         try:
-            self._factor.Factor(K_red)
+            if schur:
+                self._factor.Factor(A_ff, B_rows, B_values, corner)
+            else:
+                self._factor.Factor(K_red)
         except NotPositiveDefinite as e:
             if self._project:
                 raise FrameDynamicsError(
@@ -829,10 +1178,16 @@ class CoupledFrameDynamics:
         t3 = time.perf_counter()
         nf, nv, nu = len(self.free), m.nv, m.nu
         # Outputs co-located with the inputs: patch means (rows of W on the free dofs) and Δv.
-        W_f = self.patches.W[self.free]
-        O = sp.bmat([[W_f, None], [None, sp.identity(nv, format="csc")]], format="csc")
-        C = self._factor.Compliance(O)  # (3P + nv) square
-        sol0 = self._factor.Solve(self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0))
+        W_f = self._W_f_sparse
+        rhs0 = self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0)
+        if schur:
+            # (3P + nv) square, and the constant response's Δv and patch displacements.
+            C, dv0, W_du0 = self._factor.Condense(self._W_f, rhs0)
+        else:
+            O = sp.bmat([[W_f, None], [None, sp.identity(nv, format="csc")]], format="csc")
+            C = self._factor.Compliance(O)
+            sol0 = self._factor.Solve(rhs0)
+            dv0, W_du0 = sol0[nf:], W_f.T @ sol0[:nf]
         t4 = time.perf_counter()
         P3 = 3 * self.num_patches
         # Inputs in the output basis: z = [τ; f] -> [f; Δt B τ].
@@ -843,11 +1198,10 @@ class CoupledFrameDynamics:
         # glue row (patch vertices are never glued), so the reduced right-hand side of an input
         # is exactly O · (its input vector).
         response = C @ to_inputs  # (P3 + nv, nz)
-        dv0 = sol0[nf:]
         dv_dz = response[P3:]
         # A patch moves by Wᵀ (y - x) = Wᵀ (Δt w + Δu): Δu is measured from the predictor.
         coast = self.patches.Displacements(S.y0 - S.x)
-        dp0 = coast + (W_f.T @ sol0[:nf]).reshape(-1, 3)
+        dp0 = coast + W_du0.reshape(-1, 3)
         dp_dz = response[:P3].reshape(self.num_patches, 3, self.nz)
         dq0 = h * (v + dv0)
         dq_dz = h * dv_dz
@@ -870,7 +1224,6 @@ class CoupledFrameDynamics:
                 "condense": t4 - t3,
                 "total": t4 - t0,
             },
-            _sol0=sol0,
         )
         lin._reduced = (A_fP, A_PP)
         return lin
@@ -882,7 +1235,11 @@ class CoupledFrameDynamics:
         nf = len(self.free)
         b_r = S.b_r0 + S.E_r @ z
         b_d = S.b_d0 + S.E_d @ z
-        sol = self._factor.Solve(self._Rhs(S, A_fP, A_PP, b_r, b_d))
+        rhs = self._Rhs(S, A_fP, A_PP, b_r, b_d)
+        if isinstance(self._factor, _SchurCondensation):
+            sol = self._factor.Solve(rhs, patch_forces=z[self.model.nu :])
+        else:
+            sol = self._factor.Solve(rhs)
         du_f, dv = sol[:nf], sol[nf:]
         du = np.empty(3 * self.n)
         du[self.free] = du_f

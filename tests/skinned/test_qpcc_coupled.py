@@ -896,3 +896,56 @@ def test_frames_on_a_compressed_skin_agree_on_every_factorisation(bent_pads):
         np.testing.assert_allclose(passed.forces, reference.forces, atol=1e-6 * weight)
         np.testing.assert_allclose(passed.q, reference.q, atol=1e-9, err_msg=backend)
         np.testing.assert_allclose(x, x_reference, atol=1e-9, err_msg=backend)
+
+
+def test_schur_condensation_gives_the_direct_frames_where_the_penalties_act(
+    beetle_skin_pieces_overlapping,
+):
+    """Issue 52: the Schur condensation (`CoupledFrameConfig.condensation="schur"`, the default:
+    the skin block of K_red factorised alone, the skeleton's Schur complement densely) and the
+    old path ("direct": K_red factorised whole, the reference) give the same frames, on the
+    beetle's pieces standing at the yawed-hip pose where the skin-skeleton penalties push skin
+    vertices (A_dr ≠ 0, its rows growing as new vertices are pushed) and the self-collision
+    pairs change the skin block's pattern. Same torques, ground forces, skeleton and skin
+    states to the solvers' tolerance; and the step of the Schur path equals the direct sparse
+    LU of the whole uncondensed KKT matrix of Eq. (2)."""
+    from drakebots.skinned.qpcc import RunFrameByFrame
+
+    model = SkeletonModel("beetle", skin_load=SkinLoad())
+    skin = beetle_skin_pieces_overlapping
+    N = 4
+    passes = {}
+    for condensation in ("direct", "schur"):
+        dyn = CoupledFrameDynamics(
+            model, skin, DT, CoupledFrameConfig(foot_friction=True, condensation=condensation)
+        )
+        q = _YawedPiecesState(dyn)
+        x, w = dyn.PosedSkin(q, np.zeros(model.nv))
+        dyn.Reset(CoupledState(q.copy(), np.zeros(model.nv), x, w))
+        assert dyn.stepper.Penalties(q, x).coupling is not None  # the boxes push the skin
+        plan = np.tile(q, (N + 1, 1))
+        passed = RunFrameByFrame(
+            model,
+            dyn,
+            _Qpcc(model, dyn, 1e3),
+            plan,
+            np.ones((4, N + 1), bool),
+            v0=np.zeros(model.nv),
+        )
+        assert passed.frames_done == N and not passed.infeasible, passed.infeasible
+        passes[condensation] = (passed, dyn.SkinState(passed.q[-1])[0], dyn)
+    reference, x_reference, _ = passes["direct"]
+    passed, x, dyn = passes["schur"]
+    weight = _Weight(model, dyn)
+    np.testing.assert_allclose(passed.tau, reference.tau, atol=1e-6 * np.abs(reference.tau).max())
+    np.testing.assert_allclose(passed.forces, reference.forces, atol=1e-6 * weight)
+    np.testing.assert_allclose(passed.q, reference.q, atol=1e-9)
+    np.testing.assert_allclose(x, x_reference, atol=1e-9)
+    # One more frame's step against the uncondensed KKT solve (sparse LU of Eq. 2).
+    lin = dyn.Linearize(passed.q[-1], passed.v[-1])
+    assert lin.system.A_dr is not None
+    z = np.concatenate([passed.tau[-1], passed.forces[-1].ravel()])
+    dv, du, _ = dyn.SolveSystem(lin, z)
+    dv_kkt, du_kkt, _ = dyn.UncondensedSolve(lin, z)
+    np.testing.assert_allclose(dv, dv_kkt, atol=1e-9 * np.abs(dv_kkt).max())
+    np.testing.assert_allclose(du, du_kkt, atol=1e-9 * np.abs(du_kkt).max())
