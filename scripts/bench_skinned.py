@@ -1,4 +1,25 @@
-"""Benchmark of the skinned quad-robots' motion optimization (issue 6).
+"""Benchmark of the skinned quad-robots' motion optimization (issues 6, 49 and 52).
+
+Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like with Table 1).
+- Walking frames of a real design run on a paper-scale skin: the first `--design-frames`
+  frames of the first frame-by-frame pass of `drakebots design beetle --motion walk` on the
+  beetle's full skin (`drakebots skin beetle`, 12.7k vertices; Table 1's skins have 12.5k-18.3k
+  vertices, the beetle's 14,152), run by the design workflow itself, printed beside Table 1's
+  seconds per frame (4-core i7-7700). The skin is made with the project's own command where
+  runs/beetle_skin is missing (about a minute).
+- Each `--design-variants` factorisation/condensation pair in the same process, same plan: the
+  first gives `design_frame_s` (wall, median of the frames after the first; CPU seconds per
+  frame beside it), the others its speed-up and the largest torque and state differences (the
+  same frames to solver tolerance). Default: the Schur condensation against the whole-K_red
+  factorisation ("direct", the reference; `CoupledFrameConfig.condensation`).
+- `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
+  README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
+  (`--monster-skin`), 2.6 times the paper's monster skin.
+
+`--quick`: the standing frames on the tests' 4.5k-vertex foot-pad skin (seconds; a standing
+robot on pads is not Table 1's workload). `--all` adds the standing frames on each robot's skin
+(runs/<robot>_skin) and the space-time section (`--skip-qpcc`: the design frames and the
+space-time section, as scripts/reproduce.py's row 7 runs it; `--skip-design`: none of the first):
 
 Space-time part (this file's `SpaceTimeSection`):
 - evaluating the whole space-time program (all costs and constraints with Jacobians) through the
@@ -8,25 +29,18 @@ Space-time part (this file's `SpaceTimeSection`):
   single-foot lift, wall time against the paper's "around 40 seconds" (section 7) and the goal of
   10 s, with the solver status and the independent constraint check.
 
-Frame-by-frame part (`QpccSection`, the coupled QPCC of qpcc_coupled.py on each robot's
-`drakebots skin` folder, runs/<robot>_skin):
-- per-frame time (linearise + labelling QPs) per robot against Table 1 of the paper (4-core
-  i7-7700; goal: 3x faster here), with its parts (assemble, reduce, factorise, condense, QPs);
-- the lower bound of a frame: one factorisation of the coupled system (frame / factor ratio);
-- condensed against uncondensed QPCC on the same frame and labels (paper: about 50x).
+Standing part (`QpccSection`, the coupled QPCC of qpcc_coupled.py on a standing robot):
+- per-frame time (linearise + labelling QPs) per robot, with its parts (assemble, reduce,
+  factorise, condense, QPs), the lower bound of a frame (one factorisation), and condensed
+  against uncondensed QPCC on the same frame and labels (paper: about 50x).
 
-Design-frame part (`DesignFramesSection`, issues 49 and 52: like for like with a real design run):
-- the first `--design-frames` walking frames of the monster's 0.06 m/s walk on its folded skin
-  (the README's design command), run by the design workflow itself once per factorisation
-  (`--design-solvers`, default PARDISO then SciPy's SuperLU, the reference), same process, same
-  plan: seconds per frame (`design_frame_s`), the ratio to the reference, and the largest torque
-  and state difference between the two (the same frames to solver tolerance);
-- one numeric factorisation of that run's real reduced matrix K_red by each backend that loads
-  (`factorization_s`: PARDISO's; SuperLU's and CHOLMOD's beside it, their ratios).
+The JSON names its workload (`workload`) and holds `design_frame_s`, `cpu_s_per_frame`,
+`paper_frame_s` and `ratio_to_paper` at its top level, the load averages with each run.
 
-Usage: python scripts/bench_skinned.py [--out runs/bench/skinned.json] [--robots beetle,cow]
-       [--frames 4] [--no-uncondensed] [--skip-space-time] [--skip-design]
-       [--design-skin runs/monster_skin] [--design-frames 6]
+Usage: python scripts/bench_skinned.py [--out runs/bench/skinned.json] [--design-frames 6]
+       [--design beetle-walk,monster-walk] [--design-skin runs/beetle_skin]
+       [--monster-skin runs/monster_skin] [--design-variants auto/schur,auto/direct]
+       [--factorizations] [--quick] [--all]
 """
 
 from __future__ import annotations
@@ -102,6 +116,8 @@ def SpaceTimeSection(args) -> dict:
 
 # Table 1 of the paper: average time per frame of the frame-by-frame QPCC (4-core i7-7700), s.
 PAPER_FRAME_S = {"beetle": 3.2, "monster": 8.98, "lizard": 8.41, "cow": 6.56}
+# Table 1: skin vertices of each robot's skin mesh.
+PAPER_SKIN_VERTICES = {"beetle": 14152, "monster": 16624, "lizard": 18261, "cow": 12494}
 PAPER_CONDENSED_SPEEDUP = 50.0  # section 7: condensation makes a frame "about 50 times" faster
 
 
@@ -169,19 +185,33 @@ def QpccSection(args) -> dict:
     out = {"robots": {}, "load_average_start": os.getloadavg()[0]}
     for robot in args.robots:
         folder = Path(args.skins) / f"{robot}_skin"
-        if not (folder / "skin.npz").is_file():
+        if getattr(args, "pad", False):
+            # --quick: the tests' 8 mm foot-pad skin (~4.5k vertices): a standing frame, not
+            # Table 1's walking frames on a full skin.
+            from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
+
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root
+            from tests.skinned._pad_skin import MakeFootPadSkin
+
+            print(f"[qpcc] {robot}: {args.frames} standing frames on the foot-pad skin ...")
+            run = _CoupledFrames(
+                robot, MakeFootPadSkin(SkeletonModel(robot, skin_load=SkinLoad())), args.frames
+            )
+            out["skin"] = "the tests' foot-pad skin (standing; not Table 1's workload)"
+        elif not (folder / "skin.npz").is_file():
             out["robots"][robot] = {
                 "skipped": f"no skin at {folder} (make it with: drakebots skin {robot} "
                 f"--out {folder})"
             }
             continue
-        print(f"[qpcc] {robot}: {args.frames} coupled frames ...", flush=True)
-        try:
-            run = _CoupledFrames(robot, LoadSkin(folder), args.frames)
-        except (ValueError, RuntimeError) as e:  # e.g. a skin whose sole touches a glue vertex
-            out["robots"][robot] = {"failed": f"{type(e).__name__}: {e}"}
-            print(f"[qpcc] {robot}: FAILED ({e})", flush=True)
-            continue
+        else:
+            print(f"[qpcc] {robot}: {args.frames} coupled frames ...", flush=True)
+            try:
+                run = _CoupledFrames(robot, LoadSkin(folder), args.frames)
+            except (ValueError, RuntimeError) as e:  # e.g. a skin whose sole touches glue
+                out["robots"][robot] = {"failed": f"{type(e).__name__}: {e}"}
+                print(f"[qpcc] {robot}: FAILED ({e})", flush=True)
+                continue
         # The first frame includes one-time work (CHOLMOD's symbolic analysis): report the rest.
         rows = run["per_frame"][1:] or run["per_frame"]
         frame = float(np.mean([r["frame_s"] for r in rows]))
@@ -275,45 +305,94 @@ def QpccSection(args) -> dict:
 class _StopAfterFrames(Exception):
     """Raised by the patched frame-by-frame pass once its frames are timed."""
 
-    def __init__(self, frames, dynamics):
+    def __init__(self, frames, dynamics, cpu_s):
         super().__init__("frames timed")
         self.frames = frames
         self.dynamics = dynamics
+        self.cpu_s = cpu_s
 
 
-def _DesignFrames(args, solver: str):
-    """The first `args.design_frames` frames of the design run's first frame-by-frame pass, with
-    the coupled frames factorised by `solver` (the design workflow runs them: same plan, same
-    QPCC, same skin)."""
-    from drakebots.skinned import alternating
+# Design workloads: a real `drakebots design` run's first frame-by-frame pass (walking frames).
+# "beetle-walk" is the default: the beetle's full skin as `drakebots skin beetle` makes it
+# (12.7k vertices; Table 1's beetle has 14,152) walking at the generator's 0.015 m/s: the
+# paper's Table 1 timed walking frames on full skins of 12.5k-18.3k vertices. "monster-walk"
+# is issue 52's target workload: the README's monster walk at 0.06 m/s, 5.9 N*m motors, on its
+# folded 42.9k-vertex skin (2.6 times the paper's monster skin).
+DESIGN_WORKLOADS = {
+    "beetle-walk": {
+        "robot": "beetle",
+        "motion": "walk",
+        "speed": None,
+        "motor_limit": None,
+        "skin": "runs/beetle_skin",
+        "skin_command": "drakebots skin beetle --out {skin}",
+    },
+    "monster-walk": {
+        "robot": "monster",
+        "motion": "walk",
+        "speed": 0.06,
+        "motor_limit": 5.9,
+        "skin": "runs/monster_skin",
+        "skin_command": "drakebots skin monster --pieces --youngs-modulus 6.7e5 "
+        "--folding-regions knees,ankles --fold-depth 0.012 --fold-pitch 0.024 --voxel 0.008 "
+        "--out {skin}",
+    },
+}
+
+
+def _DesignFrames(workload: dict, frames: int, solver: str, condensation: str):
+    """The first `frames` frames of the design run's first frame-by-frame pass, with the coupled
+    frames factorised by `solver` and condensed by `condensation` (the design workflow runs
+    them: same plan, same QPCC, same skin). The skin's settling into the first pose (once per
+    pass) is done before the clock starts."""
+    from drakebots.skinned import alternating, design
     from drakebots.skinned.design import Design, DesignConfig
 
     original = alternating.RunFrameByFrame
-    count = args.design_frames + 1
+    original_factory = design._Factory
+    count = frames + 1
+
+    def Factory(skin, collisions=True, linear_solver="auto"):
+        make, name = original_factory(skin, collisions, linear_solver)
+
+        def Make(model, dt):
+            dyn = make(model, dt)
+            dyn.config.condensation = condensation
+            if condensation != "schur":  # the config is read when the factor is made
+                from drakebots.skinned.qpcc_coupled import _ReducedFactor
+
+                dyn._factor = _ReducedFactor(dyn.config.linear_solver, model.nv)
+            return dyn
+
+        return Make, name
 
     def FirstFrames(model, dynamics, qpcc, q_plan, contact_plan, **kwargs):
         kwargs["progress"] = None
-        frames = original(model, dynamics, qpcc, q_plan[:count], contact_plan[:, :count], **kwargs)
-        raise _StopAfterFrames(frames, dynamics)
+        dynamics.SkinState(q_plan[0], (q_plan[1] - q_plan[0]) / dynamics.dt)  # settle first
+        cpu = time.process_time()
+        run = original(model, dynamics, qpcc, q_plan[:count], contact_plan[:, :count], **kwargs)
+        raise _StopAfterFrames(run, dynamics, time.process_time() - cpu)
 
     config = DesignConfig(
-        robot="monster",
-        motion="walk",
-        speed=0.06,
-        motor_limit=5.9,
-        skin=str(args.design_skin),
+        robot=workload["robot"],
+        motion=workload["motion"],
+        speed=workload["speed"],
+        motor_limit=workload["motor_limit"],
+        skin=str(workload["skin"]),
         linear_solver=solver,
         iterations=1,
         coupled_replay_seconds=0.0,
         replay=False,
     )
     alternating.RunFrameByFrame = FirstFrames
+    design._Factory = Factory
     try:
         Design(config)
     except _StopAfterFrames as stop:
-        return stop.frames, stop.dynamics
+        return stop.frames, stop.dynamics, stop.cpu_s
     finally:
         alternating.RunFrameByFrame = original
+        design._Factory = original_factory
     raise RuntimeError("the design run ended before its frame-by-frame pass")
 
 
@@ -346,86 +425,138 @@ def _FactorTimes(K, ordering) -> dict:
     return out
 
 
+def _EnsureSkin(name: str, workload: dict) -> str | None:
+    """Makes the workload's skin with the project's own skin command where it is missing (the
+    beetle's: about a minute); returns a reason to skip, or None."""
+    skin = Path(workload["skin"])
+    if (skin / "skin.npz").is_file():
+        return None
+    command = workload["skin_command"].format(skin=skin)
+    if name != "beetle-walk":
+        return f"no skin at {skin} (make it with: {command})"
+    import subprocess
+
+    print(f"[design] making the skin: {command}", flush=True)
+    done = subprocess.run([sys.executable, "-m", "drakebots", *command.split()[1:]], check=False)
+    return None if done.returncode == 0 else f"`{command}` failed (exit {done.returncode})"
+
+
 def DesignFramesSection(args) -> dict:
-    """Seconds per walking frame of a real design run, each factorisation against SuperLU (see
-    the module docstring)."""
-    skin = Path(args.design_skin)
-    if not (skin / "skin.npz").is_file():
-        return {
-            "skipped": f"no skin at {skin} (make it with the README's command: drakebots skin "
-            "monster --pieces --youngs-modulus 6.7e5 --folding-regions knees,ankles --fold-depth "
-            f"0.012 --fold-pitch 0.024 --voxel 0.008 --out {skin})"
+    """Seconds per walking frame of a real design run on a paper-scale skin, beside Table 1;
+    each condensation and factorisation in the same process (see the module docstring)."""
+    out = {"workloads": {}, "load_average_start": os.getloadavg()}
+    for name in args.design:
+        workload = dict(DESIGN_WORKLOADS[name])
+        if name == "beetle-walk" and args.design_skin:
+            workload["skin"] = args.design_skin
+        if name == "monster-walk" and args.monster_skin:
+            workload["skin"] = args.monster_skin
+        skipped = _EnsureSkin(name, workload)
+        if skipped:
+            out["workloads"][name] = {"skipped": skipped}
+            continue
+        speed = "the generator's" if workload["speed"] is None else f"{workload['speed']} m/s"
+        row = {
+            "workload": f"{workload['robot']} {workload['motion']} ({speed}) on its skin "
+            f"{workload['skin']}: the first {args.design_frames} frames of the first "
+            "frame-by-frame pass of `drakebots design` (iteration 1), run by "
+            "drakebots.skinned.Design; the skin settled into the first pose before the clock",
+            "robot": workload["robot"],
+            "paper_frame_s": PAPER_FRAME_S[workload["robot"]],
+            "paper_skin_vertices": PAPER_SKIN_VERTICES[workload["robot"]],
+            "variants": {},
         }
-    out = {
-        "workload": "monster walk 0.06 m/s at 5.9 N*m on its folded FEM skin (the README's "
-        f"design command): the first {args.design_frames} frames of the first frame-by-frame "
-        "pass, run by drakebots.skinned.Design",
-        "load_average_start": os.getloadavg()[0],
-        "solvers": {},
-    }
-    runs = {}
-    for solver in args.design_solvers:
-        print(f"[design] monster walk: {args.design_frames} frames with {solver} ...", flush=True)
-        frames, dynamics = _DesignFrames(args, solver)
-        runs[solver] = frames
-        times = np.asarray(frames.frame_time, float)
-        out["solvers"][solver] = {
-            "resolved": dynamics.solver_name,
-            "vertices": int(dynamics.n),
-            "frames_done": int(frames.frames_done),
-            "infeasible": [int(i) for i, _ in frames.infeasible],
-            "frame_s_each": times.tolist(),
-            # The first frame carries the one-time analysis and ordering: the median of the rest.
-            "design_frame_s": float(np.median(times[1:] if len(times) > 1 else times)),
-        }
-        if solver == args.design_solvers[0]:
-            K = dynamics._factor._factor._matrix  # the last frame's reduced matrix
-            out["reduced_matrix"] = {"rows": int(K.shape[0]), "nonzeros": int(K.nnz)}
-            out["factorizations"] = _FactorTimes(K, dynamics._factor._Ordering)
-    reference = args.design_solvers[-1]
-    first = args.design_solvers[0]
-    if first != reference:
-        a, b = runs[first], runs[reference]
-        n = min(len(a.tau), len(b.tau))
-        out["design_frame_s"] = out["solvers"][first]["design_frame_s"]
-        out["reference_design_frame_s"] = out["solvers"][reference]["design_frame_s"]
-        out["speedup_vs_reference"] = out["reference_design_frame_s"] / out["design_frame_s"]
-        out["max_torque_difference_nm"] = float(np.abs(a.tau[:n] - b.tau[:n]).max())
-        out["max_q_difference"] = float(np.abs(a.q[: n + 1] - b.q[: n + 1]).max())
-        out["target_design_frame_s"] = 1.5
-    factors = out.get("factorizations", {})
-    if "pardiso" in factors:
-        out["factorization_s"] = factors["pardiso"]["numeric_s"]
-        for other in ("splu", "cholmod"):
-            if other in factors:
-                out[f"factorization_ratio_{other}"] = (
-                    factors[other]["numeric_s"] / factors["pardiso"]["numeric_s"]
-                )
-    out["load_average_end"] = os.getloadavg()[0]
+        runs = {}
+        for variant in args.design_variants:
+            solver, condensation = variant.split("/")
+            print(
+                f"[design] {name}: {args.design_frames} frames, {solver}, {condensation} ...",
+                flush=True,
+            )
+            load = os.getloadavg()[0]
+            frames, dynamics, cpu = _DesignFrames(
+                workload, args.design_frames, solver, condensation
+            )
+            runs[variant] = frames
+            times = np.asarray(frames.frame_time, float)
+            done = max(1, int(frames.frames_done))
+            row["skin_vertices"] = int(dynamics.n)
+            row["variants"][variant] = {
+                "solver": dynamics.solver_name,
+                "condensation": condensation,
+                "frames_done": int(frames.frames_done),
+                "infeasible": [int(i) for i, _ in frames.infeasible],
+                "frame_s_each": times.tolist(),
+                # The first frame carries the one-time analysis: the median of the rest.
+                "design_frame_s": float(np.median(times[1:] if len(times) > 1 else times)),
+                "cpu_s_per_frame": cpu / done,
+                "load_average": load,
+            }
+            if variant == args.design_variants[0]:
+                factor = dynamics._factor
+                K = getattr(factor, "_A", None)
+                if K is None:
+                    K = factor._factor._matrix
+                row["factored_matrix"] = {"rows": int(K.shape[0]), "nonzeros": int(K.nnz)}
+                if args.factorizations:
+                    row["factorizations"] = _FactorTimes(K, factor._Ordering)
+        first = args.design_variants[0]
+        row["design_frame_s"] = row["variants"][first]["design_frame_s"]
+        row["cpu_s_per_frame"] = row["variants"][first]["cpu_s_per_frame"]
+        row["ratio_to_paper"] = row["design_frame_s"] / row["paper_frame_s"]
+        for variant in args.design_variants[1:]:
+            a, b = runs[first], runs[variant]
+            n = min(len(a.tau), len(b.tau))
+            row["variants"][variant]["speedup_of_first"] = (
+                row["variants"][variant]["design_frame_s"] / row["design_frame_s"]
+            )
+            row["variants"][variant]["max_torque_difference_nm"] = float(
+                np.abs(a.tau[:n] - b.tau[:n]).max()
+            )
+            row["variants"][variant]["max_q_difference"] = float(
+                np.abs(a.q[: n + 1] - b.q[: n + 1]).max()
+            )
+        factors = row.get("factorizations", {})
+        if "pardiso" in factors:
+            row["factorization_s"] = factors["pardiso"]["numeric_s"]
+        out["workloads"][name] = row
+    out["load_average_end"] = os.getloadavg()
     return out
 
 
 def _PrintDesign(d):
-    if "skipped" in d:
-        print(f"design frames: skipped ({d['skipped']})")
-        return
-    print(d["workload"])
-    for solver, row in d["solvers"].items():
+    for name, row in d["workloads"].items():
+        if "skipped" in row:
+            print(f"design frames, {name}: skipped ({row['skipped']})")
+            continue
+        print(f"{name}: {row['workload']}")
         print(
-            f"  {solver:<8} ({row['resolved']}, {row['vertices']} vertices): "
-            f"{row['design_frame_s']:.2f} s/frame (median), {row['frames_done']} frames, "
-            f"infeasible {row['infeasible']}"
+            f"  skin {row['skin_vertices']} vertices (paper's {row['robot']}: "
+            f"{row['paper_skin_vertices']})"
         )
-    if "speedup_vs_reference" in d:
+        for variant, v in row["variants"].items():
+            extra = ""
+            if "speedup_of_first" in v:
+                extra = (
+                    f"; {row['variants'][next(iter(row['variants']))]['solver']} "
+                    f"{next(iter(row['variants']))} is {v['speedup_of_first']:.2f}x faster, "
+                    f"max torque difference {v['max_torque_difference_nm']:.1e} N*m, "
+                    f"max q difference {v['max_q_difference']:.1e}"
+                )
+            print(
+                f"  {variant:<14} {v['design_frame_s']:.2f} s/frame wall (median), "
+                f"{v['cpu_s_per_frame']:.2f} s CPU, load {v['load_average']:.1f}, "
+                f"{v['frames_done']} frames, infeasible {v['infeasible']}{extra}"
+            )
         print(
-            f"  {d['speedup_vs_reference']:.1f}x the reference; max torque difference "
-            f"{d['max_torque_difference_nm']:.2e} N*m, max q difference {d['max_q_difference']:.2e}"
+            f"  Table 1 ({row['robot']}, 4-core i7-7700): {row['paper_frame_s']:.2f} s/frame; "
+            f"ours {row['design_frame_s']:.2f} s = {row['ratio_to_paper']:.2f} of the paper's"
         )
-    for name, row in d.get("factorizations", {}).items():
-        print(
-            f"  factorisation of K_red {d['reduced_matrix']['rows']} rows, {name}: numeric "
-            f"{row['numeric_s']:.3f} s (first, with analysis {row['first_s']:.3f} s)"
-        )
+        for solver, f in row.get("factorizations", {}).items():
+            print(
+                f"  factorisation of the {row['factored_matrix']['rows']}-row matrix, {solver}: "
+                f"numeric {f['numeric_s']:.3f} s (first, with analysis {f['first_s']:.3f} s)"
+            )
 
 
 def main():
@@ -434,17 +565,36 @@ def main():
     KeepFreedMemory()  # as the `drakebots` command runs (opt-in: drakebots.runtime)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="runs/bench/skinned.json")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the standing frames on the tests' 4.5k-vertex foot-pad skin (seconds; not "
+        "like for like with Table 1)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also the standing frames per robot skin (--robots) and the space-time section",
+    )
+    parser.add_argument("--skip-design", action="store_true", help="no design frames")
+    parser.add_argument(
+        "--skip-qpcc",
+        action="store_true",
+        help="no standing frames; runs the "
+        "space-time section (as scripts/reproduce.py's row 7 asks for it)",
+    )
+    parser.add_argument("--skip-space-time", action="store_true")
     parser.add_argument("--knot-frames", type=int, default=8)
     parser.add_argument("--max-iterations", type=int, default=40)
     parser.add_argument(
-        "--robots", default="beetle,monster,lizard,cow", help="robots for the QPCC section"
+        "--robots", default="beetle,monster,lizard,cow", help="robots for the standing section"
     )
     parser.add_argument("--skins", default="runs", help="folder holding <robot>_skin folders")
     parser.add_argument(
         "--frames",
         type=int,
         default=6,
-        help="coupled frames run per robot (the first is not timed)",
+        help="standing frames run per robot (the first is not timed)",
     )
     parser.add_argument("--uncondensed-robot", default="beetle")
     parser.add_argument("--no-uncondensed", action="store_true")
@@ -454,32 +604,63 @@ def main():
         default="pad",
         help="skin of the condensed-vs-uncondensed frame: the tests' foot-pad skin or the robot's",
     )
-    parser.add_argument("--skip-space-time", action="store_true")
-    parser.add_argument("--skip-qpcc", action="store_true")
-    parser.add_argument("--skip-design", action="store_true")
-    parser.add_argument("--design-skin", default="runs/monster_skin")
+    parser.add_argument(
+        "--design",
+        default="beetle-walk",
+        help=f"design workloads, comma-separated ({', '.join(DESIGN_WORKLOADS)}); the first "
+        "gives design_frame_s",
+    )
+    parser.add_argument(
+        "--design-skin", default=None, help="the beetle's skin folder (default runs/beetle_skin)"
+    )
+    parser.add_argument(
+        "--monster-skin", default=None, help="the monster's skin folder (runs/monster_skin)"
+    )
     parser.add_argument("--design-frames", type=int, default=6)
     parser.add_argument(
-        "--design-solvers",
-        default="auto,splu",
-        help="factorisations timed on the design frames; the last is the reference",
+        "--design-variants",
+        default="auto/schur,auto/direct",
+        help="factorisation/condensation pairs timed on the design frames (same process); the "
+        "first gives design_frame_s, the others are compared with it",
+    )
+    parser.add_argument(
+        "--factorizations",
+        action="store_true",
+        help="also time one factorisation of the frames' matrix by every backend",
     )
     args = parser.parse_args()
     args.robots = [r for r in args.robots.split(",") if r]
-    args.design_solvers = [s for s in args.design_solvers.split(",") if s]
-    report = {}
-    if not args.skip_design:
-        report["design_frames"] = DesignFramesSection(args)
-        _PrintDesign(report["design_frames"])
-        for key in ("design_frame_s", "factorization_s"):
-            if key in report["design_frames"]:
-                report[key] = report["design_frames"][key]
-    report["qpcc"] = {} if args.skip_qpcc else QpccSection(args)
-    if report["qpcc"]:
+    args.design = [d for d in args.design.split(",") if d]
+    unknown = [d for d in args.design if d not in DESIGN_WORKLOADS]
+    if unknown:
+        parser.error(f"unknown design workload(s) {unknown} (known: {list(DESIGN_WORKLOADS)})")
+    args.design_variants = [v for v in args.design_variants.split(",") if v]
+    report = {"machine": {"cpus": os.cpu_count()}}
+    if args.quick:
+        args.robots = ["beetle"]
+        args.pad = True
+        report["qpcc"] = QpccSection(args)
         _PrintQpcc(report["qpcc"])
-    if not args.skip_space_time:
-        report["space_time"] = SpaceTimeSection(args)
-        _PrintSpaceTime(report["space_time"], report["qpcc"])
+    else:
+        args.pad = False
+        if not args.skip_design:
+            report["design_frames"] = DesignFramesSection(args)
+            _PrintDesign(report["design_frames"])
+        workloads = report.get("design_frames", {}).get("workloads", {})
+        first = workloads.get(args.design[0], {})
+        if "design_frame_s" in first:
+            report["workload"] = first["workload"]
+            for key in ("design_frame_s", "cpu_s_per_frame", "paper_frame_s", "ratio_to_paper"):
+                report[key] = first[key]
+        for key in ("factorization_s",):
+            if key in first:
+                report[key] = first[key]
+        if args.all and not args.skip_qpcc:
+            report["qpcc"] = QpccSection(args)
+            _PrintQpcc(report["qpcc"])
+        if (args.all or args.skip_qpcc) and not args.skip_space_time:
+            report["space_time"] = SpaceTimeSection(args)
+            _PrintSpaceTime(report["space_time"], report.get("qpcc", {}))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str))
