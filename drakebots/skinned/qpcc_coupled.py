@@ -51,6 +51,15 @@ SciPy) is the fallback where MKL does not load, solving K_red X = O column by co
 the chosen z (to update the whole skin). The choice of factorisation is measured in
 scripts/bench_skinned.py (`qpcc` section).
 
+By default (`CoupledFrameConfig.condensation = "schur"`, issue 52) K_red is not factorised whole
+but through its skin block: K_red = [[A_ff, B], [Bᵀ, C]] with the sparse Cholesky of A_ff and the
+dense nv x nv Schur complement C - Bᵀ A_ff⁻¹ B (`_SchurCondensation`: the same half-solve, with
+B's columns in it, gives the compliance, the Schur complement and the constant response; the
+step needs one solve with A_ff). The penalties' rows of B grow as the walk pushes new skin
+vertices into the skeleton's boxes; in K_red they changed its sparsity pattern and PARDISO redid
+its symbolic analysis almost every frame (12 of the monster walk's first 13 linearisations),
+while A_ff's pattern stays. "direct" keeps the whole-K_red path as the reference.
+
 Contact patches. The generated skins' soles are marching-cubes surfaces (not exactly planar), so
 a patch's position is its vertices' mean, its height lowered by the rest sole's relief (the mean's
 height above the patch's lowest vertex on the rest skin): the patch touches where its lowest
@@ -255,7 +264,8 @@ def MakeSolePatches(
 
 
 class _ReducedFactor:
-    """The positive-definite factorisation of K_red (drakebots.fem.solvers.SpdFactor: MKL
+    """(`CoupledFrameConfig.condensation = "direct"`, the reference path.) The positive-definite
+    factorisation of K_red (drakebots.fem.solvers.SpdFactor: MKL
     PARDISO, CHOLMOD or SciPy's SuperLU, each refusing a matrix that is not positive definite
     with `NotPositiveDefinite`, each solve checked) and the compliance Oᵀ K_red⁻¹ O.
 
@@ -1159,9 +1169,15 @@ class CoupledFrameDynamics:
         else:
             K_red, A_fP, A_PP = self._Reduced(S)
         t2 = time.perf_counter()
+        nf, nv, nu = len(self.free), m.nv, m.nu
+        rhs0 = self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0)
         try:
             if schur:
                 self._factor.Factor(A_ff, B_rows, B_values, corner)
+                t3 = time.perf_counter()
+                # The compliance (3P + nv square), the constant response's Δv and patch
+                # displacements; the Schur complement is formed (and may be refused) here.
+                C, dv0, W_du0 = self._factor.Condense(self._W_f, rhs0)
             else:
                 self._factor.Factor(K_red)
         except NotPositiveDefinite as e:
@@ -1175,15 +1191,10 @@ class CoupledFrameDynamics:
             # every element's Hessian to PSD (as the coupled simulator's Newton does).
             self._project = True
             return self.Linearize(q, v)
-        t3 = time.perf_counter()
-        nf, nv, nu = len(self.free), m.nv, m.nu
         # Outputs co-located with the inputs: patch means (rows of W on the free dofs) and Δv.
         W_f = self._W_f_sparse
-        rhs0 = self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0)
-        if schur:
-            # (3P + nv) square, and the constant response's Δv and patch displacements.
-            C, dv0, W_du0 = self._factor.Condense(self._W_f, rhs0)
-        else:
+        if not schur:
+            t3 = time.perf_counter()
             O = sp.bmat([[W_f, None], [None, sp.identity(nv, format="csc")]], format="csc")
             C = self._factor.Compliance(O)
             sol0 = self._factor.Solve(rhs0)
