@@ -342,10 +342,12 @@ class _SchurCondensation:
     frame against 0.55 s for a numeric factorisation alone. A's pattern does not depend on B,
     and the self-collision pairs it carries are kept once met (`_pattern`: a superset, zeros
     where a pair has let go), so the analysis is redone only when a pair meets for the first
-    time (twice in the walk's first 8 frames). Measured there (frames 1-7 of the first pass,
-    alternated runs, 2 cores shared at load 4.7): 3.7 s a frame wall and 2.9 s CPU against
-    4.7 s and 3.4 s whole, the same torques to 2e-10 N·m and states to 3e-13. What is left of
-    a frame (CPU, profiled): the FEM Hessian at the predictor ~1.0 s (drakebots.fem), PARDISO's
+    time (twice in the walk's first 8 frames). Measured there (the first 8 frames of the first
+    pass, four alternated runs on the 2 shared cores, load 3.8-4.9): 23.3 s CPU both times
+    against 27.2 s and 24.4 s whole (2.9 s a frame against 3.0-3.4 s; factor phase 0.7-0.9 s
+    wall against 1.1-1.9 s), the same torques to 2e-10 N·m and states to 3e-13; wall medians
+    (3.7 s against 4.7 s and 3.0 s) moved with the other processes' load. What is left of a
+    frame (CPU, profiled): the FEM Hessian at the predictor ~1.0 s (drakebots.fem), PARDISO's
     numeric factorisation of A_ff ~0.6 s, the 83-column half-solve ~0.4 s, the rest ~0.5 s.
 
     The compliance of the outputs O = diag(W_f, I_nv) (patch means and Δv) is, with
