@@ -136,8 +136,12 @@ def test_a_skin_whose_coast_folds_an_element_steps_from_where_it_is(ball):
 
 
 def test_leaf_system_ports(ball):
+    """The ports' sizes from the plant and the mesh, and one step through Drake's Simulator
+    against free fall: dropped from 1 cm up, backward Euler gives every body v = -g h after one
+    step and the core moves -g h^2 (measured within 0.3 %: the skin's sag under its own weight
+    and the glue's compliance)."""
     plant, instance, skin = ball
-    stepper = CoupledSkinSkeleton(plant, instance, skin, lift=RADIUS, skeleton=None)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, lift=RADIUS + 0.01, skeleton=None)
     system = SkinnedRobotSystem(stepper)
     n = skin.mesh.num_vertices
     sizes = {
@@ -150,9 +154,18 @@ def test_leaf_system_ports(ball):
     assert sizes["contact_forces"] == 3 * n
     assert system.num_input_ports() == 2
     context = system.CreateDefaultContext()
-    Simulator(system, context).AdvanceTo(stepper.config.time_step)
-    assert np.all(np.isfinite(context.get_discrete_state(0).get_value()))
+    h, g = stepper.config.time_step, 9.81
+    nq, nv, n3 = plant.num_positions(), plant.num_velocities(), 3 * n
+    z0 = context.get_discrete_state(0).get_value()[nq - 1]
+    Simulator(system, context).AdvanceTo(h)
+    x = context.get_discrete_state(0).get_value()
     assert system.GetLastStepInfo(context).newton_iterations > 0
+    # The core's free-floating coordinates end in z (base_z last), its velocities in v_z.
+    assert x[nq - 1] - z0 == pytest.approx(-g * h * h, rel=0.01)
+    assert x[nq + nv - 1] == pytest.approx(-g * h, rel=0.01)
+    skin_velocities = x[nq + nv + n3 : nq + nv + 2 * n3].reshape(-1, 3)
+    assert np.allclose(skin_velocities[:, 2], -g * h, rtol=0.01)
+    assert np.abs(skin_velocities[:, :2]).max() <= 2e-3 * g * h
 
 
 def test_the_context_owns_the_step_history(ball):
