@@ -1045,11 +1045,7 @@ class CoupledFrameDynamics:
             self._BuildReductionMap(A, nv)
             self._map_pattern = pattern
         r = self._reduction
-        A_fP = sp.csr_matrix(
-            (A.data[r["fP_src"]], r["fP_indices"], r["fP_indptr"]), shape=r["fP_shape"]
-        )
-        k = len(S.pinned)
-        A_PP = sp.csr_matrix((A.data[r["PP_src"]], (r["PP_rows"], r["PP_cols"])), shape=(k, k))
+        A_fP, A_PP = _PinnedBlocks(A.data, r, len(S.pinned))
         coupling = np.asarray(A_fP[r["touch"]] @ G)
         if S.A_dr is not None:  # the penalties' skin-skeleton block (candidate rows: touch)
             D = S.A_dr.tocoo()
@@ -1071,12 +1067,11 @@ class CoupledFrameDynamics:
             (np.arange(1, nnz + 1, dtype=float), A.indices, A.indptr), shape=A.shape
         )
         ff = ids[free][:, free].tocsc()
-        fP = ids[free][:, pinned].tocsr()
-        fP.sort_indices()
-        PP = ids[pinned][:, pinned].tocoo()
+        pinned_maps = _PinnedBlockMaps(ids, free, pinned)
+        fP_indptr = pinned_maps["fP_indptr"]
         # Free rows coupled to Δv: the glue's neighbours (A_fP G) and the rows the penalties'
         # A_dr has reached so far (`_reserved`).
-        touch = np.union1d(np.flatnonzero(np.diff(fP.indptr)), self._reserved)
+        touch = np.union1d(np.flatnonzero(np.diff(fP_indptr)), self._reserved)
         nf = len(free)
         touch_position = np.full(nf, -1, dtype=np.int64)
         touch_position[touch] = np.arange(len(touch))
@@ -1089,13 +1084,7 @@ class CoupledFrameDynamics:
         K = sp.bmat([[ff, off], [off.T, corner]], format="csc")
         K.sort_indices()
         self._reduction = {
-            "fP_src": fP.data.astype(np.int64) - 1,
-            "fP_indices": fP.indices.copy(),
-            "fP_indptr": fP.indptr.copy(),
-            "fP_shape": fP.shape,
-            "PP_rows": PP.row,
-            "PP_cols": PP.col,
-            "PP_src": PP.data.astype(np.int64) - 1,
+            **pinned_maps,
             "touch": touch,
             "touch_position": touch_position,
             "codes": K.data.astype(np.int64) - 1,
@@ -1117,36 +1106,23 @@ class CoupledFrameDynamics:
             ids = sp.csr_matrix(
                 (np.arange(1, A.nnz + 1, dtype=float), A.indices, A.indptr), shape=A.shape
             )
-            rows = ids[self.free]
-            ff = rows[:, self.free].tocsc()
+            ff = ids[self.free][:, self.free].tocsc()
             ff.sort_indices()
-            fP = rows[:, self.pinned].tocsr()
-            fP.sort_indices()
-            PP = ids[self.pinned][:, self.pinned].tocoo()
+            pinned_maps = _PinnedBlockMaps(ids, self.free, self.pinned)
             self._schur_map = {
                 "ff_src": ff.data.astype(np.int64) - 1,
                 "ff_indices": ff.indices.copy(),
                 "ff_indptr": ff.indptr.copy(),
                 "ff_shape": ff.shape,
-                "fP_src": fP.data.astype(np.int64) - 1,
-                "fP_indices": fP.indices.copy(),
-                "fP_indptr": fP.indptr.copy(),
-                "fP_shape": fP.shape,
-                "PP_rows": PP.row,
-                "PP_cols": PP.col,
-                "PP_src": PP.data.astype(np.int64) - 1,
-                "glue_rows": np.flatnonzero(np.diff(fP.indptr)),
+                **pinned_maps,
+                "glue_rows": np.flatnonzero(np.diff(pinned_maps["fP_indptr"])),
             }
             self._schur_pattern = pattern
         r = self._schur_map
         A_ff = sp.csc_matrix(
             (A.data[r["ff_src"]], r["ff_indices"], r["ff_indptr"]), shape=r["ff_shape"]
         )
-        A_fP = sp.csr_matrix(
-            (A.data[r["fP_src"]], r["fP_indices"], r["fP_indptr"]), shape=r["fP_shape"]
-        )
-        k = len(S.pinned)
-        A_PP = sp.csr_matrix((A.data[r["PP_src"]], (r["PP_rows"], r["PP_cols"])), shape=(k, k))
+        A_fP, A_PP = _PinnedBlocks(A.data, r, len(S.pinned))
         glue = r["glue_rows"]
         B_rows, B_values = glue, np.asarray(A_fP[glue] @ G)
         if S.A_dr is not None:  # the penalties' skin-skeleton block, on free rows
@@ -1581,3 +1557,29 @@ def CouplingLoadsOfPass(dyn: CoupledFrameDynamics, times=None, *, skin_load=None
         frames = np.clip(np.round(np.asarray(times) / dyn.dt).astype(int), 0, len(records) - 1)
         out = out[frames]
     return ExternalLoads(bodies=links, wrenches=out)
+
+
+def _PinnedBlockMaps(ids: sp.csr_matrix, free: np.ndarray, pinned: np.ndarray) -> dict:
+    """Index maps of A_fP (CSR) and A_PP (COO) into A_d.data, from `ids` (A_d's pattern with
+    1-based entry numbers as values): made once per pattern, gathered by `_PinnedBlocks`."""
+    fP = ids[free][:, pinned].tocsr()
+    fP.sort_indices()
+    PP = ids[pinned][:, pinned].tocoo()
+    return {
+        "fP_src": fP.data.astype(np.int64) - 1,
+        "fP_indices": fP.indices.copy(),
+        "fP_indptr": fP.indptr.copy(),
+        "fP_shape": fP.shape,
+        "PP_rows": PP.row,
+        "PP_cols": PP.col,
+        "PP_src": PP.data.astype(np.int64) - 1,
+    }
+
+
+def _PinnedBlocks(data: np.ndarray, maps: dict, k: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """(A_fP, A_PP) gathered from A_d.data through `_PinnedBlockMaps`' maps."""
+    A_fP = sp.csr_matrix(
+        (data[maps["fP_src"]], maps["fP_indices"], maps["fP_indptr"]), shape=maps["fP_shape"]
+    )
+    A_PP = sp.csr_matrix((data[maps["PP_src"]], (maps["PP_rows"], maps["PP_cols"])), shape=(k, k))
+    return A_fP, A_PP
