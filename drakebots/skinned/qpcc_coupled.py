@@ -315,15 +315,7 @@ class _ReducedFactor:
         Y = self._factor.HalfSolve(dense)
         with SingleThreadedBlas():  # a Gram matrix of 3P + nv columns: threads only spin
             C = Y.T @ Y
-        weights = self._rng.standard_normal(O.shape[1])
-        reference = O.T @ self._factor.solve(dense @ weights)
-        difference = np.abs(C @ weights - reference).max()
-        scale = np.abs(reference).max()
-        if not difference <= COMPLIANCE_TOLERANCE * scale:
-            raise InaccurateSolve(
-                f"{self.name}: the compliance's half-solve disagrees with a full solve by "
-                f"{difference / scale:.2e} (tolerance {COMPLIANCE_TOLERANCE:.0e})"
-            )
+        _CheckHalfSolve(self.name, C, dense, self._factor.solve, self._rng)
         return C
 
 
@@ -456,17 +448,7 @@ class _SchurCondensation:
                 # BLAS syrk (the upper triangle only): 0.1 s where Yᵀ Y took 0.2 s (128k x 82).
                 G = sla_blas.dsyrk(1.0, Y, trans=1, lower=0)
             G = np.triu(G) + np.triu(G, 1).T
-            # A half-solve has no residual of its own: one random combination of the columns
-            # against a full solve (itself checked by its backward error).
-            weights = self._rng.standard_normal(R.shape[1])
-            reference = R.T @ f.solve(R @ weights)
-            difference = np.abs(G @ weights - reference).max()
-            scale = np.abs(reference).max()
-            if not difference <= COMPLIANCE_TOLERANCE * scale:
-                raise InaccurateSolve(
-                    f"{self.name}: the compliance's half-solve disagrees with a full solve by "
-                    f"{difference / scale:.2e} (tolerance {COMPLIANCE_TOLERANCE:.0e})"
-                )
+            _CheckHalfSolve(self.name, G, R, f.solve, self._rng)
         else:
             G = R.T @ f.solve(R)
         return 0.5 * (G + G.T)
@@ -1583,3 +1565,18 @@ def _PinnedBlocks(data: np.ndarray, maps: dict, k: int) -> tuple[sp.csr_matrix, 
     )
     A_PP = sp.csr_matrix((data[maps["PP_src"]], (maps["PP_rows"], maps["PP_cols"])), shape=(k, k))
     return A_fP, A_PP
+
+
+def _CheckHalfSolve(name: str, gram: np.ndarray, columns: np.ndarray, solve, rng) -> None:
+    """A Gram matrix Rᵀ A⁻¹ R made by forward half-solves has no residual of its own: one random
+    combination of its columns is checked against a full solve (itself checked by its backward
+    error); they must agree to `COMPLIANCE_TOLERANCE`, else `InaccurateSolve`."""
+    weights = rng.standard_normal(columns.shape[1])
+    reference = columns.T @ solve(columns @ weights)
+    difference = np.abs(gram @ weights - reference).max()
+    scale = np.abs(reference).max()
+    if not difference <= COMPLIANCE_TOLERANCE * scale:
+        raise InaccurateSolve(
+            f"{name}: the compliance's half-solve disagrees with a full solve by "
+            f"{difference / scale:.2e} (tolerance {COMPLIANCE_TOLERANCE:.0e})"
+        )

@@ -30,6 +30,17 @@ def _Problem(seed=0):
     return fem, A_r, A_d, glue, G_q, b_r, b_d, c
 
 
+def _KktWithContacts(A_r, A_d, G_q, glue, extra, num_dofs):
+    """The whole KKT matrix (the reference) with the glue's rows and contact coordinates `extra`
+    pinned: each pinned skin coordinate gets a row -1 in G_u, the contacts none in G_q."""
+    pinned = np.concatenate([glue.dofs, extra])
+    G_all = np.vstack([G_q, np.zeros((len(extra), A_r.shape[0]))])
+    G_u = sp.csr_matrix(
+        (-np.ones(len(pinned)), (np.arange(len(pinned)), pinned)), shape=(len(pinned), num_dofs)
+    )
+    return AssembleKkt(A_r, A_d, G_all, G_u)
+
+
 # Every factorization of the reduced matrix: PARDISO where MKL loads (the default install on
 # x86-64), CHOLMOD where scikit-sparse is installed (CI installs the `cholmod` extra in a venv of
 # its own), SuperLU always.
@@ -103,13 +114,7 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows(factorizat
         c_extra = 1e-3 * rng.standard_normal(len(extra))
         solver = correction if trial % 2 == 0 else direct
         dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
-        pinned = np.concatenate([glue.dofs, extra])
-        G_all = np.vstack([G_q, np.zeros((len(extra), len(b_r)))])
-        G_u = sp.csr_matrix(
-            (-np.ones(len(pinned)), (np.arange(len(pinned)), pinned)),
-            shape=(len(pinned), fem.num_dofs),
-        )
-        K = AssembleKkt(A_r, A_d, G_all, G_u)
+        K = _KktWithContacts(A_r, A_d, G_q, glue, extra, fem.num_dofs)
         z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c, c_extra]))
         nr, nd = len(b_r), len(b_d)
         scale = np.abs(z[: nr + nd]).max()
@@ -212,14 +217,9 @@ def test_contact_rows_pinned_in_place_solve_the_kkt_system(factorization):
             extra = rng.choice(free, size=15, replace=False)
         c_extra = 1e-3 * rng.standard_normal(len(extra))
         dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
-        pinned = np.concatenate([glue.dofs, extra])
-        G_all = np.vstack([G_q, np.zeros((len(extra), len(b_r)))])
-        G_u = sp.csr_matrix(
-            (-np.ones(len(pinned)), (np.arange(len(pinned)), pinned)),
-            shape=(len(pinned), fem.num_dofs),
-        )
         z = spla.spsolve(
-            AssembleKkt(A_r, A_d, G_all, G_u).tocsc(), np.concatenate([b_r, b_d, c, c_extra])
+            _KktWithContacts(A_r, A_d, G_q, glue, extra, fem.num_dofs).tocsc(),
+            np.concatenate([b_r, b_d, c, c_extra]),
         )
         nr, nd = len(b_r), len(b_d)
         scale = np.abs(z[: nr + nd]).max()
