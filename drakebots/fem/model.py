@@ -21,9 +21,12 @@ default) is "analytic" for the neo-Hookean material and "eigh" for the others.
 import numpy as np
 import scipy.sparse as sp
 
-from drakebots.fem import materials
+from drakebots.fem import kernels, materials
 from drakebots.fem.mesh import TetMesh
 from drakebots.runtime import SingleThreadedBlas
+
+# FemModel(kernel=...): the element loop that computes energy, gradient and stiffness.
+KERNELS = ("auto", "compiled", "numpy")
 
 
 class ElementInversion(RuntimeError):
@@ -57,9 +60,22 @@ class FemModel:
         densities: np.ndarray | None = None,
         youngs_scale: np.ndarray | None = None,
         projection: str = "auto",
+        kernel: str = "auto",
     ):
         materials.Validate(material)
         self.projection = materials.ResolveProjection(projection, material.model)
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got '{kernel}'")
+        applies = material.model == "neohookean" and self.projection == "analytic"
+        if kernel == "compiled" and not (applies and kernels.AVAILABLE):
+            raise ValueError(
+                "kernel='compiled' computes the neo-Hookean material with the analytic "
+                f"projection only (material '{material.model}', projection "
+                f"'{self.projection}'{'' if kernels.AVAILABLE else ', and numba does not import'}"
+                "): use kernel='numpy' or 'auto'"
+            )
+        # The element loop actually run: "compiled" or "numpy".
+        self.kernel = "compiled" if kernel != "numpy" and applies and kernels.AVAILABLE else "numpy"
         # Every assembly allocates and frees element arrays of tens of MB (38.5k tets x 12 x 12
         # doubles on the beetle's skin); a process that calls drakebots.runtime.KeepFreedMemory()
         # first (the command line does) keeps them instead of faulting them in again each time
@@ -100,6 +116,7 @@ class FemModel:
         )
         self.vertex_masses = mesh.LumpedMasses(rho)
         self._dofs = (3 * T[:, :, None] + np.arange(3)[None, None, :]).reshape(-1, 12)
+        self._tets = np.ascontiguousarray(T, dtype=np.int64)
         self._BuildPattern()
         self._K_rest = None
 
@@ -213,6 +230,8 @@ class FemModel:
             x: positions (3n,), m.
             project: project each element's dP/dF to positive semi-definite (for Newton).
         """
+        if self.kernel == "compiled":
+            return self._CompiledEnergyGradientHessian(x, 1 if project else 0)
         F = self.DeformationGradients(x)
         psi, P, dPdF = self._Material(F, hessian=True)
         energy = float(np.sum(self.rest_volumes * psi))
@@ -230,6 +249,19 @@ class FemModel:
             He = np.transpose(B, (0, 2, 1)) @ dPdF @ B
         He *= self.rest_volumes[:, None, None]
         return energy, grad, self.Assemble(He)
+
+    def _CompiledEnergyGradientHessian(self, x, mode):
+        """EnergyGradientHessian by drakebots.fem.kernels.NeoHookeanAssemble (mode 0 exact, 1
+        projected)."""
+        X = np.ascontiguousarray(np.asarray(x, float).reshape(-1, 3))
+        data = np.empty(self._nnz)
+        grad = np.empty(self.num_dofs)
+        energy, self.last_projected = kernels.NeoHookeanAssemble(
+            X, self._tets, self._g, self.rest_volumes, self._mu, self._lam, mode, 0.0,
+            self._entry_to_nnz, data, grad,
+        )  # fmt: skip
+        K = sp.csr_matrix((data, self._indices, self._indptr), shape=(self.num_dofs,) * 2)
+        return float(energy), grad, K
 
     def Hessian(self, x: np.ndarray, *, project: bool = False) -> sp.csr_matrix:
         """Stiffness K = d^2E/dx^2 (CSR, N/m); `project` makes it positive semi-definite."""
