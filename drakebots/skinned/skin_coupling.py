@@ -444,6 +444,8 @@ class CoupledSkinSkeleton:
         # the skin's own matrix (not of the first step's penalties), so it is the same whatever
         # state is stepped first.
         self._ordering = None
+        # Scratch: (h, M/h² + D/h in the stiffness's pattern) for _SkinMatrix.
+        self._inertia_damping = None
         # Scratch: factorisations no state holds any more, for their symbolic analysis
         # (CouplingConfig.factor_reuse "pool").
         self._pool = FactorPool()
@@ -736,12 +738,28 @@ class CoupledSkinSkeleton:
         the penalties' stiffness (None: explicit penalties; with `exact` their full stiffness,
         the self-collision pairs' turning part too). See CouplingConfig.exact_hessian_below."""
         _, _, K = self.fem.EnergyGradientHessian(y, project=not exact)
-        A_d = K + sp.diags(self.mass / h**2) + self.damping / h
+        if self._inertia_damping is None or self._inertia_damping[0] != h:
+            # M/h² + D/h as values of the stiffness's pattern, made once per step size (three
+            # sparse sums of 4.3M entries per Newton matrix on the monster's skin otherwise).
+            inertia_damping = sp.diags(self.mass / h**2) + self.damping / h
+            self._inertia_damping = (h, self.fem.PatternData(inertia_damping))
+        data = K.data + self._inertia_damping[1]
+        rest = []
         if penalties is not None:
-            A_d = A_d + penalties.stiffness
+            blocks = [penalties.stiffness]
             if exact and penalties.tangential is not None:
-                A_d = A_d + penalties.tangential
-        return A_d
+                blocks.append(penalties.tangential)
+            for block in blocks:
+                if block.nnz:
+                    # Self-collision pairs of far apart vertices fall outside the pattern.
+                    inside, outside = self.fem.PatternData(block, outside=True)
+                    data += inside
+                    if outside is not None:
+                        rest.append(outside)
+        A_d = self.fem.PatternMatrix(data)
+        for outside in rest:
+            A_d = A_d + outside
+        return A_d.tocsr()
 
     def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
         """Advances the coupled state by one step; returns (new state, StepInfo).
