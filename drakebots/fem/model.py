@@ -153,6 +153,8 @@ class FemModel:
         self._diag_nnz = diag  # positions of diagonal entries, in dof order
         self._row_of_nnz = r
         self._keys = None  # row * n + column of each entry, ascending (PatternData)
+        self._extra_keys = None  # entries outside the pattern met so far (PatternMatrix)
+        self._merged = None  # (keys, indices, indptr, base positions) of the grown pattern
 
     def Assemble(self, element_matrices: np.ndarray) -> sp.csr_matrix:
         """Assembles (m, 12, 12) element matrices into the global CSR matrix (fixed pattern)."""
@@ -198,9 +200,42 @@ class FemModel:
             rest = sp.csr_matrix((M.data[off], (M.row[off], M.col[off])), shape=M.shape)
         return (data, rest) if outside else data
 
-    def PatternMatrix(self, data: np.ndarray) -> sp.csr_matrix:
-        """The CSR matrix of the fixed pattern with these values (no copy of `data`)."""
-        return sp.csr_matrix((data, self._indices, self._indptr), shape=(self.num_dofs,) * 2)
+    def PatternMatrix(self, data: np.ndarray, outside: sp.spmatrix | None = None) -> sp.csr_matrix:
+        """The CSR matrix of the fixed pattern with values `data`, plus `outside` (entries
+        outside the pattern, as PatternData(..., outside=True) returns them).
+
+        Entries outside the pattern that were met once are kept in the pattern of every later
+        matrix (zeros when absent), so the pattern grows only when a new one appears: a
+        self-collision pair that separates and meets again, frame after frame, would otherwise
+        change the pattern each time, and with it the factorisation's symbolic analysis and
+        every index map built on the pattern."""
+        n = self.num_dofs
+        if outside is not None:
+            outside = sp.coo_matrix(outside)
+            own = outside.row.astype(np.int64) * n + outside.col
+            known = self._extra_keys
+            if known is None or not np.isin(own, known).all():
+                self._GrowPattern(own)
+        if self._extra_keys is None:
+            return sp.csr_matrix((data, self._indices, self._indptr), shape=(n, n))
+        keys, indices, indptr, base = self._merged
+        merged = np.zeros(len(keys))
+        merged[base] = data
+        if outside is not None:
+            np.add.at(merged, np.searchsorted(keys, own), outside.data)
+        return sp.csr_matrix((merged, indices, indptr), shape=(n, n))
+
+    def _GrowPattern(self, own: np.ndarray) -> None:
+        n = self.num_dofs
+        if self._keys is None:
+            self._keys = self._row_of_nnz.astype(np.int64) * n + self._indices
+        extra = own if self._extra_keys is None else np.concatenate([self._extra_keys, own])
+        self._extra_keys = np.unique(extra)
+        keys = np.union1d(self._keys, self._extra_keys)
+        indptr = np.zeros(n + 1, dtype=self._indptr.dtype)
+        np.cumsum(np.bincount(keys // n, minlength=n), out=indptr[1:])
+        indices = (keys % n).astype(self._indices.dtype)
+        self._merged = (keys, indices, indptr, np.searchsorted(keys, self._keys))
 
     @property
     def diagonal_positions(self) -> np.ndarray:

@@ -1000,9 +1000,7 @@ class CoupledFrameDynamics:
             # off-diagonal blocks (two far apart vertices) do not.
             extra, rest = st.fem.PatternData(penalties.stiffness, outside=True)
             data += extra
-        A_d = st.fem.PatternMatrix(data)
-        if rest is not None:
-            A_d = (A_d + rest).tocsr()
+        A_d = st.fem.PatternMatrix(data, rest)
         f_ext = st.gravity + (penalties.forces if penalties else 0.0)
         b_d0 = -(grad + st.damping @ w - f_ext)
         nu = m.nu

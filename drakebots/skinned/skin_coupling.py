@@ -744,22 +744,17 @@ class CoupledSkinSkeleton:
             inertia_damping = sp.diags(self.mass / h**2) + self.damping / h
             self._inertia_damping = (h, self.fem.PatternData(inertia_damping))
         data = K.data + self._inertia_damping[1]
-        rest = []
+        rest = None
         if penalties is not None:
-            blocks = [penalties.stiffness]
+            block = penalties.stiffness
             if exact and penalties.tangential is not None:
-                blocks.append(penalties.tangential)
-            for block in blocks:
-                if block.nnz:
-                    # Self-collision pairs of far apart vertices fall outside the pattern.
-                    inside, outside = self.fem.PatternData(block, outside=True)
-                    data += inside
-                    if outside is not None:
-                        rest.append(outside)
-        A_d = self.fem.PatternMatrix(data)
-        for outside in rest:
-            A_d = A_d + outside
-        return A_d.tocsr()
+                block = block + penalties.tangential
+            if block.nnz:
+                # Self-collision pairs of far apart vertices fall outside the pattern (kept
+                # in it once met: FemModel.PatternMatrix).
+                inside, rest = self.fem.PatternData(block, outside=True)
+                data += inside
+        return self.fem.PatternMatrix(data, rest)
 
     def Step(self, state: CoupledState, *, tau_ff=None, desired=None, time_s=0.0):
         """Advances the coupled state by one step; returns (new state, StepInfo).

@@ -5,6 +5,7 @@ NumPy path (FemModel(kernel="numpy"))."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from drakebots.fem import kernels, materials
 from drakebots.fem.materials import Material
@@ -134,3 +135,30 @@ def test_compiled_is_refused_where_it_does_not_apply():
     # "auto" falls back to NumPy there, by name.
     assert FemModel(mesh, Material(model="corotated")).kernel == "numpy"
     assert FemModel(mesh, Material(), projection="eigh").kernel == "numpy"
+
+
+def test_pattern_sums_equal_scipys_and_the_grown_pattern_stays():
+    """FemModel.PatternData / PatternMatrix (the Newton matrices' sums without scipy's merge)
+    against scipy's own sparse sums; an entry outside the pattern, once met, stays in it."""
+    mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
+    fem = FemModel(mesh, Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1e3))
+    x = _Deformed(mesh, 7)
+    K = fem.Hessian(x, project=True)
+    n = fem.num_dofs
+    inertia = sp.diags(np.linspace(1.0, 2.0, n)) + 0.01 * fem.RestStiffness()
+    A = fem.PatternMatrix(K.data + fem.PatternData(inertia))
+    assert abs(A - (K + inertia)).max() == 0.0
+    with pytest.raises(ValueError, match="outside the stiffness's pattern"):
+        fem.PatternData(sp.coo_matrix(([1.0], ([0], [n - 1])), shape=(n, n)))
+    pair = sp.coo_matrix(
+        ([5.0, 5.0, -2.0, -2.0], ([0, n - 1, 0, n - 1], [0, n - 1, n - 1, 0])), (n, n)
+    )
+    inside, rest = fem.PatternData(pair, outside=True)
+    assert rest.nnz == 2
+    B = fem.PatternMatrix(K.data + inside, rest)
+    assert abs(B - (K + pair)).max() == 0.0
+    # The pair gone: its entries stay as zeros, the pattern is the grown one.
+    C = fem.PatternMatrix(K.data.copy())
+    assert abs(C - K).max() == 0.0
+    assert np.array_equal(C.indices, B.indices) and np.array_equal(C.indptr, B.indptr)
+    assert C.nnz == K.nnz + 2
