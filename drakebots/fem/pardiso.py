@@ -147,7 +147,7 @@ class Pardiso:
             that is not) or `INDEFINITE` (-2, Bunch-Kaufman LDLᵀ; `inertia` is set).
     """
 
-    def __init__(self, mtype: int = POSITIVE_DEFINITE):
+    def __init__(self, mtype: int = POSITIVE_DEFINITE, ordering=None):
         self._lib = Library()
         if self._lib is None:
             raise PardisoError("MKL PARDISO is not available (pip install mkl)")
@@ -175,6 +175,33 @@ class Pardiso:
         self.analyses = 0  # symbolic analyses (phase 11) this handle has run
         self.inertia = None  # (positive, negative) pivots after an INDEFINITE factorisation
         self.perturbed_pivots = 0
+        self.ordering = ordering
+        self._perm_arg = None  # the permutation handed to PARDISO (iparm[4] = 1), int32
+        self._user_perm = None  # (n, permutation) made by a callable `ordering`, kept
+
+    def _Permutation(self, A) -> np.ndarray | None:
+        """The fill-reducing order the analysis takes: None (PARDISO's METIS), the identity
+        for "natural", or the caller's permutation (an array, or a callable's result made once
+        and kept while the size stays: a pattern that grows by a few entries, a self-collision
+        pair meeting, is then analysed in the same order, symbolically only)."""
+        n = A.shape[0]
+        ordering = self.ordering
+        if ordering is None:
+            return None
+        if isinstance(ordering, str):
+            if ordering != "natural":
+                raise ValueError(f"unknown ordering '{ordering}' (natural, a permutation, None)")
+            perm = np.arange(n)
+        elif callable(ordering):
+            if self._user_perm is None or self._user_perm[0] != n:
+                made = ordering(A)
+                self._user_perm = (n, None if made is None else np.asarray(made))
+            perm = self._user_perm[1]
+        else:
+            perm = np.asarray(ordering)
+        if perm is None or len(perm) != n:
+            return None  # (an ordering of another matrix: PARDISO's own)
+        return np.ascontiguousarray(perm, dtype=np.int32)
 
     def __del__(self):
         try:
@@ -189,6 +216,8 @@ class Pardiso:
 
     def _Call(self, phase: int, b=None, x=None, nrhs: int = 1) -> None:
         error = _INT(0)
+        perm = self._perm_arg
+        perm_ptr = perm.ctypes.data_as(_PINT) if (perm is not None and phase >= 0) else _PINT()
         ints = [_INT(v) for v in (1, 1, self.mtype, phase, self._n, nrhs, 0)]
         maxfct, mnum, mtype, phase_, n, nrhs_, msglvl = (ctypes.byref(v) for v in ints)
         null = _PDOUBLE()
@@ -202,7 +231,7 @@ class Pardiso:
             self._data.ctypes.data_as(_PDOUBLE) if phase >= 0 else null,
             self._indptr.ctypes.data_as(_PINT) if phase >= 0 else _PINT(),
             self._indices.ctypes.data_as(_PINT) if phase >= 0 else _PINT(),
-            _PINT(),
+            perm_ptr,
             nrhs_,
             self._iparm.ctypes.data_as(_PINT),
             msglvl,
@@ -273,6 +302,8 @@ class Pardiso:
                 self._indices = (keys % n).astype(np.int32)
                 self._n = n
                 self._SetData(A)
+                self._perm_arg = self._Permutation(A)
+                self._iparm[4] = 0 if self._perm_arg is None else 1
                 self._Call(11)
                 self._analysed = True
                 self.analyses += 1

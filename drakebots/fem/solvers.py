@@ -300,12 +300,13 @@ class PardisoFactor(_Checked):
     `positive_definite=False` its Bunch-Kaufman LDLᵀ (mtype -2) for an indefinite one. The
     symbolic analysis (PARDISO's METIS nested dissection) is reused while the pattern stays."""
 
-    def __init__(self, positive_definite: bool = True):
+    def __init__(self, positive_definite: bool = True, ordering=None):
         from drakebots.fem import pardiso
 
         self.positive_definite = bool(positive_definite)
+        self.ordering = ordering
         self._pardiso = pardiso.Pardiso(
-            pardiso.POSITIVE_DEFINITE if positive_definite else pardiso.INDEFINITE
+            pardiso.POSITIVE_DEFINITE if positive_definite else pardiso.INDEFINITE, ordering
         )
 
     def Factor(self, A) -> "PardisoFactor":
@@ -391,15 +392,17 @@ def SpdFactor(backend: str = "auto", ordering=None):
             imports, else SuperLU (`AutoBackend`).
         ordering: "natural" (the caller has put the matrix in a fill-reducing order); a
             permutation or a function of the matrix returning one (SuperLU takes it, as
-            `OrderedSplu`; CHOLMOD and PARDISO take their own nested dissection); or None
-            (SuperLU's MMD(AᵀA), CHOLMOD's and PARDISO's nested dissection).
+            `OrderedSplu`; PARDISO too, a function's permutation made once and kept for later
+            analyses of the same size, so that a grown pattern costs a symbolic factorisation
+            only; CHOLMOD takes its own nested dissection); or None (SuperLU's MMD(AᵀA),
+            CHOLMOD's and PARDISO's nested dissection).
     """
     backend = ResolveBackend(backend)
     natural = isinstance(ordering, str) and ordering == "natural"
     if backend == "dense":
         return DenseCholesky()
     if backend == "pardiso":
-        return PardisoFactor()
+        return PardisoFactor(ordering=ordering)
     if backend == "cholmod":
         return CholmodFactor("natural" if natural else "nesdis")
     return OrderedSplu(permc_spec="NATURAL") if natural else OrderedSplu(ordering)
@@ -442,7 +445,7 @@ def FactorSymmetric(
             # Its own handle, kept with the positive-definite one so that the next indefinite
             # matrix of the same pattern reuses its analysis too.
             factor = getattr(spd, "indefinite_factor", None) or PardisoFactor(
-                positive_definite=False
+                positive_definite=False, ordering=getattr(spd, "ordering", ordering)
             )
             spd.indefinite_factor = factor
             factor.Factor(A)
