@@ -27,6 +27,11 @@ Tables:
      no update bound (without_line_search, CouplingConfig.overshoot and max_update);
      the opt-in case eigh_projection projects the element Hessians by a 9x9 eigendecomposition
      each (the reference of the analytic projection, FemModel(projection=...)): its ratio;
+     the default case numpy_kernel computes the skin's energy, gradient and stiffness by the
+     vectorised NumPy path instead of the compiled element loop (drakebots.fem.kernels, the
+     default; FemModel(kernel=...)): `coupled_frame_ratio_over_numpy_kernel`; and
+     `hessian_kernel`: one pass of each loop over the skin at the replay's first state,
+     projected and exact, best of 3, with their largest difference;
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
 
 Usage:
@@ -269,8 +274,11 @@ REPLAY_CASES = {
     "without_line_search": {"overshoot": np.inf, "max_update": 0.0},
     # Not a CouplingConfig field: the skin's FemModel projection (issue 52's reference).
     "eigh_projection": {"projection": "eigh"},
+    # Not a CouplingConfig field: the skin's element loop, NumPy's (the reference of the
+    # compiled one, drakebots.fem.kernels).
+    "numpy_kernel": {"kernel": "numpy"},
 }
-DEFAULT_REPLAY_CASES = ("exact_near_solution", "fresh_factorizations")
+DEFAULT_REPLAY_CASES = ("exact_near_solution", "fresh_factorizations", "numpy_kernel")
 
 
 def _Replay(
@@ -305,6 +313,7 @@ def _Replay(
         "frames": frames,
         "start_state_s": time.perf_counter() - start,
     }
+    rows["hessian_kernel"] = _HessianKernels(dyn.NewSimulator().fem, state.x)
     limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
     finals, skins, skeletons = {}, {}, {}
     cases = {name: REPLAY_CASES[name] for name in names}
@@ -314,6 +323,7 @@ def _Replay(
             changes = dict(cases[name])
             sim = dyn.NewSimulator()
             sim.fem.projection = changes.pop("projection", sim.fem.projection)
+            sim.fem.kernel = changes.pop("kernel", sim.fem.kernel)
             sim.config = dataclasses.replace(sim.config, **changes)
             steps = []  # (StepInfo, skin positions) of each step
             step = sim.Step
@@ -364,6 +374,7 @@ def _Replay(
         ("ratio_exact_over_projected", "projected"),
         ("ratio_line_search_over_without", "without_line_search"),
         ("ratio_analytic_over_eigh_projection", "eigh_projection"),
+        ("ratio_compiled_over_numpy_kernel", "numpy_kernel"),
     ]:
         if "exact_near_solution" in cases and other in cases:
             rows[ratio] = per_frame["exact_near_solution"] / per_frame[other]
@@ -416,6 +427,42 @@ def _Replay(
             else None
         )
     return rows
+
+
+def _HessianKernels(fem, x, repeats=3) -> dict:
+    """Seconds (best of `repeats`, wall and CPU) of one energy-gradient-stiffness pass over the
+    skin at positions x, projected (Newton's matrix far from a step's solution, the QPCC's) and
+    exact, by the compiled element loop (the default) and by NumPy (its reference), and their
+    largest difference relative to the stiffness's largest entry."""
+    out = {"elements": int(len(fem.mesh.tets))}
+    kernel = fem.kernel
+    results = {}
+    for name in ("compiled", "numpy"):
+        fem.kernel = name
+        for project in (True, False):
+            walls, cpus = [], []
+            for _ in range(repeats):
+                start, cpu = time.perf_counter(), time.process_time()
+                result = fem.EnergyGradientHessian(x, project=project)
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
+            case = f"{name}_{'projected' if project else 'exact'}"
+            out[f"{case}_s"], out[f"{case}_cpu_s"] = min(walls), min(cpus)
+            results[case] = result[2]
+    fem.kernel = kernel
+    for which in ("projected", "exact"):
+        a, b = results[f"compiled_{which}"], results[f"numpy_{which}"]
+        out[f"ratio_compiled_over_numpy_{which}"] = (
+            out[f"compiled_{which}_s"] / out[f"numpy_{which}_s"]
+        )
+        out[f"max_difference_{which}"] = float(abs(a - b).max() / abs(b).max())
+    print(
+        f"   element loop, {out['elements']} tets: projected {out['compiled_projected_s']:.3f} s "
+        f"compiled, {out['numpy_projected_s']:.3f} s NumPy; exact {out['compiled_exact_s']:.3f} s"
+        f" against {out['numpy_exact_s']:.3f} s",
+        flush=True,
+    )
+    return out
 
 
 def _PerFrame(steps, field, frames) -> float:
@@ -684,6 +731,12 @@ def _Table4(args, skin, results) -> None:
             results["coupled_frame_fresh_s"] = replay["fresh_factorizations"]["seconds_per_frame"]
             results["coupled_frame_ratio_over_fresh"] = replay["ratio_reuse_over_fresh"]
             results["coupled_frame_ratio_over_fresh_cpu"] = replay["ratio_reuse_over_fresh_cpu"]
+        if "ratio_compiled_over_numpy_kernel" in replay:
+            results["coupled_frame_numpy_kernel_s"] = replay["numpy_kernel"]["seconds_per_frame"]
+            results["coupled_frame_ratio_over_numpy_kernel"] = replay[
+                "ratio_compiled_over_numpy_kernel"
+            ]
+        results["hessian_kernel"] = replay["hessian_kernel"]
         results["coupled_frame_workload"] = (
             f"{replay['exact_near_solution']['frames_replayed']} frames of {args.replay_design} "
             f"replayed open loop in the coupled simulator on {args.skin} "

@@ -10,7 +10,7 @@ from drakebots.fem.coupling import AssembleKkt, GlueConstraint, ReducedKkt
 from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh
 from drakebots.fem.model import FemModel
-from drakebots.fem.solvers import CholmodAvailable, PardisoAvailable
+from drakebots.fem.solvers import CholmodAvailable, PardisoAvailable, ResolveBackend
 
 
 def _Problem(seed=0):
@@ -125,6 +125,10 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows(factorizat
         np.testing.assert_allclose(du[extra], -c_extra, atol=1e-12)
     assert correction.column_solves <= len(pool)  # each column solved once
     assert correction.factorizations == 0 and direct.factorizations == 3
+    # A Cholesky with a forward half-solve gives the Schur complement from half-solved columns.
+    half = ResolveBackend(factorization) in ("pardiso", "cholmod")
+    assert bool(getattr(correction, "_half", None)) == half
+    assert not getattr(correction, "_half_failed", False)
     assert direct._fallback[1].factorized_by == factorization  # the direct path's too
 
 

@@ -162,3 +162,20 @@ def test_pattern_sums_equal_scipys_and_the_grown_pattern_stays():
     assert abs(C - K).max() == 0.0
     assert np.array_equal(C.indices, B.indices) and np.array_equal(C.indptr, B.indptr)
     assert C.nnz == K.nnz + 2
+
+
+def test_the_compiled_gradient_alone_equals_the_numpy_gradient():
+    mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
+    material = Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1000.0)
+    y = _Deformed(mesh, 8)
+    a = FemModel(mesh, material).Gradient(y)
+    b = FemModel(mesh, material, kernel="numpy").Gradient(y)
+    assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+
+
+def test_the_compiled_jacobians_equal_numpys_determinants():
+    mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
+    fem = FemModel(mesh, Material())
+    y = _Deformed(mesh, 9)
+    reference = np.linalg.det(FemModel(mesh, Material(), kernel="numpy").DeformationGradients(y))
+    assert np.abs(fem.Jacobians(y) - reference).max() <= 1e-12 * np.abs(reference).max()
