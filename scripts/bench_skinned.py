@@ -11,7 +11,9 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   first gives `design_frame_s` (wall, median of the frames after the first; CPU seconds per
   frame beside it), the others its speed-up and the largest torque and state differences (the
   same frames to solver tolerance). Default: the Schur condensation against the whole-K_red
-  factorisation ("direct", the reference; `CoupledFrameConfig.condensation`).
+  factorisation ("direct", the reference; `CoupledFrameConfig.condensation`). A third part
+  names the skin's element loop: `auto/schur/numpy` runs the NumPy reference of the compiled
+  loop (drakebots.fem.kernels, FemModel(kernel=...)).
 - `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
@@ -344,7 +346,9 @@ _SETTLED = {}  # the settled skins of this process's design runs (`_DesignFrames
 _PLANS = {}  # the first design run's plan per workload (`_DesignFrames`)
 
 
-def _DesignFrames(workload: dict, frames: int, solver: str, condensation: str):
+def _DesignFrames(
+    workload: dict, frames: int, solver: str, condensation: str, kernel: str = "auto"
+):
     """The first `frames` frames of the design run's first frame-by-frame pass, with the coupled
     frames factorised by `solver` and condensed by `condensation` (the design workflow runs
     them: same plan, same QPCC, same skin). The skin's settling into the first pose (once per
@@ -372,6 +376,9 @@ def _DesignFrames(workload: dict, frames: int, solver: str, condensation: str):
         def Make(model, dt):
             dyn = make(model, dt)
             dyn.config.condensation = condensation
+            # The skin's element loop (FemModel(kernel=...)): "numpy" is the compiled loop's
+            # reference (a variant's third part, e.g. auto/schur/numpy).
+            dyn.stepper.fem.kernel = {"auto": dyn.stepper.fem.kernel}.get(kernel, kernel)
             if condensation != "schur":  # the config is read when the factor is made
                 from drakebots.skinned.qpcc_coupled import _ReducedFactor
 
@@ -488,14 +495,14 @@ def DesignFramesSection(args) -> dict:
         }
         runs = {}
         for variant in args.design_variants:
-            solver, condensation = variant.split("/")
+            solver, condensation, kernel = (variant.split("/") + ["auto"])[:3]
             print(
                 f"[design] {name}: {args.design_frames} frames, {solver}, {condensation} ...",
                 flush=True,
             )
             load = os.getloadavg()[0]
             frames, dynamics, cpu = _DesignFrames(
-                workload, args.design_frames, solver, condensation
+                workload, args.design_frames, solver, condensation, kernel
             )
             runs[variant] = frames
             times = np.asarray(frames.frame_time, float)
@@ -504,6 +511,7 @@ def DesignFramesSection(args) -> dict:
             row["variants"][variant] = {
                 "solver": dynamics.solver_name,
                 "condensation": condensation,
+                "element_loop": dynamics.stepper.fem.kernel,
                 "frames_done": int(frames.frames_done),
                 "infeasible": [int(i) for i, _ in frames.infeasible],
                 "frame_s_each": times.tolist(),
