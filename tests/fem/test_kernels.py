@@ -11,6 +11,8 @@ from drakebots.fem import kernels, materials
 from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh, TetMesh
 from drakebots.fem.model import FemModel
+from tests.fem.test_projection import Deformed, _RandomModuli
+from tests.fem.test_projection import _RandomGradients as _ProjectionGradients
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba does not import")
 
@@ -25,14 +27,12 @@ def _SeparateTets(F):
 
 
 def _RandomGradients(m, seed):
-    rng = np.random.default_rng(seed)
-    F = np.eye(3) + 0.4 * rng.standard_normal((m, 3, 3))  # ~5 % inverted (J <= 0)
-    F[:20] = np.eye(3)  # at rest
-    F[20:40] = 0.9 * np.eye(3) + 1e-4 * rng.standard_normal((20, 3, 3))  # near-repeated sigma
-    F[40:60] = np.diag([1.5, 0.7, 0.7])  # repeated singular values
-    F[60:80] = np.diag([1.3, 1.2, 1.1])  # volume growth: flip and scaling modes negative
-    F[80:90] = 0.5 * np.eye(3)  # three equal singular values, compressed
-    F[90:100] = np.diag([1.0, 1e-6, 1.0])  # nearly flat: LAPACK's SVD path
+    """The projection tests' gradients (at rest, near-repeated and repeated singular values,
+    volume growth, ~5 % inverted), plus three equal singular values under compression and
+    nearly flat elements (LAPACK's SVD path)."""
+    F = _ProjectionGradients(m, seed)
+    F[80:90] = 0.5 * np.eye(3)
+    F[90:100] = np.diag([1.0, 1e-6, 1.0])
     return F
 
 
@@ -40,10 +40,7 @@ def _RandomGradients(m, seed):
 def test_projected_element_stiffness_equals_the_eigendecomposition_projection(floor):
     m = 1500
     F = _RandomGradients(m, 1)
-    rng = np.random.default_rng(2)
-    mu = rng.uniform(0.5, 2.0, m)
-    lam = rng.uniform(0.5, 30.0, m)
-    mu[60:80], lam[60:80] = 1.0, 20.0
+    mu, lam = _RandomModuli(m)
     mesh, x = _SeparateTets(F)
     fem = FemModel(mesh, Material(youngs_modulus=1.0, poissons_ratio=0.3), kernel="numpy")
     # The gradients as positions carry them (the nearly flat elements feel their round-off).
@@ -75,27 +72,12 @@ def test_projected_element_stiffness_equals_the_eigendecomposition_projection(fl
             assert changed[60:90].all()
 
 
-def _Deformed(mesh, seed):
-    rng = np.random.default_rng(seed)
-    X = mesh.vertices
-    angle = 4.0 * X[:, 0]
-    y = np.stack(
-        [
-            X[:, 0] * (1.0 - 0.3 * X[:, 2] / 0.03),
-            np.cos(angle) * X[:, 1] - np.sin(angle) * X[:, 2],
-            0.7 * (np.sin(angle) * X[:, 1] + np.cos(angle) * X[:, 2]),
-        ],
-        axis=1,
-    ).ravel()
-    return y + 2e-4 * rng.standard_normal(y.shape)
-
-
 def test_gradient_and_hessian_are_the_derivatives_of_the_energy():
     mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
     material = Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1000.0)
     fem = FemModel(mesh, material)
     assert fem.kernel == "compiled"
-    y = _Deformed(mesh, 5)
+    y = Deformed(mesh, 5)
     energy, grad, K = fem.EnergyGradientHessian(y, project=False)
     rng = np.random.default_rng(6)
     eps = 1e-7
@@ -114,7 +96,7 @@ def test_the_compiled_loop_equals_the_numpy_path_on_a_deformed_skin_with_soft_el
     scale = np.where(np.arange(mesh.num_tets) % 3 == 0, 0.15, 1.0)
     compiled = FemModel(mesh, material, youngs_scale=scale)
     reference = FemModel(mesh, material, youngs_scale=scale, kernel="numpy")
-    y = _Deformed(mesh, 3)
+    y = Deformed(mesh, 3)
     for project in (False, True):
         e1, g1, K1 = compiled.EnergyGradientHessian(y, project=project)
         e2, g2, K2 = reference.EnergyGradientHessian(y, project=project)
@@ -142,7 +124,7 @@ def test_pattern_sums_equal_scipys_and_the_grown_pattern_stays():
     against scipy's own sparse sums; an entry outside the pattern, once met, stays in it."""
     mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
     fem = FemModel(mesh, Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1e3))
-    x = _Deformed(mesh, 7)
+    x = Deformed(mesh, 7)
     K = fem.Hessian(x, project=True)
     n = fem.num_dofs
     inertia = sp.diags(np.linspace(1.0, 2.0, n)) + 0.01 * fem.RestStiffness()
@@ -167,7 +149,7 @@ def test_pattern_sums_equal_scipys_and_the_grown_pattern_stays():
 def test_the_compiled_gradient_alone_equals_the_numpy_gradient():
     mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
     material = Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1000.0)
-    y = _Deformed(mesh, 8)
+    y = Deformed(mesh, 8)
     a = FemModel(mesh, material).Gradient(y)
     b = FemModel(mesh, material, kernel="numpy").Gradient(y)
     assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
@@ -176,6 +158,6 @@ def test_the_compiled_gradient_alone_equals_the_numpy_gradient():
 def test_the_compiled_jacobians_equal_numpys_determinants():
     mesh = BoxMesh((0.04, 0.02, 0.02), (3, 2, 2))
     fem = FemModel(mesh, Material())
-    y = _Deformed(mesh, 9)
+    y = Deformed(mesh, 9)
     reference = np.linalg.det(FemModel(mesh, Material(), kernel="numpy").DeformationGradients(y))
     assert np.abs(fem.Jacobians(y) - reference).max() <= 1e-12 * np.abs(reference).max()

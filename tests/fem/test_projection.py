@@ -27,14 +27,38 @@ def _RandomGradients(m, seed):
     return F
 
 
+def Deformed(mesh, seed):
+    """Positions of a box mesh (0.10 x 0.03 x 0.03 m or smaller) bent, squashed and twisted,
+    with noise: many elements compressed beyond the projection's threshold."""
+    rng = np.random.default_rng(seed)
+    X = mesh.vertices
+    angle = 4.0 * X[:, 0]
+    y = np.stack(
+        [
+            X[:, 0] * (1.0 - 0.3 * X[:, 2] / 0.03),
+            np.cos(angle) * X[:, 1] - np.sin(angle) * X[:, 2],
+            0.7 * (np.sin(angle) * X[:, 1] + np.cos(angle) * X[:, 2]),
+        ],
+        axis=1,
+    ).ravel()
+    return y + 2e-4 * rng.standard_normal(y.shape)
+
+
+def _RandomModuli(m):
+    """Per-element (mu, lam), with lam ln J = 10.8 > mu on the volume-growth rows 60-80 (their
+    flip and scaling modes negative)."""
+    rng = np.random.default_rng(2)
+    mu = rng.uniform(0.5, 2.0, m)
+    lam = rng.uniform(0.5, 30.0, m)
+    mu[60:80], lam[60:80] = 1.0, 20.0
+    return mu, lam
+
+
 @pytest.mark.parametrize("floor", [0.0, 0.05])
 def test_analytic_projection_equals_eigh_projection_on_random_gradients(floor):
     m = 4000
     F = _RandomGradients(m, 1)
-    rng = np.random.default_rng(2)
-    mu = rng.uniform(0.5, 2.0, m)
-    lam = rng.uniform(0.5, 30.0, m)
-    mu[60:80], lam[60:80] = 1.0, 20.0  # lam ln J = 10.8 > mu: flip and scaling modes < 0
+    mu, lam = _RandomModuli(m)
     _, _, H = materials.NeoHookean(F, 1.0, 0.0)
     _, _, H_lam = materials.NeoHookean(F, 0.0, 1.0)
     H = mu[:, None, None] * H + lam[:, None, None] * H_lam
@@ -62,19 +86,7 @@ def test_analytic_projection_on_a_deformed_skin_matches_eigh_and_is_psd():
         for name in ("analytic", "eigh")
     }
     assert FemModel(mesh, material).projection == "analytic"
-    rng = np.random.default_rng(3)
-    X = mesh.vertices
-    # Bent, squashed and twisted: many elements compressed beyond the projection's threshold.
-    angle = 4.0 * X[:, 0]
-    y = np.stack(
-        [
-            X[:, 0] * (1.0 - 0.3 * X[:, 2] / 0.03),
-            np.cos(angle) * X[:, 1] - np.sin(angle) * X[:, 2],
-            0.7 * (np.sin(angle) * X[:, 1] + np.cos(angle) * X[:, 2]),
-        ],
-        axis=1,
-    ).ravel()
-    y += 2e-4 * rng.standard_normal(y.shape)
+    y = Deformed(mesh, 3)
     results = {name: fem.EnergyGradientHessian(y, project=True) for name, fem in models.items()}
     Ka, Ke = results["analytic"][2], results["eigh"][2]
     assert abs(Ka - Ke).max() <= 1e-10 * abs(Ke).max()
