@@ -379,7 +379,7 @@ class PinnedCorrection:
         """Whether the base's factorisation is a Cholesky factor P K Pᵀ = L Lᵀ with a forward
         half-solve (PARDISO's, CHOLMOD's): then the Schur complement on the extra coordinates
         is Yᵀ Y with Y = L⁻¹ P E (`_HalfColumns`), at a fraction of full columns' cost."""
-        if getattr(self, "_half_failed", False) or getattr(self, "half_solves", True) is False:
+        if getattr(self, "_half_failed", False):
             return False
         factor = self.base._factor
         if factor is None:  # not made yet (lazy): by the backend it will be made with
