@@ -258,3 +258,29 @@ def test_pardiso_refuses_a_singular_semidefinite_matrix():
     # Where the round-off pivot comes out positive instead, its size refuses it
     # (tests/frame/test_cholesky.py::test_unsupported_frame_is_reported: a pivot 2.5e-16 of its
     # diagonal entry).
+
+
+@needs_pardiso
+def test_pardiso_takes_the_callers_order_and_keeps_it_when_the_pattern_grows():
+    """SpdFactor("pardiso", ordering): a permutation, "natural" or a function (called once for
+    the size, its order kept for the grown pattern's analysis) gives the solve a direct sparse
+    LU gives, and a pattern grown by one far-apart pair (a self-collision) is analysed again."""
+    A = (_Laplacian(10) + sp.identity(300)).tocsc()
+    b = np.random.default_rng(4).standard_normal(A.shape[0])
+    calls = []
+
+    def Order(M):
+        calls.append(M.shape[0])
+        return NestedDissection(M)
+
+    n = A.shape[0]
+    pair = sp.csc_matrix(([-0.5, -0.5], ([0, n - 1], [n - 1, 0])), shape=(n, n))
+    grown = (A + pair + sp.diags(np.r_[0.5, np.zeros(n - 2), 0.5])).tocsc()
+    for ordering in (NestedDissection(A), "natural", Order):
+        factor = SpdFactor("pardiso", ordering)
+        for M in (A, grown):
+            x = factor.Factor(M).solve(b)
+            np.testing.assert_allclose(x, spla.spsolve(M, b), rtol=1e-10, atol=1e-12)
+        assert factor._pardiso.analyses == 2
+        assert factor._pardiso._iparm[4] == 1  # the caller's order, not PARDISO's METIS
+    assert calls == [n]  # the function's order was made once, kept for the grown pattern
