@@ -13,7 +13,10 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   same frames to solver tolerance). Default: the Schur condensation against the whole-K_red
   factorisation ("direct", the reference; `CoupledFrameConfig.condensation`). A third part
   names the skin's element loop: `auto/schur/numpy` runs the NumPy reference of the compiled
-  loop (drakebots.fem.kernels, FemModel(kernel=...)).
+  loop (drakebots.fem.kernels, FemModel(kernel=...)); a fourth, `inline`, puts the
+  self-collision pairs in the factorised skin block's (growing) pattern instead of the Schur
+  condensation's low-rank columns (`CoupledFrameConfig.pair_columns`), e.g.
+  `auto/schur/auto/inline`.
 - `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
@@ -347,7 +350,12 @@ _PLANS = {}  # the first design run's plan per workload (`_DesignFrames`)
 
 
 def _DesignFrames(
-    workload: dict, frames: int, solver: str, condensation: str, kernel: str = "auto"
+    workload: dict,
+    frames: int,
+    solver: str,
+    condensation: str,
+    kernel: str = "auto",
+    pairs: str = "columns",
 ):
     """The first `frames` frames of the design run's first frame-by-frame pass, with the coupled
     frames factorised by `solver` and condensed by `condensation` (the design workflow runs
@@ -379,6 +387,12 @@ def _DesignFrames(
             # The skin's element loop (FemModel(kernel=...)): "numpy" is the compiled loop's
             # reference (a variant's third part, e.g. auto/schur/numpy).
             dyn.stepper.fem.kernel = {"auto": dyn.stepper.fem.kernel}.get(kernel, kernel)
+            # The self-collision pairs (CoupledFrameConfig.pair_columns): "columns", low-rank
+            # columns of the Schur condensation, or "inline" in the skin block's growing
+            # pattern (the reference; a variant's fourth part, e.g. auto/schur/auto/inline).
+            if pairs not in ("columns", "inline"):
+                raise ValueError(f"unknown pairs '{pairs}' (columns or inline)")
+            dyn.config.pair_columns = pairs == "columns"
             if condensation != "schur":  # the config is read when the factor is made
                 from drakebots.skinned.qpcc_coupled import _ReducedFactor
 
@@ -495,14 +509,16 @@ def DesignFramesSection(args) -> dict:
         }
         runs = {}
         for variant in args.design_variants:
-            solver, condensation, kernel = (variant.split("/") + ["auto"])[:3]
+            parts = variant.split("/")
+            defaults = ["auto", "schur", "auto", "columns"]
+            solver, condensation, kernel, pairs = (parts + defaults[len(parts) :])[:4]
             print(
                 f"[design] {name}: {args.design_frames} frames, {solver}, {condensation} ...",
                 flush=True,
             )
             load = os.getloadavg()[0]
             frames, dynamics, cpu = _DesignFrames(
-                workload, args.design_frames, solver, condensation, kernel
+                workload, args.design_frames, solver, condensation, kernel, pairs
             )
             runs[variant] = frames
             times = np.asarray(frames.frame_time, float)
@@ -512,6 +528,8 @@ def DesignFramesSection(args) -> dict:
                 "solver": dynamics.solver_name,
                 "condensation": condensation,
                 "element_loop": dynamics.stepper.fem.kernel,
+                "self_collision_pairs": pairs if condensation == "schur" else "inline",
+                "pattern_analyses": int(getattr(dynamics._factor, "analyses", 0)),
                 "frames_done": int(frames.frames_done),
                 "infeasible": [int(i) for i, _ in frames.infeasible],
                 "frame_s_each": times.tolist(),

@@ -149,6 +149,11 @@ class CoupledFrameConfig:
     # `_SchurCondensation`) or "direct" (K_red whole, `_ReducedFactor`: the reference path).
     # Both give the same frames to solver tolerance (tests/skinned/test_qpcc_coupled.py).
     condensation: str = "schur"
+    # With "schur": the self-collision pairs as low-rank columns of the condensation, outside
+    # the factorised skin block (True, the default: its pattern, analysis and index maps are
+    # made once), or in the skin block's pattern, grown as new pairs meet (False: the
+    # reference). The direct path always factorises them in K_red.
+    pair_columns: bool = True
 
 
 # ----------------------------------------------------------------------------------------------
@@ -353,6 +358,22 @@ class _SchurCondensation:
     by its backward error; the whole block solution is checked once more against K_red's rows
     and refined once where it misses). The old path (`CoupledFrameConfig.condensation =
     "direct"`, `_ReducedFactor`) is the reference the tests compare with.
+
+    The self-collision pairs are not in A. A pair joins two vertices that were far apart at
+    rest (skin_coupling.CoupledSkinSkeleton.Penalties), so its blocks lie outside the FEM's
+    pattern, and every pair met for the first time grew A's pattern: a merge of the 4.5M keys,
+    the index maps rebuilt and a new symbolic analysis, 0.5-0.9 s each, in most frames of the
+    monster's walk once its folds close (81 pairs met in its first 60 frames, measured). Each
+    pair's stiffness is rank one, k' e eᵀ ⊗ [[1, -1], [-1, 1]] = u uᵀ with u = √k' (e, -e) on
+    its two vertices, so the skin block is A + U Uᵀ with A the FEM's fixed pattern, and
+
+        [[A, B, U], [Bᵀ, C, 0], [Uᵀ, 0, -I]] [x_f; x_v; s] = [r_f; r_v; 0]
+
+    is K_red's system with s = Uᵀ x_f eliminated. The extended B' = [B, U] and C' = diag(C, -I)
+    take the place of B and C above: the same half-solve (m more columns), the same block
+    inversion; only S = C' - B'ᵀ A⁻¹ B' is indefinite, and is factorised by eliminating the
+    pairs' rows first (`_SetSchur`). A's pattern, its analysis and its index maps are then
+    made once for the whole walk.
     """
 
     def __init__(self, name: str):
@@ -402,10 +423,12 @@ class _SchurCondensation:
         data[self._seen[1]] = A.data
         return sp.csc_matrix((data, indices, indptr), shape=A.shape)
 
-    def Factor(self, A: sp.csc_matrix, B_rows, B_values, C) -> None:
+    def Factor(self, A: sp.csc_matrix, B_rows, B_values, C, columns=None) -> None:
         """Factorises A (CSC, sorted) and the Schur complement of C; B is given by its non-zero
-        rows `B_rows` (r,) and their values `B_values` (r, nv). Raises NotPositiveDefinite where
-        K_red is not (numerically) positive definite."""
+        rows `B_rows` (r,) and their values `B_values` (r, nv). `columns` (rows (m, k),
+        values (m, k)), where given, are m sparse columns u_j with A + Σ u_j u_jᵀ the skin
+        block (the self-collision pairs: see the class docstring). Raises NotPositiveDefinite
+        where K_red is not (numerically) positive definite."""
         A = self._Superset(A)
         self._factor.Factor(A)
         self._A = A
@@ -415,17 +438,34 @@ class _SchurCondensation:
         if hasattr(self._factor, "_norm"):
             self._factor._norm = norm_A
         self._n = A.shape[0]
-        self._B_rows = np.asarray(B_rows, np.int64)
-        self._B_values = np.asarray(B_values, float)
-        self._C = np.asarray(C, float)
-        # ‖K_red‖∞, bounded above by the blocks' row sums.
+        B_rows = np.asarray(B_rows, np.int64)
+        B_values = np.asarray(B_values, float)
+        C = np.asarray(C, float)
+        nv = self._nv = C.shape[0]
+        m = 0 if columns is None else len(columns[0])
+        if m:
+            # B' = [B, U] on the union of their rows, C' = [[C, 0], [0, -I]] (the class
+            # docstring's extended system).
+            U_rows, U_values = np.asarray(columns[0], np.int64), np.asarray(columns[1], float)
+            rows = np.union1d(B_rows, U_rows.ravel())
+            values = np.zeros((len(rows), nv + m))
+            values[np.searchsorted(rows, B_rows), :nv] = B_values
+            at = np.searchsorted(rows, U_rows)
+            np.add.at(values, (at, nv + np.arange(m)[:, None] + 0 * at), U_values)
+            B_rows, B_values = rows, values
+            corner = np.zeros((nv + m, nv + m))
+            corner[:nv, :nv] = C
+            corner[nv:, nv:] = -np.eye(m)
+            C = corner
+        self._B_rows, self._B_values, self._C = B_rows, B_values, C
+        # ‖K‖∞ (K_red, or the extended matrix), bounded above by the blocks' row sums.
         absB = np.abs(self._B_values)
         self._norm = max(
             norm_A + float(absB.sum(axis=1).max(initial=0.0)),
             float((absB.sum(axis=0) + np.abs(self._C).sum(axis=1)).max()),
         )
-        nv = self._C.shape[0]
-        B = np.zeros((self._n, nv), order="F")
+        nb = self._C.shape[0]
+        B = np.zeros((self._n, nb), order="F")
         B[self._B_rows] = self._B_values
         self._B_dense = B
         self._G_Br = None  # set by Condense for this factorisation
@@ -436,10 +476,10 @@ class _SchurCondensation:
     def _Gram(self, W: np.ndarray, r: np.ndarray) -> np.ndarray:
         """Rᵀ A⁻¹ R for R = [W, B, r] by a forward half-solve (PARDISO, CHOLMOD) or full
         solves."""
-        nw, nv = W.shape[1], self._C.shape[0]
-        R = np.empty((self._n, nw + nv + 1), order="F")
+        nw, nb = W.shape[1], self._C.shape[0]
+        R = np.empty((self._n, nw + nb + 1), order="F")
         R[:, :nw] = W
-        R[:, nw : nw + nv] = self._B_dense
+        R[:, nw : nw + nb] = self._B_dense
         R[:, -1] = r
         f = self._factor
         if isinstance(f, (CholmodFactor, PardisoFactor)):
@@ -454,17 +494,49 @@ class _SchurCondensation:
         return 0.5 * (G + G.T)
 
     def _SetSchur(self, G_BB: np.ndarray) -> None:
+        """Factorises S = C' - B'ᵀ A⁻¹ B'. Without columns S is the skeleton's Schur complement
+        (SPD, Cholesky). With them S = [[S_vv, S_vu], [S_uv, -N]], N = I + Uᵀ A⁻¹ U (SPD), is
+        indefinite: the columns are eliminated first, S_v = S_vv + S_vu N⁻¹ S_uv (the Schur
+        complement of K_red's skin block, SPD exactly when K_red is), and both N and S_v are
+        factorised by Cholesky (`_SchurSolve`)."""
         import scipy.linalg as sla
 
         S = self._C - G_BB
         S = 0.5 * (S + S.T)
+        nv = self._nv
+        self._N = self._S_vu = None
+        if S.shape[0] > nv:
+            try:
+                self._N = sla.cho_factor(-S[nv:, nv:], lower=True)
+            except np.linalg.LinAlgError as e:  # I + Uᵀ A⁻¹ U is SPD whenever A is
+                raise NotPositiveDefinite(f"the self-collision pairs' block: {e}") from e
+            self._S_vu = S[:nv, nv:]
+            S = S[:nv, :nv] + self._S_vu @ sla.cho_solve(self._N, self._S_vu.T)
+            S = 0.5 * (S + S.T)
         try:
             self._S = sla.cho_factor(S, lower=True)
         except np.linalg.LinAlgError as e:
             raise NotPositiveDefinite(f"the skeleton's Schur complement: {e}") from e
         pivots = np.diag(self._S[0]) ** 2
-        if not np.all(pivots > SINGULAR_PIVOT_RATIO * np.abs(np.diag(self._C))):
+        if not np.all(pivots > SINGULAR_PIVOT_RATIO * np.abs(np.diag(self._C[:nv, :nv]))):
             raise NotPositiveDefinite("the skeleton's Schur complement is singular")
+
+    def _SchurSolve(self, r: np.ndarray) -> np.ndarray:
+        """S⁻¹ r for `_SetSchur`'s S ((nv + m) rows): with columns, by block elimination,
+        x_v = S_v⁻¹ (r_v + S_vu N⁻¹ r_u), x_u = -N⁻¹ (r_u - S_uv x_v)."""
+        import scipy.linalg as sla
+
+        if self._N is None:
+            return sla.cho_solve(self._S, r)
+        nv = self._nv
+        r_v, r_u = r[:nv], r[nv:]
+        x_v = sla.cho_solve(self._S, r_v + self._S_vu @ sla.cho_solve(self._N, r_u))
+        x_u = -sla.cho_solve(self._N, r_u - self._S_vu.T @ x_v)
+        return np.concatenate([x_v, x_u])
+
+    def _Extended(self, r_v: np.ndarray) -> np.ndarray:
+        """K_red's skeleton rows as the extended system's (zeros on the columns' rows)."""
+        return np.concatenate([r_v, np.zeros(self._C.shape[0] - self._nv)])
 
     def Condense(self, W: np.ndarray, rhs: np.ndarray):
         """(Oᵀ K_red⁻¹ O for O = diag(W, I_nv), x_v, Wᵀ x_f) for W dense (nf x 3P) and the
@@ -472,41 +544,42 @@ class _SchurCondensation:
         G = [W, B, r_f]ᵀ A⁻¹ [W, B, r_f], x_v = S⁻¹ (r_v - G_Br) and
         Wᵀ x_f = Wᵀ A⁻¹ (r_f - B x_v) = G_Wr - G_WB x_v. The constant response used to cost
         two more solves with A (0.06 s each on the monster's skin); `Solve` checks it with
-        the frame's step (a full residual of K_red)."""
+        the frame's step (a full residual of K_red). With columns, B is B' and S the extended
+        S (`_SetSchur`); only the skeleton's part of the answers is returned."""
         import scipy.linalg as sla
 
-        nw, n = W.shape[1], self._n
+        nw, n, nv = W.shape[1], self._n, self._nv
+        nb = self._C.shape[0]
         G = self._Gram(W, rhs[:n])
-        nv = self._C.shape[0]
-        G_WW, G_BW, G_BB = G[:nw, :nw], G[nw : nw + nv, :nw], G[nw : nw + nv, nw : nw + nv]
-        G_Wr, G_Br = G[:nw, -1], G[nw : nw + nv, -1]
+        G_WW, G_BW, G_BB = G[:nw, :nw], G[nw : nw + nb, :nw], G[nw : nw + nb, nw : nw + nb]
+        G_Wr, G_Br = G[:nw, -1], G[nw : nw + nb, -1]
         self._SetSchur(G_BB)
         self._G_BW, self._G_Br, self._r_f0, self._W = G_BW, G_Br, rhs[:n].copy(), W
-        X = sla.cho_solve(self._S, G_BW)
+        X = self._SchurSolve(G_BW)
+        # The skeleton's block of S⁻¹ is S_v⁻¹ (with or without columns).
         S_inv = sla.cho_solve(self._S, np.eye(nv))
-        x_v = sla.cho_solve(self._S, rhs[n:] - G_Br)
-        W_x_f = G_Wr - G_BW.T @ x_v
-        return self._Compliance(G_WW, G_BW, X, S_inv), x_v, W_x_f
+        x = self._SchurSolve(self._Extended(rhs[n:]) - G_Br)
+        W_x_f = G_Wr - G_BW.T @ x
+        return self._Compliance(G_WW + G_BW.T @ X, X[:nv], S_inv), x[:nv], W_x_f
 
     @staticmethod
-    def _Compliance(G_WW, G_BW, X, S_inv) -> np.ndarray:
-        nw, nv = G_WW.shape[0], S_inv.shape[0]
+    def _Compliance(G_WW_X, X_v, S_inv) -> np.ndarray:
+        nw, nv = G_WW_X.shape[0], S_inv.shape[0]
         out = np.empty((nw + nv,) * 2)
-        out[:nw, :nw] = G_WW + G_BW.T @ X
-        out[:nw, nw:] = -X.T
-        out[nw:, :nw] = -X
+        out[:nw, :nw] = G_WW_X
+        out[:nw, nw:] = -X_v.T
+        out[nw:, :nw] = -X_v
         out[nw:, nw:] = 0.5 * (S_inv + S_inv.T)
         return out
 
-    def _BlockSolve(self, r_f, r_v):
-        import scipy.linalg as sla
-
+    def _BlockSolve(self, r_f, r_b):
+        """[x_f; x_b] solving the (extended) block system for [r_f; r_b] (r_b: nv + m rows)."""
         a = self._factor.solve(r_f)
-        x_v = sla.cho_solve(self._S, r_v - self._B_values.T @ a[self._B_rows])
+        x_b = self._SchurSolve(r_b - self._B_values.T @ a[self._B_rows])
         correction = np.zeros(self._n)
-        correction[self._B_rows] = self._B_values @ x_v
+        correction[self._B_rows] = self._B_values @ x_b
         x_f = a - self._factor.solve(correction)
-        return x_f, x_v
+        return x_f, x_b
 
     def Solve(self, rhs: np.ndarray, patch_forces: np.ndarray | None = None) -> np.ndarray:
         """K_red⁻¹ rhs (rhs = [r_f; r_v]), checked by its backward error against K_red.
@@ -517,14 +590,13 @@ class _SchurCondensation:
         the residual check then also checks the Gram (a wrong x_v leaves the skeleton's rows
         unbalanced): where it misses, the two-solve path gives the answer, and an x_v that
         moves by more than COMPLIANCE_TOLERANCE raises InaccurateSolve."""
-        import scipy.linalg as sla
-
         from drakebots.fem.solvers import BACKWARD_ERROR_TOLERANCE
 
         if self._S is None:
             self._SetSchur(self._B_values.T @ self._factor.solve(self._B_dense)[self._B_rows])
-        n = self._n
-        r_f, r_v = rhs[:n], rhs[n:]
+        n, nv = self._n, self._nv
+        # (With columns: the extended system's right-hand side, zeros on their rows.)
+        r_f, r_v = rhs[:n], self._Extended(rhs[n:])
         hinted = None
         if patch_forces is not None and getattr(self, "_G_Br", None) is not None:
             # (only for the right-hand side `Condense` saw, plus the patch forces)
@@ -533,7 +605,7 @@ class _SchurCondensation:
             if np.abs(r_f - expected).max(initial=0.0) > 1e-12 * scale:
                 patch_forces = None
         if patch_forces is not None and getattr(self, "_G_Br", None) is not None:
-            x_v = sla.cho_solve(self._S, r_v - self._G_Br - self._G_BW @ patch_forces)
+            x_v = self._SchurSolve(r_v - self._G_Br - self._G_BW @ patch_forces)
             correction = r_f.copy()
             correction[self._B_rows] -= self._B_values @ x_v
             x_f = self._factor.solve(correction)
@@ -577,7 +649,7 @@ class _SchurCondensation:
                     f"{self.name}: a block solve of K_red left a backward error of {refined:.2e} "
                     f"(tolerance {BACKWARD_ERROR_TOLERANCE:.0e}, {error:.2e} before refinement)"
                 )
-        return np.concatenate([x_f, x_v])
+        return np.concatenate([x_f, x_v[:nv]])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -607,6 +679,22 @@ class FrameSystem:
     x: np.ndarray  # skin positions at the frame's start
     y0: np.ndarray  # the predictor x + Δt w (linearisation point)
     A_dr: sp.csr_matrix | None = None  # (3n, nv): -Δt Σ K_b J_b, skin rows x Δv (penalties)
+    # The self-collision pairs of two free vertices, left out of A_d (the Schur path): columns
+    # (rows (m, 6) dofs, values (m, 6)) with A_d's missing part Σ u uᵀ
+    # (skin_coupling.Penalties.PairColumns). None: A_d is the whole skin block.
+    pairs: tuple | None = None
+
+    def SkinMatrix(self) -> sp.csr_matrix:
+        """The whole skin block of Eq. (2): A_d plus the pairs' Σ u uᵀ (for the references)."""
+        if self.pairs is None:
+            return self.A_d
+        rows, values = self.pairs
+        n = self.A_d.shape[0]
+        m = len(rows)
+        U = sp.csc_matrix(
+            (values.ravel(), (rows.ravel(), np.repeat(np.arange(m), rows.shape[1]))), shape=(n, m)
+        )
+        return (self.A_d + U @ U.T).tocsr()
 
 
 @dataclasses.dataclass
@@ -727,6 +815,12 @@ class CoupledFrameDynamics:
         )
 
     # ---- state bookkeeping -------------------------------------------------------------------
+    @property
+    def _low_rank_pairs(self) -> bool:
+        """Whether the self-collision pairs stay out of A_d as low-rank columns (the Schur
+        path's `_SchurCondensation` takes them; the direct path factorises them in K_red)."""
+        return self.config.pair_columns and isinstance(self._factor, _SchurCondensation)
+
     @staticmethod
     def _Key(q) -> bytes:
         return np.round(np.asarray(q, float), 12).tobytes()
@@ -994,12 +1088,31 @@ class CoupledFrameDynamics:
             # monster's skin otherwise).
             self._inertia_damping = st.fem.PatternData(sp.diags(st.mass / h**2) + st.damping / h)
         data = K.data + self._inertia_damping
-        rest = None
+        rest = pairs = None
         if penalties is not None and penalties.stiffness.nnz:
             # The pushed vertices' blocks lie in the pattern; a self-collision pair's
             # off-diagonal blocks (two far apart vertices) do not.
-            extra, rest = st.fem.PatternData(penalties.stiffness, outside=True)
-            data += extra
+            block = penalties.stiffness
+            if self._low_rank_pairs and penalties.pairs is not None:
+                # The Schur path takes the pairs of two free vertices as low-rank columns
+                # (`_SchurCondensation`), so A_d keeps the FEM's own pattern from frame to
+                # frame; a pair with a glued vertex (none on the monster's walk) stays in A_d.
+                rows, values, kept = penalties.PairColumns(self._free_index)
+                a, b, e, slope = penalties.pairs
+                block = penalties.box_stiffness
+                if not kept.all():
+                    left = ~kept
+                    block = block + st._VertexBlocks(
+                        [a[left], b[left], a[left], b[left]],
+                        [a[left], b[left], b[left], a[left]],
+                        [e[left]] * 4,
+                        [slope[left], slope[left], -slope[left], -slope[left]],
+                    )
+                if len(rows):
+                    pairs = (self.free[rows], values)  # (free rows back to dofs)
+            if block.nnz:
+                extra, rest = st.fem.PatternData(block, outside=True)
+                data += extra
         A_d = st.fem.PatternMatrix(data, rest)
         f_ext = st.gravity + (penalties.forces if penalties else 0.0)
         b_d0 = -(grad + st.damping @ w - f_ext)
@@ -1007,7 +1120,9 @@ class CoupledFrameDynamics:
         E_r = np.zeros((m.nv, self.nz))
         E_r[:, :nu] = h * m.B
         E_d = sp.hstack([sp.csc_matrix((3 * self.n, nu)), self.patches.W], format="csc")
-        return FrameSystem(A_r, A_d, h * J, self.pinned, b_r0, b_d0, c, E_r, E_d, x, y0, A_dr)
+        return FrameSystem(
+            A_r, A_d, h * J, self.pinned, b_r0, b_d0, c, E_r, E_d, x, y0, A_dr, pairs
+        )
 
     def _Reduced(self, S: FrameSystem):
         """K_red (SPD, (Δu_free, Δv) order) and the blocks needed for right-hand sides.
@@ -1123,7 +1238,10 @@ class CoupledFrameDynamics:
             B_values = values
         corner = S.A_r + G.T @ (A_PP @ G)
         corner = 0.5 * (corner + corner.T)
-        return A_ff, B_rows, B_values, corner, A_fP, A_PP
+        columns = None
+        if S.pairs is not None:  # the self-collision pairs' columns, on free rows
+            columns = (self._free_index[S.pairs[0]], S.pairs[1])
+        return A_ff, B_rows, B_values, corner, A_fP, A_PP, columns
 
     def _Rhs(self, S: FrameSystem, A_fP, A_PP, b_r, b_d):
         b_f = b_d[self.free]
@@ -1138,7 +1256,7 @@ class CoupledFrameDynamics:
         t1 = time.perf_counter()
         schur = isinstance(self._factor, _SchurCondensation)
         if schur:
-            A_ff, B_rows, B_values, corner, A_fP, A_PP = self._SchurBlocks(S)
+            A_ff, B_rows, B_values, corner, A_fP, A_PP, columns = self._SchurBlocks(S)
         else:
             K_red, A_fP, A_PP = self._Reduced(S)
         t2 = time.perf_counter()
@@ -1146,7 +1264,7 @@ class CoupledFrameDynamics:
         rhs0 = self._Rhs(S, A_fP, A_PP, S.b_r0, S.b_d0)
         try:
             if schur:
-                self._factor.Factor(A_ff, B_rows, B_values, corner)
+                self._factor.Factor(A_ff, B_rows, B_values, corner, columns)
                 t3 = time.perf_counter()
                 # The compliance (3P + nv square), the constant response's Δv and patch
                 # displacements; the Schur complement is formed (and may be refused) here.
@@ -1279,7 +1397,7 @@ class CoupledFrameDynamics:
         S = lin.system
         k = len(S.pinned)
         G_u = sp.csr_matrix((-np.ones(k), (np.arange(k), S.pinned)), shape=(k, 3 * self.n))
-        KKT = AssembleKkt(S.A_r, S.A_d, S.G, G_u, S.A_dr)
+        KKT = AssembleKkt(S.A_r, S.SkinMatrix(), S.G, G_u, S.A_dr)
         rhs = np.concatenate([S.b_r0 + S.E_r @ z, S.b_d0 + S.E_d @ z, S.c])
         sol = spla.spsolve(KKT.tocsc(), rhs)
         nv = S.A_r.shape[0]
@@ -1385,7 +1503,7 @@ def UncondensedQp(
         ]
     )
     A_dr = sp.csr_matrix((n3, nv)) if S.A_dr is None else S.A_dr
-    rows_d = sp.hstack([sp.csr_matrix((n3, nu)), -W_s, A_dr, S.A_d, G_u.T])
+    rows_d = sp.hstack([sp.csr_matrix((n3, nu)), -W_s, A_dr, S.SkinMatrix(), G_u.T])
     rows_c = sp.hstack(
         [sp.csr_matrix((k, nu + ns)), sp.csr_matrix(S.G), G_u, sp.csr_matrix((k, k))]
     )

@@ -287,6 +287,32 @@ class Penalties:
     # part -p / d (I - e eᵀ) on a pair's vertices (negative semi-definite), N/m. `stiffness +
     # tangential` is the exact -d forces / dx of the skin (None: no pair).
     tangential: sp.csr_matrix | None = None
+    # The self-collision pairs one by one: (a (m,), b (m,) vertex indices, e (m, 3) unit
+    # vectors from b to a, k' (m,) N/m), so that the pairs' part of `stiffness` is
+    # Σ k' u uᵀ with u = (e on a's dofs, -e on b's): a rank-one term per pair (None: no pair).
+    # `box_stiffness` is `stiffness` without it (the vertices in a box only). The pairs join
+    # far apart vertices, outside the FEM's sparsity pattern: the QPCC frame keeps them out of
+    # its factorised skin block as low-rank columns (qpcc_coupled._SchurCondensation).
+    pairs: tuple | None = None
+    box_stiffness: sp.csr_matrix | None = None
+
+    def PairColumns(self, free_index: np.ndarray | None = None):
+        """The pairs' stiffness as columns: (rows (m, 6), values (m, 6)) with
+        Σ_p u_p u_pᵀ = the pairs' part of `stiffness`, u_p = √k'_p (e_p on a's dofs, -e_p on
+        b's); pairs with k' = 0 are left out. With `free_index` (dof -> free row, -1 where
+        pinned), the rows are free rows and only the pairs of two free vertices are returned,
+        with a mask of the pairs kept (None, None, None without a pair)."""
+        if self.pairs is None:
+            return None, None, None
+        a, b, e, slope = self.pairs
+        dofs = np.concatenate([3 * a[:, None] + np.arange(3), 3 * b[:, None] + np.arange(3)], 1)
+        scale = np.sqrt(np.maximum(slope, 0.0))
+        values = np.concatenate([e, -e], axis=1) * scale[:, None]
+        keep = slope > 0.0
+        if free_index is not None:
+            dofs = free_index[dofs]
+            keep &= np.all(dofs >= 0, axis=1)
+        return dofs[keep], values[keep], keep
 
     def StepBlocks(self, h: float):
         """(A_r term (nv, nv) or None, A_dr (3n, nv) or None): the penalties' coupling in a
@@ -657,6 +683,7 @@ class CoupledSkinSkeleton:
                 (slope[:, None, None] * normal[:, :, None] * nJ[:, None, :]).reshape(-1, self.nv)
             )
             skeleton_stiffness += nJ.T @ (slope[:, None] * nJ)
+        boxes_end = len(block_rows)  # the blocks after this one are the pairs'
         # Self-collision: outer vertices closer than r that were far apart at rest.
         r = self.config.self_collision_distance
         O = X[self._outer]
@@ -691,6 +718,15 @@ class CoupledSkinSkeleton:
                     tangential_blocks[2].extend([u] * 4)
                     tangential_blocks[3].extend([turn, turn, -turn, -turn])
         stiffness = self._VertexBlocks(block_rows, block_cols, block_normals, block_scales)
+        box_stiffness, pair_list = stiffness, None
+        if boxes_end < len(block_rows):
+            box_stiffness = self._VertexBlocks(
+                block_rows[:boxes_end],
+                block_cols[:boxes_end],
+                block_normals[:boxes_end],
+                block_scales[:boxes_end],
+            )
+            pair_list = (a, b, e, slope)
         tangential = self._VertexBlocks(*tangential_blocks) if tangential_blocks[0] else None
         coupling = None
         if coupling_rows:
@@ -700,7 +736,15 @@ class CoupledSkinSkeleton:
             # (A vertex in two boxes has two rows; the conversion sums them.)
             coupling = sp.coo_matrix((values, (rows, cols)), shape=(3 * self.n, self.nv)).tocsr()
         return Penalties(
-            f, skeleton, stiffness, coupling, skeleton_stiffness, reactions, tangential
+            f,
+            skeleton,
+            stiffness,
+            coupling,
+            skeleton_stiffness,
+            reactions,
+            tangential,
+            pair_list,
+            box_stiffness,
         )
 
     def _PenaltyLaw(self, depth):

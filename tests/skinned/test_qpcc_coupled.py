@@ -905,10 +905,10 @@ def test_schur_condensation_gives_the_direct_frames_where_the_penalties_act(
     the skin block of K_red factorised alone, the skeleton's Schur complement densely) and the
     old path ("direct": K_red factorised whole, the reference) give the same frames, on the
     beetle's pieces standing at the yawed-hip pose where the skin-skeleton penalties push skin
-    vertices (A_dr ≠ 0, its rows growing as new vertices are pushed) and the self-collision
-    pairs change the skin block's pattern. Same torques, ground forces, skeleton and skin
-    states to the solvers' tolerance; and the step of the Schur path equals the direct sparse
-    LU of the whole uncondensed KKT matrix of Eq. (2)."""
+    vertices (A_dr ≠ 0, its rows growing as new vertices are pushed) and self-collision pairs
+    act (the Schur path keeps them out of its skin block as low-rank columns). Same torques,
+    ground forces, skeleton and skin states to the solvers' tolerance; and the step of the
+    Schur path equals the direct sparse LU of the whole uncondensed KKT matrix of Eq. (2)."""
     from drakebots.skinned.qpcc import RunFrameByFrame
 
     model = SkeletonModel("beetle", skin_load=SkinLoad())
@@ -944,6 +944,10 @@ def test_schur_condensation_gives_the_direct_frames_where_the_penalties_act(
     # One more frame's step against the uncondensed KKT solve (sparse LU of Eq. 2).
     lin = dyn.Linearize(passed.q[-1], passed.v[-1])
     assert lin.system.A_dr is not None
+    # The self-collision pairs act here, outside the factorised skin block (low-rank columns):
+    # the skin block's pattern stayed the FEM's own through every frame.
+    assert lin.system.pairs is not None and len(lin.system.pairs[0]) > 0
+    assert dyn.stepper.fem._extra_keys is None and dyn._factor.analyses == 1
     z = np.concatenate([passed.tau[-1], passed.forces[-1].ravel()])
     dv, du, _ = dyn.SolveSystem(lin, z)
     dv_kkt, du_kkt, _ = dyn.UncondensedSolve(lin, z)
