@@ -9,16 +9,20 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from drakebots.fem.solvers import NotPositiveDefinite, PardisoAvailable
+from drakebots.fem.solvers import CholmodAvailable, NotPositiveDefinite, PardisoAvailable
 from drakebots.skinned.qpcc_coupled import _SchurCondensation
 
+# SuperLU (full solves), PARDISO and CHOLMOD (forward half-solves: the Gram matrix as Yᵀ Y);
+# .ci/run's CHOLMOD phase runs the cholmod cases.
 BACKENDS = [
     "splu",
     pytest.param(
         "pardiso",
-        marks=pytest.mark.skipif(
-            not PardisoAvailable(), reason="PARDISO (the mkl wheel) is not installed"
-        ),
+        marks=pytest.mark.skipif(not PardisoAvailable(), reason="the mkl wheel is not installed"),
+    ),
+    pytest.param(
+        "cholmod",
+        marks=pytest.mark.skipif(not CholmodAvailable(), reason="scikit-sparse is not installed"),
     ),
 ]
 
