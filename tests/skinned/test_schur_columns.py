@@ -9,22 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from drakebots.fem.solvers import CholmodAvailable, NotPositiveDefinite, PardisoAvailable
+from drakebots.fem.solvers import NotPositiveDefinite
 from drakebots.skinned.qpcc_coupled import _SchurCondensation
+from tests.fem.test_coupling import FACTORIZATIONS
 
-# SuperLU (full solves), PARDISO and CHOLMOD (forward half-solves: the Gram matrix as Yᵀ Y);
-# .ci/run's CHOLMOD phase runs the cholmod cases.
-BACKENDS = [
-    "splu",
-    pytest.param(
-        "pardiso",
-        marks=pytest.mark.skipif(not PardisoAvailable(), reason="the mkl wheel is not installed"),
-    ),
-    pytest.param(
-        "cholmod",
-        marks=pytest.mark.skipif(not CholmodAvailable(), reason="scikit-sparse is not installed"),
-    ),
-]
+# SuperLU (full solves), PARDISO and CHOLMOD (forward half-solves: the Gram matrix as Yᵀ Y),
+# each where it loads; .ci/run's CHOLMOD phase runs the cholmod cases.
+BACKENDS = FACTORIZATIONS
 
 
 def _Problem(rng, vertices=40, nv=5, pairs=4, touched=6):
