@@ -104,7 +104,12 @@ from drakebots.fem.solvers import (
 from drakebots.runtime import SingleThreadedBlas
 from drakebots.skinned.qpcc import STATIC, FrameDynamicsError, FrameLinearization
 from drakebots.skinned.skeleton_model import SkeletonModel, SkinLoad
-from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CoupledState, CouplingConfig
+from drakebots.skinned.skin_coupling import (
+    CoupledSkinSkeleton,
+    CoupledState,
+    CouplingConfig,
+    PairBlocks,
+)
 
 PATCHES_PER_FOOT = 5
 LINEAR_SOLVERS = ("auto", "pardiso", "cholmod", "splu", "dense")
@@ -451,7 +456,7 @@ class _SchurCondensation:
             values = np.zeros((len(rows), nv + m))
             values[np.searchsorted(rows, B_rows), :nv] = B_values
             at = np.searchsorted(rows, U_rows)
-            np.add.at(values, (at, nv + np.arange(m)[:, None] + 0 * at), U_values)
+            np.add.at(values, (at, nv + np.arange(m)[:, None]), U_values)
             B_rows, B_values = rows, values
             corner = np.zeros((nv + m, nv + m))
             corner[:nv, :nv] = C
@@ -1103,10 +1108,7 @@ class CoupledFrameDynamics:
                 if not kept.all():
                     left = ~kept
                     block = block + st._VertexBlocks(
-                        [a[left], b[left], a[left], b[left]],
-                        [a[left], b[left], b[left], a[left]],
-                        [e[left]] * 4,
-                        [slope[left], slope[left], -slope[left], -slope[left]],
+                        *PairBlocks(a[left], b[left], e[left], slope[left])
                     )
                 if len(rows):
                     pairs = (self.free[rows], values)  # (free rows back to dofs)

@@ -261,6 +261,13 @@ class StepInfo:
     actuation: np.ndarray | None = None  # (nu,) N*m
 
 
+def PairBlocks(a, b, u, scale):
+    """The 3 x 3 vertex blocks of Σ scale u uᵀ ⊗ [[1, -1], [-1, 1]] over pairs (a, b), as the
+    (row vertices, column vertices, directions, scales) lists that
+    CoupledSkinSkeleton._VertexBlocks sums: a self-collision pair's stiffness along u."""
+    return [a, b, a, b], [a, b, b, a], [u] * 4, [scale, scale, -scale, -scale]
+
+
 @dataclasses.dataclass
 class Penalties:
     """Collision penalty forces at one configuration (CoupledSkinSkeleton.Penalties)."""
@@ -701,10 +708,11 @@ class CoupledSkinSkeleton:
                 a, b = self._outer[pairs[:, 0]], self._outer[pairs[:, 1]]
                 np.add.at(F, a, push)
                 np.add.at(F, b, -push)
-                block_rows += [a, b, a, b]
-                block_cols += [a, b, b, a]
-                block_normals += [e] * 4
-                block_scales += [slope, slope, -slope, -slope]
+                for blocks, more in zip(
+                    (block_rows, block_cols, block_normals, block_scales),
+                    PairBlocks(a, b, e, slope),
+                ):
+                    blocks += more
                 # d e / d x_a = (I - e eᵀ) / d: the push turns with the pair's line, which the
                 # directions u of two unit vectors orthogonal to e span.
                 helper = np.where(np.abs(e[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
@@ -713,10 +721,8 @@ class CoupledSkinSkeleton:
                 u2 = np.cross(e, u1)
                 turn = -magnitude / dist
                 for u in (u1, u2):
-                    tangential_blocks[0].extend([a, b, a, b])
-                    tangential_blocks[1].extend([a, b, b, a])
-                    tangential_blocks[2].extend([u] * 4)
-                    tangential_blocks[3].extend([turn, turn, -turn, -turn])
+                    for blocks, more in zip(tangential_blocks, PairBlocks(a, b, u, turn)):
+                        blocks.extend(more)
         stiffness = self._VertexBlocks(block_rows, block_cols, block_normals, block_scales)
         box_stiffness, pair_list = stiffness, None
         if boxes_end < len(block_rows):
