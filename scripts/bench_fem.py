@@ -272,6 +272,14 @@ REPLAY_CASES = {
     # and pattern factorised afresh, the path before issue 52.
     "fresh_factorizations": {"factor_reuse": "fresh"},
     "without_line_search": {"overshoot": np.inf, "max_update": 0.0},
+    # The references of the Newton policy of issue 52's last stop: a contact set near the last
+    # factorised one factorised (or, one coordinate off, solved by GMRES) instead of a low-rank
+    # update (CouplingConfig.max_low_rank), and the factor refreshed every other iteration from
+    # the 6th however fast the updates contract (CouplingConfig.full_newton_after); "newton_before"
+    # both, the simulator before that stop.
+    "no_low_rank": {"max_low_rank": 0},
+    "alternate_refresh": {"full_newton_after": 6},
+    "newton_before": {"max_low_rank": 0, "full_newton_after": 6},
     # Not a CouplingConfig field: the skin's FemModel projection (issue 52's reference).
     "eigh_projection": {"projection": "eigh"},
     # Not a CouplingConfig field: the skin's element loop, NumPy's (the reference of the
@@ -355,6 +363,7 @@ def _Replay(
                 "newton_iterations_per_frame": _PerFrame(steps, "newton_iterations", replayed),
                 "contact_column_solves_per_frame": _PerFrame(steps, "column_solves", replayed),
                 "krylov_iterations_per_frame": _PerFrame(steps, "krylov_iterations", replayed),
+                "low_rank_solves_per_frame": _PerFrame(steps, "low_rank_solves", replayed),
                 "max_torso_error_m": figures["max_torso_position_error_m"],
                 "max_joint_error_deg": figures["max_joint_error_deg"],
                 "failure": figures["failure"],
@@ -385,32 +394,36 @@ def _Replay(
                 f"(CPU seconds {rows[f'{ratio}_cpu']:.3f})",
                 flush=True,
             )
-    if "exact_near_solution" in cases and "fresh_factorizations" in cases:
-        # The factorisation reuse against its reference, same run: seconds and CPU seconds a
-        # frame, factorisations a frame, and how far apart the states are (every frame).
-        new, ref = rows["exact_near_solution"], rows["fresh_factorizations"]
-        rows["ratio_reuse_over_fresh"] = new["seconds_per_frame"] / ref["seconds_per_frame"]
-        rows["ratio_reuse_over_fresh_cpu"] = (
-            new["cpu_seconds_per_frame"] / ref["cpu_seconds_per_frame"]
-        )
+    # Each reference with the same solution to the solver tolerance against the default, same
+    # run: seconds and CPU seconds a frame, factorisations a frame, and how far apart the states
+    # are (every frame).
+    for other, ratio, prefix in [
+        ("fresh_factorizations", "ratio_reuse_over_fresh", "fresh"),
+        ("newton_before", "ratio_newton_over_before", "newton_before"),
+        ("no_low_rank", "ratio_low_rank_over_without", "no_low_rank"),
+        ("alternate_refresh", "ratio_contraction_over_alternate_refresh", "alternate_refresh"),
+    ]:
+        if "exact_near_solution" not in cases or other not in cases:
+            continue
+        new, ref = rows["exact_near_solution"], rows[other]
+        rows[ratio] = new["seconds_per_frame"] / ref["seconds_per_frame"]
+        rows[f"{ratio}_cpu"] = new["cpu_seconds_per_frame"] / ref["cpu_seconds_per_frame"]
         same = new["frames_replayed"] == ref["frames_replayed"]
-        a, b = skins["exact_near_solution"], skins["fresh_factorizations"]
-        rows["fresh_max_skin_difference_m"] = (
+        a, b = skins["exact_near_solution"], skins[other]
+        rows[f"{prefix}_max_skin_difference_m"] = (
             float(max(np.abs(x - y).max() for x, y in zip(a, b))) if same and a else None
         )
-        rows["fresh_max_skeleton_difference"] = (
-            float(
-                np.abs(skeletons["exact_near_solution"] - skeletons["fresh_factorizations"]).max()
-            )
+        rows[f"{prefix}_max_skeleton_difference"] = (
+            float(np.abs(skeletons["exact_near_solution"] - skeletons[other]).max())
             if same
             else None
         )
         print(
-            f"   factorisation reuse / fresh: seconds a frame {rows['ratio_reuse_over_fresh']:.3f}"
-            f" (CPU {rows['ratio_reuse_over_fresh_cpu']:.3f}); factorisations a frame "
+            f"   default / {other}: seconds a frame {rows[ratio]:.3f}"
+            f" (CPU {rows[f'{ratio}_cpu']:.3f}); factorisations a frame "
             f"{new['factorizations_per_frame']:.1f} vs {ref['factorizations_per_frame']:.1f}; "
-            f"states apart by {rows['fresh_max_skin_difference_m']} m (skin), "
-            f"{rows['fresh_max_skeleton_difference']} (skeleton)",
+            f"states apart by {rows[f'{prefix}_max_skin_difference_m']} m (skin), "
+            f"{rows[f'{prefix}_max_skeleton_difference']} (skeleton)",
             flush=True,
         )
     if "exact_near_solution" in cases and "eigh_projection" in cases:

@@ -129,25 +129,43 @@ class CouplingConfig:
     # stale factor that slows Newton down is refreshed anyway (the contraction test in Step);
     # this only bounds how stale a factor that still converges in one iteration may get.
     max_factor_age: int = 200
+    # Schur path: from this Newton iteration of a step on, a factor two iterations old is refreshed
+    # even while the updates contract fast (by 0.5 or better; slower contraction refreshes it at any
+    # iteration). Issue 52: with 6 (the rule before) the monster's walking frames refactorised the
+    # exact Hessian at every other iteration from the 6th on, though its modified-Newton updates
+    # contracted by 0.14-0.28: 2 of the 8 factorisations a frame bought nothing a 0.1 s solve would
+    # not (scripts/bench_fem.py, table 4: "alternate_refresh" is the rule before, "newton_before"
+    # both this and max_low_rank's reference). The backstop stays for a step whose labels keep
+    # changing.
+    full_newton_after: int = 20
     # How the Newton systems reuse factorisations (issue 52). "pool" (the default): every
     # factorisation takes one that no state holds any more (drakebots.fem.coupling.FactorPool),
-    # keeping PARDISO's symbolic analysis (also for a pattern inside the analysed one); the
-    # Schur path's glue-only factorisation is made only when a solve needs it; a contact set
-    # too large for the cached Schur columns is pinned in place (the glue-only pattern, so its
-    # factorisation reuses an analysis too) and, where it differs from the last such set by one
-    # coordinate, solved by GMRES preconditioned by that set's factorisation. The solution is
-    # the same to round-off. Measured on the monster's folded skin (bench_fem table 4, its
-    # walk's first 2 frames, alternated with "fresh"): 7 factorisations a frame instead of 9
-    # (the frame where a foot touches down: 9 instead of 13), CPU 0.81x, wall 0.51x, states
-    # 5e-15 m apart. GMRES needs about two iterations a changed coordinate, each ~0.13 s CPU
-    # there, where a numeric factorisation takes ~0.6-0.8 s (17 iterations: 2.3 s against
-    # 0.84 s), so only a one-coordinate change goes to it. "fresh": the reference, the path
-    # before: each contact set and pattern factorised afresh with the rows eliminated.
+    # keeping PARDISO's symbolic analysis (also for a pattern inside the analysed one); the Schur
+    # path's glue-only factorisation is made only when a solve needs it; a contact set too large for
+    # the cached Schur columns is pinned in place (the glue-only pattern, so its factorisation
+    # reuses an analysis too) and, where it differs from the last such set by a few coordinates,
+    # solved by a low-rank update of that set's factorisation (max_low_rank; GMRES preconditioned by
+    # it, for one coordinate, where the factorisation has no half-solve). The solution is the same
+    # to round-off. Measured on the monster's folded skin (bench_fem table 4, its walk's first 2
+    # frames, alternated with "fresh"): 7 factorisations a frame instead of 9 (the frame where a
+    # foot touches down: 9 instead of 13), CPU 0.81x, wall 0.51x, states 5e-15 m apart. GMRES needs
+    # about two iterations a changed coordinate, each ~0.13 s CPU there, where a numeric
+    # factorisation takes ~0.6-0.8 s (17 iterations: 2.3 s against 0.84 s), so only a one-coordinate
+    # change goes to it. "fresh": the reference, the path before: each contact set and pattern
+    # factorised afresh with the rows eliminated.
     factor_reuse: str = "pool"
     # Schur path: a new contact set that needs more uncached Schur columns than this (one solve
     # each) is solved directly instead (PinnedCorrection.max_new_columns; its docstring has the
     # measurement behind 150).
     max_new_columns: int = 150
+    # Schur path with "pool": a contact set that differs from the last one factorised in place
+    # (same Newton matrix) in at most this many coordinates is solved exactly by a low-rank
+    # update of that factorisation (PinnedCorrection's max_low_rank; drakebots.fem.coupling.
+    # _LowRank), not factorised again. Issue 52: on the monster's walk the labels of a frame's
+    # first Newton iterations change by 7-34 coordinates each, and each change cost a 0.6-0.8 s
+    # factorisation. 0: the path before (GMRES for a one-coordinate change, else a
+    # factorisation).
+    max_low_rank: int = 40
     # How the coupled system is factorised (drakebots.fem.coupling.FACTORIZATIONS): "auto"
     # takes CHOLMOD when scikit-sparse imports (the `cholmod` extra), else SuperLU.
     factorization: str = "auto"
@@ -246,6 +264,9 @@ class StepInfo:
     # and their iterations (one solve with the factorisation each).
     krylov_solves: int = 0
     krylov_iterations: int = 0
+    # Contact sets solved by a low-rank update of an older set's factorisation
+    # (CouplingConfig.max_low_rank).
+    low_rank_solves: int = 0
     step_cuts: int = 0
     # Residual evaluations of the line search that moved back along an update (_LineSearch).
     backtracks: int = 0
@@ -848,6 +869,7 @@ class CoupledSkinSkeleton:
             info.column_solves += first.column_solves
             info.krylov_solves += first.krylov_solves
             info.krylov_iterations += first.krylov_iterations
+            info.low_rank_solves += first.low_rank_solves
             info.backtracks += first.backtracks
             info.rejected_updates += first.rejected_updates
             info.step_cuts = first.step_cuts + info.step_cuts + 1
@@ -1028,7 +1050,9 @@ class CoupledSkinSkeleton:
             # path a contact-label change is not a reason to refactorise, so "slow" is judged
             # by the contraction of the updates over iterations with unchanged labels.
             if schur:
-                slow = kkt_age >= 2 and (iteration >= 6 or (iteration >= 2 and contraction > 0.5))
+                slow = kkt_age >= 2 and (
+                    iteration >= cfg.full_newton_after or (iteration >= 2 and contraction > 0.5)
+                )
             else:
                 slow = iteration >= 3 and (not refactored_this_step or kkt_age >= 2)
             refactored_now = stale or slow
@@ -1078,6 +1102,7 @@ class CoupledSkinSkeleton:
                         pool=self._pool,
                         previous=previous,
                         max_new_columns=cfg.max_new_columns,
+                        max_low_rank=cfg.max_low_rank,
                     )
                     # Dropped now, so that its factorisation returns to the pool at once (the
                     # glue-only one is made at the first solve that needs it, after this).
@@ -1092,6 +1117,7 @@ class CoupledSkinSkeleton:
             if schur:
                 solves, direct = kkt.column_solves, kkt.factorizations + kkt.base.factorizations
                 krylov_solves, krylov_iterations = kkt.krylov_solves, kkt.krylov_iterations_total
+                low_rank_solves = kkt.low_rank_solves
                 first = 3 * len(stick)
                 coupling = (
                     None
@@ -1108,6 +1134,7 @@ class CoupledSkinSkeleton:
                 info.column_solves += kkt.column_solves - solves
                 info.factorizations += kkt.factorizations + kkt.base.factorizations - direct
                 info.krylov_solves += kkt.krylov_solves - krylov_solves
+                info.low_rank_solves += kkt.low_rank_solves - low_rank_solves
                 info.krylov_iterations += kkt.krylov_iterations_total - krylov_iterations
                 dlam = np.concatenate([dlam_glue, dlam_contact])
             else:

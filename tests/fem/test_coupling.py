@@ -41,6 +41,22 @@ def _KktWithContacts(A_r, A_d, G_q, glue, extra, num_dofs):
     return AssembleKkt(A_r, A_d, G_all, G_u)
 
 
+def _AssertKktSolution(solved, system, extra, rhs):
+    """(dq, du, lam, lam_extra) against SciPy's spsolve of the KKT system of Eq. (2) assembled
+    with the glue rows and the contact coordinates `extra` pinned (the reference)."""
+    dq, du, lam, lam_extra = solved
+    A_r, A_d, G_q, glue = system
+    b_r, b_d, c, c_extra = rhs
+    K = _KktWithContacts(A_r, A_d, G_q, glue, extra, A_d.shape[0])
+    z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c, c_extra]))
+    nr, nd = len(b_r), len(b_d)
+    scale = np.abs(z[: nr + nd]).max()
+    np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
+    np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
+    lam_all = np.concatenate([lam, lam_extra])
+    np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
+
+
 # Every factorization of the reduced matrix: PARDISO where MKL loads (the default install on
 # x86-64), CHOLMOD where scikit-sparse is installed (CI installs the `cholmod` extra in a venv of
 # its own), SuperLU always.
@@ -113,16 +129,9 @@ def test_pinned_correction_equals_a_fresh_factorisation_with_all_rows(factorizat
         extra = rng.choice(pool, size=9, replace=False)
         c_extra = 1e-3 * rng.standard_normal(len(extra))
         solver = correction if trial % 2 == 0 else direct
-        dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
-        K = _KktWithContacts(A_r, A_d, G_q, glue, extra, fem.num_dofs)
-        z = spla.spsolve(K.tocsc(), np.concatenate([b_r, b_d, c, c_extra]))
-        nr, nd = len(b_r), len(b_d)
-        scale = np.abs(z[: nr + nd]).max()
-        np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
-        np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
-        lam_all = np.concatenate([lam, lam_extra])
-        np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
-        np.testing.assert_allclose(du[extra], -c_extra, atol=1e-12)
+        solved = solver.Solve(b_r, b_d, c, extra, c_extra)
+        _AssertKktSolution(solved, (A_r, A_d, G_q, glue), extra, (b_r, b_d, c, c_extra))
+        np.testing.assert_allclose(solved[1][extra], -c_extra, atol=1e-12)
     assert correction.column_solves <= len(pool)  # each column solved once
     assert correction.factorizations == 0 and direct.factorizations == 3
     # A Cholesky with a forward half-solve gives the Schur complement from half-solved columns.
@@ -211,7 +220,8 @@ def test_contact_rows_pinned_in_place_solve_the_kkt_system(factorization):
     rng = np.random.default_rng(5)
     pool = FactorPool()
     base = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization, lazy=True)
-    solver = PinnedCorrection(base, max_new_columns=0, exact=False, pool=pool)
+    # max_low_rank=1: the new set of trial 2 is factorised (the next test has larger updates).
+    solver = PinnedCorrection(base, max_new_columns=0, exact=False, pool=pool, max_low_rank=1)
     free = np.setdiff1d(np.arange(fem.num_dofs), glue.dofs)
     extra = rng.choice(free, size=15, replace=False)
     for trial in range(4):
@@ -220,16 +230,52 @@ def test_contact_rows_pinned_in_place_solve_the_kkt_system(factorization):
         elif trial == 2:  # a new set: factorised in place
             extra = rng.choice(free, size=15, replace=False)
         c_extra = 1e-3 * rng.standard_normal(len(extra))
-        dq, du, lam, lam_extra = solver.Solve(b_r, b_d, c, extra, c_extra)
-        z = spla.spsolve(
-            _KktWithContacts(A_r, A_d, G_q, glue, extra, fem.num_dofs).tocsc(),
-            np.concatenate([b_r, b_d, c, c_extra]),
-        )
-        nr, nd = len(b_r), len(b_d)
-        scale = np.abs(z[: nr + nd]).max()
-        np.testing.assert_allclose(dq, z[:nr], atol=1e-9 * scale)
-        np.testing.assert_allclose(du, z[nr : nr + nd], atol=1e-9 * scale)
-        lam_all = np.concatenate([lam, lam_extra])
-        np.testing.assert_allclose(lam_all, z[nr + nd :], atol=1e-7 * np.abs(z[nr + nd :]).max())
+        solved = solver.Solve(b_r, b_d, c, extra, c_extra)
+        _AssertKktSolution(solved, (A_r, A_d, G_q, glue), extra, (b_r, b_d, c, c_extra))
     assert not base.factorized  # the glue-only factorisation was never needed
-    assert solver.factorizations == 2 and solver.krylov_solves == 1
+    # The one-coordinate change: a low-rank update of the factorisation where it half-solves
+    # (PARDISO's and CHOLMOD's Cholesky), GMRES where it does not (SuperLU).
+    half = factorization in ("pardiso", "cholmod")
+    assert solver.factorizations == 2
+    assert (solver.low_rank_solves, solver.krylov_solves) == ((1, 0) if half else (0, 1))
+
+
+@pytest.mark.parametrize("factorization", FACTORIZATIONS)
+def test_a_nearby_contact_set_is_a_low_rank_update_of_the_last_factorised_one(factorization):
+    """Issue 52: a contact set that differs from the last one factorised in place by a few
+    coordinates pinned and a few released (a sole's labels in a Newton iteration) is solved by a
+    Woodbury update of that factorisation (drakebots.fem.coupling._LowRank), not factorised
+    again. The changed coordinates include whole vertices beside pinned ones, so the correction
+    of their own block (X) is exercised. Reference: SciPy's spsolve of the KKT system of Eq. (2)
+    assembled with every row. SuperLU, which has no half-solve, factorises instead; a change
+    above max_low_rank is factorised too."""
+    from drakebots.fem.coupling import FactorPool, PinnedCorrection
+
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(6)
+    rng = np.random.default_rng(7)
+    base = ReducedKkt(A_r, A_d, G_q, glue.dofs, factorization=factorization, lazy=True)
+    solver = PinnedCorrection(
+        base, max_new_columns=0, exact=False, pool=FactorPool(), max_low_rank=16
+    )
+    free_vertices = np.setdiff1d(np.arange(fem.num_vertices), glue.vertices)
+    vertices = rng.choice(free_vertices, size=20, replace=False)
+
+    def Whole(v):
+        return (3 * np.atleast_1d(v)[:, None] + np.arange(3)).ravel()
+
+    anchor = Whole(vertices[:6])  # six whole vertices pinned
+    # Two of them released whole, the y of a third released (its x and z stay pinned), two
+    # whole vertices pinned, and the z of another: 6 + 1 + 6 + 1 = 14 coordinates changed.
+    nearby = np.setdiff1d(anchor, np.concatenate([Whole(vertices[:2]), [3 * vertices[2] + 1]]))
+    nearby = np.concatenate([nearby, Whole(vertices[6:8]), [3 * vertices[8] + 2]])
+    far = Whole(vertices[10:])  # a set of its own: 44 coordinates changed
+    half = factorization in ("pardiso", "cholmod")
+    for extra, low_rank in [(anchor, False), (nearby, half), (nearby, half), (far, False)]:
+        done = solver.low_rank_solves
+        c_extra = 1e-3 * rng.standard_normal(len(extra))
+        solved = solver.Solve(b_r, b_d, c, extra, c_extra)
+        assert solver.low_rank_solves - done == int(low_rank)
+        _AssertKktSolution(solved, (A_r, A_d, G_q, glue), extra, (b_r, b_d, c, c_extra))
+    assert len(np.setxor1d(anchor, nearby)) == 14 < 16 < len(np.setxor1d(nearby, far))
+    # anchor and far factorised; nearby too where no half-solve (its repeat is not refactorised)
+    assert solver.factorizations == (2 if half else 3)

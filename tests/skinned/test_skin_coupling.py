@@ -898,7 +898,12 @@ def crushed_ball():
     elements are at det F down to 0.7, where the neo-Hookean energy is not convex. (plant,
     instance, skin, the state, the contact labels and slip directions to start a step from)."""
     plant, instance, skin = _Ball(mass_density=50.0, youngs_modulus=5e4)
-    stepper = CoupledSkinSkeleton(plant, instance, skin, CouplingConfig(), skeleton=None)
+    # Crushed with the factor refreshed at every other iteration from the 6th (the policy before
+    # issue 52's CouplingConfig.full_newton_after): the default's 10 steps end within the 1e-7 m
+    # tolerance of these, but at a state whose next step's exact matrix is still positive
+    # definite where Newton factorises it, so the pivoted path these tests are for would not run.
+    config = CouplingConfig(full_newton_after=6)
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config, skeleton=None)
     state = stepper.DefaultState()
     for _ in range(10):
         state, _ = stepper.Step(state)
