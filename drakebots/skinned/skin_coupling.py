@@ -661,13 +661,30 @@ class CoupledSkinSkeleton:
         plant.SetPositions(ctx, q)
         P = X[self.box_vertices]
         world = plant.world_frame()
-        for box, (body, center, R, half, exempt) in enumerate(self._boxes):
-            X_WB = plant.EvalBodyPoseInWorld(ctx, body)
-            R_WBox = X_WB.rotation().matrix() @ R
-            c_W = X_WB.multiply(center)
-            local = (P - c_W) @ R_WBox
-            depth = half[None, :] - np.abs(local)
-            inside = np.all(depth > 0.0, axis=1) & ~exempt[self.box_vertices]
+        poses = [plant.EvalBodyPoseInWorld(ctx, body) for body, *_ in self._boxes]
+        # Every box's frame at once (one pass over the inner surface, where a loop over the
+        # boxes made 33 passes on the monster's skin: 46 ms of a 70 ms evaluation).
+        inside_all = np.zeros((len(self._boxes), len(P)), dtype=bool)
+        if self._boxes:
+            R_all = np.stack(
+                [X_WB.rotation().matrix() @ box[2] for X_WB, box in zip(poses, self._boxes)]
+            )
+            c_all = np.stack([X_WB.multiply(box[1]) for X_WB, box in zip(poses, self._boxes)])
+            half_all = np.stack([box[3] for box in self._boxes])
+            if getattr(self, "_box_exempt", None) is None:
+                self._box_exempt = np.stack([box[4][self.box_vertices] for box in self._boxes])
+            # (vertex, box, axis): one matrix product with the boxes' axes side by side.
+            local_all = (P @ R_all.transpose(1, 0, 2).reshape(3, -1)).reshape(len(P), -1, 3)
+            local_all -= np.einsum("bk,bkj->bj", c_all, R_all)[None]
+            np.abs(local_all, out=local_all)
+            inside_all = (
+                (local_all[:, :, 0] < half_all[:, 0])
+                & (local_all[:, :, 1] < half_all[:, 1])
+                & (local_all[:, :, 2] < half_all[:, 2])
+            ).T & ~self._box_exempt
+        for box, (body, _, _, half, _) in enumerate(self._boxes):
+            X_WB = poses[box]
+            inside = inside_all[box]
             if faces is not None:
                 # A vertex that left the box forgets its face: coming back through another
                 # face, it is pushed out through that one (the force is continuous there); kept,
@@ -680,8 +697,11 @@ class CoupledSkinSkeleton:
                 continue
             rows = np.flatnonzero(inside)
             vertices = self.box_vertices[rows]
-            axis = np.argmin(depth[rows], axis=1)
-            sign = np.sign(local[rows, axis])
+            R_WBox = R_all[box]
+            local = (P[rows] - c_all[box]) @ R_WBox
+            depth = half[None, :] - np.abs(local)
+            axis = np.argmin(depth, axis=1)
+            sign = np.sign(local[np.arange(len(rows)), axis])
             if faces is not None:
                 for i, vertex in enumerate(vertices):
                     axis[i], sign[i] = faces.setdefault((box, int(vertex)), (axis[i], sign[i]))
@@ -689,7 +709,7 @@ class CoupledSkinSkeleton:
             normal_local[np.arange(len(rows)), axis] = sign
             normal = normal_local @ R_WBox.T
             # Depth below the face pushing it (the nearest face: half - |local|).
-            below = half[axis] - sign * local[rows, axis]
+            below = half[axis] - sign * local[np.arange(len(rows)), axis]
             magnitude, slope = self._PenaltyLaw(below)
             push = magnitude[:, None] * normal
             np.add.at(F, vertices, push)
