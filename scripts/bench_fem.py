@@ -31,7 +31,11 @@ Tables:
      vectorised NumPy path instead of the compiled element loop (drakebots.fem.kernels, the
      default; FemModel(kernel=...)): `coupled_frame_ratio_over_numpy_kernel`; and
      `hessian_kernel`: one pass of each loop over the skin at the replay's first state,
-     projected and exact, best of 3, with their largest difference;
+     projected and exact, best of 3, with their largest difference; the opt-in cases of the
+     Newton policy (issue 52): no_low_rank (a nearby contact set factorised, not a low-rank
+     update: CouplingConfig.max_low_rank = 0), alternate_refresh (the factor refreshed at
+     every other iteration from the 6th: full_newton_after = 6) and newton_before (both), each
+     with its ratio (`ratio_newton_over_before`, ...) and the distance of the states;
   plus peak memory (resident set of the process, and tracemalloc peak of our step).
 
 Usage:
