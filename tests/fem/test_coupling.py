@@ -279,3 +279,39 @@ def test_a_nearby_contact_set_is_a_low_rank_update_of_the_last_factorised_one(fa
     assert len(np.setxor1d(anchor, nearby)) == 14 < 16 < len(np.setxor1d(nearby, far))
     # anchor and far factorised; nearby too where no half-solve (its repeat is not refactorised)
     assert solver.factorizations == (2 if half else 3)
+
+
+def test_reduced_matrix_blocks_equal_scipys_slices_and_bmat():
+    """ReducedKkt reads its blocks through a plan of the skin block's pattern (_BlockPlan) and
+    writes the reduced matrix column by column (_ReducedMatrix), issue 52. Reference: SciPy's
+    fancy-indexed slices and sparse.bmat on the same blocks, entry for entry, for two Newton
+    matrices of one pattern (the plan made once, used twice) and a skeleton-free system."""
+    from drakebots.fem.coupling import _BlockPlan, _ReducedMatrix
+
+    fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(8)
+    A_d = sp.csr_matrix(A_d)
+    rng = np.random.default_rng(9)
+    order = rng.permutation(fem.num_dofs)
+    free = order[~np.isin(order, glue.dofs)]
+    for scale in (1.0, 2.5):  # the same pattern, other values: the cached plan
+        A = A_d.copy()
+        A.data = A.data * scale
+        plan = _BlockPlan.For(A, glue.dofs, free)
+        for name, rows, cols in [
+            ("ff", free, free),
+            ("fP", free, glue.dofs),
+            ("Pf", glue.dofs, free),
+            ("PP", glue.dofs, glue.dofs),
+        ]:
+            np.testing.assert_array_equal(
+                plan.Block(name, A.data).toarray(), A[rows][:, cols].toarray()
+            )
+        A_ff = plan.Block("ff", A.data, "csc")
+        for nr in (A_r.shape[0], 0):
+            B = sp.csr_matrix(A[free][:, glue.dofs[:nr]] * 0.5)
+            T = A_r[:nr, :nr]
+            M = _ReducedMatrix(A_ff, B, T)
+            reference = sp.bmat([[A[free][:, free], B], [B.T, sp.csr_matrix(T)]], format="csc")
+            np.testing.assert_array_equal(M.toarray(), reference.toarray())
+            assert M.has_sorted_indices
+    assert _BlockPlan.For(A_d, glue.dofs, free) is plan
