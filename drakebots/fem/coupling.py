@@ -489,13 +489,10 @@ class PinnedCorrection:
         factor = self.base._factor
         if factor is None:  # not made yet (lazy): by the backend it will be made with
             return ResolveBackend(self.base.factorization) in ("pardiso", "cholmod")
-        return getattr(factor, "backend", None) in ("pardiso", "cholmod") and hasattr(
-            factor, "HalfSolve"
-        )
+        return _HalfSolving(factor)
 
     def _HalfSolvesAfterFactor(self) -> bool:
-        factor = self.base._lu  # (made here if lazy)
-        return getattr(factor, "backend", None) in ("pardiso", "cholmod")
+        return _HalfSolving(self.base._lu)  # (made here if lazy)
 
     def _HalfColumns(self, dofs):
         """Y = L⁻¹ P e_j for the coordinates `dofs` not cached yet, in one forward half-solve:
@@ -832,8 +829,8 @@ def _LowRank(anchor: "_InPlacePins", system: "_InPlacePins", rhs, max_changed: i
     # X = Δ_DD - W_D - W_Dᵀ, with Δ_DD the change of the D × D block itself.
     M_DD = M0[D][:, D].toarray()
     np.fill_diagonal(M_DD, 0.0)
-    now = (~np.isin(D, system.pos)).astype(float)  # free in the system's set
-    before = (~np.isin(D, anchor.pos)).astype(float)  # free in the anchor's
+    now = (sign > 0).astype(float)  # free in the system's set (released)
+    before = (sign < 0).astype(float)  # free in the anchor's (newly pinned)
     W_D = W[D].toarray()
     X = M_DD * (np.outer(now, now) - np.outer(before, before)) - W_D - W_D.T
     C_inv = np.block([[-X, np.eye(k)], [np.eye(k), np.zeros((k, k))]])

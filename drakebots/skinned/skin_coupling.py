@@ -516,6 +516,8 @@ class CoupledSkinSkeleton:
         )
         # The vertices a skeleton box may push (the free inner-surface ones).
         self.box_vertices = np.setdiff1d(boundary_inner, skin.glue_vertices)
+        # (box, box vertex): the vertices each box overlapped in the home pose (Penalties).
+        self._box_exempt = np.array([box[4][self.box_vertices] for box in self._boxes], bool)
         self._outer = np.flatnonzero(skin.outer)
         self._rest_tree = cKDTree(skin.mesh.vertices[self._outer])
         self.lift = float(lift)
@@ -671,8 +673,6 @@ class CoupledSkinSkeleton:
             )
             c_all = np.stack([X_WB.multiply(box[1]) for X_WB, box in zip(poses, self._boxes)])
             half_all = np.stack([box[3] for box in self._boxes])
-            if getattr(self, "_box_exempt", None) is None:
-                self._box_exempt = np.stack([box[4][self.box_vertices] for box in self._boxes])
             # (vertex, box, axis): one matrix product with the boxes' axes side by side.
             local_all = (P @ R_all.transpose(1, 0, 2).reshape(3, -1)).reshape(len(P), -1, 3)
             local_all -= np.einsum("bk,bkj->bj", c_all, R_all)[None]
