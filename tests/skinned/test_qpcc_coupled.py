@@ -830,7 +830,9 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     elastic equilibrium alone, which leaves skin vertices inside the boxes with their penalties
     unbalanced (on the full 0.67 MPa pieces at the walk's first pose: vertices 9 mm deep, 62 N
     on the torso in the first frame); the holding torques include the penalties' reactions.
-    ~40 s (Newton converges linearly here: see `_SettleAgainstPenalties`)."""
+    The equilibrium is reached by modified Newton (the factor kept while the residual
+    contracts: see `_SettleAgainstPenalties`); the check below is the residual itself, so a
+    kept factor that stopped short would fail it. ~30 s."""
     model = SkeletonModel("beetle", skin_load=SkinLoad())
     dyn = CoupledFrameDynamics(model, beetle_skin_pieces_overlapping, DT)
     stepper = dyn.stepper
@@ -839,6 +841,9 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     penalties = stepper.Penalties(q, x)
     assert np.abs(penalties.forces).max() > 0.1  # still pressed against the boxes
     assert np.abs(stepper.fem.Gradient(x) - penalties.forces)[dyn.free].max() <= 1e-3
+    fresh, kept = dyn.settle_iterations
+    assert 1 <= fresh and kept >= 1, (fresh, kept)  # both kinds of iteration were taken
+    print(f"penalty settle: {fresh} fresh matrices, {kept} iterations on kept ones")
     elastic_only = CoupledFrameDynamics(
         model, beetle_skin_pieces_overlapping, DT, CoupledFrameConfig(penalties=False)
     ).SettledSkin(q)
