@@ -21,6 +21,10 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
 
+`--settle` (`SettleSection`): the skin's settling against its collision penalties at the first
+pose of each design workload, modified Newton (the default) against full Newton in the same
+process, with the residuals each reaches and the distance between their skins.
+
 `--quick`: the standing frames on the tests' 4.5k-vertex foot-pad skin (seconds; a standing
 robot on pads is not Table 1's workload). `--all` adds the standing frames on each robot's skin
 (runs/<robot>_skin) and the space-time section (`--skip-qpcc`: the design frames and the
@@ -45,7 +49,7 @@ The JSON names its workload (`workload`) and holds `design_frame_s`, `cpu_s_per_
 Usage: python scripts/bench_skinned.py [--out runs/bench/skinned.json] [--design-frames 6]
        [--design beetle-walk,monster-walk] [--design-skin runs/beetle_skin]
        [--monster-skin runs/monster_skin] [--design-variants auto/schur,auto/direct]
-       [--factorizations] [--quick] [--all]
+       [--factorizations] [--settle [--settle-rounds 2]] [--quick] [--all]
 """
 
 from __future__ import annotations
@@ -437,6 +441,94 @@ def _DesignFrames(
     raise RuntimeError("the design run ended before its frame-by-frame pass")
 
 
+def SettleSection(args) -> dict:
+    """The skin's settling against its collision penalties at a design run's first pose
+    (`CoupledFrameDynamics._SettleAgainstPenalties`, once per frame-by-frame pass, after the
+    elastic continuation): modified Newton (the default) against full Newton, a fresh matrix
+    at every iteration (`refresh_above=0`, the reference), from the same elastic equilibrium
+    in the same process, alternated `--settle-rounds` times. Each reports its seconds, fresh
+    matrices and iterations on kept ones, and the residual it reaches (max |∇E - f_pen| on the
+    free vertices, recomputed here from the FEM gradient and the penalties); the pair, the
+    distance between their settled skins."""
+    from drakebots.skinned import qpcc_coupled
+
+    cls = qpcc_coupled.CoupledFrameDynamics
+    original = cls._SettleAgainstPenalties
+    out = {"workloads": {}, "load_average_start": os.getloadavg()}
+    for name in args.design:
+        workload = dict(DESIGN_WORKLOADS[name])
+        if name == "beetle-walk" and args.design_skin:
+            workload["skin"] = args.design_skin
+        if name == "monster-walk" and args.monster_skin:
+            workload["skin"] = args.monster_skin
+        skipped = _EnsureSkin(name, workload)
+        if skipped:
+            out["workloads"][name] = {"skipped": skipped}
+            continue
+        captured = {}
+
+        def Capture(self, q, x, *a, _into=captured, **k):
+            _into.update(dynamics=self, q=np.array(q, float), x=np.array(x, float))
+            return original(self, q, x, *a, **k)
+
+        _SETTLED.clear()  # (the design frames' cache: the settling must run here)
+        cls._SettleAgainstPenalties = Capture
+        try:
+            _DesignFrames(workload, 1, "auto", "schur")
+        finally:
+            cls._SettleAgainstPenalties = original
+        dyn, q, x0 = captured["dynamics"], captured["q"], captured["x"]
+
+        def Residual(x, dyn=dyn, q=q):
+            pen = dyn.stepper.Penalties(q, x)
+            return float(np.abs(dyn.stepper.fem.Gradient(x) - pen.forces)[dyn.free].max())
+
+        row = {
+            "workload": f"{workload['robot']} {workload['motion']} on its skin "
+            f"{workload['skin']}: the skin settled against its collision penalties at the first "
+            "pose of `drakebots design`'s first frame-by-frame pass, from its elastic "
+            "equilibrium there",
+            "skin_vertices": int(dyn.n),
+            "start_residual_n": Residual(x0),
+            "cases": {},
+        }
+        settled = {}
+        for _ in range(args.settle_rounds):
+            for case, options in (("full_newton", {"refresh_above": 0.0}), ("modified_newton", {})):
+                print(f"[settle] {name}: {case} ...", flush=True)
+                wall, cpu = time.perf_counter(), time.process_time()
+                x = original(dyn, q, x0.copy(), **options)
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                fresh, kept = dyn.settle_iterations
+                entry = row["cases"].setdefault(case, {"seconds": [], "cpu_s": []})
+                entry["seconds"].append(wall)
+                entry["cpu_s"].append(cpu)
+                entry.update(
+                    fresh_matrices=int(fresh),
+                    kept_matrix_iterations=int(kept),
+                    max_residual_n=Residual(x),
+                )
+                settled[case] = x
+        full, modified = row["cases"]["full_newton"], row["cases"]["modified_newton"]
+        row["settle_s"] = float(np.median(modified["seconds"]))
+        row["ratio_modified_over_full"] = row["settle_s"] / float(np.median(full["seconds"]))
+        row["max_state_difference_m"] = float(
+            np.abs(settled["full_newton"] - settled["modified_newton"]).max()
+        )
+        out["workloads"][name] = row
+        print(
+            f"[settle] {name}: modified Newton {row['settle_s']:.2f} s "
+            f"({modified['fresh_matrices']} fresh matrices, {modified['kept_matrix_iterations']} "
+            f"kept) against full Newton {np.median(full['seconds']):.2f} s "
+            f"({full['fresh_matrices']}): ratio {row['ratio_modified_over_full']:.2f}; residuals "
+            f"{modified['max_residual_n']:.2e} / {full['max_residual_n']:.2e} N (from "
+            f"{row['start_residual_n']:.2f}), skins within {row['max_state_difference_m']:.1e} m",
+            flush=True,
+        )
+    out["load_average_end"] = os.getloadavg()
+    return out
+
+
 def _FactorTimes(K, ordering) -> dict:
     """One numeric factorisation of K by each backend that loads (the symbolic analysis, done
     once per pattern in a run, is timed apart), seconds; SuperLU in `ordering` (the QPCC's:
@@ -673,6 +765,13 @@ def main():
         "first gives design_frame_s, the others are compared with it",
     )
     parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="also time the skin's settling against its collision penalties at each design "
+        "workload's first pose, modified against full Newton (SettleSection)",
+    )
+    parser.add_argument("--settle-rounds", type=int, default=2)
+    parser.add_argument(
         "--factorizations",
         action="store_true",
         help="also time one factorisation of the frames' matrix by every backend",
@@ -704,6 +803,8 @@ def main():
         for key in ("factorization_s",):
             if key in first:
                 report[key] = first[key]
+        if args.settle:
+            report["settle"] = SettleSection(args)
         if args.all and not args.skip_qpcc:
             report["qpcc"] = QpccSection(args)
             _PrintQpcc(report["qpcc"])
