@@ -441,6 +441,18 @@ def _DesignFrames(
     raise RuntimeError("the design run ended before its frame-by-frame pass")
 
 
+def _DesignWorkloads(args):
+    """(name, workload, why it is skipped or None) for each `--design` workload, its skin
+    folder from --design-skin / --monster-skin (made by `_EnsureSkin` where missing)."""
+    for name in args.design:
+        workload = dict(DESIGN_WORKLOADS[name])
+        if name == "beetle-walk" and args.design_skin:
+            workload["skin"] = args.design_skin
+        if name == "monster-walk" and args.monster_skin:
+            workload["skin"] = args.monster_skin
+        yield name, workload, _EnsureSkin(name, workload)
+
+
 def SettleSection(args) -> dict:
     """The skin's settling against its collision penalties at a design run's first pose
     (`CoupledFrameDynamics._SettleAgainstPenalties`, once per frame-by-frame pass, after the
@@ -455,13 +467,7 @@ def SettleSection(args) -> dict:
     cls = qpcc_coupled.CoupledFrameDynamics
     original = cls._SettleAgainstPenalties
     out = {"workloads": {}, "load_average_start": os.getloadavg()}
-    for name in args.design:
-        workload = dict(DESIGN_WORKLOADS[name])
-        if name == "beetle-walk" and args.design_skin:
-            workload["skin"] = args.design_skin
-        if name == "monster-walk" and args.monster_skin:
-            workload["skin"] = args.monster_skin
-        skipped = _EnsureSkin(name, workload)
+    for name, workload, skipped in _DesignWorkloads(args):
         if skipped:
             out["workloads"][name] = {"skipped": skipped}
             continue
@@ -578,13 +584,7 @@ def DesignFramesSection(args) -> dict:
     """Seconds per walking frame of a real design run on a paper-scale skin, beside Table 1;
     each condensation and factorisation in the same process (see the module docstring)."""
     out = {"workloads": {}, "load_average_start": os.getloadavg()}
-    for name in args.design:
-        workload = dict(DESIGN_WORKLOADS[name])
-        if name == "beetle-walk" and args.design_skin:
-            workload["skin"] = args.design_skin
-        if name == "monster-walk" and args.monster_skin:
-            workload["skin"] = args.monster_skin
-        skipped = _EnsureSkin(name, workload)
+    for name, workload, skipped in _DesignWorkloads(args):
         if skipped:
             out["workloads"][name] = {"skipped": skipped}
             continue
