@@ -1045,27 +1045,20 @@ class CoupledFrameDynamics:
             pen = st.Penalties(q, y)
             return (fem.Gradient(y) - pen.forces)[free], pen
 
-        def Refresh(y, pen):
-            _, _, K = fem.EnergyGradientHessian(y, project=True)
-            factor.Factor((K + pen.stiffness).tocsr()[free][:, free].tocsc())
-
         r, pen = Residual(x)
-        fresh = stale = 0
-        current = False  # whether the factor is of the current iterate's matrix
+        fresh = stale = 0  # fresh matrices, iterations on kept ones
         refresh = True
-        self.settle_iterations = (0, 0)  # (fresh matrices, iterations on kept ones)
-        while fresh + stale < max_iterations + max_stale:
+        while True:  # ends: each pass takes a fresh matrix (at most max_iterations) or a kept one
             norm = float(np.linalg.norm(r))
             if np.abs(r).max() <= tolerance or not pen.stiffness.nnz:
                 break
-            if refresh:
+            fresh_now = refresh or stale >= max_stale
+            if fresh_now:
                 if fresh >= max_iterations:
                     break
-                Refresh(x, pen)
-                fresh, current, refresh = fresh + 1, True, False
-            elif stale >= max_stale:
-                refresh = True
-                continue
+                _, _, K = fem.EnergyGradientHessian(x, project=True)
+                factor.Factor((K + pen.stiffness).tocsr()[free][:, free].tocsc())
+                fresh += 1
             else:
                 stale += 1
             step = -factor.solve(r)
@@ -1080,12 +1073,11 @@ class CoupledFrameDynamics:
                         break
                 alpha *= 0.5
             else:
-                if current:  # not even a fresh matrix lowers the residual
+                if fresh_now:  # not even a fresh matrix lowers the residual
                     break
                 refresh = True  # the kept matrix is too far from this iterate's
                 continue
             x, r, pen = trial, r_trial, pen_trial
-            current = False
             refresh = alpha < 1.0 or norm_trial > refresh_above * norm
         self.settle_iterations = (fresh, stale)
         return x

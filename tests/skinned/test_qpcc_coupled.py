@@ -843,7 +843,6 @@ def test_a_pass_starts_from_the_skins_equilibrium_with_its_collision_penalties(
     assert np.abs(stepper.fem.Gradient(x) - penalties.forces)[dyn.free].max() <= 1e-3
     fresh, kept = dyn.settle_iterations
     assert 1 <= fresh and kept >= 1, (fresh, kept)  # both kinds of iteration were taken
-    print(f"penalty settle: {fresh} fresh matrices, {kept} iterations on kept ones")
     elastic_only = CoupledFrameDynamics(
         model, beetle_skin_pieces_overlapping, DT, CoupledFrameConfig(penalties=False)
     ).SettledSkin(q)
