@@ -16,7 +16,8 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   loop (drakebots.fem.kernels, FemModel(kernel=...)); a fourth, `inline`, puts the
   self-collision pairs in the factorised skin block's (growing) pattern instead of the Schur
   condensation's low-rank columns (`CoupledFrameConfig.pair_columns`), e.g.
-  `auto/schur/auto/inline`.
+  `auto/schur/auto/inline`; a fifth, a count, the element loop's threads
+  (`CoupledFrameConfig.element_threads`, default 2), e.g. `auto/schur,auto/schur/auto/columns/1`.
 - `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
@@ -360,6 +361,7 @@ def _DesignFrames(
     condensation: str,
     kernel: str = "auto",
     pairs: str = "columns",
+    threads: str = "auto",
 ):
     """The first `frames` frames of the design run's first frame-by-frame pass, with the coupled
     frames factorised by `solver` and condensed by `condensation` (the design workflow runs
@@ -397,6 +399,10 @@ def _DesignFrames(
             if pairs not in ("columns", "inline"):
                 raise ValueError(f"unknown pairs '{pairs}' (columns or inline)")
             dyn.config.pair_columns = pairs == "columns"
+            # The element loop's threads (CoupledFrameConfig.element_threads): "auto" the
+            # config's default, or a count (a variant's fifth part, e.g. auto/schur/auto/columns/1).
+            if threads != "auto":
+                dyn.stepper.fem.kernel_threads = int(threads)
             if condensation != "schur":  # the config is read when the factor is made
                 from drakebots.skinned.qpcc_coupled import _ReducedFactor
 
@@ -602,15 +608,15 @@ def DesignFramesSection(args) -> dict:
         runs = {}
         for variant in args.design_variants:
             parts = variant.split("/")
-            defaults = ["auto", "schur", "auto", "columns"]
-            solver, condensation, kernel, pairs = (parts + defaults[len(parts) :])[:4]
+            defaults = ["auto", "schur", "auto", "columns", "auto"]
+            solver, condensation, kernel, pairs, threads = (parts + defaults[len(parts) :])[:5]
             print(
                 f"[design] {name}: {args.design_frames} frames, {solver}, {condensation} ...",
                 flush=True,
             )
             load = os.getloadavg()[0]
             frames, dynamics, cpu = _DesignFrames(
-                workload, args.design_frames, solver, condensation, kernel, pairs
+                workload, args.design_frames, solver, condensation, kernel, pairs, threads
             )
             runs[variant] = frames
             times = np.asarray(frames.frame_time, float)
@@ -620,6 +626,7 @@ def DesignFramesSection(args) -> dict:
                 "solver": dynamics.solver_name,
                 "condensation": condensation,
                 "element_loop": dynamics.stepper.fem.kernel,
+                "element_threads": int(dynamics.stepper.fem.kernel_threads),
                 "self_collision_pairs": pairs if condensation == "schur" else "inline",
                 "pattern_analyses": int(getattr(dynamics._factor, "analyses", 0)),
                 "frames_done": int(frames.frames_done),

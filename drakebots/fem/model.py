@@ -41,16 +41,22 @@ def _KernelPool(threads: int):
     return _POOLS[threads]
 
 
-def KernelThreads() -> int:
-    """Threads of the compiled element loop: DRAKEBOTS_FEM_THREADS, default 1.
+def KernelThreads(default: int = 1) -> int:
+    """Threads of the compiled element loop: DRAKEBOTS_FEM_THREADS where set, else `default`;
+    at most the machine's cores.
 
-    One by default: measured on the monster's folded skin (132k tets, best of 5, an idle
-    2-core machine), two threads take 0.26 s against 0.34 s wall for a projected pass but 0.44
-    against 0.34 CPU seconds (0.11 against 0.13 s wall for an exact one), and on a machine the
-    user shares, as CI's and this project's are, the second thread's time is taken from the
-    other work. The chunks of elements are summed in order, so the result does not depend on
-    timing."""
-    return max(1, int(os.environ.get("DRAKEBOTS_FEM_THREADS", "1") or 1))
+    One by default for a FemModel: measured on the monster's folded skin (132k tets, best of 5,
+    an idle 2-core machine), two threads take 0.26 s against 0.34 s wall for a projected pass
+    but 0.44 against 0.34 CPU seconds (0.11 against 0.13 s wall for an exact one), and on a
+    machine the user shares, as CI's and this project's are, the second thread's time is taken
+    from the other work. The frame-by-frame QPCC asks for two
+    (`drakebots.skinned.qpcc_coupled.CoupledFrameConfig.element_threads`): there PARDISO's
+    OpenMP threads take the second core between the element loops anyway, and two threads
+    took 0.91 of the wall time at the same CPU time (measured). The chunks of elements are
+    summed in order, so the result does not depend on timing (the thread count moves it by
+    round-off only)."""
+    threads = int(os.environ.get("DRAKEBOTS_FEM_THREADS", "") or default)
+    return max(1, min(threads, os.cpu_count() or 1))
 
 
 class ElementInversion(RuntimeError):

@@ -84,6 +84,7 @@ Units: SI (m, kg, s, N, N·m, rad).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -91,6 +92,7 @@ import scipy.linalg.blas as sla_blas
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from drakebots.fem.model import KernelThreads
 from drakebots.fem.pardiso import SINGULAR_PIVOT_RATIO
 from drakebots.fem.solvers import (
     CholmodFactor,
@@ -159,6 +161,16 @@ class CoupledFrameConfig:
     # made once), or in the skin block's pattern, grown as new pairs meet (False: the
     # reference). The direct path always factorises them in K_red.
     pair_columns: bool = True
+    # Threads of the skin's compiled element loop (FemModel.kernel_threads) in the frames and
+    # the settle; None: DRAKEBOTS_FEM_THREADS where set, else 2 (at most the machine's cores).
+    # Issue 52: on the monster's 0.06 m/s walk (its folded 42.9k-vertex skin, the first 12
+    # frames of the first pass, 2 cores, five alternated pairs of runs) two threads took
+    # 1.34-1.59 s a frame against 1.48-1.73 s with one (0.91 of it on average) at the same CPU
+    # time (2.7-3.2 against 2.8-3.3 s a frame): PARDISO's OpenMP threads hold the second core
+    # between the loops anyway. The frames agree to round-off carried through the contact
+    # decisions (torques within 2.2e-7 N·m over 20 frames; docs/reproductions/skinned.md,
+    # Findings 13).
+    element_threads: int | None = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -775,6 +787,13 @@ class CoupledFrameDynamics:
             skeleton=model.params,
         )
         st = self.stepper
+        if cfg.element_threads is not None and cfg.element_threads < 1:
+            raise ValueError(f"element_threads must be at least 1, got {cfg.element_threads}")
+        st.fem.kernel_threads = (
+            KernelThreads(2)
+            if cfg.element_threads is None
+            else min(int(cfg.element_threads), os.cpu_count() or 1)
+        )
         self.n = st.n
         # The skin hangs below the skeleton's soles: stand the robot on the skin.
         self.lift = max(0.0, -float(skin.mesh.vertices[:, 2].min()))

@@ -106,6 +106,31 @@ def test_the_compiled_loop_equals_the_numpy_path_on_a_deformed_skin_with_soft_el
     assert compiled.last_projected > mesh.num_tets // 10
 
 
+def test_two_threads_equal_the_numpy_path_and_one_thread():
+    """The element loop split into two chunks summed in order (FemModel.kernel_threads = 2, the
+    frame-by-frame QPCC's default) against the NumPy path and the one-chunk loop."""
+    mesh = BoxMesh((0.10, 0.04, 0.03), (12, 5, 4))
+    assert mesh.num_tets >= 1000  # a chunk per thread: one per thousand elements at most
+    material = Material(youngs_modulus=1e6, poissons_ratio=0.46, mass_density=1000.0)
+    scale = np.where(np.arange(mesh.num_tets) % 3 == 0, 0.15, 1.0)
+    one = FemModel(mesh, material, youngs_scale=scale)
+    two = FemModel(mesh, material, youngs_scale=scale)
+    one.kernel_threads, two.kernel_threads = 1, 2
+    reference = FemModel(mesh, material, youngs_scale=scale, kernel="numpy")
+    y = Deformed(mesh, 5)
+    for project in (False, True):
+        e2, g2, K2 = two.EnergyGradientHessian(y, project=project)
+        e1, g1, K1 = one.EnergyGradientHessian(y, project=project)
+        e0, g0, K0 = reference.EnergyGradientHessian(y, project=project)
+        assert e2 == pytest.approx(e0, rel=1e-13)
+        assert np.abs(g2 - g0).max() <= 1e-12 * np.abs(g0).max()
+        assert abs(K2 - K0).max() <= 1e-11 * abs(K0).max()
+        assert np.abs(g2 - g1).max() <= 1e-13 * np.abs(g1).max()
+        assert abs(K2 - K1).max() <= 1e-13 * abs(K1).max()
+        assert two.last_projected == one.last_projected
+    assert two.last_projected > 0
+
+
 def test_compiled_is_refused_where_it_does_not_apply():
     mesh = BoxMesh((0.02, 0.02, 0.02), (1, 1, 1))
     with pytest.raises(ValueError, match="kernel='compiled'.*corotated"):

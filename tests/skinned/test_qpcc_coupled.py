@@ -53,6 +53,25 @@ def _Weight(model, dyn):
     return (model.total_mass + dyn.stepper.fem.TotalMass()) * model.gravity
 
 
+def test_the_element_loop_threads_follow_the_config_and_refuse_zero(beetle, monkeypatch):
+    """CoupledFrameConfig.element_threads: two threads by default (at most the machine's
+    cores) unless DRAKEBOTS_FEM_THREADS says otherwise; an explicit count wins over the
+    variable; fewer than one is refused by name. (The two-thread loop's results:
+    tests/fem/test_kernels.py.)"""
+    import os
+
+    model, skin, _ = beetle
+    cores = os.cpu_count() or 1
+    monkeypatch.delenv("DRAKEBOTS_FEM_THREADS", raising=False)
+    assert CoupledFrameDynamics(model, skin, DT).stepper.fem.kernel_threads == min(2, cores)
+    monkeypatch.setenv("DRAKEBOTS_FEM_THREADS", "1")
+    assert CoupledFrameDynamics(model, skin, DT).stepper.fem.kernel_threads == 1
+    explicit = CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(element_threads=2))
+    assert explicit.stepper.fem.kernel_threads == min(2, cores)
+    with pytest.raises(ValueError, match="element_threads"):
+        CoupledFrameDynamics(model, skin, DT, CoupledFrameConfig(element_threads=0))
+
+
 def test_condensed_step_matches_the_uncondensed_kkt_solve(beetle):
     model, _, dyn = beetle
     dyn.Reset(dyn.initial)
