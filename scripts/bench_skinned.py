@@ -367,6 +367,7 @@ def _DesignFrames(
     frames factorised by `solver` and condensed by `condensation` (the design workflow runs
     them: same plan, same QPCC, same skin). The skin's settling into the first pose (once per
     pass) is done before the clock starts."""
+    from drakebots.fem.model import KernelThreads
     from drakebots.skinned import alternating, design, qpcc_coupled
     from drakebots.skinned.design import Design, DesignConfig
 
@@ -402,7 +403,7 @@ def _DesignFrames(
             # The element loop's threads (CoupledFrameConfig.element_threads): "auto" the
             # config's default, or a count (a variant's fifth part, e.g. auto/schur/auto/columns/1).
             if threads != "auto":
-                dyn.stepper.fem.kernel_threads = int(threads)
+                dyn.stepper.fem.kernel_threads = KernelThreads(requested=int(threads))
             if condensation != "schur":  # the config is read when the factor is made
                 from drakebots.skinned.qpcc_coupled import _ReducedFactor
 

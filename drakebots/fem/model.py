@@ -41,9 +41,9 @@ def _KernelPool(threads: int):
     return _POOLS[threads]
 
 
-def KernelThreads(default: int = 1) -> int:
-    """Threads of the compiled element loop: DRAKEBOTS_FEM_THREADS where set, else `default`;
-    at most the machine's cores.
+def KernelThreads(default: int = 1, *, requested: int | None = None) -> int:
+    """Threads of the compiled element loop: `requested` where the caller was given a count,
+    else DRAKEBOTS_FEM_THREADS where set, else `default`; at most the machine's cores.
 
     One by default for a FemModel: measured on the monster's folded skin (132k tets, best of 5,
     an idle 2-core machine), two threads take 0.26 s against 0.34 s wall for a projected pass
@@ -55,8 +55,9 @@ def KernelThreads(default: int = 1) -> int:
     took 0.91 of the wall time at the same CPU time (measured). The chunks of elements are
     summed in order, so the result does not depend on timing (the thread count moves it by
     round-off only)."""
-    threads = int(os.environ.get("DRAKEBOTS_FEM_THREADS", "") or default)
-    return max(1, min(threads, os.cpu_count() or 1))
+    if requested is None:
+        requested = int(os.environ.get("DRAKEBOTS_FEM_THREADS", "") or default)
+    return max(1, min(int(requested), os.cpu_count() or 1))
 
 
 class ElementInversion(RuntimeError):

@@ -84,7 +84,6 @@ Units: SI (m, kg, s, N, N·m, rad).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import numpy as np
@@ -789,11 +788,7 @@ class CoupledFrameDynamics:
         st = self.stepper
         if cfg.element_threads is not None and cfg.element_threads < 1:
             raise ValueError(f"element_threads must be at least 1, got {cfg.element_threads}")
-        st.fem.kernel_threads = (
-            KernelThreads(2)
-            if cfg.element_threads is None
-            else min(int(cfg.element_threads), os.cpu_count() or 1)
-        )
+        st.fem.kernel_threads = KernelThreads(2, requested=cfg.element_threads)
         self.n = st.n
         # The skin hangs below the skeleton's soles: stand the robot on the skin.
         self.lift = max(0.0, -float(skin.mesh.vertices[:, 2].min()))

@@ -15,6 +15,7 @@ The skin is a small one (tests/skinned/_pad_skin.py: an 8 mm silicone pad around
 """
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -58,8 +59,6 @@ def test_the_element_loop_threads_follow_the_config_and_refuse_zero(beetle, monk
     cores) unless DRAKEBOTS_FEM_THREADS says otherwise; an explicit count wins over the
     variable; fewer than one is refused by name. (The two-thread loop's results:
     tests/fem/test_kernels.py.)"""
-    import os
-
     model, skin, _ = beetle
     cores = os.cpu_count() or 1
     monkeypatch.delenv("DRAKEBOTS_FEM_THREADS", raising=False)
