@@ -223,11 +223,19 @@ def test_pardiso_keeps_its_analysis_for_a_pattern_inside_the_analysed_one():
     coupled = full.copy().tolil()
     coupled[0, 431] = coupled[431, 0] = -0.5  # an entry outside the Laplacian's pattern
     b = np.random.default_rng(7).standard_normal(432)
+    farther = full.copy().tolil()
+    farther[3, 200] = farther[200, 3] = -0.25  # another entry, outside the union so far
     factor = PardisoFactor()
-    for A, analyses in ((full, 1), (diagonal, 1), (coupled.tocsc(), 2), (full, 2)):
+    steps = ((full, 1), (diagonal, 1), (coupled.tocsc(), 2), (full, 2), (farther.tocsc(), 3))
+    seen = set()
+    for A, analyses in steps:
         x = factor.Factor(A).solve(b)
         np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-10)
         assert factor._pardiso.analyses == analyses
+        # The analysed pattern is the union of the upper triangles given so far (NumPy's).
+        upper = sp.triu(A).tocoo()
+        seen |= set((upper.row.astype(np.int64) * 432 + upper.col).tolist())
+        np.testing.assert_array_equal(factor._pardiso._keys, np.array(sorted(seen)))
 
 
 @needs_pardiso
