@@ -660,6 +660,52 @@ def test_self_collision_penalty_along_the_contact_normal(ball):
         assert f[dof] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
 
 
+def test_self_collision_pairs_kept_between_evaluations_are_the_trees_pairs(ball):
+    """The self-collision pairs from the kept candidate list (`_SelfCollisionPairs`, a Verlet
+    list) are the pairs a new k-d tree finds (SciPy's query_pairs, with the rest filter), over
+    moves below the list's half margin (the list kept) and above it (found again). The last
+    move brings two outer vertices from outside the candidates' reach to within r, each by
+    0.55 of the margin: a list kept for moves up to the whole margin would miss them."""
+    from scipy.spatial import cKDTree
+
+    plant, instance, skin = ball
+    r = 0.003
+    stepper = CoupledSkinSkeleton(
+        plant, instance, skin, CouplingConfig(self_collision_distance=r), skeleton=None
+    )
+    outer = np.flatnonzero(skin.outer)
+    rest = skin.mesh.vertices[outer]
+
+    def TreePairs(O):
+        pairs = cKDTree(O).query_pairs(r, output_type="ndarray")
+        far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r
+        return sorted(map(tuple, pairs[far].tolist()))
+
+    rng = np.random.default_rng(3)
+    # A squashed ball: its top and bottom outer vertices come within a few r of each other.
+    O = rest * np.array([1.0, 1.0, 0.08])
+    lists = []
+    for scale in (0.0, 0.2 * r, 0.4 * r, 3 * r, 0.3 * r):
+        O = O + scale * rng.uniform(-0.5, 0.5, O.shape) / np.sqrt(3)
+        pairs = stepper._SelfCollisionPairs(O, r)
+        assert sorted(map(tuple, pairs.tolist())) == TreePairs(O)
+        lists.append(stepper._pair_candidates)
+    assert len(TreePairs(O)) > 0
+    assert lists[1] is lists[0] and lists[3] is not lists[2]  # kept, then found again
+    # Two vertices just beyond the candidates' reach (r + margin = 2 r), far apart at rest.
+    a, b = 0, int(np.argmax(np.linalg.norm(rest - rest[0], axis=1)))
+    O = O.copy()
+    O[b] = O[a] + np.array([2.05 * r, 0.0, 0.0])
+    stepper._SelfCollisionPairs(O, r)
+    assert (a, b) not in map(tuple, stepper._pair_candidates[1].tolist())
+    O = O.copy()
+    O[a] += [0.55 * r, 0.0, 0.0]
+    O[b] -= [0.55 * r, 0.0, 0.0]
+    pairs = stepper._SelfCollisionPairs(O, r)
+    assert (a, b) in map(tuple, pairs.tolist())
+    assert sorted(map(tuple, pairs.tolist())) == TreePairs(O)
+
+
 def test_penalty_law_is_continuously_differentiable_at_the_surface(ball):
     """The penalty law p(z) of the collision penalties: zero at the surface with zero slope, the
     derivative of its energy, its slope the derivative of p (central differences, both across the
