@@ -519,9 +519,9 @@ class CoupledSkinSkeleton:
         # (box, box vertex): the vertices each box overlapped in the home pose (Penalties).
         self._box_exempt = np.array([box[4][self.box_vertices] for box in self._boxes], bool)
         self._outer = np.flatnonzero(skin.outer)
-        self._rest_tree = cKDTree(skin.mesh.vertices[self._outer])
         # The self-collision candidates (_SelfCollisionPairs): the outer positions they were
-        # found at and the pairs within the distance plus a margin there, far apart at rest.
+        # found at, the pairs within the distance plus a margin there (far apart at rest), and
+        # the distance they were found for.
         self._pair_candidates = None
         self.lift = float(lift)
         self.floating = [
@@ -809,12 +809,11 @@ class CoupledSkinSkeleton:
         """
         margin = r
         cache = self._pair_candidates
-        if cache is not None and len(cache[0]) == len(O):
+        if cache is not None:
+            # Found for another distance (the config changed), or a vertex moved m / 2.
             moved = np.einsum("ij,ij->i", O - cache[0], O - cache[0]).max(initial=0.0)
-            if moved > (margin / 2) ** 2:
+            if cache[2] != r or moved > (margin / 2) ** 2:
                 cache = None
-        else:
-            cache = None
         if cache is None:
             pairs = cKDTree(O).query_pairs(r + margin, output_type="ndarray")
             if len(pairs):
@@ -822,7 +821,7 @@ class CoupledSkinSkeleton:
                 far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r
                 pairs = pairs[far]
                 pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-            cache = self._pair_candidates = (O.copy(), pairs.reshape(-1, 2))
+            cache = self._pair_candidates = (O.copy(), pairs.reshape(-1, 2), r)
         candidates = cache[1]
         d = O[candidates[:, 0]] - O[candidates[:, 1]]
         return candidates[np.einsum("ij,ij->i", d, d) <= r * r]

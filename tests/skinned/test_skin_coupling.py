@@ -704,6 +704,11 @@ def test_self_collision_pairs_kept_between_evaluations_are_the_trees_pairs(ball)
     pairs = stepper._SelfCollisionPairs(O, r)
     assert (a, b) in map(tuple, pairs.tolist())
     assert sorted(map(tuple, pairs.tolist())) == TreePairs(O)
+    # Another distance (a config changed between evaluations) finds its own candidates.
+    wide = cKDTree(O).query_pairs(2 * r, output_type="ndarray")
+    wide = wide[np.linalg.norm(rest[wide[:, 0]] - rest[wide[:, 1]], axis=1) > 8 * r]
+    pairs = stepper._SelfCollisionPairs(O, 2 * r)
+    assert sorted(map(tuple, pairs.tolist())) == sorted(map(tuple, wide.tolist()))
 
 
 def test_penalty_law_is_continuously_differentiable_at_the_surface(ball):
