@@ -30,6 +30,12 @@ This module binds only what drakebots uses, and checks it:
   PARDISO perturbs are counted, and every solve is checked by the caller's backward error.
 - Phase 331 (forward substitution) gives the half-solve Y = L⁻¹ P B, so Bᵀ A⁻¹ B = Yᵀ Y costs half
   a full solve.
+- A Schur block (iparm[35] = 1, `schur_columns` W fixed for the handle): A is factorised bordered,
+  [[A, W], [Wᵀ, 0]] with the border's rows last, and the numeric phase returns the border's Schur
+  complement -Wᵀ A⁻¹ W. Its forward substitution of [B; 0] gives L⁻¹ P B and, in the border's
+  rows, -Wᵀ A⁻¹ B; A⁻¹ B is that substitution with the border's part zeroed, then the backward
+  one (phase 33 would solve the bordered system instead, which needs the Schur complement
+  factorised: it is not called). PARDISO then takes its own ordering (perm marks the border).
 - The symbolic analysis (phase 11) is redone only when the sparsity pattern gains an entry: a
   pattern inside the analysed one is factorised in it (its missing entries zero), and one with a
   new entry is analysed as the union of both, so the pattern of a run's Newton matrices settles
@@ -145,9 +151,21 @@ class Pardiso:
     Args:
         mtype: `POSITIVE_DEFINITE` (2, Cholesky; `Factor` raises `NonPositivePivot` for a matrix
             that is not) or `INDEFINITE` (-2, Bunch-Kaufman LDLᵀ; `inertia` is set).
+        ordering: None (PARDISO's METIS), "natural", a permutation, or a function of the matrix
+            returning one (`_Permutation`).
+        schur_columns: a sparse n x k matrix W, fixed for the handle's life (mtype 2 only, with
+            PARDISO's own ordering). `Factor(A)` then factorises the bordered matrix
+            [[A, W], [Wᵀ, 0]] with its last k rows as PARDISO's Schur block (iparm[35] = 1): the
+            Cholesky factor of A and, in the same pass, `schur_complement` = Wᵀ A⁻¹ W (k x k).
+            `Solve` and `ForwardSolve` stay solves with A (n rows), and
+            `ForwardSolveWithColumns(B)` gives L⁻¹ P B together with Wᵀ A⁻¹ B. Why: the
+            frame-by-frame QPCC's compliance needs Wᵀ A⁻¹ W for its 3P patch columns, fixed for
+            a whole walk; a forward half-solve of those columns costs about 4 ms each through
+            the whole factor, while the factorisation reaches only the part of the elimination
+            tree above their few rows (Findings 15 in docs/reproductions/skinned.md).
     """
 
-    def __init__(self, mtype: int = POSITIVE_DEFINITE, ordering=None):
+    def __init__(self, mtype: int = POSITIVE_DEFINITE, ordering=None, schur_columns=None):
         self._lib = Library()
         if self._lib is None:
             raise PardisoError("MKL PARDISO is not available (pip install mkl)")
@@ -178,6 +196,22 @@ class Pardiso:
         self.ordering = ordering
         self._perm_arg = None  # the permutation handed to PARDISO (iparm[4] = 1), int32
         self._user_perm = None  # (n, permutation) made by a callable `ordering`, kept
+        self._columns = None  # the Schur block's columns W (n x k, CSC), or None
+        self._lead = 0  # rows of A (the PARDISO matrix has _lead + k)
+        self.schur_complement = None  # Wᵀ A⁻¹ W after `Factor` (schur_columns only)
+        if schur_columns is not None and schur_columns.shape[1] > 0:
+            if mtype != POSITIVE_DEFINITE:
+                raise ValueError("PARDISO's Schur block is bound here for mtype 2 only")
+            if ordering is not None:
+                raise ValueError(
+                    "PARDISO computes a Schur complement in its own ordering (perm marks the "
+                    "Schur rows): give no ordering with schur_columns"
+                )
+            W = sp.csc_matrix(schur_columns)
+            W.sum_duplicates()
+            W.sort_indices()
+            self._columns = W
+            iparm[35] = 1  # the Schur complement of the last k rows, in the numeric phase
 
     def _Permutation(self, A) -> np.ndarray | None:
         """The fill-reducing order the analysis takes: None (PARDISO's METIS), the identity
@@ -252,7 +286,8 @@ class Pardiso:
             )
 
     def Factor(self, A) -> "Pardiso":
-        """Factorise the symmetric matrix A (its upper triangle is read)."""
+        """Factorise the symmetric matrix A (its upper triangle is read); with `schur_columns`,
+        the bordered matrix [[A, W], [Wᵀ, 0]] and its Schur complement (class docstring)."""
         A = sp.csc_matrix(A)
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"PARDISO takes a square matrix (got {A.shape})")
@@ -260,13 +295,19 @@ class Pardiso:
             raise ValueError(f"PARDISO (LP64) takes under 2^31 non-zeros (got {A.nnz})")
         if not A.has_sorted_indices:
             A = A.sorted_indices()
+        n = A.shape[0]
+        W = self._columns
+        if W is not None and W.shape[0] != n:
+            raise ValueError(f"schur_columns have {W.shape[0]} rows, the matrix {n}")
+        k = 0 if W is None else W.shape[1]
+        N = n + k  # PARDISO's matrix: A, bordered by W's k columns where given
         pattern = (A.shape, A.indptr.tobytes(), A.indices.tobytes())
         if pattern != self._pattern:
             # A symmetric matrix's CSC arrays are the CSR arrays of Aᵀ = A: row r's entries are
             # column r's. PARDISO reads the upper triangle (column index >= row) of that CSR.
-            rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+            rows = np.repeat(np.arange(n), np.diff(A.indptr))
             upper = A.indices >= rows
-            stored = np.zeros(A.shape[0], dtype=bool)
+            stored = np.zeros(n, dtype=bool)
             stored[rows[A.indices == rows]] = True
             missing = np.flatnonzero(~stored)
             if len(missing):
@@ -275,11 +316,10 @@ class Pardiso:
                     f"PARDISO needs the full diagonal stored ({len(missing)} diagonal entries "
                     "missing from the sparsity pattern)"
                 )
-            n = A.shape[0]
-            own = rows[upper].astype(np.int64) * n + A.indices[upper]  # sorted (CSR order)
+            own = rows[upper].astype(np.int64) * N + A.indices[upper]  # sorted (CSR order)
             self._upper = np.flatnonzero(upper)
             keys, analyse = own, True
-            if self._analysed and n == self._n:
+            if self._analysed and N == self._n:
                 # A pattern inside the analysed one (entries that are zero now: a penalty pair
                 # that separated, a skin vertex that left a skeleton box) puts its values into
                 # the analysed pattern, whose analysis is kept; one with a new entry is analysed
@@ -296,19 +336,34 @@ class Pardiso:
                     # outside PARDISO, where the insertion takes 0.02 s (issue 52, measured).
                     new = np.unique(own[self._keys[at] != own])
                     keys = np.insert(self._keys, np.searchsorted(self._keys, new), new)
+            elif k:
+                # The border: W's entries in rows < n (columns n + j) and the Schur block's
+                # diagonal (zeros, stored as PARDISO needs).
+                W_coo = W.tocoo()
+                border = W_coo.row.astype(np.int64) * N + n + W_coo.col
+                corner = (n + np.arange(k, dtype=np.int64)) * (N + 1)
+                keys = np.unique(np.concatenate([own, border, corner]))
             # Where each of A's upper entries goes in the analysed pattern (None: in place).
             self._scatter = None if len(keys) == len(own) else np.searchsorted(keys, own)
             self._pattern = pattern
             if analyse:
                 self._Release()
                 self._keys = keys
-                counts = np.bincount(keys // n, minlength=n)
+                counts = np.bincount(keys // N, minlength=N)
                 self._indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-                self._indices = (keys % n).astype(np.int32)
-                self._n = n
+                self._indices = (keys % N).astype(np.int32)
+                self._n, self._lead = N, n
+                if k:
+                    W_coo = W.tocoo()
+                    border = W_coo.row.astype(np.int64) * N + n + W_coo.col
+                    self._border = (np.searchsorted(keys, border), W_coo.data.copy())
+                    marks = np.zeros(N, dtype=np.int32)
+                    marks[n:] = 1  # iparm[35]: perm marks the Schur block's rows
+                    self._perm_arg, self._iparm[4] = marks, 0
+                else:
+                    self._perm_arg = self._Permutation(A)
+                    self._iparm[4] = 0 if self._perm_arg is None else 1
                 self._SetData(A)
-                self._perm_arg = self._Permutation(A)
-                self._iparm[4] = 0 if self._perm_arg is None else 1
                 self._Call(11)
                 self._analysed = True
                 self.analyses += 1
@@ -317,17 +372,24 @@ class Pardiso:
                 self._SetData(A)
         else:
             self._SetData(A)
-        self._Call(22)
+        if k:
+            S = np.empty((k, k))
+            self._Call(22, None, S)
+            # PARDISO returns the Schur complement of the bordered matrix, 0 - Wᵀ A⁻¹ W.
+            self.schur_complement = -0.5 * (S + S.T)
+        else:
+            self._Call(22)
         self.perturbed_pivots = int(self._iparm[13])
         if self.mtype == INDEFINITE:
             self.inertia = (int(self._iparm[21]), int(self._iparm[22]))
         else:
             pivots, diagonal = self.Pivots()
-            ratio = pivots / diagonal
+            # (with a Schur block its rows come last in the elimination and are not pivots)
+            ratio = pivots[:n] / diagonal[:n]
             worst = int(np.argmin(ratio)) if len(ratio) else 0
             if len(ratio) and not ratio[worst] > SINGULAR_PIVOT_RATIO:
                 raise NonPositivePivot(
-                    f"PARDISO: the {self._n}x{self._n} matrix is singular to working precision "
+                    f"PARDISO: the {n}x{n} matrix is singular to working precision "
                     f"(a pivot {ratio[worst]:.1e} of its diagonal entry)"
                 )
         return self
@@ -340,6 +402,9 @@ class Pardiso:
         else:
             self._data = np.zeros(len(self._keys))
             self._data[self._scatter] = values
+            if self._columns is not None:
+                at, border = self._border
+                self._data[at] = border
 
     def Pivots(self) -> tuple[np.ndarray, np.ndarray]:
         """The Cholesky pivots (L_ii², in PARDISO's elimination order) and the matrix's diagonal
@@ -360,22 +425,48 @@ class Pardiso:
 
     def _Rhs(self, B):
         B = np.asarray(B, dtype=np.float64)
-        if B.shape[0] != self._n:
-            raise ValueError(f"right-hand side has {B.shape[0]} rows, the matrix {self._n}")
-        return np.asfortranarray(B.reshape(self._n, -1)), B.shape
+        n = self._lead
+        if B.shape[0] != n:
+            raise ValueError(f"right-hand side has {B.shape[0]} rows, the matrix {n}")
+        if self._n == n:
+            return np.asfortranarray(B.reshape(n, -1)), B.shape
+        rhs = np.zeros((self._n, B.size // max(n, 1)), order="F")  # the Schur rows' part zero
+        rhs[:n] = B.reshape(n, -1)
+        return rhs, B.shape
 
     def _Phase(self, phase: int, B) -> np.ndarray:
         rhs, shape = self._Rhs(B)
         x = np.empty_like(rhs, order="F")  # every entry written (a zeroed one cost 23 ms)
         self._Call(phase, rhs, x, nrhs=rhs.shape[1])
-        return x.reshape(shape)
+        return x
 
     def Solve(self, B) -> np.ndarray:
         """A⁻¹ B (B: (n,) or (n, k))."""
-        return self._Phase(33, B)
+        if self._n == self._lead:
+            return self._Phase(33, B).reshape(np.shape(B))
+        # With a Schur block PARDISO's phase 33 solves the bordered system, which needs its
+        # Schur complement factorised; A⁻¹ B is the forward substitution with the Schur rows'
+        # unknowns set to zero, then the backward one (phase 332, the diagonal, is the identity
+        # for a Cholesky factor).
+        y = self._Phase(331, B)
+        y[self._lead :] = 0.0
+        x = np.empty_like(y, order="F")
+        self._Call(333, y, x, nrhs=y.shape[1])
+        return x[: self._lead].reshape(np.shape(B))
 
     def ForwardSolve(self, B) -> np.ndarray:
         """L⁻¹ P B of the Cholesky factor P A Pᵀ = L Lᵀ (mtype 2 only), so Bᵀ A⁻¹ B = Yᵀ Y."""
+        return self.ForwardSolveWithColumns(B)[0]
+
+    def ForwardSolveWithColumns(self, B) -> tuple[np.ndarray, np.ndarray | None]:
+        """(L⁻¹ P B, Wᵀ A⁻¹ B): the forward half-solve and, with `schur_columns` W, its border's
+        rows, which the bordered factor's forward substitution gives at once (for [B; 0] they
+        are 0 - Wᵀ A⁻¹ B); without W the second is None."""
         if self.mtype != POSITIVE_DEFINITE:
             raise ValueError("a forward half-solve needs the positive-definite factorisation")
-        return self._Phase(331, B)
+        y = self._Phase(331, B)
+        n, shape = self._lead, np.shape(B)
+        Y = y[:n].reshape(shape)
+        if self._n == n:
+            return Y, None
+        return Y, -y[n:].reshape((self._n - n,) + shape[1:])

@@ -298,15 +298,21 @@ class PardisoFactor(_Checked):
     """MKL PARDISO behind the same interface (drakebots.fem.pardiso): its Cholesky (mtype 2)
     raising `NotPositiveDefinite` for a matrix that is not positive definite, or with
     `positive_definite=False` its Bunch-Kaufman LDLᵀ (mtype -2) for an indefinite one. The
-    symbolic analysis (PARDISO's METIS nested dissection) is reused while the pattern stays."""
+    symbolic analysis (PARDISO's METIS nested dissection) is reused while the pattern stays.
 
-    def __init__(self, positive_definite: bool = True, ordering=None):
+    With `schur_columns` W (n x k, sparse, fixed; positive definite only, PARDISO's own order)
+    each factorisation also gives `schur_complement` = Wᵀ A⁻¹ W, and `HalfSolveWithColumns`
+    the half-solve with Wᵀ A⁻¹ B (drakebots.fem.pardiso.Pardiso)."""
+
+    def __init__(self, positive_definite: bool = True, ordering=None, schur_columns=None):
         from drakebots.fem import pardiso
 
         self.positive_definite = bool(positive_definite)
         self.ordering = ordering
         self._pardiso = pardiso.Pardiso(
-            pardiso.POSITIVE_DEFINITE if positive_definite else pardiso.INDEFINITE, ordering
+            pardiso.POSITIVE_DEFINITE if positive_definite else pardiso.INDEFINITE,
+            ordering,
+            schur_columns=schur_columns,
         )
 
     def Factor(self, A) -> "PardisoFactor":
@@ -331,6 +337,15 @@ class PardisoFactor(_Checked):
     def HalfSolve(self, B) -> np.ndarray:
         """Y = L⁻¹ P B (dense B), so that Bᵀ A⁻¹ B = Yᵀ Y."""
         return self._pardiso.ForwardSolve(B)
+
+    @property
+    def schur_complement(self) -> np.ndarray | None:
+        """Wᵀ A⁻¹ W of the last factorisation (with `schur_columns`), else None."""
+        return self._pardiso.schur_complement
+
+    def HalfSolveWithColumns(self, B) -> tuple[np.ndarray, np.ndarray | None]:
+        """(L⁻¹ P B, Wᵀ A⁻¹ B) for dense B (the second None without `schur_columns`)."""
+        return self._pardiso.ForwardSolveWithColumns(B)
 
 
 class DenseCholesky(_Checked):

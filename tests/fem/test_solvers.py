@@ -238,6 +238,59 @@ def test_pardiso_keeps_its_analysis_for_a_pattern_inside_the_analysed_one():
         np.testing.assert_array_equal(factor._pardiso._keys, np.array(sorted(seen)))
 
 
+def _Columns(n: int, k: int, seed: int) -> sp.csc_matrix:
+    """k sparse columns of n rows, each on 3-9 rows (a sole patch's force distribution)."""
+    rng = np.random.default_rng(seed)
+    cols = []
+    for _ in range(k):
+        rows = rng.choice(n, rng.integers(3, 10), replace=False)
+        col = np.zeros(n)
+        col[rows] = rng.standard_normal(len(rows))
+        cols.append(col)
+    return sp.csc_matrix(np.array(cols).T)
+
+
+@needs_pardiso
+def test_pardiso_schur_block_gives_the_compliance_of_its_columns():
+    """A factorisation bordered by fixed columns W (PARDISO's Schur block): its Schur complement
+    is Wᵀ A⁻¹ W, its half-solve's border Wᵀ A⁻¹ B and its Gram Bᵀ A⁻¹ B, its solves A⁻¹ b, each
+    against LAPACK's dense solve, over new values, a pattern inside the analysed one and a grown
+    pattern (a new entry: the border must follow the new analysis)."""
+    from drakebots.fem.solvers import PardisoFactor
+
+    full = (_Laplacian() + 2.0 * sp.identity(432)).tocsc()
+    grown = full.copy().tolil()
+    grown[5, 400] = grown[400, 5] = -0.5  # outside the Laplacian's pattern
+    W = _Columns(432, 7, seed=8)
+    rng = np.random.default_rng(9)
+    B = rng.standard_normal((432, 4))
+    b = rng.standard_normal(432)
+    factor = PardisoFactor(schur_columns=W)
+    steps = ((full, 1), ((3.0 * full).tocsc(), 1), (sp.diags(full.diagonal()).tocsc(), 1))
+    for A, analyses in steps + ((grown.tocsc(), 2), (full, 2)):
+        factor.Factor(A)
+        dense = A.toarray()
+        A_inv_W = np.linalg.solve(dense, W.toarray())
+        np.testing.assert_allclose(factor.schur_complement, W.T @ A_inv_W, rtol=1e-10, atol=1e-14)
+        Y, Z = factor.HalfSolveWithColumns(B)
+        np.testing.assert_allclose(Y.T @ Y, B.T @ np.linalg.solve(dense, B), rtol=1e-10)
+        np.testing.assert_allclose(Z, A_inv_W.T @ B, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(factor.solve(b), np.linalg.solve(dense, b), rtol=1e-10)
+        np.testing.assert_allclose(factor.solve(B), np.linalg.solve(dense, B), rtol=1e-10)
+        assert factor._pardiso.analyses == analyses
+
+
+@needs_pardiso
+def test_pardiso_schur_block_still_refuses_an_indefinite_matrix_and_a_given_order():
+    from drakebots.fem import pardiso
+    from drakebots.fem.solvers import PardisoFactor
+
+    with pytest.raises(NotPositiveDefinite):
+        PardisoFactor(schur_columns=_Columns(432, 3, seed=10)).Factor(_Indefinite())
+    with pytest.raises(ValueError, match="own ordering"):
+        pardiso.Pardiso(ordering="natural", schur_columns=_Columns(432, 3, seed=10))
+
+
 @needs_pardiso
 def test_pardiso_refuses_a_pattern_without_its_diagonal():
     A = _Spd().tolil()
