@@ -17,7 +17,10 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   self-collision pairs in the factorised skin block's (growing) pattern instead of the Schur
   condensation's low-rank columns (`CoupledFrameConfig.pair_columns`), e.g.
   `auto/schur/auto/inline`; a fifth, a count, the element loop's threads
-  (`CoupledFrameConfig.element_threads`, default 2), e.g. `auto/schur,auto/schur/auto/columns/1`.
+  (`CoupledFrameConfig.element_threads`, default 2), e.g. `auto/schur,auto/schur/auto/columns/1`;
+  a sixth, `halfsolve`, sends the patches' columns through the half-solve instead of bordering
+  PARDISO's factor as its Schur block (`CoupledFrameConfig.patch_schur`), e.g.
+  `auto/schur,auto/schur/auto/columns/auto/halfsolve`.
 - `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
@@ -362,6 +365,7 @@ def _DesignFrames(
     kernel: str = "auto",
     pairs: str = "columns",
     threads: str = "auto",
+    patches: str = "border",
 ):
     """The first `frames` frames of the design run's first frame-by-frame pass, with the coupled
     frames factorised by `solver` and condensed by `condensation` (the design workflow runs
@@ -404,10 +408,20 @@ def _DesignFrames(
             # config's default, or a count (a variant's fifth part, e.g. auto/schur/auto/columns/1).
             if threads != "auto":
                 dyn.stepper.fem.kernel_threads = KernelThreads(requested=int(threads))
-            if condensation != "schur":  # the config is read when the factor is made
+            # The patches' columns (CoupledFrameConfig.patch_schur): "border", PARDISO's Schur
+            # block, or "halfsolve" (the reference; a variant's sixth part).
+            if patches not in ("border", "halfsolve"):
+                raise ValueError(f"unknown patches '{patches}' (border or halfsolve)")
+            dyn.config.patch_schur = patches == "border"
+            # The config is read when the factor is made.
+            if condensation != "schur":
                 from drakebots.skinned.qpcc_coupled import _ReducedFactor
 
                 dyn._factor = _ReducedFactor(dyn.config.linear_solver, model.nv)
+            elif patches != "border":
+                from drakebots.skinned.qpcc_coupled import _SchurCondensation
+
+                dyn._factor = _SchurCondensation(dyn.config.linear_solver)
             return dyn
 
         return Make, name
@@ -609,15 +623,17 @@ def DesignFramesSection(args) -> dict:
         runs = {}
         for variant in args.design_variants:
             parts = variant.split("/")
-            defaults = ["auto", "schur", "auto", "columns", "auto"]
-            solver, condensation, kernel, pairs, threads = (parts + defaults[len(parts) :])[:5]
+            defaults = ["auto", "schur", "auto", "columns", "auto", "border"]
+            solver, condensation, kernel, pairs, threads, patches = (
+                parts + defaults[len(parts) :]
+            )[:6]
             print(
                 f"[design] {name}: {args.design_frames} frames, {solver}, {condensation} ...",
                 flush=True,
             )
             load = os.getloadavg()[0]
             frames, dynamics, cpu = _DesignFrames(
-                workload, args.design_frames, solver, condensation, kernel, pairs, threads
+                workload, args.design_frames, solver, condensation, kernel, pairs, threads, patches
             )
             runs[variant] = frames
             times = np.asarray(frames.frame_time, float)
@@ -629,6 +645,7 @@ def DesignFramesSection(args) -> dict:
                 "element_loop": dynamics.stepper.fem.kernel,
                 "element_threads": int(dynamics.stepper.fem.kernel_threads),
                 "self_collision_pairs": pairs if condensation == "schur" else "inline",
+                "patch_columns": patches if condensation == "schur" else "in K_red",
                 "pattern_analyses": int(getattr(dynamics._factor, "analyses", 0)),
                 "frames_done": int(frames.frames_done),
                 "infeasible": [int(i) for i, _ in frames.infeasible],

@@ -160,6 +160,13 @@ class CoupledFrameConfig:
     # made once), or in the skin block's pattern, grown as new pairs meet (False: the
     # reference). The direct path always factorises them in K_red.
     pair_columns: bool = True
+    # With "schur" and PARDISO: the patches' force columns W_f border the skin block as
+    # PARDISO's Schur block, so each factorisation also gives W_fᵀ A⁻¹ W_f and the half-solve
+    # carries only [B, r_f] (True, the default; `_SchurCondensation`); False: the patches'
+    # columns go through the half-solve with the rest (the reference path). CHOLMOD and SuperLU
+    # always take the half-solve (the Schur block is PARDISO's feature). Issue 52, measured on
+    # the monster walk's first 20 design frames: Findings 15 in docs/reproductions/skinned.md.
+    patch_schur: bool = True
     # Threads of the skin's compiled element loop (FemModel.kernel_threads) in the frames and
     # the settle; None: DRAKEBOTS_FEM_THREADS where set, else 2 (at most the machine's cores).
     # Issue 52: on the monster's 0.06 m/s walk (its folded 42.9k-vertex skin, the first 12
@@ -369,7 +376,15 @@ class _SchurCondensation:
         G = Yᵀ Y,  S = C - G_BB,  X = S⁻¹ G_BW,
         Oᵀ K_red⁻¹ O = [[G_WW + G_BWᵀ X, -Xᵀ], [-X, S⁻¹]]
 
-    (block inversion of K_red), and a solve K_red [x_f; x_v] = [r_f; r_v] is
+    (block inversion of K_red). With PARDISO and the patches' columns given at construction
+    (`patch_columns`, the default of `CoupledFrameDynamics`), A is factorised bordered by
+    W_f as PARDISO's Schur block: the same pass gives G_WW = W_fᵀ A⁻¹ W_f, and the half-solve of
+    [B, r_f] alone gives the rest (its forward substitution through the border yields
+    W_fᵀ A⁻¹ [B, r_f]). The patches are 60 of the monster walk's 84-110 columns, each 20-38
+    rows; a half-solve column costs about 4 ms through the whole factor, while the border
+    costs the factorisation only the part of the elimination tree above those rows (issue 52,
+    Findings 15 in docs/reproductions/skinned.md). A solve
+    K_red [x_f; x_v] = [r_f; r_v] is
     a = A⁻¹ r_f, x_v = S⁻¹ (r_v - Bᵀ a), x_f = a - A⁻¹ B x_v (two solves with A, each checked
     by its backward error; the whole block solution is checked once more against K_red's rows
     and refined once where it misses). The old path (`CoupledFrameConfig.condensation =
@@ -392,11 +407,20 @@ class _SchurCondensation:
     made once for the whole walk.
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, patch_columns: sp.spmatrix | None = None):
         if name not in LINEAR_SOLVERS:
             raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
         self.name = ResolveBackend(name)
-        self._factor = SpdFactor(self.name, self._Ordering)
+        # The patches' columns W, fixed for the dynamics' life: with PARDISO they border A as
+        # its Schur block, so each factorisation also gives Wᵀ A⁻¹ W (class docstring).
+        self._patches = self._patches_dense = None
+        if patch_columns is not None and patch_columns.shape[1]:
+            self._patches_dense = sp.csc_matrix(patch_columns).toarray(order="F")
+        if self._patches_dense is not None and self.name == "pardiso":
+            self._patches = sp.csc_matrix(patch_columns)
+            self._factor = PardisoFactor(schur_columns=self._patches)
+        else:
+            self._factor = SpdFactor(self.name, self._Ordering)
         self._rng = np.random.default_rng(0)
         self._pattern = None  # (indptr, indices) of the factorised A (a superset)
         self._keys = None  # sorted column-major keys of that pattern
@@ -489,9 +513,11 @@ class _SchurCondensation:
         # columns, so S is formed there (`Condense`), or by `Solve` where no Condense came.
         self._S = None
 
-    def _Gram(self, W: np.ndarray, r: np.ndarray) -> np.ndarray:
+    def _Gram(self, W: np.ndarray | None, r: np.ndarray) -> np.ndarray:
         """Rᵀ A⁻¹ R for R = [W, B, r] by a forward half-solve (PARDISO, CHOLMOD) or full
-        solves."""
+        solves; W None: the patch columns bordering PARDISO's factor (class docstring)."""
+        if W is None:
+            return self._BorderedGram(r)
         nw, nb = W.shape[1], self._C.shape[0]
         R = np.empty((self._n, nw + nb + 1), order="F")
         R[:, :nw] = W
@@ -507,6 +533,26 @@ class _SchurCondensation:
             _CheckHalfSolve(self.name, G, R, f.solve, self._rng)
         else:
             G = R.T @ f.solve(R)
+        return 0.5 * (G + G.T)
+
+    def _BorderedGram(self, r: np.ndarray) -> np.ndarray:
+        """[W, B, r]ᵀ A⁻¹ [W, B, r] with W the patch columns of the bordered factor: Wᵀ A⁻¹ W is
+        the factorisation's Schur complement, Y = L⁻¹ P [B, r] and Wᵀ A⁻¹ [B, r] come from one
+        forward substitution, [B, r]ᵀ A⁻¹ [B, r] = Yᵀ Y; checked as `_Gram` is."""
+        f = self._factor
+        nw, nb = self._patches.shape[1], self._C.shape[0]
+        R = np.empty((self._n, nb + 1), order="F")
+        R[:, :nb] = self._B_dense
+        R[:, -1] = r
+        Y, Z = f.HalfSolveWithColumns(R)
+        G = np.empty((nw + nb + 1,) * 2)
+        with SingleThreadedBlas():
+            G_R = sla_blas.dsyrk(1.0, Y, trans=1, lower=0)
+        G[nw:, nw:] = np.triu(G_R) + np.triu(G_R, 1).T
+        G[:nw, :nw] = f.schur_complement
+        G[:nw, nw:] = Z
+        G[nw:, :nw] = Z.T
+        _CheckHalfSolve(self.name, G, (self._patches, R), f.solve, self._rng)
         return 0.5 * (G + G.T)
 
     def _SetSchur(self, G_BB: np.ndarray) -> None:
@@ -554,8 +600,9 @@ class _SchurCondensation:
         """K_red's skeleton rows as the extended system's (zeros on the columns' rows)."""
         return np.concatenate([r_v, np.zeros(self._C.shape[0] - self._nv)])
 
-    def Condense(self, W: np.ndarray, rhs: np.ndarray):
-        """(Oᵀ K_red⁻¹ O for O = diag(W, I_nv), x_v, Wᵀ x_f) for W dense (nf x 3P) and the
+    def Condense(self, W: np.ndarray | None, rhs: np.ndarray):
+        """(Oᵀ K_red⁻¹ O for O = diag(W, I_nv), x_v, Wᵀ x_f) for W dense (nf x 3P; None: the
+        `patch_columns` given at construction, bordering PARDISO's factor where it is used) and the
         constant response x = K_red⁻¹ rhs, all from one half-solve of [W, B, r_f]: with
         G = [W, B, r_f]ᵀ A⁻¹ [W, B, r_f], x_v = S⁻¹ (r_v - G_Br) and
         Wᵀ x_f = Wᵀ A⁻¹ (r_f - B x_v) = G_Wr - G_WB x_v. The constant response used to cost
@@ -564,9 +611,14 @@ class _SchurCondensation:
         S (`_SetSchur`); only the skeleton's part of the answers is returned."""
         import scipy.linalg as sla
 
+        bordered = W is None and self._patches is not None
+        if W is None:
+            if self._patches_dense is None:
+                raise ValueError("Condense(None, rhs) needs the patch columns at construction")
+            W = self._patches_dense
         nw, n, nv = W.shape[1], self._n, self._nv
         nb = self._C.shape[0]
-        G = self._Gram(W, rhs[:n])
+        G = self._Gram(None if bordered else W, rhs[:n])
         G_WW, G_BW, G_BB = G[:nw, :nw], G[nw : nw + nb, :nw], G[nw : nw + nb, nw : nw + nb]
         G_Wr, G_Br = G[:nw, -1], G[nw : nw + nb, -1]
         self._SetSchur(G_BB)
@@ -813,15 +865,17 @@ class CoupledFrameDynamics:
             raise ValueError(
                 f"unknown condensation '{cfg.condensation}' (known: {', '.join(CONDENSATIONS)})"
             )
-        if cfg.condensation == "schur":
-            self._factor = _SchurCondensation(cfg.linear_solver)
-        else:
-            self._factor = _ReducedFactor(cfg.linear_solver, self.model.nv)
-        self.solver_name = self._factor.name
         # The patches' force distribution on the free rows, dense (the compliance's right-hand
         # sides; made once: 0.1 s a frame on the monster's skin).
         self._W_f_sparse = self.patches.W[self.free].tocsc()
         self._W_f = self._W_f_sparse.toarray(order="F")
+        if cfg.condensation == "schur":
+            self._factor = _SchurCondensation(
+                cfg.linear_solver, self._W_f_sparse if cfg.patch_schur else None
+            )
+        else:
+            self._factor = _ReducedFactor(cfg.linear_solver, self.model.nv)
+        self.solver_name = self._factor.name
         # The exact stiffness (the linearisation of Eq. 2); PSD-projected only if it stops being
         # positive definite (the factorisation reports it, CHOLMOD and SuperLU alike).
         self._project = False
@@ -1316,7 +1370,10 @@ class CoupledFrameDynamics:
                 t3 = time.perf_counter()
                 # The compliance (3P + nv square), the constant response's Δv and patch
                 # displacements; the Schur complement is formed (and may be refused) here.
-                C, dv0, W_du0 = self._factor.Condense(self._W_f, rhs0)
+                # (W None: the patch columns the condensation holds, bordering its factor)
+                C, dv0, W_du0 = self._factor.Condense(
+                    None if self.config.patch_schur else self._W_f, rhs0
+                )
             else:
                 self._factor.Factor(K_red)
         except NotPositiveDefinite as e:
@@ -1738,12 +1795,17 @@ def _PinnedBlocks(data: np.ndarray, maps: dict, k: int) -> tuple[sp.csr_matrix, 
     return A_fP, A_PP
 
 
-def _CheckHalfSolve(name: str, gram: np.ndarray, columns: np.ndarray, solve, rng) -> None:
+def _CheckHalfSolve(name: str, gram: np.ndarray, columns, solve, rng) -> None:
     """A Gram matrix Rᵀ A⁻¹ R made by forward half-solves has no residual of its own: one random
     combination of its columns is checked against a full solve (itself checked by its backward
-    error); they must agree to `COMPLIANCE_TOLERANCE`, else `InaccurateSolve`."""
-    weights = rng.standard_normal(columns.shape[1])
-    reference = columns.T @ solve(columns @ weights)
+    error); they must agree to `COMPLIANCE_TOLERANCE`, else `InaccurateSolve`. `columns`: R, or
+    a tuple of blocks (dense or sparse) whose columns side by side are R."""
+    blocks = columns if isinstance(columns, tuple) else (columns,)
+    sizes = np.cumsum([b.shape[1] for b in blocks])
+    weights = rng.standard_normal(sizes[-1])
+    parts = np.split(weights, sizes[:-1])
+    x = solve(sum(np.asarray(b @ w).ravel() for b, w in zip(blocks, parts)))
+    reference = np.concatenate([np.asarray(b.T @ x).ravel() for b in blocks])
     difference = np.abs(gram @ weights - reference).max()
     scale = np.abs(reference).max()
     if not difference <= COMPLIANCE_TOLERANCE * scale:

@@ -61,18 +61,27 @@ def _Dense(A, B_rows, B_values, C, columns):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("pairs", [0, 1, 4])
-def test_condensation_with_pair_columns_solves_the_whole_k_red(backend, pairs):
+@pytest.mark.parametrize("patches", ["given", "held"])
+def test_condensation_with_pair_columns_solves_the_whole_k_red(backend, pairs, patches):
+    """`patches`: W passed to Condense, or held by the condensation from its construction (with
+    PARDISO: W borders the factor as its Schur block, `CoupledFrameConfig.patch_schur`)."""
     rng = np.random.default_rng(3 + pairs)
     A, B_rows, B_values, C, columns = _Problem(rng, pairs=max(pairs, 1))
     columns = columns if pairs else None
     K = _Dense(A, B_rows, B_values, C, columns)
     n, nv = A.shape[0], C.shape[0]
-    factor = _SchurCondensation(backend)
+    # The compliance of O = diag(W, I) and the constant response, against dense K⁻¹. W: six
+    # sparse columns, a patch's three on each of two vertex groups (as the soles' patches).
+    W = np.zeros((n, 6))
+    for j, start in enumerate((0, 0, 0, 30, 30, 30)):
+        W[start + j % 3 : start + 12 : 3, j] = rng.uniform(0.1, 1.0, 4)
+    held = patches == "held"
+    factor = _SchurCondensation(backend, sp.csc_matrix(W) if held else None)
     factor.Factor(sp.csc_matrix(A), B_rows, B_values, C, columns)
-    # The compliance of O = diag(W, I) and the constant response, against dense K⁻¹.
-    W = rng.standard_normal((n, 6))
     rhs = rng.standard_normal(n + nv)
-    compliance, x_v, W_x_f = factor.Condense(W, rhs)
+    compliance, x_v, W_x_f = factor.Condense(None if held else W, rhs)
+    if held and factor.name == "pardiso":  # the bordered factor, not the half-solve
+        assert factor._factor.schur_complement.shape == (6, 6)
     O = np.zeros((n + nv, 6 + nv))
     O[:n, :6] = W
     O[n:, 6:] = np.eye(nv)
