@@ -413,11 +413,12 @@ class _SchurCondensation:
         self.name = ResolveBackend(name)
         # The patches' columns W, fixed for the dynamics' life: with PARDISO they border A as
         # its Schur block, so each factorisation also gives Wᵀ A⁻¹ W (class docstring).
-        self._patches = self._patches_dense = None
+        self._patches = None
         if patch_columns is not None and patch_columns.shape[1]:
-            self._patches_dense = sp.csc_matrix(patch_columns).toarray(order="F")
-        if self._patches_dense is not None and self.name == "pardiso":
             self._patches = sp.csc_matrix(patch_columns)
+        self._bordered = self._patches is not None and self.name == "pardiso"
+        self._patches_dense = None  # (made where a backend without the border needs it)
+        if self._bordered:
             self._factor = PardisoFactor(schur_columns=self._patches)
         else:
             self._factor = SpdFactor(self.name, self._Ordering)
@@ -426,6 +427,11 @@ class _SchurCondensation:
         self._keys = None  # sorted column-major keys of that pattern
         self._seen = None  # the last A pattern given, and where its entries go
         self.analyses = 0  # how many times the factor's pattern changed
+
+    @property
+    def holds_patches(self) -> bool:
+        """Whether the patch columns were given at construction (`Condense(None, rhs)`)."""
+        return self._patches is not None
 
     @staticmethod
     def _Ordering(A: sp.csc_matrix) -> np.ndarray | None:
@@ -611,14 +617,20 @@ class _SchurCondensation:
         S (`_SetSchur`); only the skeleton's part of the answers is returned."""
         import scipy.linalg as sla
 
-        bordered = W is None and self._patches is not None
         if W is None:
-            if self._patches_dense is None:
+            if self._patches is None:
                 raise ValueError("Condense(None, rhs) needs the patch columns at construction")
-            W = self._patches_dense
+            if self._bordered:
+                G = self._Gram(None, rhs[: self._n])
+            else:
+                if self._patches_dense is None:
+                    self._patches_dense = self._patches.toarray(order="F")
+                G = self._Gram(self._patches_dense, rhs[: self._n])
+            W = self._patches  # (sparse: Solve's right-hand side check takes W f)
+        else:
+            G = self._Gram(W, rhs[: self._n])
         nw, n, nv = W.shape[1], self._n, self._nv
         nb = self._C.shape[0]
-        G = self._Gram(None if bordered else W, rhs[:n])
         G_WW, G_BW, G_BB = G[:nw, :nw], G[nw : nw + nb, :nw], G[nw : nw + nb, nw : nw + nb]
         G_Wr, G_Br = G[:nw, -1], G[nw : nw + nb, -1]
         self._SetSchur(G_BB)
@@ -1372,7 +1384,7 @@ class CoupledFrameDynamics:
                 # displacements; the Schur complement is formed (and may be refused) here.
                 # (W None: the patch columns the condensation holds, bordering its factor)
                 C, dv0, W_du0 = self._factor.Condense(
-                    None if self.config.patch_schur else self._W_f, rhs0
+                    None if self._factor.holds_patches else self._W_f, rhs0
                 )
             else:
                 self._factor.Factor(K_red)

@@ -970,6 +970,10 @@ def test_schur_condensation_gives_the_direct_frames_where_the_penalties_act(
     # the skin block's pattern stayed the FEM's own through every frame.
     assert lin.system.pairs is not None and len(lin.system.pairs[0]) > 0
     assert dyn.stepper.fem._extra_keys is None and dyn._factor.analyses == 1
+    if dyn.solver_name == "pardiso":
+        # The default's patch columns border PARDISO's factor (CoupledFrameConfig.patch_schur):
+        # these frames are that path's, checked against the direct factorisation above.
+        assert dyn._factor._factor.schur_complement.shape == (dyn._W_f.shape[1],) * 2
     z = np.concatenate([passed.tau[-1], passed.forces[-1].ravel()])
     dv, du, _ = dyn.SolveSystem(lin, z)
     dv_kkt, du_kkt, _ = dyn.UncondensedSolve(lin, z)
