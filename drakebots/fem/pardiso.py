@@ -196,7 +196,7 @@ class Pardiso:
         self.ordering = ordering
         self._perm_arg = None  # the permutation handed to PARDISO (iparm[4] = 1), int32
         self._user_perm = None  # (n, permutation) made by a callable `ordering`, kept
-        self._columns = None  # the Schur block's columns W (n x k, CSC), or None
+        self._columns = None  # the Schur block's columns W (n x k, COO), or None
         self._lead = 0  # rows of A (the PARDISO matrix has _lead + k)
         self.schur_complement = None  # Wᵀ A⁻¹ W after `Factor` (schur_columns only)
         if schur_columns is not None and schur_columns.shape[1] > 0:
@@ -209,8 +209,7 @@ class Pardiso:
                 )
             W = sp.csc_matrix(schur_columns)
             W.sum_duplicates()
-            W.sort_indices()
-            self._columns = W
+            self._columns = W.tocoo()
             iparm[35] = 1  # the Schur complement of the last k rows, in the numeric phase
 
     def _Permutation(self, A) -> np.ndarray | None:
@@ -339,10 +338,8 @@ class Pardiso:
             elif k:
                 # The border: W's entries in rows < n (columns n + j) and the Schur block's
                 # diagonal (zeros, stored as PARDISO needs).
-                W_coo = W.tocoo()
-                border = W_coo.row.astype(np.int64) * N + n + W_coo.col
                 corner = (n + np.arange(k, dtype=np.int64)) * (N + 1)
-                keys = np.unique(np.concatenate([own, border, corner]))
+                keys = np.unique(np.concatenate([own, self._BorderKeys(n), corner]))
             # Where each of A's upper entries goes in the analysed pattern (None: in place).
             self._scatter = None if len(keys) == len(own) else np.searchsorted(keys, own)
             self._pattern = pattern
@@ -354,9 +351,8 @@ class Pardiso:
                 self._indices = (keys % N).astype(np.int32)
                 self._n, self._lead = N, n
                 if k:
-                    W_coo = W.tocoo()
-                    border = W_coo.row.astype(np.int64) * N + n + W_coo.col
-                    self._border = (np.searchsorted(keys, border), W_coo.data.copy())
+                    # Where W's values go in the analysed pattern (it may have grown).
+                    self._border = np.searchsorted(keys, self._BorderKeys(n))
                     marks = np.zeros(N, dtype=np.int32)
                     marks[n:] = 1  # iparm[35]: perm marks the Schur block's rows
                     self._perm_arg, self._iparm[4] = marks, 0
@@ -394,6 +390,12 @@ class Pardiso:
                 )
         return self
 
+    def _BorderKeys(self, n: int) -> np.ndarray:
+        """The keys (row * N + column, N = n + k) of W's entries in the bordered upper
+        triangle, in W's COO order."""
+        W = self._columns
+        return W.row.astype(np.int64) * (n + W.shape[1]) + n + W.col
+
     def _SetData(self, A):
         """The values PARDISO reads: A's upper triangle, in the analysed pattern."""
         values = A.data[self._upper]
@@ -403,8 +405,7 @@ class Pardiso:
             self._data = np.zeros(len(self._keys))
             self._data[self._scatter] = values
             if self._columns is not None:
-                at, border = self._border
-                self._data[at] = border
+                self._data[self._border] = self._columns.data
 
     def Pivots(self) -> tuple[np.ndarray, np.ndarray]:
         """The Cholesky pivots (L_ii², in PARDISO's elimination order) and the matrix's diagonal

@@ -412,13 +412,11 @@ class _SchurCondensation:
             raise ValueError(f"unknown linear solver '{name}' (known: {', '.join(LINEAR_SOLVERS)})")
         self.name = ResolveBackend(name)
         # The patches' columns W, fixed for the dynamics' life: with PARDISO they border A as
-        # its Schur block, so each factorisation also gives Wᵀ A⁻¹ W (class docstring).
+        # its Schur block, so each factorisation also gives Wᵀ A⁻¹ W (class docstring). Other
+        # backends have no such block and take W in `Condense` (the half-solve).
         self._patches = None
-        if patch_columns is not None and patch_columns.shape[1]:
+        if patch_columns is not None and patch_columns.shape[1] and self.name == "pardiso":
             self._patches = sp.csc_matrix(patch_columns)
-        self._bordered = self._patches is not None and self.name == "pardiso"
-        self._patches_dense = None  # (made where a backend without the border needs it)
-        if self._bordered:
             self._factor = PardisoFactor(schur_columns=self._patches)
         else:
             self._factor = SpdFactor(self.name, self._Ordering)
@@ -430,7 +428,7 @@ class _SchurCondensation:
 
     @property
     def holds_patches(self) -> bool:
-        """Whether the patch columns were given at construction (`Condense(None, rhs)`)."""
+        """Whether the patch columns border the factor (`Condense(None, rhs)`)."""
         return self._patches is not None
 
     @staticmethod
@@ -519,11 +517,9 @@ class _SchurCondensation:
         # columns, so S is formed there (`Condense`), or by `Solve` where no Condense came.
         self._S = None
 
-    def _Gram(self, W: np.ndarray | None, r: np.ndarray) -> np.ndarray:
+    def _Gram(self, W: np.ndarray, r: np.ndarray) -> np.ndarray:
         """Rᵀ A⁻¹ R for R = [W, B, r] by a forward half-solve (PARDISO, CHOLMOD) or full
-        solves; W None: the patch columns bordering PARDISO's factor (class docstring)."""
-        if W is None:
-            return self._BorderedGram(r)
+        solves."""
         nw, nb = W.shape[1], self._C.shape[0]
         R = np.empty((self._n, nw + nb + 1), order="F")
         R[:, :nw] = W
@@ -608,7 +604,7 @@ class _SchurCondensation:
 
     def Condense(self, W: np.ndarray | None, rhs: np.ndarray):
         """(Oᵀ K_red⁻¹ O for O = diag(W, I_nv), x_v, Wᵀ x_f) for W dense (nf x 3P; None: the
-        `patch_columns` given at construction, bordering PARDISO's factor where it is used) and the
+        `patch_columns` bordering PARDISO's factor, `holds_patches`) and the
         constant response x = K_red⁻¹ rhs, all from one half-solve of [W, B, r_f]: with
         G = [W, B, r_f]ᵀ A⁻¹ [W, B, r_f], x_v = S⁻¹ (r_v - G_Br) and
         Wᵀ x_f = Wᵀ A⁻¹ (r_f - B x_v) = G_Wr - G_WB x_v. The constant response used to cost
@@ -619,13 +615,8 @@ class _SchurCondensation:
 
         if W is None:
             if self._patches is None:
-                raise ValueError("Condense(None, rhs) needs the patch columns at construction")
-            if self._bordered:
-                G = self._Gram(None, rhs[: self._n])
-            else:
-                if self._patches_dense is None:
-                    self._patches_dense = self._patches.toarray(order="F")
-                G = self._Gram(self._patches_dense, rhs[: self._n])
+                raise ValueError("Condense(None, rhs) needs patch columns bordering the factor")
+            G = self._BorderedGram(rhs[: self._n])
             W = self._patches  # (sparse: Solve's right-hand side check takes W f)
         else:
             G = self._Gram(W, rhs[: self._n])

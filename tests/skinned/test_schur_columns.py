@@ -63,8 +63,9 @@ def _Dense(A, B_rows, B_values, C, columns):
 @pytest.mark.parametrize("pairs", [0, 1, 4])
 @pytest.mark.parametrize("patches", ["given", "held"])
 def test_condensation_with_pair_columns_solves_the_whole_k_red(backend, pairs, patches):
-    """`patches`: W passed to Condense, or held by the condensation from its construction (with
-    PARDISO: W borders the factor as its Schur block, `CoupledFrameConfig.patch_schur`)."""
+    """`patches`: W passed to Condense, or given at construction (with PARDISO W then borders
+    the factor as its Schur block, `CoupledFrameConfig.patch_schur`; the other backends take it
+    in Condense)."""
     rng = np.random.default_rng(3 + pairs)
     A, B_rows, B_values, C, columns = _Problem(rng, pairs=max(pairs, 1))
     columns = columns if pairs else None
@@ -79,7 +80,8 @@ def test_condensation_with_pair_columns_solves_the_whole_k_red(backend, pairs, p
     factor = _SchurCondensation(backend, sp.csc_matrix(W) if held else None)
     factor.Factor(sp.csc_matrix(A), B_rows, B_values, C, columns)
     rhs = rng.standard_normal(n + nv)
-    compliance, x_v, W_x_f = factor.Condense(None if held else W, rhs)
+    assert factor.holds_patches == (held and factor.name == "pardiso")
+    compliance, x_v, W_x_f = factor.Condense(None if factor.holds_patches else W, rhs)
     if held and factor.name == "pardiso":  # the bordered factor, not the half-solve
         assert factor._factor.schur_complement.shape == (6, 6)
     O = np.zeros((n + nv, 6 + nv))
