@@ -582,6 +582,11 @@ def _FactorTimes(K, ordering) -> dict:
         factor.Factor(K)  # the numeric factorisation alone
         t2 = time.perf_counter()
         out[name] = {"first_s": t1 - t0, "numeric_s": t2 - t1}
+        flops = getattr(factor, "factor_flops", 0.0)
+        if flops:
+            # PARDISO's own operation count, and the rate its numeric factorisation ran at.
+            out[name]["gflop"] = flops / 1e9
+            out[name]["gflop_per_s"] = flops / 1e9 / (t2 - t1)
     return out
 
 
@@ -685,6 +690,12 @@ def DesignFramesSection(args) -> dict:
         factors = row.get("factorizations", {})
         if "pardiso" in factors:
             row["factorization_s"] = factors["pardiso"]["numeric_s"]
+            # A frame-by-frame pass is Eq. 12 linearised at each frame: one numeric
+            # factorisation of the frame's matrix a frame, so the pass takes at least this
+            # long on this machine whatever else gets faster (Findings 16).
+            key = (workload["robot"], workload["motion"], workload["speed"], str(workload["skin"]))
+            row["pass_frames"] = len(_PLANS[key][0]) - 1
+            row["pass_factorization_floor_s"] = row["pass_frames"] * row["factorization_s"]
         out["workloads"][name] = row
     out["load_average_end"] = os.getloadavg()
     return out
@@ -722,6 +733,16 @@ def _PrintDesign(d):
             print(
                 f"  factorisation of the {row['factored_matrix']['rows']}-row matrix, {solver}: "
                 f"numeric {f['numeric_s']:.3f} s (first, with analysis {f['first_s']:.3f} s)"
+                + (
+                    f", {f['gflop']:.2f} GFlop at {f['gflop_per_s']:.1f} GFlop/s"
+                    if "gflop" in f
+                    else ""
+                )
+            )
+        if "pass_factorization_floor_s" in row:
+            print(
+                f"  a frame-by-frame pass of {row['pass_frames']} frames: at least "
+                f"{row['pass_factorization_floor_s']:.0f} s in its factorisations alone"
             )
 
 
@@ -825,7 +846,7 @@ def main():
             report["workload"] = first["workload"]
             for key in ("design_frame_s", "cpu_s_per_frame", "paper_frame_s", "ratio_to_paper"):
                 report[key] = first[key]
-        for key in ("factorization_s",):
+        for key in ("factorization_s", "pass_factorization_floor_s"):
             if key in first:
                 report[key] = first[key]
         if args.settle:

@@ -331,6 +331,12 @@ class PardisoFactor(_Checked):
         """(positive, negative) pivots of the LDLᵀ factorisation (indefinite mode)."""
         return self._pardiso.inertia
 
+    @property
+    def factor_flops(self) -> float:
+        """Floating-point operations of one numeric factorisation in the current analysis
+        (PARDISO's count; 0 before the first `Factor`)."""
+        return self._pardiso.factor_flops
+
     def _Solve(self, b):
         return self._pardiso.Solve(b)
 
