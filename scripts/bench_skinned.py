@@ -25,6 +25,12 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
   (`--monster-skin`), 2.6 times the paper's monster skin.
 
+`--factorizations`: one numeric factorisation of the frames' matrix by every backend that loads,
+with PARDISO's operation count and the rate it ran at (`gflop`, `gflop_per_s`), and the
+frame-by-frame pass's floor: its frames times one numeric factorisation
+(`pass_factorization_floor_s`, at the JSON's top level; Findings 16 in
+docs/reproductions/skinned.md).
+
 `--settle` (`SettleSection`): the skin's settling against its collision penalties at the first
 pose of each design workload, modified Newton (the default) against full Newton in the same
 process, with the residuals each reaches and the distance between their skins.
