@@ -9,11 +9,10 @@ so its factorisation's analysis carries over (second-order iterations, repeated 
 matrices are computed once per distinct geometry (a voxel lattice has 9).
 
 Measured end to end on the 2744-voxel lattice (52,920 unknowns; scripts/bench_voxel.py, best of
-3, on the shared 2-core machine): CubicLattice + MakeFrame + Solve take 0.84-0.87 CPU s in runs at
-load 3.9-6.8 (0.84 s wall at load 3.9, 2.1 s at 6.7), of which MKL PARDISO's analysis and
-factorisation about 0.6 CPU s. Before the block assembly, the free-DOF selection below and one
-MKL thread (FactorizationThreads), the same solve took 1.2-1.9 CPU s (1.3-4.7 s wall) in runs
-alternated with these at load 4-5, and 1.57 s wall at load 0.2.
+3, on the 2-core machine, idle, 2026-11-27): CubicLattice + MakeFrame + Solve take 1.21 s wall
+with PARDISO on both cores (FactorizationThreads' default) against 1.51 s on one thread, of which
+PARDISO's numeric factorisation 0.61 s against 1.14 s. Before the block assembly and the free-DOF
+selection below, the same solve took 1.57 s wall at load 0.2 (about 4 s when issue 52 was filed).
 
 A linear actuator (voxel-planes-of-motion.txt sec. 2.1) changes the distance between two nodes by a
 prescribed stroke, or pushes them apart with a prescribed force. Its mount decides what else it
@@ -788,21 +787,24 @@ def FactorizationBackend() -> str:
 
 def FactorizationThreads():
     """A context holding MKL (PARDISO) to the threads the frame's factorisation uses:
-    DRAKEBOTS_FRAME_THREADS, default 1; 0 leaves MKL's own default (every core).
+    DRAKEBOTS_FRAME_THREADS, default 0, which leaves MKL's own setting (every core, or
+    MKL_NUM_THREADS where set: a Dask sweep's workers get 1 from distributed's nanny, so a sweep
+    does not oversubscribe the cores); a positive count holds MKL to it for the factorisation.
 
-    One thread by default because on this project's shared 2-core machines a second MKL thread
-    costs more than it gives (its idle OpenMP thread spins against the other processes).
-    Measured on the 2744-voxel K_ff (52,908 unknowns; scripts/bench_voxel.py table 2, best of
-    3, load 3-6): PARDISO's numeric factorisation 0.55 s wall / 0.38 s CPU on one thread and
-    0.82 s / 0.52 s on two; with its analysis 1.02 s / 0.67 s against 1.69 s / 0.83 s. Whole
-    Frame.Solve calls of 216 and 512 voxels: 0.048 s and 0.16 s on one thread, 0.106 s and
-    0.25 s on two. On an idle machine a second thread does speed the numeric phase up (about
-    0.4 s wall for analysis, factorisation and solve at load 0.2), hence the setting.
+    Both cores by default: measured on this project's 2-core machine, idle (2026-11-27, best of
+    3, 1 and 2 threads alternated in one process, CubicLattice + MakeFrame + Frame.Solve), 216
+    voxels 0.052 s against 0.093 s on one thread, 512 voxels 0.161 s against 0.218 s, 1000
+    voxels 0.335 s against 0.499 s, 2744 voxels 1.34 s against 2.02 s
+    (`python scripts/bench_voxel.py`: 1.21 s against 1.51 s; issue 52's target is 1.5 s).
+    The default was one thread while the project's machines were shared with three other
+    workers: at load 3-6 a second MKL thread spun against the other processes (the 2744-voxel
+    numeric factorisation 0.82 s wall against 0.55 s; Frame.Solve of 216 and 512 voxels 0.106 s
+    and 0.25 s against 0.048 s and 0.16 s). On such a machine set DRAKEBOTS_FRAME_THREADS=1.
     """
     import contextlib
     import os
 
-    threads = int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "1") or 1)
+    threads = int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0)
     if threads <= 0:
         return contextlib.nullcontext()
     try:

@@ -232,7 +232,8 @@ def test_a_solved_frame_pickles_and_copies_and_solves_again():
 
 
 def test_factorization_threads_hold_mkl_and_restore_it(monkeypatch):
-    """DRAKEBOTS_FRAME_THREADS, read through MKL's own count (mkl_get_max_threads)."""
+    """DRAKEBOTS_FRAME_THREADS, read through MKL's own count (mkl_get_max_threads): unset (the
+    default) and 0 leave MKL's own setting, a count holds MKL to it inside the context only."""
     from drakebots.fem import pardiso
     from drakebots.frame.model import FactorizationThreads
 
@@ -240,8 +241,11 @@ def test_factorization_threads_hold_mkl_and_restore_it(monkeypatch):
     if library is None:
         pytest.skip("MKL is not installed: the frame factorises without it")
     before = library.MKL_Get_Max_Threads()
-    for setting, inside in (("1", 1), ("0", before)):
-        monkeypatch.setenv("DRAKEBOTS_FRAME_THREADS", setting)
+    for setting, inside in ((None, before), ("1", 1), ("0", before)):
+        if setting is None:
+            monkeypatch.delenv("DRAKEBOTS_FRAME_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("DRAKEBOTS_FRAME_THREADS", setting)
         with FactorizationThreads():
             assert library.MKL_Get_Max_Threads() == inside
         assert library.MKL_Get_Max_Threads() == before
