@@ -363,6 +363,11 @@ _SETTLED = {}  # the settled skins of this process's design runs (`_DesignFrames
 _PLANS = {}  # the first design run's plan per workload (`_DesignFrames`)
 
 
+def _PlanKey(workload: dict) -> tuple:
+    """The key of a workload's plan in _PLANS (one plan for every variant of a workload)."""
+    return (workload["robot"], workload["motion"], workload["speed"], str(workload["skin"]))
+
+
 def _DesignFrames(
     workload: dict,
     frames: int,
@@ -436,8 +441,9 @@ def _DesignFrames(
         kwargs["progress"] = None
         # Every variant follows the first one's plan (the space-time step run again in the same
         # process gave a plan that moved the compared frames by 1e-4 N*m within three frames).
-        key = (workload["robot"], workload["motion"], workload["speed"], str(workload["skin"]))
-        q_plan, contact_plan = _PLANS.setdefault(key, (q_plan.copy(), contact_plan.copy()))
+        q_plan, contact_plan = _PLANS.setdefault(
+            _PlanKey(workload), (q_plan.copy(), contact_plan.copy())
+        )
         dynamics.SkinState(q_plan[0], (q_plan[1] - q_plan[0]) / dynamics.dt)  # settle first
         cpu = time.process_time()
         run = original(model, dynamics, qpcc, q_plan[:count], contact_plan[:, :count], **kwargs)
@@ -699,8 +705,7 @@ def DesignFramesSection(args) -> dict:
             # A frame-by-frame pass is Eq. 12 linearised at each frame: one numeric
             # factorisation of the frame's matrix a frame, so the pass takes at least this
             # long on this machine whatever else gets faster (Findings 16).
-            key = (workload["robot"], workload["motion"], workload["speed"], str(workload["skin"]))
-            row["pass_frames"] = len(_PLANS[key][0]) - 1
+            row["pass_frames"] = len(_PLANS[_PlanKey(workload)][0]) - 1
             row["pass_factorization_floor_s"] = row["pass_frames"] * row["factorization_s"]
         out["workloads"][name] = row
     out["load_average_end"] = os.getloadavg()

@@ -340,7 +340,9 @@ def main() -> int:
                 figures[key] = value
         # PARDISO's numeric factorisation of K_ff and its ratio to CHOLMOD's at the threads
         # Frame.Solve runs it with (DRAKEBOTS_FRAME_THREADS; default: the machine's cores).
-        threads = int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0) or os.cpu_count()
+        from drakebots.frame.model import FrameThreads
+
+        threads = FrameThreads() or os.cpu_count()
         suffix = "" if threads == 1 else f"_{threads}_threads"
         if f"pardiso_numeric_s{suffix}" in factorizations:
             figures["factorization_s"] = factorizations[f"pardiso_numeric_s{suffix}"]

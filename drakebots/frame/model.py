@@ -785,6 +785,14 @@ def FactorizationBackend() -> str:
     return backend
 
 
+def FrameThreads() -> int:
+    """The MKL threads the frame's factorisation is held to: DRAKEBOTS_FRAME_THREADS, 0 (the
+    default) for MKL's own count (`FactorizationThreads`)."""
+    import os
+
+    return int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0)
+
+
 def FactorizationThreads():
     """A context holding MKL (PARDISO) to the threads the frame's factorisation uses:
     DRAKEBOTS_FRAME_THREADS, default 0, which leaves MKL's own setting (every core, or
@@ -802,9 +810,8 @@ def FactorizationThreads():
     and 0.25 s against 0.048 s and 0.16 s). On such a machine set DRAKEBOTS_FRAME_THREADS=1.
     """
     import contextlib
-    import os
 
-    threads = int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0)
+    threads = FrameThreads()
     if threads <= 0:
         return contextlib.nullcontext()
     try:
