@@ -14,7 +14,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "drakebots"
 
 # The foundations issue 46 names, then the shared workflow plumbing (workflow.py: config, result,
-# progress) and the results folder it writes through (results.py), generic as well.
+# progress), the results folder it writes through (results.py) and drakebots' cache folder for
+# files generated outside a results folder (cache.py), generic as well.
 NAMED_FOUNDATIONS = {
     "errors",
     "config",
@@ -28,7 +29,7 @@ NAMED_FOUNDATIONS = {
     "analysis",
     "visualization",
 }
-FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results"}
+FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "cache"}
 WINGS = {"hamr", "skinned", "gecko", "voxel"}
 SWEEPS = {"sweeps"}
 CLI = {"cli", "__main__"}
