@@ -27,6 +27,7 @@ as metres, or worse, and the bounding boxes, contact and replays built from it w
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -195,12 +196,25 @@ def _MeshBounds(path: Path, *, model: Path):
         )
     try:
         mesh = trimesh.load(str(path), force="mesh", process=False)
+        if path.suffix.lower() == ".dae":
+            text = path.read_text(errors="replace")
+            if len(getattr(mesh, "vertices", [])) == 0:
+                # pycollada drops a node whose material binding is broken (a texture missing):
+                # the geometry does not depend on the materials, so read it without them.
+                text = re.sub(r"<bind_material>.*?</bind_material>", "", text, flags=re.S)
+                mesh = trimesh.load(
+                    io.BytesIO(text.encode()), file_type="dae", force="mesh", process=False
+                )
+            # COLLADA's <unit meter="..."> (trimesh keeps it as metadata only; ROS applies it).
+            unit = re.search(r"<unit\b[^>]*\bmeter\s*=\s*[\"']([^\"']+)", text)
+            if unit is not None and float(unit.group(1)) != 1.0:
+                mesh.apply_scale(float(unit.group(1)))
     except Exception as e:  # noqa: BLE001 - any reader failure is the same bad input.
         raise InputError(
             f"{path}: mesh of model {model} cannot be read ({type(e).__name__}: "
             f"{' '.join(str(e).split())[:200]})"
         ) from None
-    if not hasattr(mesh, "vertices") or len(mesh.vertices) == 0:
+    if len(getattr(mesh, "vertices", [])) == 0:
         raise InputError(f"{path}: mesh of model {model} cannot be read (no vertices)")
     return mesh
 
@@ -259,6 +273,37 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
     return (path if native else target), (np.array(info["lower"]), np.array(info["upper"]))
 
 
+_URDF_MATERIAL = re.compile(
+    r"(<material\b[^>]*?\bname\s*=\s*)([\"'])([^\"'<>]*)\2([^>]*?)(?<!/)>(.*?)</material>", re.S
+)
+
+
+def _RenameConflictingMaterials(text: str) -> str | None:
+    """A URDF's text with each later definition of a material name that differs from its first
+    given a name of its own (`NAME__2`, ...): ROS tools let a visual's inline material win, Drake
+    refuses the model ("Material 'black' was previously defined", HyQ). None when none differs."""
+    first, counts, changed = {}, {}, False
+
+    def Rename(match):
+        nonlocal changed
+        name, body = match.group(3), " ".join(match.group(5).split())
+        if not body:
+            return match.group(0)
+        if name not in first:
+            first[name] = body
+            return match.group(0)
+        if first[name] == body:
+            return match.group(0)
+        counts[name] = counts.get(name, 1) + 1
+        changed = True
+        new = f"{name}__{counts[name]}"
+        head = f"{match.group(1)}{match.group(2)}{new}{match.group(2)}{match.group(4)}>"
+        return f"{head}{match.group(5)}</material>"
+
+    result = _URDF_MATERIAL.sub(Rename, text)
+    return result if changed else None
+
+
 def PrepareModel(
     model_file: Path, resolver: PackageResolver, *, length_per_metre: float = 1.0
 ) -> PreparedModel:
@@ -297,6 +342,10 @@ def PrepareModel(
         pieces.append(str(used.resolve()))
         last = end
     pieces.append(text[last:])
+    if suffix == ".urdf":
+        renamed = _RenameConflictingMaterials("".join(pieces))
+        if renamed is not None:
+            pieces, changed = [renamed], True
     if not changed:
         return PreparedModel(model_file, dict(resolver.found), converted)
     rewritten = "".join(pieces)
