@@ -74,7 +74,7 @@ from drakebots.config import LoadTypedYaml, ReadYaml
 from drakebots.errors import InputError
 from drakebots.models import ConfigureParser
 from drakebots.robots.base import SI_UNITS, Robot
-from drakebots.robots.published import PackageResolver, PrepareModel
+from drakebots.robots.published import CheckMasses, CheckModelXml, PackageResolver, PrepareModel
 
 # units key -> (quantity -> unit symbol, gravity magnitude in those units).
 UNIT_SYSTEMS = {
@@ -411,6 +411,7 @@ def _ResolveModel(path: Path, spec: RobotFileSpec, length_per_metre: float):
             "model",
             f"'{spec.model}' is not a URDF or SDF file ({', '.join(MODEL_SUFFIXES)})",
         )
+    CheckModelXml(file, source)
     prepared = PrepareModel(file, resolver, length_per_metre=length_per_metre)
     return file, prepared, resolver
 
@@ -548,6 +549,7 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     if len(instances) != 1:
         raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
     (instance,) = instances
+    CheckMasses(plant, instance, source, robot.model_file)
     _ApplyActuatorsAndLimits(plant, instance, robot)
     world = plant.world_body()
     if robot.units != SI_UNITS:
