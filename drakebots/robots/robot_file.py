@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import math
 import os
 import tempfile
@@ -185,7 +186,7 @@ class UserRobot(Robot):
     model_effort_limits: dict = dataclasses.field(default_factory=dict)
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
-        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height)
+        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height, quiet=True)
         return instance
 
     def ExtraInfo(self, plant, context) -> dict:
@@ -532,7 +533,7 @@ def _Roots(plant: MultibodyPlant, instance: ModelInstanceIndex) -> list:
     return [plant.get_body(b) for b in plant.GetBodyIndices(instance) if b not in children]
 
 
-def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
+def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float, quiet=False):
     """Parses the model, adds the base, sets the home pose. Returns (instance, root body name)."""
     source = robot.source
     parser = Parser(plant)
@@ -541,11 +542,19 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     for name, folder in robot.packages.items():
         if not package_map.Contains(name):
             package_map.Add(name, folder)
+    # Drake's warnings about the model (published ones have several) are shown once, when the
+    # robot file is loaded; the plants built from it afterwards parse it quietly.
+    drake_log = logging.getLogger("drake")
+    level = drake_log.level
+    if quiet:
+        drake_log.setLevel(logging.ERROR)
     try:
         instances = parser.AddModels(robot.parse_file or robot.model_file)
     except Exception as e:  # noqa: BLE001 - Drake's parser names the line that is wrong.
         message = " ".join(str(e).split())
         raise _Bad(source, "model", f"Drake cannot parse {robot.model_file}: {message}") from None
+    finally:
+        drake_log.setLevel(level)
     if len(instances) != 1:
         raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
     (instance,) = instances
