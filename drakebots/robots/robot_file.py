@@ -20,7 +20,17 @@ contacts:                       # point contacts, each a body and a point in its
 # contacts: {from_collision: true}               # ... or the model's collision spheres at the
 # contacts: {from_collision: true, bodies: [foot]}  # feet (the leaf bodies) or on these bodies
 home: {hip: 0.3, knee: -0.6}    # joint positions (rad or length unit); the rest stay at zero
+# For a model as published (drakebots.robots.published: package resolution, mesh conversion):
+packages: {my_robot: ../my_robot_pkg}  # package:// NAME -> folder, relative to this file
+srdf: package://my_robot/srdf/my_robot.srdf  # home pose from its group_state ...
+srdf_state: standing            # ... of this name (default "standing"); `home` overrides joints
+actuators: all                  # or [hip, knee]: an actuator on each one-dof joint lacking one
+effort_limit: 2.7               # every actuator's effort limit (N*m or N) ...
+effort_limits: {knee: 4.0}      # ... or per joint (> 0); none stated anywhere: infinite
+joint_limits: {knee: [-2.0, 0.0]}  # [lower, upper] overriding the model's (lower < upper)
 ```
+
+Published examples (example-robot-data's legged robots): scripts/examples/published/*.yaml.
 
 and, for a skinned quad-robot whose skeleton is not in the package:
 
@@ -43,6 +53,19 @@ has that joint replaced by the base; one welded or hinged to the world takes onl
 Home pose: the joints named in `home` take their values, the base x, pitch (and roll, yaw) theirs
 (default 0), and the base height is found by settling: the lowest contact point touches z = 0.
 Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
+`contacts: {from_collision: true}` takes one point per collision geometry of the bodies (default:
+the leaf bodies): its lowest point at the home pose, for every shape (sphere, ellipsoid, box,
+cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge is lowest, its
+centre.
+
+Actuators: a model's own (URDF <transmission>, SDF drake:actuator) stay; `actuators` adds the
+others, with the joint's effort limit from `effort_limits`/`effort_limit`, else the model's
+<limit effort>, else none (infinite: plots draw no band, PD gains scale with the weight, JSON
+writes null).
+
+Model checks (issue 68), each a one-line InputError naming the model and the link or joint: a
+negative mass, a non-physical inertia on a link a moving joint carries, a massless moving subtree,
+inverted joint limits, a link with two parent joints (drakebots.robots.published).
 """
 
 from __future__ import annotations

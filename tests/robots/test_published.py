@@ -184,6 +184,7 @@ def test_package_not_found_names_the_robot_file_key_and_package(tmp_path, capsys
 def test_converted_mesh_matches_trimesh_reading_of_the_source(mesh):
     source = ROBOTS / mesh
     reference = trimesh.load(str(source), force="mesh", process=False)
+    reference.merge_vertices(merge_tex=True, merge_norm=True)  # trimesh's own count, shared
     converted, _ = ConvertMesh(source, np.ones(3), model=Path("model.urdf"))
     assert converted.suffix == ".obj" and converted.parent.parent.name == "meshes"
     assert source.parent not in converted.parents
@@ -528,3 +529,12 @@ def test_a_free_robot_without_actuators_is_said_to_fall_limp(tmp_path):
     result = Simulate(SimulateConfig(robot=str(path), duration=0.3))
     assert "no actuators" in result.figures["warning"]
     assert LoadRobot(path) is not None and not result.success
+
+
+def test_collada_unit_is_applied(tmp_path):
+    """A DAE in millimetres (<unit meter="0.001">) is the size ROS tools show: 0.3 x 0.2 x 0.1 m."""
+    text = trimesh.exchange.dae.export_collada(trimesh.creation.box(extents=[300, 200, 100]))
+    text = text.decode().replace("<up_axis>", '<unit name="millimeter" meter="0.001"/><up_axis>')
+    (tmp_path / "body.dae").write_text(text)
+    info = DescribeRobot(LoadRobot(_RobotFile(tmp_path, _LegUrdf("body.dae"))))
+    np.testing.assert_allclose(info["bounding_box"]["size"], [0.3, 0.2, 0.1], atol=1e-9)
