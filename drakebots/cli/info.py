@@ -21,7 +21,8 @@ JSON keys (stable; robot units, see "units"):
   joints                            [{name, type, position_lower, position_upper}]
 Families add their own keys (skinned quad-robots: skeleton_mass, skin_mass, paper_size, motor,
 joint_kinds, feet; HAMR-VI: loop_jacobian_rank, ...; robot files: robot_file, model, base,
-contacts, home).
+contacts, home, parsed_from (the model, or its copy in drakebots' cache with converted meshes),
+packages (the package:// folders used)).
 """
 
 import json

@@ -221,6 +221,8 @@ class UserRobot(Robot):
                 {"body": body, "point": [float(x) for x in p]} for body, p in self.contacts
             ],
             "home": {name: float(value) for name, value in self.home.items()},
+            "parsed_from": self.parse_file or self.model_file,
+            "packages": dict(self.packages),
         }
 
 

@@ -538,3 +538,29 @@ def test_collada_unit_is_applied(tmp_path):
     (tmp_path / "body.dae").write_text(text)
     info = DescribeRobot(LoadRobot(_RobotFile(tmp_path, _LegUrdf("body.dae"))))
     np.testing.assert_allclose(info["bounding_box"]["size"], [0.3, 0.2, 0.1], atol=1e-9)
+
+
+def test_packages_key_and_srdf_home(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    trimesh.creation.box(extents=[0.3, 0.2, 0.1]).export(package / "body.stl")
+    (package / "leg.urdf").write_text(_LegUrdf("package://mine/body.stl"))
+    (package / "leg.srdf").write_text(
+        '<robot name="leg"><group_state name="standing" group="all">'
+        '<joint name="root_joint" value="0 0 1 0 0 0 1"/><joint name="hip" value="0.4"/>'
+        "</group_state></robot>"
+    )
+    path = tmp_path / "robot.yaml"
+    path.write_text(
+        "model: package://mine/leg.urdf\npackages: {mine: pkg}\nbase: fixed\n"
+        "srdf: package://mine/leg.srdf\n"
+    )
+    robot = LoadRobot(path)
+    assert robot.home == {"hip": 0.4}
+    assert robot.packages == {"mine": str(package.resolve())}
+    path.write_text(path.read_text() + "home: {hip: -0.2}\n")
+    assert LoadRobot(path).home == {"hip": -0.2}
+    path.write_text(path.read_text() + "srdf_state: sitting\n")
+    _ExpectBad(path, "robot.yaml", "srdf_state", "sitting", "standing")
+    path.write_text("model: package://mine/leg.urdf\npackages: {mine: nowhere}\nbase: fixed\n")
+    _ExpectBad(path, "robot.yaml", "packages.mine", "not found")
