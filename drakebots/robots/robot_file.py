@@ -17,8 +17,8 @@ base: planar_xz                 # planar_xz | floating_rpy | fixed
 base_body: torso                # optional: the model's root body (default: its only root)
 contacts:                       # point contacts, each a body and a point in its frame ...
   - {body: foot, point: [0, 0, -0.05]}
-# contacts: {from_collision: true}               # ... or the model's collision spheres at the
-# contacts: {from_collision: true, bodies: [foot]}  # feet (the leaf bodies) or on these bodies
+# contacts: {from_collision: true}               # ... or the lowest points of the collision
+# contacts: {from_collision: true, bodies: [foot]}  # shapes of the leaf bodies or of these
 home: {hip: 0.3, knee: -0.6}    # joint positions (rad or length unit); the rest stay at zero
 # For a model as published (drakebots.robots.published: package resolution, mesh conversion):
 packages: {my_robot: ../my_robot_pkg}  # package:// NAME -> folder, relative to this file
@@ -285,7 +285,7 @@ def _ReadCollisionContacts(data: dict, source: str) -> dict:
         raise _Bad(
             source,
             "contacts.from_collision",
-            f"must be true to take the model's collision spheres, got "
+            f"must be true to take the lowest points of the model's collision shapes, got "
             f"{data.get('from_collision')!r} (or give contacts as a list of {{body, point}})",
         )
     bodies = data.get("bodies", [])
