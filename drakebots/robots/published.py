@@ -29,6 +29,7 @@ as metres, or worse, and the bounding boxes, contact and replays built from it w
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -223,6 +224,15 @@ def _MeshBounds(path: Path, *, model: Path):
     return mesh
 
 
+@functools.cache
+def _TrimeshVersion() -> str:
+    """trimesh's version, for cache keys, without importing it (its import takes seconds: a
+    model whose meshes are all in the cache never imports it)."""
+    from importlib.metadata import version
+
+    return version("trimesh")
+
+
 def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre: float = 1.0):
     """The OBJ (in the cache) Drake reads for mesh `path`, or `path` itself when Drake reads it.
 
@@ -235,8 +245,6 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
     Raises:
         InputError: naming the mesh file and the model when the mesh cannot be read or is absurd.
     """
-    import trimesh
-
     data = path.read_bytes()
     native = path.suffix.lower() in DRAKE_MESH_SUFFIXES
     entry = CacheEntry(
@@ -245,7 +253,7 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
             data,
             path.suffix.lower(),
             " ".join(f"{s:.17g}" for s in scale),
-            trimesh.__version__,
+            _TrimeshVersion(),
             "merged",
         ],
         name=path.stem,
@@ -266,6 +274,8 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
         extent = float(np.max((mesh.bounds[1] - mesh.bounds[0]) * np.abs(scale)))
         info["extent"] = extent
         if not native and extent <= MAX_MESH_EXTENT_M * length_per_metre:
+            import trimesh
+
             # COLLADA and STL repeat each vertex for every triangle: merged, Go1's 28 MB body
             # has 175k vertices instead of 830k (the same triangles), and its replay is smaller.
             mesh.merge_vertices(merge_tex=True, merge_norm=True)
