@@ -172,12 +172,14 @@ def _MeshReferences(text: str, suffix: str):
             yield match.start(3), match.end(3), match.group(3), scale.group(2) if scale else ""
     else:
         for match in _SDF_URI.finditer(text):
-            # Only a <mesh>'s <uri> (the last element opened before it) is a mesh file.
-            opened = re.findall(
-                r"<(\w+)\b[^>/]*>", text[max(0, match.start() - 400) : match.start()]
-            )
-            if opened and opened[-1] == "mesh":
-                yield match.start(2), match.end(2), match.group(2), ""
+            # Only a <mesh>'s <uri> is a mesh file: the last <mesh> opened before it is open.
+            before = text[: match.start()]
+            opened = before.rfind("<mesh>")
+            if opened < 0 or before.rfind("</mesh>") > opened:
+                continue
+            closed = text.find("</mesh>", match.end())
+            scale = re.search(r"<scale>(.*?)</scale>", text[opened:closed], re.S)
+            yield match.start(2), match.end(2), match.group(2), scale.group(1) if scale else ""
 
 
 def _ParseScale(text: str) -> np.ndarray:

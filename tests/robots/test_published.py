@@ -266,6 +266,10 @@ def test_unreadable_and_absurd_meshes_are_refused(tmp_path):
     (tmp_path / "broken.stl").write_bytes(b"solid x\nthis is not an stl\n")
     path = _RobotFile(tmp_path, _LegUrdf("broken.stl"))
     _ExpectBad(path, "broken.stl", "leg.urdf", "cannot be read")
+    path = _RobotFile(tmp_path, _LegUrdf("missing.stl"))
+    _ExpectBad(path, "missing.stl", "leg.urdf", "not found")
+    path = _RobotFile(tmp_path, _LegUrdf("package://nowhere_pkg/body.stl"))
+    _ExpectBad(path, "leg.yaml", "'model'", "nowhere_pkg", "leg.urdf")
     # A millimetre mesh read as metres: 300 m across.
     trimesh.creation.box(extents=[300.0, 200.0, 100.0]).export(tmp_path / "huge.stl")
     path = _RobotFile(tmp_path, _LegUrdf("huge.stl"))
@@ -564,3 +568,30 @@ def test_packages_key_and_srdf_home(tmp_path):
     _ExpectBad(path, "robot.yaml", "srdf_state", "sitting", "standing")
     path.write_text("model: package://mine/leg.urdf\npackages: {mine: nowhere}\nbase: fixed\n")
     _ExpectBad(path, "robot.yaml", "packages.mine", "not found")
+
+
+def test_sdf_model_with_a_scaled_stl_mesh(tmp_path):
+    trimesh.creation.box(extents=[300.0, 200.0, 100.0]).export(tmp_path / "body.stl")
+    inertia = "<ixx>0.01</ixx><iyy>0.01</iyy><izz>0.01</izz><ixy>0</ixy><ixz>0</ixz><iyz>0</iyz>"
+    (tmp_path / "box.sdf").write_text(
+        f"""<?xml version="1.0"?>
+<sdf version="1.9"><model name="box"><link name="body">
+  <inertial><mass>1</mass><inertia>{inertia}</inertia></inertial>
+  <visual name="v"><geometry><mesh><scale>0.001 0.001 0.001</scale>
+    <uri>body.stl</uri></mesh></geometry></visual>
+</link></model></sdf>
+"""
+    )
+    path = tmp_path / "box.yaml"
+    path.write_text("model: box.sdf\nbase: fixed\n")
+    before = FolderHash(tmp_path)
+    robot = LoadRobot(path)
+    assert Path(robot.parse_file).parent.parent.name == "models"
+    info = DescribeRobot(robot)
+    np.testing.assert_allclose(info["bounding_box"]["size"], [0.3, 0.2, 0.1], atol=1e-9)
+    assert FolderHash(tmp_path) == before
+    # Unscaled, the same mesh is 300 m across: refused.
+    (tmp_path / "box.sdf").write_text(
+        (tmp_path / "box.sdf").read_text().replace("<scale>0.001 0.001 0.001</scale>", "")
+    )
+    _ExpectBad(path, "body.stl", "box.sdf", "absurd")
