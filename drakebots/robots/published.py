@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import sys
 import sysconfig
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
@@ -59,9 +60,23 @@ _SDF_URI = re.compile(r"(<uri>\s*)(.*?)(\s*</uri>)", re.S)
 _URDF_SCALE = re.compile(r"\bscale\s*=\s*([\"'])(.*?)\1")
 
 
+def CmeelPrefixes() -> list[Path]:
+    """Python's cmeel prefixes, `<site-packages>/cmeel.prefix`, that exist: the environment's
+    own site-packages first, then the others on sys.path (a user site, a system one)."""
+    folders = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"])]
+    folders += [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    prefixes = []
+    for folder in folders:
+        prefix = folder / "cmeel.prefix"
+        if prefix.is_dir() and prefix not in prefixes:
+            prefixes.append(prefix)
+    return prefixes
+
+
 def CmeelPrefix() -> Path:
-    """Python's cmeel prefix, `<site-packages>/cmeel.prefix` (may not exist)."""
-    return Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
+    """The first of CmeelPrefixes() (`<site-packages>/cmeel.prefix`, which may not exist)."""
+    prefixes = CmeelPrefixes()
+    return prefixes[0] if prefixes else Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
 
 
 def _PackageXmlName(folder: Path) -> str | None:
@@ -120,7 +135,7 @@ class PackageResolver:
             if ros.Contains(name):
                 return Path(ros.GetPath(name))
         prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-        prefixes.append(str(CmeelPrefix()))
+        prefixes += [str(prefix) for prefix in CmeelPrefixes()]
         for prefix in prefixes:
             folder = Path(prefix) / "share" / name
             if folder.is_dir():
