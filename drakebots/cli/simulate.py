@@ -184,5 +184,7 @@ def PrintSummary(folder: Path, result) -> None:
     for key, value in result.outcome.summary.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             print(f"  {key}: {value:.6g}")
+    if isinstance(result.outcome.summary.get("warning"), str):
+        print(f"  WARNING: {result.outcome.summary['warning']}")
     if not result.success:
         print(f"  FAILED: {result.reason}")

@@ -17,10 +17,20 @@ base: planar_xz                 # planar_xz | floating_rpy | fixed
 base_body: torso                # optional: the model's root body (default: its only root)
 contacts:                       # point contacts, each a body and a point in its frame ...
   - {body: foot, point: [0, 0, -0.05]}
-# contacts: {from_collision: true}               # ... or the model's collision spheres at the
-# contacts: {from_collision: true, bodies: [foot]}  # feet (the leaf bodies) or on these bodies
+# contacts: {from_collision: true}               # ... or the lowest points of the collision
+# contacts: {from_collision: true, bodies: [foot]}  # shapes of the leaf bodies or of these
 home: {hip: 0.3, knee: -0.6}    # joint positions (rad or length unit); the rest stay at zero
+# For a model as published (drakebots.robots.published: package resolution, mesh conversion):
+packages: {my_robot: ../my_robot_pkg}  # package:// NAME -> folder, relative to this file
+srdf: package://my_robot/srdf/my_robot.srdf  # home pose from its group_state ...
+srdf_state: standing            # ... of this name (default "standing"); `home` overrides joints
+actuators: all                  # or [hip, knee]: an actuator on each one-dof joint lacking one
+effort_limit: 2.7               # every actuator's effort limit (N*m or N) ...
+effort_limits: {knee: 4.0}      # ... or per joint (> 0); none stated anywhere: infinite
+joint_limits: {knee: [-2.0, 0.0]}  # [lower, upper] overriding the model's (lower < upper)
 ```
+
+Published examples (example-robot-data's legged robots): scripts/examples/published/*.yaml.
 
 and, for a skinned quad-robot whose skeleton is not in the package:
 
@@ -43,20 +53,35 @@ has that joint replaced by the base; one welded or hinged to the world takes onl
 Home pose: the joints named in `home` take their values, the base x, pitch (and roll, yaw) theirs
 (default 0), and the base height is found by settling: the lowest contact point touches z = 0.
 Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
+`contacts: {from_collision: true}` takes one point per collision geometry of the bodies (default:
+the leaf bodies): its lowest point at the home pose, for every shape (sphere, ellipsoid, box,
+cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge is lowest, its
+centre.
+
+Actuators: a model's own (URDF <transmission>, SDF drake:actuator) stay; `actuators` adds the
+others, with the joint's effort limit from `effort_limits`/`effort_limit`, else the model's
+<limit effort>, else none (infinite: plots draw no band, PD gains scale with the weight, JSON
+writes null).
+
+Model checks (issue 68), each a one-line InputError naming the model and the link or joint: a
+negative mass, a non-physical inertia on a link a moving joint carries, a massless moving subtree,
+inverted joint limits, a link with two parent joints (drakebots.robots.published).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import math
 import os
 import tempfile
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydrake.geometry import Sphere
+from pydrake.geometry import Box, Capsule, Convex, Cylinder, Ellipsoid, Mesh, Sphere
 from pydrake.math import RigidTransform
 from pydrake.multibody.parsing import Parser
 from pydrake.multibody.plant import AddMultibodyPlantSceneGraph, MultibodyPlant
@@ -73,6 +98,7 @@ from drakebots.config import LoadTypedYaml, ReadYaml
 from drakebots.errors import InputError
 from drakebots.models import ConfigureParser
 from drakebots.robots.base import SI_UNITS, Robot
+from drakebots.robots.published import CheckMasses, CheckModelXml, PackageResolver, PrepareModel
 
 # units key -> (quantity -> unit symbol, gravity magnitude in those units).
 UNIT_SYSTEMS = {
@@ -90,6 +116,8 @@ UNIT_SYSTEMS = {
     ),
 }
 BASE_TYPES = ("planar_xz", "floating_rpy", "fixed")
+# Robot length unit -> length units per metre.
+_LENGTH_PER_METRE = {"m": 1.0, "mm": 1e3}
 KINDS = ("model", "skinned_quadruped")
 MODEL_SUFFIXES = (".urdf", ".sdf", ".xml")
 ROBOT_FILE_SUFFIXES = (".yaml", ".yml")
@@ -134,6 +162,19 @@ class RobotFileSpec:
     contacts: list[ContactPointSpec] = field(default_factory=list)
     # Joint name -> home position (rad for revolute joints, length unit for prismatic ones).
     home: dict[str, float] = field(default_factory=dict)
+    # An SRDF (path relative to this file, or package:// URI) whose group_state `srdf_state`
+    # gives the home pose of the joints `home` does not name (ROS packages ship one).
+    srdf: str = ""
+    # The SRDF's group_state that is the home pose.
+    srdf_state: str = "standing"
+    # Effort limit of every actuated joint that `effort_limits` does not name (None: the model's).
+    effort_limit: float | None = None
+    # package:// NAME -> folder, relative to the robot file (searched before anything else).
+    packages: dict[str, str] = field(default_factory=dict)
+    # Joint name -> effort limit (N*m or N, robot units), overriding the model's; > 0.
+    effort_limits: dict[str, float] = field(default_factory=dict)
+    # Joint name -> [lower, upper] position limits, overriding the model's; lower < upper.
+    joint_limits: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -153,9 +194,22 @@ class UserRobot(Robot):
     base: str = "planar_xz"
     contacts: list = dataclasses.field(default_factory=list)
     home: dict = dataclasses.field(default_factory=dict)
+    # The file the Parser reads (the model, or its copy in the cache with converted meshes).
+    parse_file: str = ""
+    # package NAME -> folder, for the Parser's PackageMap.
+    packages: dict = dataclasses.field(default_factory=dict)
+    # Joints that get an actuator where the model has none ("all": every one-dof joint).
+    actuators: object = dataclasses.field(default_factory=list)
+    # Joint name -> effort limit, and joint name -> (lower, upper), overriding the model's.
+    effort_limits: dict = dataclasses.field(default_factory=dict)
+    joint_limits: dict = dataclasses.field(default_factory=dict)
+    # Effort limit of every actuator that `effort_limits` does not name (None: the model's).
+    default_effort_limit: float | None = None
+    # Joint name -> the model's own effort limit where it states one without an actuator (URDF).
+    model_effort_limits: dict = dataclasses.field(default_factory=dict)
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
-        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height)
+        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height, quiet=True)
         return instance
 
     def ExtraInfo(self, plant, context) -> dict:
@@ -167,6 +221,8 @@ class UserRobot(Robot):
                 {"body": body, "point": [float(x) for x in p]} for body, p in self.contacts
             ],
             "home": {name: float(value) for name, value in self.home.items()},
+            "parsed_from": self.parse_file or self.model_file,
+            "packages": dict(self.packages),
         }
 
 
@@ -200,9 +256,11 @@ def LoadRobot(path: str | os.PathLike) -> Robot:
     collision = None
     if isinstance(raw.get("contacts"), dict):
         collision = _ReadCollisionContacts(raw.pop("contacts"), source)
+    actuators = _ReadActuators(raw.pop("actuators", []), source)
     import yaml
 
     spec = LoadTypedYaml(RobotFileSpec, data=yaml.safe_dump(raw), source=source)
+    raw["actuators"] = actuators
     spec.name = spec.name or path.stem
     if spec.kind not in KINDS:
         raise _Bad(source, "kind", f"unknown kind '{spec.kind}' (known: {', '.join(KINDS)})")
@@ -227,7 +285,7 @@ def _ReadCollisionContacts(data: dict, source: str) -> dict:
         raise _Bad(
             source,
             "contacts.from_collision",
-            f"must be true to take the model's collision spheres, got "
+            f"must be true to take the lowest points of the model's collision shapes, got "
             f"{data.get('from_collision')!r} (or give contacts as a list of {{body, point}})",
         )
     bodies = data.get("bodies", [])
@@ -236,11 +294,93 @@ def _ReadCollisionContacts(data: dict, source: str) -> dict:
     return {"bodies": list(bodies)}
 
 
+def _SrdfHome(path: Path, spec: RobotFileSpec, resolver) -> dict:
+    """Joint name -> value of the one-value joints of the SRDF's group_state `spec.srdf_state`
+    (the floating root's 7 values are the base's, found by settling instead)."""
+    source = str(path)
+    if spec.srdf.startswith("package://"):
+        file = resolver.Resolve(spec.srdf, key="srdf", what="the SRDF")
+    else:
+        file = (path.parent / spec.srdf).resolve()
+    if not file.is_file():
+        raise _Bad(source, "srdf", f"file not found: {file}")
+    try:
+        root = ElementTree.parse(file).getroot()
+    except ElementTree.ParseError as e:
+        raise _Bad(source, "srdf", f"{file} is not XML ({e})") from None
+    states = root.findall("group_state")
+    chosen = [s for s in states if s.get("name") == spec.srdf_state]
+    if not chosen:
+        names = ", ".join(sorted({s.get("name", "") for s in states})) or "none"
+        raise _Bad(
+            source,
+            "srdf_state",
+            f"{file} has no group_state '{spec.srdf_state}' (its group_states: {names})",
+        )
+    home = {}
+    for joint in chosen[0].findall("joint"):
+        values = (joint.get("value") or "").split()
+        if len(values) == 1:
+            try:
+                home[joint.get("name")] = float(values[0])
+            except ValueError:
+                raise _Bad(
+                    source, "srdf", f"{file}: joint '{joint.get('name')}' value {values[0]!r}"
+                ) from None
+    return home
+
+
+def _ReadActuators(value, source: str):
+    """`actuators: all` or a list of joint names (default: none added)."""
+    if value == "all":
+        return "all"
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return list(value)
+    raise _Bad(source, "actuators", f"must be 'all' or a list of joint names, got {value!r}")
+
+
+def _CheckLimits(spec: RobotFileSpec, source: str) -> None:
+    """effort_limits > 0, joint_limits [lower, upper] finite with lower < upper."""
+    for name, value in spec.effort_limits.items():
+        if not value > 0.0 or math.isnan(value):
+            raise _Bad(
+                source, f"effort_limits.{name}", f"must be a positive effort limit, got {value}"
+            )
+    for name, value in spec.joint_limits.items():
+        if len(value) != 2 or not all(math.isfinite(x) for x in value):
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"must be [lower, upper], two finite numbers, got {value}",
+            )
+        if not value[0] < value[1]:
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"lower {value[0]} must be less than upper {value[1]}",
+            )
+
+
 def _LoadSkinned(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
     source = str(path)
-    used = sorted(
-        key for key in ("model", "base", "base_body", "contacts", "home") if key in raw
-    ) + (["contacts"] if collision is not None else [])
+    used = (
+        sorted(
+            key
+            for key in (
+                "model",
+                "base",
+                "base_body",
+                "contacts",
+                "home",
+                "packages",
+                "effort_limits",
+                "joint_limits",
+            )
+            if key in raw
+        )
+        + (["actuators"] if raw.get("actuators") else [])
+        + (["contacts"] if collision is not None else [])
+    )
     if used:
         raise _Bad(
             source,
@@ -265,22 +405,24 @@ def _LoadSkinned(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot
     )
 
 
-def _ResolveModel(path: Path, spec: RobotFileSpec) -> str:
-    """The model's file path (or package:// URI, checked to resolve)."""
+def _ResolveModel(path: Path, spec: RobotFileSpec, length_per_metre: float):
+    """The model's file (a package:// URI resolved) and its PreparedModel (meshes converted)."""
     source = str(path)
     if not spec.model:
         raise _Bad(source, "model", "missing: give the URDF or SDF file of the robot")
-    if "://" in spec.model:
-        parser = Parser(MultibodyPlant(0.0))
-        ConfigureParser(parser)
-        try:
-            resolved = parser.package_map().ResolveUrl(spec.model)
-        except Exception as e:  # noqa: BLE001 - Drake's message says which package is unknown.
-            raise _Bad(source, "model", f"cannot resolve {spec.model} ({e})") from None
-        if not Path(resolved).is_file():
-            raise _Bad(source, "model", f"file not found: {spec.model} ({resolved})")
-        suffix = Path(resolved).suffix.lower()
-        model = spec.model
+    packages = {}
+    for name, folder in spec.packages.items():
+        resolved = (path.parent / folder).resolve()
+        if not resolved.is_dir():
+            raise _Bad(source, f"packages.{name}", f"folder not found: {resolved}")
+        packages[name] = resolved
+    resolver = PackageResolver(source=source, packages=packages)
+    if spec.model.startswith("package://"):
+        file = resolver.Resolve(spec.model, key="model", what="the model")
+        if not file.is_file():
+            raise _Bad(source, "model", f"file not found: {spec.model} ({file})")
+    elif "://" in spec.model:
+        raise _Bad(source, "model", f"'{spec.model}': only package:// URIs and paths are read")
     else:
         file = (path.parent / spec.model).resolve()
         if not file.is_file():
@@ -289,15 +431,15 @@ def _ResolveModel(path: Path, spec: RobotFileSpec) -> str:
                 "model",
                 f"file not found: {file} (the path is relative to the robot file's folder)",
             )
-        suffix = file.suffix.lower()
-        model = str(file)
-    if suffix not in MODEL_SUFFIXES:
+    if file.suffix.lower() not in MODEL_SUFFIXES:
         raise _Bad(
             source,
             "model",
             f"'{spec.model}' is not a URDF or SDF file ({', '.join(MODEL_SUFFIXES)})",
         )
-    return model
+    CheckModelXml(file, source)
+    prepared = PrepareModel(file, resolver, length_per_metre=length_per_metre)
+    return file, prepared, resolver
 
 
 def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
@@ -310,7 +452,18 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         raise _Bad(source, "base", f"unknown base '{spec.base}' (known: {', '.join(BASE_TYPES)})")
     if "skeleton" in raw:
         raise _Bad(source, "skeleton", "applies only to kind skinned_quadruped")
-    model = _ResolveModel(path, spec)
+    _CheckLimits(spec, source)
+    units, gravity = UNIT_SYSTEMS[spec.units]
+    file, prepared, resolver = _ResolveModel(path, spec, _LENGTH_PER_METRE[units["length"]])
+    home = dict(spec.home)
+    if spec.srdf:
+        home = {**_SrdfHome(path, spec, resolver), **home}
+    if spec.effort_limit is not None:
+        if not spec.effort_limit > 0.0:
+            raise _Bad(
+                source, "effort_limit", f"must be a positive effort limit, got {spec.effort_limit}"
+            )
+    model = spec.model if spec.model.startswith("package://") else str(file)
     contacts = []
     for index, contact in enumerate(spec.contacts):
         if len(contact.point) != 3 or not all(math.isfinite(x) for x in contact.point):
@@ -333,7 +486,6 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
     for name, value in spec.home.items():
         if not math.isfinite(value):
             raise _Bad(source, f"home.{name}", f"must be a finite number, got {value}")
-    units, gravity = UNIT_SYSTEMS[spec.units]
     robot = UserRobot(
         name=spec.name,
         family="user",
@@ -345,7 +497,14 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         model_file=model,
         base=spec.base,
         contacts=contacts,
-        home=dict(spec.home),
+        home=home,
+        default_effort_limit=spec.effort_limit,
+        parse_file=str(prepared.parse_file),
+        packages={name: str(folder) for name, folder in prepared.packages.items()},
+        actuators=raw.get("actuators", []),
+        effort_limits=dict(spec.effort_limits),
+        joint_limits={name: tuple(value) for name, value in spec.joint_limits.items()},
+        model_effort_limits=ModelEffortLimits(file),
     )
     # A probe plant checks the model against the file and settles the base height.
     builder = DiagramBuilder()
@@ -361,7 +520,11 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
             plant, scene_graph, context, instance, collision["bodies"], source
         )
         if spec.base != "fixed" and not robot.contacts:
-            raise _Bad(source, "contacts.from_collision", "the model has no collision spheres")
+            raise _Bad(
+                source,
+                "contacts.from_collision",
+                "the model has no collision geometry on those bodies",
+            )
     for index, (body, _) in enumerate(robot.contacts):
         if not plant.HasBodyNamed(body, instance):
             known = ", ".join(plant.get_body(b).name() for b in plant.GetBodyIndices(instance))
@@ -395,22 +558,33 @@ def _Roots(plant: MultibodyPlant, instance: ModelInstanceIndex) -> list:
     return [plant.get_body(b) for b in plant.GetBodyIndices(instance) if b not in children]
 
 
-def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
+def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float, quiet=False):
     """Parses the model, adds the base, sets the home pose. Returns (instance, root body name)."""
     source = robot.source
     parser = Parser(plant)
     ConfigureParser(parser)
+    package_map = parser.package_map()
+    for name, folder in robot.packages.items():
+        if not package_map.Contains(name):
+            package_map.Add(name, folder)
+    # Drake's warnings about the model (published ones have several) are shown once, when the
+    # robot file is loaded; the plants built from it afterwards parse it quietly.
+    drake_log = logging.getLogger("drake")
+    level = drake_log.level
+    if quiet:
+        drake_log.setLevel(logging.ERROR)
     try:
-        if "://" in robot.model_file:
-            instances = parser.AddModels(url=robot.model_file)
-        else:
-            instances = parser.AddModels(robot.model_file)
+        instances = parser.AddModels(robot.parse_file or robot.model_file)
     except Exception as e:  # noqa: BLE001 - Drake's parser names the line that is wrong.
         message = " ".join(str(e).split())
         raise _Bad(source, "model", f"Drake cannot parse {robot.model_file}: {message}") from None
+    finally:
+        drake_log.setLevel(level)
     if len(instances) != 1:
         raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
     (instance,) = instances
+    CheckMasses(plant, instance, source, robot.model_file)
+    _ApplyActuatorsAndLimits(plant, instance, robot)
     world = plant.world_body()
     if robot.units != SI_UNITS:
         plant.mutable_gravity_field().set_gravity_vector([0.0, 0.0, -robot.gravity])
@@ -457,6 +631,84 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     _AddBase(plant, instance, root, robot, base_height)
     _SetHome(plant, instance, robot)
     return instance, root.name()
+
+
+def ModelEffortLimits(model_file) -> dict:
+    """Joint name -> the effort limit a URDF (<limit effort>) or SDF (<axis><limit><effort>)
+    states, for the joints that state a positive one (read with ElementTree, not Drake, because
+    Drake keeps it only for joints with a transmission)."""
+    try:
+        root = ElementTree.parse(model_file).getroot()
+    except (ElementTree.ParseError, OSError):
+        return {}
+    limits = {}
+    for joint in root.iter("joint"):
+        name = joint.get("name")
+        text = None
+        limit = joint.find("limit")
+        if limit is not None:
+            text = limit.get("effort")
+        else:
+            text = joint.findtext("axis/limit/effort")
+        try:
+            value = float(text) if text is not None else 0.0
+        except ValueError:
+            continue
+        if name and value > 0.0 and math.isfinite(value):
+            limits[name] = value
+    return limits
+
+
+def _ApplyActuatorsAndLimits(plant, instance, robot: UserRobot) -> None:
+    """The robot file's `actuators`, `effort_limits` and `joint_limits` on the parsed model."""
+    source = robot.source
+    one_dof = {
+        plant.get_joint(j).name(): plant.get_joint(j)
+        for j in plant.GetJointIndices(instance)
+        if plant.get_joint(j).num_velocities() == 1
+    }
+    actuated = {}
+    for index in plant.GetJointActuatorIndices():
+        actuator = plant.get_joint_actuator(index)
+        if actuator.model_instance() == instance:
+            actuated[actuator.joint().name()] = actuator
+
+    def Known() -> str:
+        return ", ".join(one_dof) or "none"
+
+    wanted = list(one_dof) if robot.actuators == "all" else list(robot.actuators)
+    for index, name in enumerate(wanted):
+        if name not in one_dof:
+            raise _Bad(
+                source,
+                f"actuators[{index}]",
+                f"the model has no one-dof joint '{name}' (its one-dof joints: {Known()})",
+            )
+        if name in actuated:
+            continue
+        limit = robot.effort_limits.get(name, robot.model_effort_limits.get(name, math.inf))
+        actuated[name] = plant.AddJointActuator(name, one_dof[name], limit)
+    for name, limit in robot.effort_limits.items():
+        if name not in actuated:
+            raise _Bad(
+                source,
+                f"effort_limits.{name}",
+                f"joint '{name}' has no actuator (actuated joints: "
+                f"{', '.join(actuated) or 'none'}; add it to 'actuators')",
+            )
+        actuated[name].set_effort_limit(float(limit))
+    if robot.default_effort_limit is not None:
+        for name, actuator in actuated.items():
+            if name not in robot.effort_limits:
+                actuator.set_effort_limit(float(robot.default_effort_limit))
+    for name, (lower, upper) in robot.joint_limits.items():
+        if name not in one_dof:
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"the model has no one-dof joint '{name}' (its one-dof joints: {Known()})",
+            )
+        one_dof[name].set_position_limits([lower], [upper])
 
 
 def _AddBase(plant, instance, root, robot: UserRobot, base_height: float) -> None:
@@ -551,9 +803,47 @@ def _CheckPlanar(plant, context, instance, source: str) -> None:
             )
 
 
+def LowestPoint(shape, down_G: np.ndarray) -> np.ndarray | None:
+    """The lowest point of a shape (its geometry frame G) along the unit direction `down_G`.
+
+    Where a face or an edge is lowest (a box standing flat, an upright cylinder), the centre of
+    that face or edge. Sphere, ellipsoid, box, cylinder, capsule: analytic; mesh and convex: the
+    vertices of Drake's convex hull of the mesh file (scale applied). None for other shapes.
+    """
+    d = np.asarray(down_G, dtype=float)
+    eps = 1e-9
+
+    def Sign(x):
+        return np.where(np.abs(x) > eps, np.sign(x), 0.0)
+
+    if isinstance(shape, Sphere):
+        return shape.radius() * d
+    if isinstance(shape, Ellipsoid):
+        axes = np.array([shape.a(), shape.b(), shape.c()])
+        return axes**2 * d / np.linalg.norm(axes * d)
+    if isinstance(shape, Box):
+        return 0.5 * np.array([shape.width(), shape.depth(), shape.height()]) * Sign(d)
+    if isinstance(shape, (Cylinder, Capsule)):
+        r, half = shape.radius(), 0.5 * shape.length()
+        if isinstance(shape, Capsule):
+            return np.array([0.0, 0.0, half * Sign(d[2])]) + r * d
+        radial = np.array([d[0], d[1], 0.0])
+        norm = np.linalg.norm(radial)
+        rim = r * radial / norm if norm > eps else np.zeros(3)
+        return rim + [0.0, 0.0, half * Sign(d[2])]
+    if isinstance(shape, (Mesh, Convex)):
+        hull = shape.GetConvexHull()
+        vertices = np.array([hull.vertex(i) for i in range(hull.num_vertices())])
+        heights = vertices @ d
+        size = max(float(np.ptp(vertices, axis=0).max()), 1e-12)
+        lowest = vertices[heights >= heights.max() - 1e-6 * size]
+        return lowest.mean(axis=0)
+    return None
+
+
 def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: str) -> list:
-    """The lowest points (home pose) of the collision spheres on the feet (leaf bodies) or on
-    `bodies`, in their body frames."""
+    """The lowest points (home pose) of the collision geometries of the feet (leaf bodies) or of
+    `bodies`, in their body frames: one per geometry (see LowestPoint)."""
     inspector = scene_graph.model_inspector()
     if bodies:
         for index, name in enumerate(bodies):
@@ -570,10 +860,11 @@ def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: st
         R_WB = plant.EvalBodyPoseInWorld(context, body).rotation().matrix()
         down_B = R_WB.T @ np.array([0.0, 0.0, -1.0])
         for geometry in plant.GetCollisionGeometriesForBody(body):
-            shape = inspector.GetShape(geometry)
-            if isinstance(shape, Sphere):
-                center = inspector.GetPoseInFrame(geometry).translation()
-                contacts.append((body.name(), center + shape.radius() * down_B))
+            X_BG = inspector.GetPoseInFrame(geometry)
+            R_BG = X_BG.rotation().matrix()
+            point_G = LowestPoint(inspector.GetShape(geometry), R_BG.T @ down_B)
+            if point_G is not None:
+                contacts.append((body.name(), X_BG.translation() + R_BG @ point_G))
     return contacts
 
 
