@@ -56,11 +56,11 @@ class TrackingConfig:
     # Drake's plant step (SAP), s.
     time_step_s: float = 1e-3
     # Natural frequency of the base's task-space PD, rad/s (critically damped).
-    base_frequency: float = 15.0
+    base_frequency: float = 50.0
     # Natural frequency of the joints' PD, rad/s (critically damped).
-    joint_frequency: float = 30.0
+    joint_frequency: float = 60.0
     # Weights of the QP's terms (the module docstring): base, joints, stance feet, forces.
-    base_weight: float = 10.0
+    base_weight: float = 100.0
     # Joint acceleration tracking weight.
     joint_weight: float = 1.0
     # Stance feet held still (soft constraint; large against the tracking terms).
