@@ -18,7 +18,8 @@ Accepted (besides the plan's feasibility and true complementarity) when the run 
     - no fall: the base above half its home height, and its roll and pitch within 1 rad of the
       plan's, at every logged sample (a body on the ground is a base that low or tilted);
     - the distance per cycle (its mean over the cycles; a jump: the apex above home) within
-      25 % of the plan's (or the config's resimulation_tolerance, if tighter).
+      25 % of the plan's (or the config's resimulation_tolerance, if tighter); of a tenth of
+      the home height where the plan's is smaller (a gait in place).
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def _Compare(model, kind, traj, config, reference, run, cycles, shift) -> dict:
     fell = bool(low < FALL_HEIGHT_FRACTION * (home_z + shift) or tilt > FALL_TILT)
     out = dict(
         goal=goal,
+        home_height=home_z,
         base_error=position_error,
         base_error_max=float(np.max(position_error)),
         yaw_error_max=float(np.max(yaw_error)),
@@ -239,17 +241,19 @@ def Figures(kind, model, config, problem, x, outcome, check, stages, traj, resim
         figures["flight_knots"] = int(np.sum(above.all(axis=1)))
     figures["solve_time_s"] = float(sum(seconds for _, _, seconds in stages))
     if resim is not None:
-        reasons += _TrackingFigures(kind, figures, resim, config.solver)
+        reasons += TrackingChecks(kind, figures, resim, config.solver)
     if reasons:
         reasons.insert(0, f"solver {outcome.solver}: {outcome.status}")
     return figures, ("; ".join(reasons) if reasons else None)
 
 
-def _TrackingFigures(kind, figures, resim, solver) -> list:
+def TrackingChecks(kind, figures, resim, solver) -> list:
     """summary.json's tracked_* figures from a run (Resimulate); returns the failed checks."""
     name = "distance_per_cycle" if kind == "gait" else "apex_height"
     planned, got = resim["planned"], resim[name]
-    error = abs(got - planned) / max(abs(planned), 1e-12)
+    # Relative to the plan's, or to a tenth of the home height for a plan in place (D ~ 0).
+    scale = max(abs(planned), TRACKED_POSITION_OF_HOME * abs(resim["home_height"]), 1e-12)
+    error = abs(got - planned) / scale
     figures.update(
         tracked_cycles=int(resim["cycles"]),
         tracked_base_error_max=resim["base_error_max"],
