@@ -114,6 +114,9 @@ def Resimulate(model, kind: str, traj, config, *, meshcat=None) -> dict:
     out = dict(
         times=run.times,
         q=run.q,
+        v=run.v,
+        actuation=run.actuation,
+        contact=run.contact,
         plan_times=reference.times,
         plan_q=reference.q,
         cycles=cycles,
@@ -299,8 +302,10 @@ def TrackingChecks(kind, figures, resim, solver) -> list:
 
 
 def WriteMotionFiles(results, result) -> None:
-    """solution.npz, plan.png (Drake's re-simulation in it), replay.html and log.npz (the plan,
-    a gait cycled three times; `drakebots view FOLDER` replays it)."""
+    """solution.npz (the plan; Drake's closed-loop run and the plan it tracked as
+    resimulation_* and plan_*), plan.png (plan and run overlaid), replay.html and log.npz
+    (Drake's run, the plan beside it as a ghost; without a run, the plan, a gait cycled three
+    times; `drakebots view FOLDER` replays it)."""
     from drakebots.visualization.replay import ReplayHtml
 
     model, kind = result.model, result.figures["problem"]
@@ -314,13 +319,22 @@ def WriteMotionFiles(results, result) -> None:
         input_names=np.array(result.input_names),
         contact_names=np.array(result.contact_names),
     )
-    if result.resimulation is not None:
-        arrays["resimulation_times"] = result.resimulation["times"]
-        arrays["resimulation_q"] = result.resimulation["q"]
+    run = result.resimulation
+    if run is not None:
+        arrays["resimulation_times"] = run["times"]
+        arrays["resimulation_q"] = run["q"]
+        arrays["plan_times"] = run["plan_times"]
+        arrays["plan_q"] = run["plan_q"]
     results.SaveNpz("solution.npz", arrays)
     figure = PlotMotion(result)
     results.SaveFigure("plan.png", figure)
-
+    if run is not None:
+        ghost = (run["plan_times"], run["plan_q"])
+        results.WriteText(
+            "replay.html", ReplayHtml(model.robot, run["times"], run["q"], ghost=ghost)
+        )
+        results.SaveNpz("log.npz", RunLog(result).ArraysForNpz())
+        return
     cycles = 3 if kind == "gait" else 1
     qdot = np.diff(result.q, axis=0) / np.diff(result.times)[:, None]
     times, q, u, qdot = _Repeated(
@@ -328,6 +342,27 @@ def WriteMotionFiles(results, result) -> None:
     )
     results.WriteText("replay.html", ReplayHtml(model.robot, times, q))
     results.SaveNpz("log.npz", PlanLog(result, times, q, u, qdot).ArraysForNpz())
+
+
+def RunLog(result):
+    """Drake's closed-loop run of the plan as a SimulationLog (`drakebots view` replays it, the
+    plan beside it as a ghost from solution.npz's plan_times and plan_q)."""
+    from drakebots.systems.simulation import SimulationLog
+
+    model, run = result.model, result.resimulation
+    return SimulationLog(
+        robot=model.robot.name,
+        times=run["times"],
+        positions=run["q"],
+        velocities=run["v"],
+        actuation=run["actuation"],
+        effort_limits=model.effort_limits,
+        position_names=list(result.position_names),
+        actuator_names=list(result.input_names),
+        contact=run["contact"],
+        base_height=run["q"][:, model.z_index],
+        wall_time=float(run["wall_time_s"]),
+    )
 
 
 def PlanLog(result, times, q, u, qdot):
@@ -359,8 +394,9 @@ def PlanLog(result, times, q, u, qdot):
 
 
 def PlotMotion(result):
-    """Base x and z (plan and Drake's re-simulation), contact heights and forces, and inputs
-    against their limits, over the plan's time."""
+    """The base's position (x, y, z) and angles (pitch; or roll, pitch, yaw) of the plan and of
+    Drake's closed-loop run over the cycles tracked, then over the plan's own time its contact
+    heights and forces, and its inputs against their limits."""
     import matplotlib.pyplot as plt
 
     model = result.model
@@ -370,23 +406,37 @@ def PlotMotion(result):
         units.get("force", "N"),
         units.get("time", "s"),
     )
-    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
+    fig, axes = plt.subplots(5, 1, figsize=(8, 12))
     t, q = result.times, result.q
-    ax = axes[0]
-    for index, label, color in ((model.x_index, "x", "C0"), (model.z_index, "z", "C1")):
-        ax.plot(t, q[:, index], color=color, label=f"base {label} (plan)")
-        if result.resimulation is not None:
-            rs = result.resimulation
+    run = result.resimulation
+    # The base: the plan (repeated as tracked; dashed) and Drake's closed-loop run (solid).
+    plan_t, plan_q = (run["plan_times"], run["plan_q"]) if run is not None else (t, q)
+    plan_pose = _BasePose(model, plan_q)
+    run_pose = _BasePose(model, run["q"]) if run is not None else None
+    labels = ("x", "y", "z", "roll", "pitch", "yaw")
+    shown = [0, 2, 4] if len(model.orientation_indices) == 1 else [0, 1, 2, 5]
+    for ax, group, unit in ((axes[0], (0, 1, 2), length), (axes[1], (3, 4, 5), "rad")):
+        for n, index in enumerate(i for i in shown if i in group):
+            color = f"C{n}"
             ax.plot(
-                rs["times"],
-                rs["q"][:, index],
+                plan_t,
+                plan_pose[:, index],
                 color=color,
                 ls="--",
                 lw=1.0,
-                label=f"base {label} (Drake)",
+                label=f"base {labels[index]} (plan)",
             )
-    ax.set_ylabel(f"position ({length})")
-    ax.legend(fontsize=7, ncol=2)
+            if run_pose is not None:
+                ax.plot(
+                    run["times"],
+                    run_pose[:, index],
+                    color=color,
+                    label=f"base {labels[index]} (Drake, closed loop)",
+                )
+        ax.set_ylabel(f"base {'position' if unit == length else 'angle'} ({unit})")
+        ax.set_xlabel(f"time ({time_unit})")
+        ax.legend(fontsize=7, ncol=2)
+    axes = axes[1:]
     ax = axes[1]
     for i, name in enumerate(result.contact_names):
         ax.plot(t, result.phi[:, i], label=name)
@@ -410,7 +460,7 @@ def PlotMotion(result):
     ax.set_ylabel(f"input ({units.get('torque', force + '*' + length)})")
     ax.set_xlabel(f"time ({time_unit})")
     ax.legend(fontsize=7, ncol=4)
-    for ax in axes:
+    for ax in fig.axes:
         ax.grid(alpha=0.3)
     f = result.figures
     title = f"{f['robot']}: {f['problem']}"

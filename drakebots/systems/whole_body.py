@@ -396,13 +396,16 @@ def _VelocityToPosition(plant) -> dict:
 
 @dataclasses.dataclass
 class TrackingRun:
-    """A closed-loop run: times (T,), q (T, nq), v (T, nv) as logged; the controller's
+    """A closed-loop run: times (T,), q (T, nq), v (T, nv), actuation (T, nu) and contact (T, 3:
+    deepest penetration, contacts, total normal force) as logged; the controller's
     ms_per_tick, ticks and qp_failures; start_shift: what was added to the base height so the
     run starts on the ground (robot length unit)."""
 
     times: np.ndarray
     q: np.ndarray
     v: np.ndarray
+    actuation: np.ndarray
+    contact: np.ndarray
     ms_per_tick: float
     ticks: int
     qp_failures: int
@@ -469,13 +472,15 @@ def RunTracking(
     simulator.Initialize()
     simulator.AdvanceTo(float(duration))
     wall = time.perf_counter() - start
-    times, x, _, _ = handles.logs.Read(context)
+    times, x, actuation, contact = handles.logs.Read(context)
     nq = plant.num_positions()
     stats = controller.stats
     return TrackingRun(
         times=times,
         q=x[:, :nq],
         v=x[:, nq:],
+        actuation=actuation,
+        contact=contact,
         ms_per_tick=stats.ms_per_tick,
         ticks=stats.ticks,
         qp_failures=stats.failures,
