@@ -141,7 +141,7 @@ def CheckArgs(args):
 
 def _RunRobotFilePlan(args) -> int:
     """`track` of a robot file's gait or jump (the module docstring)."""
-    from drakebots.optimization.legged_report import TrackPlanFolder
+    from drakebots.optimization.legged_track import TrackPlanFolder
     from drakebots.results import CheckOutputFolder, DefaultOutput
 
     out = Path(args.out) if args.out else DefaultOutput("track", Path(args.plan).name)
@@ -162,7 +162,7 @@ def _RunRobotFilePlan(args) -> int:
 
 
 def Run(args) -> int:
-    from drakebots.optimization.legged_report import IsRobotFilePlan
+    from drakebots.optimization.legged_track import IsRobotFilePlan
 
     if args.plan is not None and not args.config and IsRobotFilePlan(args.plan):
         return _RunRobotFilePlan(args)

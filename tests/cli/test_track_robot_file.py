@@ -1,5 +1,5 @@
 """`drakebots track PLAN_DIR` of a robot file's plan (drakebots.cli.track, the general path:
-legged_report.TrackPlanFolder): the hopper's 10 cm jump planned, then tracked in closed loop from
+legged_track.TrackPlanFolder): the hopper's 10 cm jump planned, then tracked in closed loop from
 its folder. References: the plan's contact heights by Drake's kinematics (flight knots), the
 plan's own goal (10 cm), and the files a results folder must hold."""
 
