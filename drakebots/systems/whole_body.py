@@ -67,6 +67,9 @@ class TrackingConfig:
     contact_weight: float = 1e3
     # The plan's contact forces as reference, per (force / mass)^2.
     force_weight: float = 1e-2
+    # The QP's solver: "osqp" (Drake's OSQP, first-order, warm-started) or "clarabel" (Drake's
+    # Clarabel, interior point).
+    solver: str = "osqp"
     # Regularization of vdot and u (keeps the QP strictly convex).
     regularization: float = 1e-6
 
@@ -194,7 +197,7 @@ def WholeBodyController(robot, reference: PlanReference, *, friction: float, con
 def _MakeController(robot, reference, friction, config):
     from pydrake.math import RotationMatrix
     from pydrake.multibody.tree import JacobianWrtVariable, MultibodyForces
-    from pydrake.solvers import MathematicalProgram, OsqpSolver, SolverOptions
+    from pydrake.solvers import ClarabelSolver, MathematicalProgram, OsqpSolver, SolverOptions
 
     plant = MakeControllerPlant(robot)
     nq, nv = plant.num_positions(), plant.num_velocities()
@@ -236,10 +239,15 @@ def _MakeController(robot, reference, friction, config):
     lower, upper = np.full(nz, -np.inf), np.full(nz, np.inf)
     finite = np.isfinite(limits)
     lower[nv : nv + nu][finite], upper[nv : nv + nu][finite] = -limits[finite], limits[finite]
-    solver = OsqpSolver()
     options = SolverOptions()
-    for name, value in (("eps_abs", 1e-6), ("eps_rel", 1e-6), ("max_iter", 4000)):
-        options.SetOption(solver.solver_id(), name, value)
+    if config.solver == "clarabel":
+        solver = ClarabelSolver()
+    elif config.solver == "osqp":
+        solver = OsqpSolver()
+        for name, value in (("eps_abs", 1e-6), ("eps_rel", 1e-6), ("max_iter", 4000)):
+            options.SetOption(solver.solver_id(), name, value)
+    else:
+        raise ValueError(f"solver: 'osqp' or 'clarabel', got {config.solver!r}")
     stats = QpStats()
     forces = MultibodyForces(plant)
     last = {"z": np.zeros(nz)}
