@@ -7,10 +7,10 @@ the robot file's contacts as collision spheres, systems.simulate_user.MakeUserDi
 another integrator and another contact model. The plan runs under the whole-body tracking
 controller (systems.whole_body: one QP per 2 ms tick, inverse dynamics with the plan's stance
 feet and contact forces, a task-space PD on the whole base pose, a joint PD), closed loop,
-from the plan's first state ON THE GROUND: where the plan's lowest contact at its first knot is
-not at z = 0, the base is shifted vertically so that it is (`tracked_start_shift` says by how
-much), and the plan compared is shifted with it. A gait runs at least TRACKED_CYCLES cycles,
-each shifted by the distance D in x.
+from the plan's first state ON THE GROUND: where the plan's lowest contact (over all its knots:
+a plan may start in flight) is not at z = 0, the base is shifted vertically so that it is
+(`tracked_start_shift` says by how much), and the plan compared is shifted with it. A gait
+runs at least TRACKED_CYCLES cycles, each shifted by the distance D in x.
 
 Accepted (besides the plan's feasibility and true complementarity) when the run follows the plan:
     - the base position (x, y, z) within `0.25 |D| + 0.1 z_home` (a jump: 0.25 H + 0.1 z_home)
@@ -86,7 +86,9 @@ def Resimulate(model, kind: str, traj, config, *, meshcat=None) -> dict:
         max(TRACKED_CYCLES, int(getattr(config, "resimulation_cycles", 1))) if kind == "gait" else 1
     )
     home_z = float(model.home[model.z_index])
-    shift = -float(np.min(traj.phi[0]))
+    # The plan's ground is where its lowest contact is over all its knots (0 for a plan on the
+    # ground; a plan may start in flight).
+    shift = -float(np.min(traj.phi))
     if abs(shift) <= 1e-9 * max(abs(home_z), 1e-9):
         shift = 0.0
     q_plan = np.array(traj.q, float)

@@ -202,4 +202,26 @@ def test_the_acceptance_refuses_a_plan_the_robot_does_not_follow(drift_y):
         # The plan is 2 m sideways at every cycle end (its y is not shifted per cycle); the
         # robot, with nothing pushing it there, ends far from it (tolerance: 0.04 m here).
         assert figures["tracked_base_error_max"] > 0.5
-        assert figures["tracked_base_error_tolerance"] == pytest.approx(0.1 * model.home[model.z_index])
+        assert figures["tracked_base_error_tolerance"] == pytest.approx(
+            0.1 * model.home[model.z_index]
+        )
+
+
+def test_a_plan_above_the_ground_runs_on_it_and_says_so():
+    """The standing plan lifted 3 cm (every contact 3 cm up at every knot, as the Solo-12 trot
+    that fell through empty space): the run starts with the base 3 cm lower, on the ground, and
+    tracked_start_shift says -0.03 m."""
+    from drakebots.optimization.legged import GaitConfig, MakeRobotTrajoptModel
+    from drakebots.optimization.legged_report import Resimulate, TrackingChecks
+
+    model = MakeRobotTrajoptModel(Robot(QUADRUPED))
+    traj = StandingPlan(model)
+    traj.q[:, model.z_index] += 0.03
+    traj.phi += 0.03
+    config = GaitConfig(robot=str(QUADRUPED), period=0.5, distance=0.0)
+    resim = Resimulate(model, "gait", traj, config)
+    figures = {}
+    assert TrackingChecks("gait", figures, resim, config.solver) == []
+    assert figures["tracked_start_shift"] == pytest.approx(-0.03, abs=1e-9)
+    assert resim["q"][0, model.z_index] == pytest.approx(model.home[model.z_index], abs=1e-9)
+    assert abs(resim["q"][-1, model.z_index] - model.home[model.z_index]) < 5e-3
