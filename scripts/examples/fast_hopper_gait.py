@@ -5,7 +5,8 @@ Your own robot: a hopping gait and a jump by contact-implicit optimization
 ``hopper/hopper.yaml`` is a planar one-legged hopper of our own (its URDF beside it). The general
 contact-implicit workflow (`drakebots.optimization.legged`) plans a periodic gait, 0.2 m per
 0.5 s cycle, and a 10 cm jump: contacts, friction and actuators come from the robot file; the
-plan must be truly complementary and Drake's simulator, running it, must land within 30 % of it.
+plan must be truly complementary and Drake's simulator must follow it in closed loop (the
+whole-body tracking controller, 3 cycles: the base near the plan at every cycle end, no fall).
 From the command line: ``drakebots optimize gait scripts/examples/hopper/hopper.yaml --period
 0.5 --distance 0.2`` and ``drakebots optimize jump ... --height 0.1``.
 """
