@@ -3,7 +3,7 @@ which runs a plan under it in Drake's simulator (closed loop).
 
 The controller is a Drake LeafSystem that reads the plant's state (q, v) and, every control tick
 (zero-order hold), solves one small quadratic program in z = (vdot, u, f): the generalized
-accelerations, the actuator inputs and the 3-D world forces at the robot file's point contacts.
+accelerations, the actuator inputs and the 3-D world forces at the robot file's point contacts::
 
     minimize   w_b |J_b vdot + Jdot_b v - a_b*|^2               (base: task-space PD, 6-D)
              + w_j |vdot_j - a_j*|^2                              (joints: PD to the plan)
@@ -16,7 +16,7 @@ accelerations, the actuator inputs and the 3-D world forces at the robot file's 
                |u_i| <= u_lim,i                                  (effort limits)
 
 h(q, v) = C(q, v) v - tau_g(q) - (the plant's other force elements) is Drake's inverse dynamics
-at vdot = 0 with the force elements applied (plant.CalcInverseDynamics). The references:
+at vdot = 0 with the force elements applied (plant.CalcInverseDynamics). The references::
 
     a_b*  = A_b,ref + Kp_b [log(R_ref R^T); p_ref - p] + Kd_b (V_b,ref - V_b)   (world frame)
     a_j*  = vdot_j,ref + Kp_j (q_j,ref - q_j) + Kd_j (v_j,ref - v_j)
