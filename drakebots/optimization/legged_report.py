@@ -126,6 +126,7 @@ def Resimulate(model, kind: str, traj, config, *, meshcat=None) -> dict:
         ms_per_tick=run.ms_per_tick,
         ticks=run.ticks,
         qp_failures=run.qp_failures,
+        qp_fallbacks=run.qp_fallbacks,
         wall_time_s=run.wall_time_s,
     )
     out.update(_Compare(model, kind, traj, config, reference, run, cycles, shift))
@@ -269,6 +270,7 @@ def TrackingChecks(kind, figures, resim, solver) -> list:
         tracked_start_shift=resim["start_shift"],
         tracking_ms_per_tick=resim["ms_per_tick"],
         tracking_qp_failures=int(resim["qp_failures"]),
+        tracking_qp_fallbacks=int(resim.get("qp_fallbacks", 0)),
         tracking_wall_time_s=resim["wall_time_s"],
         resimulation_cycles=int(resim["cycles"]),
         resimulation_error=error,

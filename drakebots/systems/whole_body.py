@@ -173,11 +173,13 @@ def _Leaf():
 
 
 class QpStats:
-    """Ticks, QP failures and time spent (s) in the controller's update."""
+    """Ticks, QP failures (the last solution held), OSQP failures solved by Clarabel instead
+    (fallbacks) and time spent (s) in the controller's update."""
 
     def __init__(self):
         self.ticks = 0
         self.failures = 0
+        self.fallbacks = 0
         self.seconds = 0.0
 
     @property
@@ -249,6 +251,7 @@ def _MakeController(robot, reference, friction, config):
     else:
         raise ValueError(f"solver: 'osqp' or 'clarabel', got {config.solver!r}")
     stats = QpStats()
+    fallback = ClarabelSolver()
     forces = MultibodyForces(plant)
     last = {"z": np.zeros(nz)}
 
@@ -348,6 +351,10 @@ def _MakeController(robot, reference, friction, config):
         bounds.evaluator().set_bounds(lo, hi)
         prog.SetInitialGuess(z, last["z"])
         result = solver.Solve(prog, last["z"], options)
+        if not result.is_success() and config.solver == "osqp":
+            # OSQP out of iterations on a badly scaled tick: the interior point once more.
+            stats.fallbacks += 1
+            result = fallback.Solve(prog, last["z"], None)
         if result.is_success():
             zs = result.GetSolution(z)
             last["z"] = zs
@@ -406,7 +413,7 @@ def _VelocityToPosition(plant) -> dict:
 class TrackingRun:
     """A closed-loop run: times (T,), q (T, nq), v (T, nv), actuation (T, nu) and contact (T, 3:
     deepest penetration, contacts, total normal force) as logged; the controller's
-    ms_per_tick, ticks and qp_failures; start_shift: what was added to the base height so the
+    ms_per_tick, ticks, qp_failures and qp_fallbacks; start_shift: what was added to the base height so the
     run starts on the ground (robot length unit)."""
 
     times: np.ndarray
@@ -418,6 +425,7 @@ class TrackingRun:
     ticks: int
     qp_failures: int
     wall_time_s: float
+    qp_fallbacks: int = 0
     start_shift: float = 0.0
 
 
@@ -492,6 +500,7 @@ def RunTracking(
         ms_per_tick=stats.ms_per_tick,
         ticks=stats.ticks,
         qp_failures=stats.failures,
+        qp_fallbacks=stats.fallbacks,
         wall_time_s=wall,
     )
 
