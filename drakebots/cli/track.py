@@ -14,8 +14,16 @@ slip (Eq. 23), tracking and estimation errors), log.npz, replay.html and plots: 
 (distance per cycle against the plan, Fig. 7a), legs.png (leg heights, Fig. 7b), feet.png (feet
 in the body frame against the plan, Fig. 7c), body.png (Fig. 8), voltages.png.
 
+A robot file's gait or jump (`drakebots optimize gait|jump ROBOT.yaml`) is tracked by the
+general whole-body controller instead (drakebots.systems.whole_body: one QP per 2 ms tick,
+inverse dynamics with the plan's contact forces, the whole base pose and the joints tracked),
+closed loop from the plan's first state on the ground, --cycles times (at least 3), and judged
+as `optimize` judges it (summary.json: tracked_* figures; replay.html: the run and the plan as
+a ghost). Only --cycles applies to it.
+
 Examples:
   drakebots track runs/gait10 --cycles 10 --out runs/gait10_tracked
+  drakebots track runs/walker_gait --cycles 5 --out runs/walker_tracked
   drakebots track runs/gait10 --cycles 4 --no-estimator --out runs/gait10_ideal
 """
 
@@ -131,7 +139,37 @@ def CheckArgs(args):
     return config
 
 
+def _RunRobotFilePlan(args) -> int:
+    """`track` of a robot file's gait or jump (the module docstring)."""
+    from drakebots.optimization.legged_track import TrackPlanFolder
+    from drakebots.results import CheckOutputFolder, DefaultOutput
+
+    out = Path(args.out) if args.out else DefaultOutput("track", Path(args.plan).name)
+    CheckOutputFolder(out, args.force, reads=[args.plan])
+    result = TrackPlanFolder(args.plan, cycles=args.cycles)
+    final = result.Save(out, force=args.force, command=CommandLine(), reads=[args.plan])
+    f = result.figures
+    measure = "tracked_distance_per_cycle" if f["problem"] == "gait" else "tracked_apex"
+    print(f"results: {final}")
+    print(
+        f"  {f['tracked_cycles']} cycle(s): {measure} {f[measure]:.4g}, base error "
+        f"{f['tracked_base_error_max']:.3g} (tolerance {f['tracked_base_error_tolerance']:.3g}), "
+        f"fell {f['tracked_fell']}, {f['tracking_ms_per_tick']:.2f} ms per control tick"
+    )
+    if not result.success:
+        print(f"  did not reach its goal: {result.reason}", file=sys.stderr)
+    return 0 if result.success else 1
+
+
 def Run(args) -> int:
+    from drakebots.optimization.legged_track import IsRobotFilePlan
+
+    if args.plan is not None and not args.config and IsRobotFilePlan(args.plan):
+        return _RunRobotFilePlan(args)
+    return _RunHamrPlan(args)
+
+
+def _RunHamrPlan(args) -> int:
     from drakebots.cli._progress import CliProgress
     from drakebots.hamr import Track
     from drakebots.results import CheckOutputFolder, DefaultOutput

@@ -62,6 +62,19 @@ def _Seconds(text: str) -> float:
     return seconds
 
 
+def _PlanGhost(folder: Path):
+    """(times, positions) of the plan a gait's or jump's run tracked (solution.npz), or None."""
+    import numpy as np
+
+    path = folder / "solution.npz"
+    if not path.is_file():
+        return None
+    with np.load(path) as solution:
+        if "plan_q" not in solution:
+            return None
+        return solution["plan_times"], solution["plan_q"]
+
+
 def Run(args) -> int:
     from drakebots.systems.simulate import LoadSimulationFolder, ReplayFolder
     from drakebots.visualization.meshcat import CheckHost, LocalMeshcat, WebUrl
@@ -77,7 +90,14 @@ def Run(args) -> int:
     except RuntimeError as e:  # Drake could not bind the address (in use, not this machine's).
         where = f"--host {args.host}" + (f" --port {args.port}" if args.port else "")
         raise InputError(f"{where}: cannot listen there ({' '.join(str(e).split())})") from None
-    robot, log, frames = ReplayFolder(meshcat, folder, loaded)
+    ghost = _PlanGhost(folder)
+    if ghost is None:
+        robot, log, frames = ReplayFolder(meshcat, folder, loaded)
+    else:  # A gait's or a jump's folder: Drake's run, the plan beside it as a ghost.
+        from drakebots.visualization.replay import RecordReplay
+
+        robot, log, _ = loaded
+        _, frames = RecordReplay(meshcat, robot, log.times, log.positions, ghost=ghost)
     print(
         f"replaying {folder} ({frames} frames, {log.duration:.3g} {robot.units['time']}) at "
         f"{WebUrl(meshcat, args.host)}",

@@ -100,6 +100,7 @@ def MakeUserDiagram(
     drop_height: float = 0.0,
     meshcat=None,
     command=None,
+    joint_pd: bool = True,
 ) -> UserDiagram:
     """The diagram of `robot` (a UserRobot) on flat ground, holding its home pose.
 
@@ -108,6 +109,9 @@ def MakeUserDiagram(
         command: None (the actuators' PD holds the home pose), or f(builder, plant, instance)
             that connects the plant's desired-state (and, if it wants, actuation) input ports
             itself, e.g. a planned trajectory (drakebots.optimization.legged_report.Resimulate).
+        joint_pd: give actuators without gains the plant's PD (above); False for a controller
+            that drives the actuation port alone (SAP ignores that port for a PD-controlled
+            actuator whose desired-state port is unconnected: measured, systems.whole_body).
     """
     from pydrake.geometry import AddContactMaterial, ProximityProperties, Sphere
     from pydrake.math import RigidTransform
@@ -174,7 +178,7 @@ def MakeUserDiagram(
     # (Before Finalize, GetJointActuatorIndices(instance) lists none: filter all of them.)
     for index in plant.GetJointActuatorIndices():
         actuator = plant.get_mutable_joint_actuator(index)
-        if actuator.model_instance() != instance or actuator.has_controller():
+        if actuator.model_instance() != instance or actuator.has_controller() or not joint_pd:
             continue
         limit = actuator.effort_limit()
         kp = limit / 0.1 if np.isfinite(limit) else 10.0 * _Weight(plant, robot, instance)

@@ -23,6 +23,9 @@ from drakebots.robots.base import Robot, VisualBoundingBox
 from drakebots.systems.ground import AddGround
 from drakebots.visualization.meshcat import LocalMeshcat
 
+# Opacity of a plan drawn beside Drake's run (RecordReplay's ghost).
+GHOST_OPACITY = 0.3
+
 
 @dataclasses.dataclass
 class ReplayDecorator:
@@ -47,6 +50,8 @@ class ReplayScene:
     visualizer: object
     context: object
     meshcat: Meshcat
+    # A second scene recorded with this one (a plan drawn beside the run), or None.
+    ghost: object = None
 
 
 def MakeReplayScene(
@@ -56,6 +61,7 @@ def MakeReplayScene(
     ground: bool = True,
     add_models: Callable | None = None,
     frame_rate: float = 30.0,
+    prefix: str = "robot",
 ) -> ReplayScene:
     """Builds a scene for replaying `robot` in `meshcat`.
 
@@ -67,6 +73,7 @@ def MakeReplayScene(
             layout equal to the logged one).
         frame_rate: frames per second of the recording (the visualizer's publish rate: Meshcat
             recordings run at 1 / publish_period frames per second).
+        prefix: the Meshcat path under /drake the robot is drawn at ("plan" for a ghost).
     """
     builder = DiagramBuilder()
     plant, scene_graph = AddMultibodyPlantSceneGraph(builder, time_step=0.0)
@@ -81,7 +88,7 @@ def MakeReplayScene(
         scene_graph,
         meshcat,
         MeshcatVisualizerParams(
-            role=Role.kIllustration, prefix="robot", publish_period=1.0 / frame_rate
+            role=Role.kIllustration, prefix=prefix, publish_period=1.0 / frame_rate
         ),
     )
     diagram = builder.Build()
@@ -137,12 +144,14 @@ def RecordTrajectory(
     decorator: ReplayDecorator | None = None,
     time_unit: str = "s",
     slow_motion: float = 1.0,
+    ghost: tuple | None = None,
 ) -> int:
     """Records the logged positions as a Meshcat animation and publishes it; returns #frames.
 
     Frames are sampled at `frame_rate` per second of playback from the log (the nearest
     sample). `times` are in `time_unit` ("s" or "ms"); `slow_motion` > 1 plays fast robots
-    (HAMR-VI strides at 10-30 Hz) slower than real time.
+    (HAMR-VI strides at 10-30 Hz) slower than real time. `ghost`: (scene, times, positions) of
+    a second copy of the robot recorded into the same animation (the plan beside Drake's run).
     """
     if decorator is not None and decorator.setup is not None:
         decorator.setup(scene.meshcat, scene.plant)
@@ -153,14 +162,29 @@ def RecordTrajectory(
     count = max(1, int(round((t1 - t0) * seconds_per_unit * frame_rate)) + 1)
     frame_times = t0 + np.arange(count) / (frame_rate * seconds_per_unit)
     sample = NearestSamples(times, frame_times)
+    if ghost is not None:
+        # Its visualizer records too (into the Meshcat's one animation, which the run's
+        # StartRecording below starts afresh).
+        ghost_scene, ghost_times, ghost_positions = ghost
+        ghost_scene.visualizer.StartRecording(set_transforms_while_recording=False)
+        ghost_context = ghost_scene.plant.GetMyContextFromRoot(ghost_scene.context)
+        ghost_sample = NearestSamples(np.asarray(ghost_times), frame_times)
     animation = scene.visualizer.StartRecording(set_transforms_while_recording=False)
     for frame, index in enumerate(sample):
         scene.context.SetTime(frame / frame_rate)  # animation frame = time * frame_rate
         scene.plant.SetPositions(plant_context, positions[index])
         scene.visualizer.ForcedPublish(scene.visualizer.GetMyContextFromRoot(scene.context))
+        if ghost is not None:
+            ghost_scene.context.SetTime(frame / frame_rate)
+            ghost_scene.plant.SetPositions(ghost_context, ghost_positions[ghost_sample[frame]])
+            ghost_scene.visualizer.ForcedPublish(
+                ghost_scene.visualizer.GetMyContextFromRoot(ghost_scene.context)
+            )
         if decorator is not None and decorator.frame is not None:
             decorator.frame(scene.meshcat, animation, frame, int(index))
     scene.visualizer.StopRecording()
+    if ghost is not None:
+        ghost_scene.visualizer.StopRecording()
     scene.visualizer.PublishRecording()
     return count
 
@@ -174,14 +198,23 @@ def RecordReplay(
     decorator: ReplayDecorator | None = None,
     add_models: Callable | None = None,
     frame_rate: float = 30.0,
+    ghost: tuple | None = None,
 ) -> tuple[ReplayScene, int]:
     """Builds the replay scene in `meshcat`, frames the camera and records the trajectory.
 
     The one path behind both `replay.html` and `drakebots view`. Returns the scene and the
-    number of recorded frames.
+    number of recorded frames. `ghost`: None or (times, positions) of a plan drawn beside the
+    run as a transparent second copy of the robot (Meshcat path /drake/plan, opacity
+    GHOST_OPACITY) in the same recording.
     """
     scene = MakeReplayScene(robot, meshcat, add_models=add_models, frame_rate=frame_rate)
     FrameCamera(scene, positions[0], positions[-1])
+    ghost_record = None
+    if ghost is not None:
+        ghost_scene = MakeReplayScene(
+            robot, meshcat, ground=False, frame_rate=frame_rate, prefix="plan"
+        )
+        ghost_record = (ghost_scene, ghost[0], ghost[1])
     frames = RecordTrajectory(
         scene,
         times,
@@ -190,7 +223,11 @@ def RecordReplay(
         decorator=decorator,
         time_unit=robot.units.get("time", "s"),
         slow_motion=getattr(robot, "replay_slow_motion", 1.0),
+        ghost=ghost_record,
     )
+    if ghost is not None:
+        meshcat.SetProperty("/drake/plan", "modulated_opacity", GHOST_OPACITY)
+        scene.ghost = ghost_record[0]  # kept alive with the scene
     return scene, frames
 
 
@@ -202,8 +239,10 @@ def ReplayHtml(
     decorator: ReplayDecorator | None = None,
     add_models: Callable | None = None,
     frame_rate: float = 30.0,
+    ghost: tuple | None = None,
 ) -> str:
-    """A self-contained replay page (Meshcat StaticHtml) of a logged trajectory."""
+    """A self-contained replay page (Meshcat StaticHtml) of a logged trajectory (and, with
+    `ghost` = (times, positions), a plan drawn beside it: RecordReplay)."""
     logging.getLogger("drake").setLevel(logging.WARNING)  # no "Meshcat listening" line
     meshcat = LocalMeshcat()
     scene = None
@@ -216,6 +255,7 @@ def ReplayHtml(
             decorator=decorator,
             add_models=add_models,
             frame_rate=frame_rate,
+            ghost=ghost,
         )
         return meshcat.StaticHtml()
     finally:

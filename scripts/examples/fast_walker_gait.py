@@ -5,8 +5,8 @@ Your own robot: a two-legged walk by contact-implicit optimization
 ``walker/walker.yaml`` is a planar biped of our own (11 kg, hip and knee motors on each leg, point
 feet; its URDF beside it). `OptimizeGait` plans a walk of 0.3 m per 0.8 s stride from the robot
 file alone: `mirror` makes the gait symmetric (half a stride on, each leg does what the other
-did), so the legs alternate. Drake's simulator runs the plan (its inputs as feedforward, the
-joints' PD tracking the planned angles) to check it. The command line does the same:
+did), so the legs alternate. Drake's simulator runs the plan in closed loop (the whole-body
+tracking controller of drakebots.systems.whole_body, 3 strides) to check it. The command line does the same:
 ``drakebots optimize gait scripts/examples/walker/walker.yaml --period 0.8 --distance 0.3
 --mirror left_hip:right_hip,left_knee:right_knee``.
 """
