@@ -413,8 +413,8 @@ def _VelocityToPosition(plant) -> dict:
 class TrackingRun:
     """A closed-loop run: times (T,), q (T, nq), v (T, nv), actuation (T, nu) and contact (T, 3:
     deepest penetration, contacts, total normal force) as logged; the controller's
-    ms_per_tick, ticks, qp_failures and qp_fallbacks; start_shift: what was added to the base height so the
-    run starts on the ground (robot length unit)."""
+    ms_per_tick, ticks, qp_failures and qp_fallbacks; start_shift: what was added to the base
+    height so the run starts on the ground (robot length unit)."""
 
     times: np.ndarray
     q: np.ndarray

@@ -6,7 +6,8 @@ Your own robot: a two-legged walk by contact-implicit optimization
 feet; its URDF beside it). `OptimizeGait` plans a walk of 0.3 m per 0.8 s stride from the robot
 file alone: `mirror` makes the gait symmetric (half a stride on, each leg does what the other
 did), so the legs alternate. Drake's simulator runs the plan in closed loop (the whole-body
-tracking controller of drakebots.systems.whole_body, 3 strides) to check it. The command line does the same:
+tracking controller of drakebots.systems.whole_body, 3 strides) to check it. The command line
+does the same:
 ``drakebots optimize gait scripts/examples/walker/walker.yaml --period 0.8 --distance 0.3
 --mirror left_hip:right_hip,left_knee:right_knee``.
 """
