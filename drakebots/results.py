@@ -273,21 +273,21 @@ def OwnerIsDead(folder: Path) -> bool:
 
 
 def RemoveStaleTemporaries(final: Path) -> list[Path]:
-    """Removes the hidden `.NAME.tmp-*` and `.NAME.old-*` folders that killed runs into `final`
-    left beside it, each only when its OWNER file says its process is dead on this host. Names
-    are compared as strings, never used as a glob (a `--out 'x/*'` matches nothing else).
-    Returns what was removed."""
+    """Removes the hidden `.NAME.tmp-*` and `.NAME.old-*` folders that killed runs left beside
+    `final` (into it or into a sibling: a killed `demo` wrote to a name no later run repeats),
+    each only when its OWNER file says its process is dead on this host. Names are compared as
+    strings, never used as a glob (a `--out 'x/*'` matches nothing else). Returns what was
+    removed."""
     final = Path(final)
     removed = []
     if not final.parent.is_dir():
         return removed
-    prefixes = (f".{final.name}.tmp-", f".{final.name}.old-")
     try:
         entries = list(os.scandir(final.parent))
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(prefixes):
+        if not entry.name.startswith(".") or not (".tmp-" in entry.name or ".old-" in entry.name):
             continue
         if not entry.is_dir(follow_symlinks=False):
             continue
