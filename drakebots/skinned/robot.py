@@ -80,6 +80,9 @@ class SkinnedQuadruped(Robot):
     params: SkeletonParams = dataclasses.field(default_factory=SkeletonParams)
     # A user skeleton's generated SDF (robot files); empty for the built-in skeletons.
     model_file: str = ""
+    # The robot file it came from (summary.json's robot_file, which `drakebots view` reloads);
+    # empty for the built-in skeletons.
+    source: str = ""
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
         if self.model_file:
@@ -178,6 +181,7 @@ def MakeRobotFromSkeletonFile(
         nominal_base_height=HomeBaseHeight(params),
         params=params,
         model_file=str(model_file),
+        source=str(source),
     )
 
 
