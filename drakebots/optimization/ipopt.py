@@ -291,12 +291,14 @@ def SolveIpopt(
 
     # Ctrl-C during the solve only sets a flag (a KeyboardInterrupt cannot leave a ctypes
     # callback: Python would print "Exception ignored" and IPOPT would go on); the intermediate
-    # callback then returns False (User_Requested_Stop) and it is raised after IPOPT returns.
+    # callback then returns False at the end of the iteration (User_Requested_Stop: the
+    # evaluations meanwhile answer as usual, an evaluation error would send IPOPT into its
+    # restoration phase instead of stopping), and KeyboardInterrupt is raised after IPOPT returns.
     interrupt = DeferredInterrupt()
 
     def Guard(kind, body):
         def Call(*args):
-            if failure or interrupt.requested:
+            if failure:
                 return False
             start = time.perf_counter()
             try:
