@@ -307,3 +307,23 @@ def test_no_verb_overwrites_or_deletes_the_users_files(
         after = {k: v for k, v in after.items() if k not in made}
     assert after == before, f"written, changed or deleted: {set(after) ^ set(before)}"
     assert _Digest(view_robot.parent) == before_view
+
+
+def test_demo_prints_the_final_paths_and_leaves_no_temporary(tmp_path, capsys, monkeypatch):
+    """`drakebots demo` printed each step's temporary results path (gone when it ends): every
+    path it prints now is the final one. One tiny step stands in for the showcase."""
+    from drakebots.cli import demo
+
+    monkeypatch.setattr(
+        demo, "STEPS", [("tiny", "a tiny step", ["simulate", "beetle", "--duration", "0.01"])]
+    )
+    monkeypatch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "d"
+    assert main(["demo", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert ".tmp-" not in text, text
+    assert f"-> {out / 'tiny'}" in text and f"results: {(out / 'tiny').resolve()}" in text
+    assert (out / "tiny" / "summary.json").is_file() and (out / "index.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == ["d"]
