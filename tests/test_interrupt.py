@@ -72,6 +72,12 @@ def _Interrupt(tmp_path: Path, argv: list[str], started: str, delay: float):
     return process.returncode, ended - sent[0], output, work, temporary
 
 
+def _Hashes(folder: Path) -> dict:
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
 def _AssertClean(code, seconds, output, work, temporary, verb):
     assert code == 130, f"exit {code}\n{output}"
     assert seconds < 3.0, f"{seconds:.1f} s from Ctrl-C to exit\n{output}"
@@ -95,8 +101,10 @@ def test_ctrl_c_during_an_ipopt_solve_exits_130_at_once(tmp_path):
     callback"."""
     argv = ["optimize", "gait", str(HOPPER), "--period", "0.5", "--distance", "0.2"]
     argv += ["--out", "out"]
+    before = _Hashes(HOPPER.parent)
     result = _Interrupt(tmp_path, argv, "solving with", 1.0)
     _AssertClean(*result, "optimize")
+    assert _Hashes(HOPPER.parent) == before  # the robot file and its URDF untouched
 
 
 def test_ctrl_c_during_a_simulation_exits_130_at_once(tmp_path):
