@@ -236,18 +236,19 @@ def view_folder(tmp_path_factory):
     """A results folder of `simulate u/mybug.yaml` (a skinned robot file), made once."""
     tmp = tmp_path_factory.mktemp("view")
     _UserFolders(tmp)
-    os.environ.setdefault("DRAKEBOTS_CACHE_DIR", str(tmp / "cache"))
-    code = main(
-        [
-            "simulate",
-            str(tmp / "u" / "mybug.yaml"),
-            "--duration",
-            "0.01",
-            "--no-progress",
-            "--out",
-            str(tmp / "sim"),
-        ]
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp / "cache"))
+        code = main(
+            [
+                "simulate",
+                str(tmp / "u" / "mybug.yaml"),
+                "--duration",
+                "0.01",
+                "--no-progress",
+                "--out",
+                str(tmp / "sim"),
+            ]
+        )
     assert code == 0
     return tmp / "sim", tmp / "u" / "mybug.yaml"
 
