@@ -159,3 +159,49 @@ def LoadConfig(schema: type[T], filename: str | Path, *, defaults: T | None = No
     """A workflow's config from a YAML file (keys as the dataclass's fields; unknown keys and
     bad values raise InputError naming the key and the file)."""
     return LoadTypedYaml(schema, filename=filename, defaults=defaults)
+
+
+class DeferredInterrupt:
+    """Ctrl-C held while native code runs Python callbacks (IPOPT through ctypes, Clarabel,
+    Drake's Simulator monitor), then raised as KeyboardInterrupt when the block ends (issue 68).
+
+    A KeyboardInterrupt raised inside a ctypes callback cannot leave it: Python prints "Exception
+    ignored on calling ctypes callback" and the solver goes on. Inside this block SIGINT only sets
+    `requested`; the callbacks poll it and ask the native code to stop (IPOPT's intermediate
+    callback returns False), and the KeyboardInterrupt is raised once the native call returned.
+    Outside the main thread, or where SIGINT is not Python's to handle, it does nothing.
+
+        with DeferredInterrupt() as interrupt:
+            solver.Solve(..., stop=lambda: interrupt.requested)
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+        self._installed = False
+
+    def _Handle(self, signum, frame):
+        self.requested = True
+
+    def __enter__(self) -> DeferredInterrupt:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            # SIG_DFL or a caller's handler (drakebots.cli's, which raises) is replaced too.
+            if previous not in (signal.SIG_IGN, None):
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._Handle)
+                self._installed = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        import signal
+
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+        if self.requested and exc_type is None:
+            raise KeyboardInterrupt
+        return False

@@ -131,8 +131,12 @@ def test_your_own_skeleton_skinned_and_a_foot_lifted(tmp_path):
 
     before = PackageFiles()
     facts = Example("fast_my_skeleton_lift").main(fast=True, out=str(tmp_path))
-    # The SDF went beside the user's robot file; nothing was written into the package.
-    assert Path(facts["sdf"]) == EXAMPLES / "mybug" / "mybug.sdf"
+    # The SDF went into drakebots' cache, not beside the user's robot file nor into the package.
+    from drakebots.cache import CacheDirectory
+
+    assert Path(facts["sdf"]).name == "mybug.sdf"
+    assert CacheDirectory().resolve() in Path(facts["sdf"]).resolve().parents
+    assert not (EXAMPLES / "mybug" / "mybug.sdf").exists()
     assert PackageFiles() == before
     for name in ("skin.vtk", "skin.json"):
         assert (Path(facts["skin_folder"]) / name).is_file()

@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     KeepFreedMemory()
     parser = MakeParser()
     args = parser.parse_args(argv)
+    _NoteCommandInputs(sys.argv[1:] if argv is None else argv, args)
     import pydrake.common  # noqa: F401 - sets up Drake's logger, which the next line quiets.
 
     # Drake logs every Meshcat server it starts at INFO; verbs print the URLs that matter.
@@ -186,6 +187,28 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         interrupted.Restore()
+
+
+def _NoteCommandInputs(argv: list[str], args) -> None:
+    """Every word of the command line that names an existing file or folder (other than --out's)
+    is an input of the run: `--force` never replaces a folder one lives under (issue 68)."""
+    import os
+
+    from drakebots.results import NoteCommandInputs
+
+    out = getattr(args, "out", None)
+    words = []
+    for word in argv:
+        word = str(word)
+        value = word.split("=", 1)[1] if word.startswith("--") and "=" in word else word
+        if not value or value.startswith("-") or (out is not None and value == str(out)):
+            continue
+        try:
+            if os.path.lexists(value):
+                words.append(value)
+        except (OSError, ValueError):
+            continue
+    NoteCommandInputs(words)
 
 
 class _Interrupt:

@@ -9,8 +9,10 @@ Examples:
   drakebots demo --list               # the steps, without running them
 """
 
+import contextlib
 import html
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -100,10 +102,17 @@ def Run(args) -> int:
     with ResultsFolder(out, force=args.force) as results:
         for index, (folder, title, command) in enumerate(STEPS, start=1):
             print(
-                f"[{index}/{len(STEPS)}] {title}\n      drakebots {' '.join(command)}", flush=True
+                f"[{index}/{len(STEPS)}] {title}\n      drakebots {' '.join(command)}\n"
+                f"      -> {results.final / folder}",
+                flush=True,
             )
             start = time.perf_counter()
-            code = main(command + ["--out", str(results.directory / folder)])
+            # A step prints its results folder, which is inside the demo's temporary folder
+            # until the demo ends: its output shows the final path instead.
+            with _ShowFinalPaths(results.directory, results.final):
+                code = main(command + ["--out", str(results.directory / folder)])
+            if code == 130:  # the step was interrupted: so is the demo (its folder removed)
+                raise KeyboardInterrupt
             rows.append(
                 {
                     "step": folder,
@@ -129,6 +138,33 @@ def Run(args) -> int:
         )
     _ = ToJson  # summary written above
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
+
+
+class _Rewriting:
+    """A text stream that writes to `stream` with one path replaced by another."""
+
+    def __init__(self, stream, replacements):
+        self._stream = stream
+        self._replacements = replacements
+
+    def write(self, text):
+        for old, new in self._replacements:
+            text = text.replace(old, new)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _ShowFinalPaths(temporary: Path, final: Path):
+    """stdout and stderr with `temporary` (as given and resolved) shown as `final`."""
+    replacements = [(str(temporary.resolve()), str(final.resolve())), (str(temporary), str(final))]
+    with (
+        contextlib.redirect_stdout(_Rewriting(sys.stdout, replacements)),
+        contextlib.redirect_stderr(_Rewriting(sys.stderr, replacements)),
+    ):
+        yield
 
 
 def _IndexHtml(rows, directory: Path) -> str:

@@ -9,7 +9,8 @@ Examples:
   drakebots view runs/beetle_stand --port 7001 --seconds 60
   drakebots view runs/beetle_stand --host 0.0.0.0     # reachable from other machines
 
-The server listens on 127.0.0.1 only (this machine) unless --host names another interface.
+The server listens on 127.0.0.1 only (this machine) unless --host names another interface;
+every interface only with --host 0.0.0.0 given exactly so (an empty --host is refused).
 """
 
 import time
@@ -26,13 +27,14 @@ def register(subparsers):
         "--host",
         default="127.0.0.1",
         help="interface the Meshcat server listens on (default 127.0.0.1: this machine only; "
-        "0.0.0.0: every interface, reachable from the network)",
+        "0.0.0.0, exactly so, is the one way to ask for every interface, reachable from the "
+        "network; an empty host, '*', '::' and other wildcards are refused)",
     )
     parser.add_argument(
         "--port",
         type=_Port,
         default=None,
-        help="Meshcat port, 1-65535 (default: first free from 7000)",
+        help="Meshcat port, 1024-65535 (default: first free from 7000)",
     )
     parser.add_argument(
         "--seconds",
@@ -47,10 +49,13 @@ def register(subparsers):
 def _Port(text: str) -> int:
     import argparse
 
-    port = int(text)
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is outside 1-65535")
-    return port
+    from drakebots.visualization.meshcat import CheckPort
+
+    port = int(text)  # argparse says "invalid port value: 'x'"
+    try:
+        return CheckPort(port)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _Seconds(text: str) -> float:

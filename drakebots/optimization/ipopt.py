@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from drakebots.workflow import DeferredInterrupt
+
 RETURN_STATUS = {
     0: "Solve_Succeeded",
     1: "Solved_To_Acceptable_Level",
@@ -287,6 +289,13 @@ def SolveIpopt(
     counts = {k: 0 for k in timers}
     failure = []
 
+    # Ctrl-C during the solve only sets a flag (a KeyboardInterrupt cannot leave a ctypes
+    # callback: Python would print "Exception ignored" and IPOPT would go on); the intermediate
+    # callback then returns False at the end of the iteration (User_Requested_Stop: the
+    # evaluations meanwhile answer as usual, an evaluation error would send IPOPT into its
+    # restoration phase instead of stopping), and KeyboardInterrupt is raised after IPOPT returns.
+    interrupt = DeferredInterrupt()
+
     def Guard(kind, body):
         def Call(*args):
             if failure:
@@ -343,6 +352,8 @@ def SolveIpopt(
 
     def Intermediate(_mode, iteration, obj, inf_pr, inf_du, mu, _d, _reg, _adu, _apr, _ls, _user):
         iterations[0] = int(iteration)
+        if failure or interrupt.requested:
+            return False
         if intermediate is None:
             return True
         try:
@@ -493,7 +504,7 @@ def SolveIpopt(
         mult_l = np.zeros(n)
         mult_u = np.zeros(n)
         start, cpu_start = time.perf_counter(), time.process_time()
-        with _BlasThreads(1):
+        with _BlasThreads(1), interrupt:
             status = lib.IpoptSolve(
                 handle,
                 x_p,
@@ -507,9 +518,10 @@ def SolveIpopt(
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     finally:
         lib.FreeIpoptProblem(handle)  # closes the output file
-    log = Path(log_file).read_text(errors="replace") if Path(log_file).exists() else ""
-    if temporary:
-        Path(log_file).unlink(missing_ok=True)
+        # Read and removed here, so that an interrupted solve leaves no temporary log behind.
+        log = Path(log_file).read_text(errors="replace") if Path(log_file).exists() else ""
+        if temporary:
+            Path(log_file).unlink(missing_ok=True)
     errors = [e for e in failure if not isinstance(e, KeyboardInterrupt)]
     if any(isinstance(e, KeyboardInterrupt) for e in failure):
         raise KeyboardInterrupt

@@ -40,7 +40,8 @@ kind: skinned_quadruped
 skeleton: mybug_skeleton.yaml   # semantic skeleton parameters (drakebots/skinned/skeletons/*.yaml)
 ```
 
-whose SDF is generated beside the robot file (`<name>.sdf`), never into the package.
+whose SDF is generated into drakebots' cache (drakebots.cache), never beside the robot file nor
+into the package.
 
 Bases: `planar_xz` adds prismatic joints `base_x` and `base_z` and a revolute joint `base_pitch`
 (about y) from the world to the root body (two massless intermediate bodies carry them), so

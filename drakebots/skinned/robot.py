@@ -1,8 +1,9 @@
 """The skinned quad-robots' skeletons: beetle, monster, lizard and cow (skinned-quad-robots.txt).
 
 `AddSkinnedQuadruped(plant, "beetle")` adds the generated SDF model (models/<name>/<name>.sdf,
-see drakebots.skinned.skeleton) with its home pose as the plant's default state: every joint at
-zero and the torso at the height where the soles touch the ground.
+see drakebots.skinned.skeleton; a user skeleton's SDF is generated into drakebots' cache) with
+its home pose as the plant's default state: every joint at zero and the torso at the height
+where the soles touch the ground.
 """
 
 import dataclasses
@@ -79,6 +80,9 @@ class SkinnedQuadruped(Robot):
     params: SkeletonParams = dataclasses.field(default_factory=SkeletonParams)
     # A user skeleton's generated SDF (robot files); empty for the built-in skeletons.
     model_file: str = ""
+    # The robot file it came from (summary.json's robot_file, which `drakebots view` reloads);
+    # empty for the built-in skeletons.
+    source: str = ""
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
         if self.model_file:
@@ -122,36 +126,53 @@ def MakeRobot(name: str) -> SkinnedQuadruped:
     )
 
 
+# The version of the SDF that MakeSkeletonSdf writes, part of a generated SDF's cache key: raise
+# it when the generator's output changes for the same skeleton file.
+SKELETON_SDF_VERSION = 1
+
+
 def MakeRobotFromSkeletonFile(
     skeleton: str | Path,
     *,
     name: str,
     description: str = "",
-    model_directory: str | Path,
+    model_directory: str | Path | None = None,
     source: str = "",
 ) -> SkinnedQuadruped:
     """A skinned quad-robot from a user's skeleton parameter file (robot files, issue 47).
 
-    The skeleton's SDF is generated into `model_directory` as `<name>.sdf` (rewritten only when it
-    changes), never into the package.
+    The skeleton's SDF is generated into drakebots' cache (drakebots.cache.CacheEntry, keyed by
+    the skeleton file's contents and the generator's version), never beside the user's files: a
+    `myrobot.sdf` of the user's own next to the robot file is never touched (issue 68), and a
+    `name:` holding a path is used as a name only (SafeName).
 
     Args:
         skeleton: the skeleton parameter YAML (the schema of `drakebots/skinned/skeletons/*.yaml`).
-        name: the robot's name (the SDF's file stem).
+        name: the robot's name (the SDF's file stem, made a single file-name component).
         description: one line (default: the skeleton's).
-        model_directory: the folder the SDF is written into (the robot file's).
+        model_directory: ignored (kept so that older callers still work; the SDF goes to the
+            cache).
         source: the robot file, for messages.
 
     Raises:
         InputError: a bad skeleton file (the loader names the key and the file), or one whose
             legs cannot reach the ground.
     """
-    from drakebots.robots.robot_file import WriteTextIfChanged
+    import drakebots
+    from drakebots.cache import CacheEntry, SafeName
 
-    params = LoadSkeletonParams(Path(skeleton))
+    del model_directory
+    skeleton = Path(skeleton)
+    params = LoadSkeletonParams(skeleton)
     sdf = MakeSkeletonSdf(params, source=str(skeleton))
-    model_file = Path(model_directory) / f"{name}.sdf"
-    WriteTextIfChanged(model_file, sdf)
+    stem = SafeName(name)
+    entry = CacheEntry(
+        "skinned_sdf",
+        (skeleton.read_bytes(), SKELETON_SDF_VERSION, drakebots.__version__, sdf),
+        name=stem,
+    )
+    model_file = entry / f"{stem}.sdf"
+    _WriteCacheFile(model_file, sdf)
     return SkinnedQuadruped(
         name=name,
         family="skinned_quadruped",
@@ -160,4 +181,25 @@ def MakeRobotFromSkeletonFile(
         nominal_base_height=HomeBaseHeight(params),
         params=params,
         model_file=str(model_file),
+        source=str(source),
     )
+
+
+def _WriteCacheFile(path: Path, text: str) -> None:
+    """Writes `text` to the cache file `path` unless it already holds it: a temporary file renamed
+    into place (readable by all, as a file a user makes), removed again on any exception, Ctrl-C
+    included, so that no partial cache entry is left."""
+    import os
+    import tempfile
+
+    if path.is_file() and path.read_text() == text:
+        return
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as f:
+            f.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -43,7 +43,6 @@ Units: m, kg.
 import dataclasses
 import json
 import math
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -900,20 +899,32 @@ def MakeShellMesh(field, lo, hi, thickness: float, voxel: float) -> TetMesh:
 # Tetrahedralisation with Gmsh (separate process).
 
 
-def GmshExecutable() -> str:
-    """Path of the `gmsh` executable (from the gmsh PyPI package)."""
-    path = shutil.which("gmsh")
-    if path is None:
-        import sys
+# What the gmsh PyPI package's `gmsh` script runs, started as a separate program by this same
+# interpreter: gmsh is GPL, so it is never imported into drakebots' process (issue 68: the
+# script's `#!/usr/bin/env python` started whichever Python came first on PATH, the system's
+# outside an activated venv, which has no gmsh module).
+_GMSH_MAIN = "import sys, gmsh; gmsh.initialize(sys.argv, run=True); gmsh.finalize()"
 
-        candidate = Path(sys.executable).with_name("gmsh")
-        if candidate.exists():
-            return str(candidate)
+
+def GmshCommand() -> list[str]:
+    """The command line that runs Gmsh: this interpreter (`sys.executable`) running the gmsh
+    package's entry point in a child process. RuntimeError when the package is not installed
+    for this interpreter (found without importing it)."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("gmsh") is None:
         raise RuntimeError(
-            "the gmsh executable was not found: pip install gmsh (drakebots runs it as a "
-            "separate program to tetrahedralise skins)"
+            "the gmsh package is not installed for this Python "
+            f"({sys.executable}): pip install gmsh (drakebots runs it as a separate program to "
+            "tetrahedralise skins)"
         )
-    return path
+    return [sys.executable, "-c", _GMSH_MAIN]
+
+
+def GmshExecutable() -> str:
+    """The interpreter that runs Gmsh (GmshCommand's first word; kept for older callers)."""
+    return GmshCommand()[0]
 
 
 def Tetrahedralize(sheets, *, max_edge: float = 0.03, threads: int = 2) -> TetMesh:
@@ -949,9 +960,11 @@ def Tetrahedralize(sheets, *, max_edge: float = 0.03, threads: int = 2) -> TetMe
                 ]
             )
         )
+        # On Ctrl-C (or any exception) subprocess.run kills the child before re-raising, and
+        # the temporary folder is removed: nothing is left running or half written.
         result = subprocess.run(
             [
-                GmshExecutable(),
+                *GmshCommand(),
                 "shell.geo",
                 "-3",
                 "-o",

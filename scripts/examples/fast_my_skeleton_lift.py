@@ -3,11 +3,12 @@ Your own skeleton: skin it, then design a single-foot lift
 ==========================================================
 
 ``mybug/mybug_skeleton.yaml`` is a skeleton that is not one of the paper's four: a crab-like body,
-wider than long, on four short sprawled legs with lighter MG996R servos; ``mybug/mybug.yaml`` is
-its robot file (``kind: skinned_quadruped``), and loading it writes ``mybug.sdf`` beside it, never
-into the package. `MakeSkin` makes its FEM skin; `Design` plans a single-foot lift (the skin's
-mass on the links) and checks every motor against its limit and the centre of pressure against
-the support polygon at every frame. The same from the command line:
+wider than long, on four short sprawled legs with lighter MG996R servos; ``mybug/mybug.yaml`` is its
+robot file (``kind: skinned_quadruped``), and loading it generates ``mybug.sdf`` into drakebots'
+cache (drakebots.cache), never beside it nor into the package. `MakeSkin` makes its FEM skin;
+`Design` plans a single-foot lift (the skin's mass on the links) and checks every motor against its
+limit and the centre of pressure against the support polygon at every frame.
+The same from the command line:
 ``drakebots skin scripts/examples/mybug/mybug.yaml --voxel 0.02`` and
 ``drakebots design scripts/examples/mybug/mybug.yaml --motion single-foot-lift``.
 """

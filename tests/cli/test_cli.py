@@ -119,7 +119,14 @@ def test_existing_output_needs_force_and_force_replaces_only_drakebots_folders(t
     assert sorted(p.name for p in existing.iterdir()) == ["keep.txt"]
     made = tmp_path / "made"
     assert drakebots(*argv, "--out", str(made)).returncode == 0
+    # Issue 68: a file drakebots did not write there (its marker lists what it wrote) is the
+    # user's: --force refuses; a file an earlier run wrote (listed) goes with the folder.
     (made / "stale.txt").write_text("from the last run")
+    result = drakebots(*argv, "--out", str(made), "--force")
+    assert result.returncode == 2 and "stale.txt" in result.stderr
+    assert (made / "stale.txt").read_text() == "from the last run"
+    with open(made / ".drakebots-results", "a") as marker:
+        marker.write("stale.txt\n")
     result = drakebots(*argv, "--out", str(made), "--force")
     assert result.returncode == 0, result.stderr
     assert not (made / "stale.txt").exists() and (made / "summary.json").is_file()
