@@ -107,7 +107,7 @@ class _Point:
     legendre: object = None
     del_residual: np.ndarray = None
     guard_pts: np.ndarray = None  # (N, guards, 3) the guard points (AddGuardHeightConstraints)
-    guard_J: np.ndarray = None  # (N, guards, n, 3)
+    guard_jac: np.ndarray = None  # (N, guards, n, 3)
 
 
 class ContactImplicitNlp:
@@ -461,7 +461,7 @@ class ContactImplicitNlp:
             P.C = tree.LoopJacobian(P.kin)
         if self.guard_rows is not None:
             P.guard_pts = tree.PointsPosition(P.kin, self.guard_bodies, self.guard_p_BG)
-            P.guard_J = tree.PointsJacobian(P.kin, self.guard_bodies, P.guard_pts)
+            P.guard_jac = tree.PointsJacobian(P.kin, self.guard_bodies, P.guard_pts)
         if self.has_del:
             P.intervals = BatchIntervals(
                 tree, self.act, dyn.lagrangian.damping, P.q[:-1], P.q[1:], P.u, P.h, kin=P.kin_mid
@@ -678,7 +678,7 @@ class ContactImplicitNlp:
                 ("loop", self.loop_rows, [("q", self.iq[self.loop_knots], P.C[self.loop_knots])])
             )
         if self.guard_rows is not None:
-            Jg = P.guard_J[self.guard_knots, :, :, 2]  # (K, guards, n)
+            Jg = P.guard_jac[self.guard_knots, :, :, 2]  # (K, guards, n)
             out.append(("guard", self.guard_rows, [("q", self.iq[self.guard_knots], Jg)]))
         if nc:
             Jz = P.J[..., 2]  # (N, nc, n)
@@ -1026,7 +1026,7 @@ class ContactImplicitNlp:
         if self.guard_rows is not None:
             f_guard = Y["guard"][:, :, None] * dyn.normal  # (N, guards, 3)
             Hk[:, :n, :n] += tree.PointsHessianTimes(
-                P.kin, self.guard_bodies, P.guard_pts, f_guard, J=P.guard_J
+                P.kin, self.guard_bodies, P.guard_pts, f_guard, J=P.guard_jac
             )
         if del_curvature and self.initial[0] in ("velocity", "momentum"):
             y0 = Y["del"][0]
