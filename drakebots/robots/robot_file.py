@@ -52,11 +52,12 @@ import importlib
 import math
 import os
 import tempfile
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydrake.geometry import Sphere
+from pydrake.geometry import Box, Capsule, Convex, Cylinder, Ellipsoid, Mesh, Sphere
 from pydrake.math import RigidTransform
 from pydrake.multibody.parsing import Parser
 from pydrake.multibody.plant import AddMultibodyPlantSceneGraph, MultibodyPlant
@@ -73,6 +74,7 @@ from drakebots.config import LoadTypedYaml, ReadYaml
 from drakebots.errors import InputError
 from drakebots.models import ConfigureParser
 from drakebots.robots.base import SI_UNITS, Robot
+from drakebots.robots.published import PackageResolver, PrepareModel
 
 # units key -> (quantity -> unit symbol, gravity magnitude in those units).
 UNIT_SYSTEMS = {
@@ -90,6 +92,8 @@ UNIT_SYSTEMS = {
     ),
 }
 BASE_TYPES = ("planar_xz", "floating_rpy", "fixed")
+# Robot length unit -> length units per metre.
+_LENGTH_PER_METRE = {"m": 1.0, "mm": 1e3}
 KINDS = ("model", "skinned_quadruped")
 MODEL_SUFFIXES = (".urdf", ".sdf", ".xml")
 ROBOT_FILE_SUFFIXES = (".yaml", ".yml")
@@ -134,6 +138,12 @@ class RobotFileSpec:
     contacts: list[ContactPointSpec] = field(default_factory=list)
     # Joint name -> home position (rad for revolute joints, length unit for prismatic ones).
     home: dict[str, float] = field(default_factory=dict)
+    # package:// NAME -> folder, relative to the robot file (searched before anything else).
+    packages: dict[str, str] = field(default_factory=dict)
+    # Joint name -> effort limit (N*m or N, robot units), overriding the model's; > 0.
+    effort_limits: dict[str, float] = field(default_factory=dict)
+    # Joint name -> [lower, upper] position limits, overriding the model's; lower < upper.
+    joint_limits: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -153,6 +163,17 @@ class UserRobot(Robot):
     base: str = "planar_xz"
     contacts: list = dataclasses.field(default_factory=list)
     home: dict = dataclasses.field(default_factory=dict)
+    # The file the Parser reads (the model, or its copy in the cache with converted meshes).
+    parse_file: str = ""
+    # package NAME -> folder, for the Parser's PackageMap.
+    packages: dict = dataclasses.field(default_factory=dict)
+    # Joints that get an actuator where the model has none ("all": every one-dof joint).
+    actuators: object = dataclasses.field(default_factory=list)
+    # Joint name -> effort limit, and joint name -> (lower, upper), overriding the model's.
+    effort_limits: dict = dataclasses.field(default_factory=dict)
+    joint_limits: dict = dataclasses.field(default_factory=dict)
+    # Joint name -> the model's own effort limit where it states one without an actuator (URDF).
+    model_effort_limits: dict = dataclasses.field(default_factory=dict)
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
         instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height)
@@ -200,9 +221,11 @@ def LoadRobot(path: str | os.PathLike) -> Robot:
     collision = None
     if isinstance(raw.get("contacts"), dict):
         collision = _ReadCollisionContacts(raw.pop("contacts"), source)
+    actuators = _ReadActuators(raw.pop("actuators", []), source)
     import yaml
 
     spec = LoadTypedYaml(RobotFileSpec, data=yaml.safe_dump(raw), source=source)
+    raw["actuators"] = actuators
     spec.name = spec.name or path.stem
     if spec.kind not in KINDS:
         raise _Bad(source, "kind", f"unknown kind '{spec.kind}' (known: {', '.join(KINDS)})")
@@ -236,11 +259,57 @@ def _ReadCollisionContacts(data: dict, source: str) -> dict:
     return {"bodies": list(bodies)}
 
 
+def _ReadActuators(value, source: str):
+    """`actuators: all` or a list of joint names (default: none added)."""
+    if value == "all":
+        return "all"
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return list(value)
+    raise _Bad(source, "actuators", f"must be 'all' or a list of joint names, got {value!r}")
+
+
+def _CheckLimits(spec: RobotFileSpec, source: str) -> None:
+    """effort_limits > 0, joint_limits [lower, upper] finite with lower < upper."""
+    for name, value in spec.effort_limits.items():
+        if not value > 0.0 or math.isnan(value):
+            raise _Bad(
+                source, f"effort_limits.{name}", f"must be a positive effort limit, got {value}"
+            )
+    for name, value in spec.joint_limits.items():
+        if len(value) != 2 or not all(math.isfinite(x) for x in value):
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"must be [lower, upper], two finite numbers, got {value}",
+            )
+        if not value[0] < value[1]:
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"lower {value[0]} must be less than upper {value[1]}",
+            )
+
+
 def _LoadSkinned(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
     source = str(path)
-    used = sorted(
-        key for key in ("model", "base", "base_body", "contacts", "home") if key in raw
-    ) + (["contacts"] if collision is not None else [])
+    used = (
+        sorted(
+            key
+            for key in (
+                "model",
+                "base",
+                "base_body",
+                "contacts",
+                "home",
+                "packages",
+                "effort_limits",
+                "joint_limits",
+            )
+            if key in raw
+        )
+        + (["actuators"] if raw.get("actuators") else [])
+        + (["contacts"] if collision is not None else [])
+    )
     if used:
         raise _Bad(
             source,
@@ -265,22 +334,24 @@ def _LoadSkinned(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot
     )
 
 
-def _ResolveModel(path: Path, spec: RobotFileSpec) -> str:
-    """The model's file path (or package:// URI, checked to resolve)."""
+def _ResolveModel(path: Path, spec: RobotFileSpec, length_per_metre: float):
+    """The model's file (a package:// URI resolved) and its PreparedModel (meshes converted)."""
     source = str(path)
     if not spec.model:
         raise _Bad(source, "model", "missing: give the URDF or SDF file of the robot")
-    if "://" in spec.model:
-        parser = Parser(MultibodyPlant(0.0))
-        ConfigureParser(parser)
-        try:
-            resolved = parser.package_map().ResolveUrl(spec.model)
-        except Exception as e:  # noqa: BLE001 - Drake's message says which package is unknown.
-            raise _Bad(source, "model", f"cannot resolve {spec.model} ({e})") from None
-        if not Path(resolved).is_file():
-            raise _Bad(source, "model", f"file not found: {spec.model} ({resolved})")
-        suffix = Path(resolved).suffix.lower()
-        model = spec.model
+    packages = {}
+    for name, folder in spec.packages.items():
+        resolved = (path.parent / folder).resolve()
+        if not resolved.is_dir():
+            raise _Bad(source, f"packages.{name}", f"folder not found: {resolved}")
+        packages[name] = resolved
+    resolver = PackageResolver(source=source, packages=packages)
+    if spec.model.startswith("package://"):
+        file = resolver.Resolve(spec.model, key="model", what="the model")
+        if not file.is_file():
+            raise _Bad(source, "model", f"file not found: {spec.model} ({file})")
+    elif "://" in spec.model:
+        raise _Bad(source, "model", f"'{spec.model}': only package:// URIs and paths are read")
     else:
         file = (path.parent / spec.model).resolve()
         if not file.is_file():
@@ -289,15 +360,14 @@ def _ResolveModel(path: Path, spec: RobotFileSpec) -> str:
                 "model",
                 f"file not found: {file} (the path is relative to the robot file's folder)",
             )
-        suffix = file.suffix.lower()
-        model = str(file)
-    if suffix not in MODEL_SUFFIXES:
+    if file.suffix.lower() not in MODEL_SUFFIXES:
         raise _Bad(
             source,
             "model",
             f"'{spec.model}' is not a URDF or SDF file ({', '.join(MODEL_SUFFIXES)})",
         )
-    return model
+    prepared = PrepareModel(file, resolver, length_per_metre=length_per_metre)
+    return file, prepared
 
 
 def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
@@ -310,7 +380,10 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         raise _Bad(source, "base", f"unknown base '{spec.base}' (known: {', '.join(BASE_TYPES)})")
     if "skeleton" in raw:
         raise _Bad(source, "skeleton", "applies only to kind skinned_quadruped")
-    model = _ResolveModel(path, spec)
+    _CheckLimits(spec, source)
+    units, gravity = UNIT_SYSTEMS[spec.units]
+    file, prepared = _ResolveModel(path, spec, _LENGTH_PER_METRE[units["length"]])
+    model = spec.model if spec.model.startswith("package://") else str(file)
     contacts = []
     for index, contact in enumerate(spec.contacts):
         if len(contact.point) != 3 or not all(math.isfinite(x) for x in contact.point):
@@ -333,7 +406,6 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
     for name, value in spec.home.items():
         if not math.isfinite(value):
             raise _Bad(source, f"home.{name}", f"must be a finite number, got {value}")
-    units, gravity = UNIT_SYSTEMS[spec.units]
     robot = UserRobot(
         name=spec.name,
         family="user",
@@ -346,6 +418,12 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         base=spec.base,
         contacts=contacts,
         home=dict(spec.home),
+        parse_file=str(prepared.parse_file),
+        packages={name: str(folder) for name, folder in prepared.packages.items()},
+        actuators=raw.get("actuators", []),
+        effort_limits=dict(spec.effort_limits),
+        joint_limits={name: tuple(value) for name, value in spec.joint_limits.items()},
+        model_effort_limits=ModelEffortLimits(file),
     )
     # A probe plant checks the model against the file and settles the base height.
     builder = DiagramBuilder()
@@ -361,7 +439,11 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
             plant, scene_graph, context, instance, collision["bodies"], source
         )
         if spec.base != "fixed" and not robot.contacts:
-            raise _Bad(source, "contacts.from_collision", "the model has no collision spheres")
+            raise _Bad(
+                source,
+                "contacts.from_collision",
+                "the model has no collision geometry on those bodies",
+            )
     for index, (body, _) in enumerate(robot.contacts):
         if not plant.HasBodyNamed(body, instance):
             known = ", ".join(plant.get_body(b).name() for b in plant.GetBodyIndices(instance))
@@ -400,17 +482,19 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     source = robot.source
     parser = Parser(plant)
     ConfigureParser(parser)
+    package_map = parser.package_map()
+    for name, folder in robot.packages.items():
+        if not package_map.Contains(name):
+            package_map.Add(name, folder)
     try:
-        if "://" in robot.model_file:
-            instances = parser.AddModels(url=robot.model_file)
-        else:
-            instances = parser.AddModels(robot.model_file)
+        instances = parser.AddModels(robot.parse_file or robot.model_file)
     except Exception as e:  # noqa: BLE001 - Drake's parser names the line that is wrong.
         message = " ".join(str(e).split())
         raise _Bad(source, "model", f"Drake cannot parse {robot.model_file}: {message}") from None
     if len(instances) != 1:
         raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
     (instance,) = instances
+    _ApplyActuatorsAndLimits(plant, instance, robot)
     world = plant.world_body()
     if robot.units != SI_UNITS:
         plant.mutable_gravity_field().set_gravity_vector([0.0, 0.0, -robot.gravity])
@@ -457,6 +541,80 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     _AddBase(plant, instance, root, robot, base_height)
     _SetHome(plant, instance, robot)
     return instance, root.name()
+
+
+def ModelEffortLimits(model_file) -> dict:
+    """Joint name -> the effort limit a URDF (<limit effort>) or SDF (<axis><limit><effort>)
+    states, for the joints that state a positive one (read with ElementTree, not Drake, because
+    Drake keeps it only for joints with a transmission)."""
+    try:
+        root = ElementTree.parse(model_file).getroot()
+    except (ElementTree.ParseError, OSError):
+        return {}
+    limits = {}
+    for joint in root.iter("joint"):
+        name = joint.get("name")
+        text = None
+        limit = joint.find("limit")
+        if limit is not None:
+            text = limit.get("effort")
+        else:
+            text = joint.findtext("axis/limit/effort")
+        try:
+            value = float(text) if text is not None else 0.0
+        except ValueError:
+            continue
+        if name and value > 0.0 and math.isfinite(value):
+            limits[name] = value
+    return limits
+
+
+def _ApplyActuatorsAndLimits(plant, instance, robot: UserRobot) -> None:
+    """The robot file's `actuators`, `effort_limits` and `joint_limits` on the parsed model."""
+    source = robot.source
+    one_dof = {
+        plant.get_joint(j).name(): plant.get_joint(j)
+        for j in plant.GetJointIndices(instance)
+        if plant.get_joint(j).num_velocities() == 1
+    }
+    actuated = {}
+    for index in plant.GetJointActuatorIndices():
+        actuator = plant.get_joint_actuator(index)
+        if actuator.model_instance() == instance:
+            actuated[actuator.joint().name()] = actuator
+
+    def Known() -> str:
+        return ", ".join(one_dof) or "none"
+
+    wanted = list(one_dof) if robot.actuators == "all" else list(robot.actuators)
+    for index, name in enumerate(wanted):
+        if name not in one_dof:
+            raise _Bad(
+                source,
+                f"actuators[{index}]",
+                f"the model has no one-dof joint '{name}' (its one-dof joints: {Known()})",
+            )
+        if name in actuated:
+            continue
+        limit = robot.effort_limits.get(name, robot.model_effort_limits.get(name, math.inf))
+        actuated[name] = plant.AddJointActuator(name, one_dof[name], limit)
+    for name, limit in robot.effort_limits.items():
+        if name not in actuated:
+            raise _Bad(
+                source,
+                f"effort_limits.{name}",
+                f"joint '{name}' has no actuator (actuated joints: "
+                f"{', '.join(actuated) or 'none'}; add it to 'actuators')",
+            )
+        actuated[name].set_effort_limit(float(limit))
+    for name, (lower, upper) in robot.joint_limits.items():
+        if name not in one_dof:
+            raise _Bad(
+                source,
+                f"joint_limits.{name}",
+                f"the model has no one-dof joint '{name}' (its one-dof joints: {Known()})",
+            )
+        one_dof[name].set_position_limits([lower], [upper])
 
 
 def _AddBase(plant, instance, root, robot: UserRobot, base_height: float) -> None:
@@ -551,9 +709,47 @@ def _CheckPlanar(plant, context, instance, source: str) -> None:
             )
 
 
+def LowestPoint(shape, down_G: np.ndarray) -> np.ndarray | None:
+    """The lowest point of a shape (its geometry frame G) along the unit direction `down_G`.
+
+    Where a face or an edge is lowest (a box standing flat, an upright cylinder), the centre of
+    that face or edge. Sphere, ellipsoid, box, cylinder, capsule: analytic; mesh and convex: the
+    vertices of Drake's convex hull of the mesh file (scale applied). None for other shapes.
+    """
+    d = np.asarray(down_G, dtype=float)
+    eps = 1e-9
+
+    def Sign(x):
+        return np.where(np.abs(x) > eps, np.sign(x), 0.0)
+
+    if isinstance(shape, Sphere):
+        return shape.radius() * d
+    if isinstance(shape, Ellipsoid):
+        axes = np.array([shape.a(), shape.b(), shape.c()])
+        return axes**2 * d / np.linalg.norm(axes * d)
+    if isinstance(shape, Box):
+        return 0.5 * np.array([shape.width(), shape.depth(), shape.height()]) * Sign(d)
+    if isinstance(shape, (Cylinder, Capsule)):
+        r, half = shape.radius(), 0.5 * shape.length()
+        if isinstance(shape, Capsule):
+            return np.array([0.0, 0.0, half * Sign(d[2])]) + r * d
+        radial = np.array([d[0], d[1], 0.0])
+        norm = np.linalg.norm(radial)
+        rim = r * radial / norm if norm > eps else np.zeros(3)
+        return rim + [0.0, 0.0, half * Sign(d[2])]
+    if isinstance(shape, (Mesh, Convex)):
+        hull = shape.GetConvexHull()
+        vertices = np.array([hull.vertex(i) for i in range(hull.num_vertices())])
+        heights = vertices @ d
+        size = max(float(np.ptp(vertices, axis=0).max()), 1e-12)
+        lowest = vertices[heights >= heights.max() - 1e-6 * size]
+        return lowest.mean(axis=0)
+    return None
+
+
 def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: str) -> list:
-    """The lowest points (home pose) of the collision spheres on the feet (leaf bodies) or on
-    `bodies`, in their body frames."""
+    """The lowest points (home pose) of the collision geometries of the feet (leaf bodies) or of
+    `bodies`, in their body frames: one per geometry (see LowestPoint)."""
     inspector = scene_graph.model_inspector()
     if bodies:
         for index, name in enumerate(bodies):
@@ -570,10 +766,11 @@ def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: st
         R_WB = plant.EvalBodyPoseInWorld(context, body).rotation().matrix()
         down_B = R_WB.T @ np.array([0.0, 0.0, -1.0])
         for geometry in plant.GetCollisionGeometriesForBody(body):
-            shape = inspector.GetShape(geometry)
-            if isinstance(shape, Sphere):
-                center = inspector.GetPoseInFrame(geometry).translation()
-                contacts.append((body.name(), center + shape.radius() * down_B))
+            X_BG = inspector.GetPoseInFrame(geometry)
+            R_BG = X_BG.rotation().matrix()
+            point_G = LowestPoint(inspector.GetShape(geometry), R_BG.T @ down_B)
+            if point_G is not None:
+                contacts.append((body.name(), X_BG.translation() + R_BG @ point_G))
     return contacts
 
 

@@ -25,14 +25,17 @@ def PlotTorquesAgainstLimits(
             ax.axis("off")
             continue
         limit = float(effort_limits[k])
-        ax.axhspan(-limit, limit, color="tab:green", alpha=0.08)
-        ax.axhline(limit, color="tab:red", lw=0.8, ls="--")
-        ax.axhline(-limit, color="tab:red", lw=0.8, ls="--")
         ax.plot(times, actuation[:, k], color="tab:blue", lw=1.0)
-        peak = np.max(np.abs(actuation[:, k])) / limit if limit > 0 else np.nan
-        ax.set_title(f"{names[k]}  (peak {peak:.0%} of limit)", fontsize=7.5)
+        if np.isfinite(limit):
+            ax.axhspan(-limit, limit, color="tab:green", alpha=0.08)
+            ax.axhline(limit, color="tab:red", lw=0.8, ls="--")
+            ax.axhline(-limit, color="tab:red", lw=0.8, ls="--")
+            peak = np.max(np.abs(actuation[:, k])) / limit if limit > 0 else np.nan
+            ax.set_title(f"{names[k]}  (peak {peak:.0%} of limit)", fontsize=7.5)
+            ax.set_ylim(-1.15 * limit, 1.15 * limit)
+        else:  # No effort limit in the model: the axis follows the effort alone.
+            ax.set_title(f"{names[k]}  (no effort limit)", fontsize=7.5)
         ax.tick_params(labelsize=7)
-        ax.set_ylim(-1.15 * limit, 1.15 * limit)
         if k % columns == 0:
             ax.set_ylabel(unit, fontsize=7.5)
         if k // columns == rows - 1:

@@ -1,0 +1,309 @@
+"""Published robot models as they are: `package://` URIs and every mesh format they use.
+
+A robot file points at a model as its authors published it (a ROS package, the PyPI package
+`example-robot-data`, a vendor's URDF); nothing in it is edited or copied beside it (DESIGN.md,
+"Robots as users have them").
+
+Packages. `package://NAME/...` (in the robot file's `model:` and in the model's meshes) resolves,
+first match wins:
+
+1. the robot file's `packages: {NAME: folder}` (relative to the robot file);
+2. a folder above the model file holding a package.xml that declares NAME;
+3. a folder named NAME above the model file (example-robot-data's URIs say `example-robot-data`
+   while its package.xml declares `example_robot_descriptions`);
+4. `ROS_PACKAGE_PATH` (Drake's own crawl of it);
+5. installed prefixes: `share/NAME` under each folder of `AMENT_PREFIX_PATH`, then under Python's
+   cmeel prefix (`<site-packages>/cmeel.prefix`, where PyPI's ROS-packaged models install).
+
+Meshes. Drake reads .obj, .vtk and .gltf itself; every other mesh (STL, DAE, PLY, ...) is read by
+trimesh (MIT; pycollada, BSD, for DAE) and written as OBJ into drakebots' cache
+(drakebots.cache.CacheEntry, keyed by the mesh file's bytes and the scale it is used at). The model
+is then parsed from a rewritten copy in the cache whose mesh references are the absolute paths of
+the converted (and unconverted) meshes. The user's files are only read.
+
+A mesh larger than `MAX_MESH_EXTENT_M` (100 m) once scaled is refused: it is a millimetre mesh read
+as metres, or worse, and the bounding boxes, contact and replays built from it would be absurd.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sysconfig
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from drakebots.cache import CacheEntry, SafeName
+from drakebots.errors import InputError
+
+# Mesh formats Drake 1.51 reads itself (visual and collision); others are converted to OBJ.
+DRAKE_MESH_SUFFIXES = (".obj", ".vtk", ".gltf")
+# The largest extent (m) a scaled mesh of a robot may have.
+MAX_MESH_EXTENT_M = 100.0
+# Mesh files larger than this are refused before they are read (bytes).
+MAX_MESH_BYTES = 512 * 1024 * 1024
+_PACKAGE_URI = re.compile(r"^package://([^/]+)/(.*)$")
+# A URDF <mesh filename="..."> (attribute order free) and an SDF <uri>...</uri>.
+_URDF_MESH = re.compile(r"(<mesh\b[^>]*?\bfilename\s*=\s*)([\"'])(.*?)\2", re.S)
+_SDF_URI = re.compile(r"(<uri>\s*)(.*?)(\s*</uri>)", re.S)
+_URDF_SCALE = re.compile(r"\bscale\s*=\s*([\"'])(.*?)\1")
+
+
+def CmeelPrefix() -> Path:
+    """Python's cmeel prefix, `<site-packages>/cmeel.prefix` (may not exist)."""
+    return Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"
+
+
+def _PackageXmlName(folder: Path) -> str | None:
+    """The <name> that folder/package.xml declares (None without a readable one)."""
+    xml = folder / "package.xml"
+    if not xml.is_file():
+        return None
+    try:
+        name = ElementTree.parse(xml).getroot().findtext("name")
+    except (ElementTree.ParseError, OSError):
+        return None
+    return name.strip() if name else None
+
+
+@dataclass
+class PackageResolver:
+    """Finds `package://NAME` folders in the order of the module docstring.
+
+    Attributes:
+        source: the robot file (named in every error).
+        packages: the robot file's `packages:` key, NAME -> folder (absolute).
+        model_file: the model file, whose folders above are searched (None: not yet known).
+        found: NAME -> folder, what was resolved so far (also what a Parser's PackageMap gets).
+    """
+
+    source: str
+    packages: dict = field(default_factory=dict)
+    model_file: Path | None = None
+    found: dict = field(default_factory=dict)
+
+    def Find(self, name: str) -> Path | None:
+        """The folder of package `name`, or None when no rule finds it."""
+        if name in self.found:
+            return self.found[name]
+        folder = self._Search(name)
+        if folder is not None:
+            self.found[name] = folder
+        return folder
+
+    def _Search(self, name: str) -> Path | None:
+        if name in self.packages:
+            return self.packages[name]
+        if self.model_file is not None:
+            parents = list(Path(self.model_file).resolve().parents)
+            for folder in parents:
+                if _PackageXmlName(folder) == name:
+                    return folder
+            for folder in parents:
+                if folder.name == name:
+                    return folder
+        if os.environ.get("ROS_PACKAGE_PATH", "").strip():
+            from pydrake.multibody.parsing import PackageMap
+
+            ros = PackageMap.MakeEmpty()
+            ros.PopulateFromRosPackagePath()
+            if ros.Contains(name):
+                return Path(ros.GetPath(name))
+        prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+        prefixes.append(str(CmeelPrefix()))
+        for prefix in prefixes:
+            folder = Path(prefix) / "share" / name
+            if folder.is_dir():
+                return folder
+        return None
+
+    def Resolve(self, uri: str, *, key: str, what: str) -> Path:
+        """The file of a `package://NAME/path` URI.
+
+        Raises:
+            InputError: naming the robot file, `key` and the package (or the missing file).
+        """
+        match = _PACKAGE_URI.match(uri)
+        if match is None:
+            raise InputError(f"{self.source}: key '{key}': '{uri}' is not a package://NAME/... URI")
+        name, relative = match.groups()
+        folder = self.Find(name)
+        if folder is None:
+            raise InputError(
+                f"{self.source}: key '{key}': package '{name}' of {what} not found (looked in "
+                "the robot file's 'packages', package.xml and folders above the model, "
+                "ROS_PACKAGE_PATH, AMENT_PREFIX_PATH and the cmeel prefix); add "
+                f"'packages: {{{name}: FOLDER}}' to the robot file"
+            )
+        return folder / relative
+
+
+@dataclass
+class PreparedModel:
+    """A model ready for Drake's Parser.
+
+    Attributes:
+        parse_file: the file to parse (the user's model, or its rewritten copy in the cache).
+        packages: NAME -> folder for the Parser's PackageMap.
+        converted: source mesh path -> the OBJ in the cache it was converted to.
+    """
+
+    parse_file: Path
+    packages: dict
+    converted: dict
+
+
+def _MeshReferences(text: str, suffix: str):
+    """(start, end, reference, scale) of each mesh reference in a URDF/SDF text."""
+    if suffix == ".urdf":
+        for match in _URDF_MESH.finditer(text):
+            element = text[match.start() : text.find(">", match.end()) + 1]
+            scale = _URDF_SCALE.search(element)
+            yield match.start(3), match.end(3), match.group(3), scale.group(2) if scale else ""
+    else:
+        for match in _SDF_URI.finditer(text):
+            # Only a <mesh>'s <uri> (the last element opened before it) is a mesh file.
+            opened = re.findall(
+                r"<(\w+)\b[^>/]*>", text[max(0, match.start() - 400) : match.start()]
+            )
+            if opened and opened[-1] == "mesh":
+                yield match.start(2), match.end(2), match.group(2), ""
+
+
+def _ParseScale(text: str) -> np.ndarray:
+    try:
+        values = [float(x) for x in text.split()] if text.strip() else [1.0, 1.0, 1.0]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values = values * 3
+    return np.array(values if len(values) == 3 else [1.0, 1.0, 1.0])
+
+
+def _MeshBounds(path: Path, *, model: Path):
+    """trimesh's mesh of `path` (scene transforms applied, DAE units as trimesh reads them)."""
+    import trimesh
+
+    if path.stat().st_size > MAX_MESH_BYTES:
+        raise InputError(
+            f"{path}: mesh of model {model} is {path.stat().st_size / 2**20:.0f} MiB, more than "
+            f"the {MAX_MESH_BYTES // 2**20} MiB drakebots reads"
+        )
+    try:
+        mesh = trimesh.load(str(path), force="mesh", process=False)
+    except Exception as e:  # noqa: BLE001 - any reader failure is the same bad input.
+        raise InputError(
+            f"{path}: mesh of model {model} cannot be read ({type(e).__name__}: "
+            f"{' '.join(str(e).split())[:200]})"
+        ) from None
+    if not hasattr(mesh, "vertices") or len(mesh.vertices) == 0:
+        raise InputError(f"{path}: mesh of model {model} cannot be read (no vertices)")
+    return mesh
+
+
+def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre: float = 1.0):
+    """The OBJ (in the cache) Drake reads for mesh `path`, or `path` itself when Drake reads it.
+
+    Also checks the mesh's size at `scale`: larger than MAX_MESH_EXTENT_M is refused. The check's
+    result (and the conversion) is cached, keyed by the file's bytes and the scale.
+
+    Returns:
+        (path Drake parses, (lower, upper) bounds of the unscaled mesh).
+
+    Raises:
+        InputError: naming the mesh file and the model when the mesh cannot be read or is absurd.
+    """
+    import trimesh
+
+    data = path.read_bytes()
+    native = path.suffix.lower() in DRAKE_MESH_SUFFIXES
+    entry = CacheEntry(
+        "meshes",
+        [data, path.suffix.lower(), " ".join(f"{s:.17g}" for s in scale), trimesh.__version__],
+        name=path.stem,
+    )
+    info_file = entry / "mesh.json"
+    target = entry / f"{SafeName(path.stem, default='mesh')}.obj"
+    info = None
+    if info_file.is_file() and (native or target.is_file()):
+        try:
+            info = json.loads(info_file.read_text())
+        except ValueError:
+            info = None
+    if info is None:
+        if path.suffix.lower() == ".vtk":
+            return path, None
+        mesh = _MeshBounds(path, model=model)
+        info = {"lower": mesh.bounds[0].tolist(), "upper": mesh.bounds[1].tolist()}
+        extent = float(np.max((mesh.bounds[1] - mesh.bounds[0]) * np.abs(scale)))
+        info["extent"] = extent
+        if not native and extent <= MAX_MESH_EXTENT_M * length_per_metre:
+            temporary = target.with_suffix(".obj.tmp")
+            temporary.write_text(
+                trimesh.exchange.obj.export_obj(mesh, include_normals=False, include_texture=False)
+            )
+            os.replace(temporary, target)
+        temporary = info_file.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(info))
+        os.replace(temporary, info_file)
+    if info["extent"] > MAX_MESH_EXTENT_M * length_per_metre:
+        raise InputError(
+            f"{path}: mesh of model {model} is {info['extent']:.4g} length units across at scale "
+            f"{' '.join(f'{s:g}' for s in scale)}, more than {MAX_MESH_EXTENT_M:g} m: absurd for "
+            "a robot (a millimetre mesh read as metres?); fix the scale in the model"
+        )
+    return (path if native else target), (np.array(info["lower"]), np.array(info["upper"]))
+
+
+def PrepareModel(
+    model_file: Path, resolver: PackageResolver, *, length_per_metre: float = 1.0
+) -> PreparedModel:
+    """Resolves the model's mesh references and converts meshes Drake cannot read (see the
+    module docstring). The user's files are never written.
+
+    Raises:
+        InputError: a package not found, a mesh missing, unreadable or absurdly large.
+    """
+    model_file = Path(model_file)
+    suffix = model_file.suffix.lower()
+    text = model_file.read_text(errors="replace")
+    resolver.model_file = model_file
+    pieces, converted, last, changed = [], {}, 0, False
+    for start, end, reference, scale_text in _MeshReferences(text, suffix):
+        reference = reference.strip()
+        if reference.startswith("package://"):
+            mesh = resolver.Resolve(
+                reference, key="model", what=f"mesh {reference} of {model_file}"
+            )
+        elif reference.startswith("file://"):
+            mesh = Path(reference[len("file://") :])
+        elif "://" in reference:
+            continue  # Drake reports other schemes itself.
+        else:
+            mesh = model_file.parent / reference
+        if not mesh.is_file():
+            raise InputError(f"{mesh}: mesh file of model {model_file} not found ({reference})")
+        used, _ = ConvertMesh(
+            mesh, _ParseScale(scale_text), model=model_file, length_per_metre=length_per_metre
+        )
+        if used != mesh:
+            converted[str(mesh)] = used
+            changed = True
+        pieces.append(text[last:start])
+        pieces.append(str(used.resolve()))
+        last = end
+    pieces.append(text[last:])
+    if not changed:
+        return PreparedModel(model_file, dict(resolver.found), converted)
+    rewritten = "".join(pieces)
+    entry = CacheEntry("models", [rewritten, str(model_file.resolve())], name=model_file.stem)
+    copy = entry / f"{SafeName(model_file.stem, default='model')}{suffix}"
+    if not copy.is_file() or copy.read_text() != rewritten:
+        temporary = copy.with_name(copy.name + ".tmp")
+        temporary.write_text(rewritten)
+        os.replace(temporary, copy)
+    return PreparedModel(copy, dict(resolver.found), converted)
