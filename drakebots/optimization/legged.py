@@ -465,9 +465,9 @@ def _Floating(model: RobotTrajoptModel) -> bool:
 
 def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]:
     """(bodies, points, names): the points kept above the ground at every knot of a floating
-    base's plan: the origin of every body of the robot (the base's centre, each hip, knee,
-    foot frame), one of any set whose origins coincide in every configuration (a hip's
-    abduction and flexion links), none that is a contact point. Origins rather than the
+    base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
+    link; not the parts welded to them), one of any set whose origins coincide in every
+    configuration (a hip's abduction and flexion links), none that is a contact point. Origins rather than the
     lowest points of the collision shapes: the transcription's plant has no geometry, and a
     knee's or the base's origin below the ground is what a folded leg or a sunk body does."""
     plant = model.plant
@@ -476,11 +476,16 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
         (body, tuple(np.round(np.asarray(point, float), 12)))
         for body, point in model.robot.contacts
     }
+    moved = {
+        int(plant.get_joint(j).child_body().index())
+        for j in plant.GetJointIndices()
+        if plant.get_joint(j).num_positions() > 0
+    }
     candidates = []
     for b in range(plant.num_bodies()):
         body = plant.get_body(BodyIndexOf(b))
-        if int(body.index()) == world:
-            continue
+        if int(body.index()) == world or int(body.index()) not in moved:
+            continue  # welded parts (a camera, a foot link) ride on the body they are welded to
         if (body.name(), (0.0, 0.0, 0.0)) in contacts:
             continue
         candidates.append(body)

@@ -134,7 +134,12 @@ def GaitOffsets(gait: str, legs: list[Leg], where: str = "gait") -> np.ndarray:
     if gait not in GAITS:
         raise InputError(f"{where}: one of {', '.join(GAITS)}, got {gait!r}")
     names = [leg.name for leg in legs]
-    if sorted(names) != sorted(["front_left", "front_right", "hind_left", "hind_right"]):
+    chains = {}
+    for leg in legs:  # a leg may hold several contacts (a foot's collision shapes): one chain
+        chains.setdefault(leg.name, set()).add(tuple(leg.joints))
+    if set(names) != {"front_left", "front_right", "hind_left", "hind_right"} or any(
+        len(c) != 1 for c in chains.values()
+    ):
         raise InputError(
             f"{where}: '{gait}' needs four legs, one front-left, front-right, hind-left and "
             f"hind-right of the base; this robot's contacts are on {', '.join(names)}"
