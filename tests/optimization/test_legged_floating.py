@@ -313,3 +313,30 @@ def test_guard_rows_in_the_fast_path_match_drake_and_differences():
     H_fd = 0.5 * (H_fd + H_fd.T)
     assert np.abs(H_fd).max() > 1e-3  # the heights' curvature is not nothing
     assert np.abs(H - H_fd).max() < 1e-6 * np.abs(H_fd).max()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--gait", "trot", "--knots", "20"], "--knots: must be odd with gait trot"),
+        (["--gait", "gallop"], "invalid choice: 'gallop'"),
+    ],
+)
+def test_gait_flag_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
+    from drakebots.cli import main as cli_main
+
+    out = tmp_path / "out"
+    argv = ["optimize", "gait", str(QUAD), "--period", "0.4", "--distance", "0.1", *args]
+    with pytest.raises(SystemExit) if "gallop" in args else _NoRaise():
+        assert cli_main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert words in err[-1], err
+    assert not out.exists()
+
+
+class _NoRaise:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
