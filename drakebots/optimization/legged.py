@@ -108,6 +108,9 @@ class MotionSolver:
     solver: str = "auto"
     # Iteration limit of each homotopy stage and of the repair.
     iterations: int = 1000
+    # Effort continuation: the first stage solved with the effort limits times this factor,
+    # then the slack homotopy at the true limits from its point (1: none).
+    effort_continuation: float = 1.0
     # Acceptance: the largest constraint violation, the true complementarity (force x length,
     # the robot's units) and the re-simulated figure's relative error.
     feasibility_tolerance: float = FEASIBILITY_TOLERANCE
@@ -467,9 +470,10 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     """(bodies, points, names): the points kept above the ground at every knot of a floating
     base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
     link; not the parts welded to them), one of any set whose origins coincide in every
-    configuration (a hip's abduction and flexion links), none that is a contact point. Origins rather than the
-    lowest points of the collision shapes: the transcription's plant has no geometry, and a
-    knee's or the base's origin below the ground is what a folded leg or a sunk body does."""
+    configuration (a hip's abduction and flexion links), none that is a contact point.
+    Origins rather than the lowest points of the collision shapes: the transcription's plant
+    has no geometry, and a knee's or the base's origin below the ground is what a folded leg
+    or a sunk body does."""
     plant = model.plant
     world = int(plant.world_body().index())
     contacts = {
@@ -727,8 +731,34 @@ def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None)
     weight = problem.dynamics.force_scale
     final = min(SLACK_STAGES[-1], 0.5 * solver.complementarity_tolerance / weight)
     stages_bounds = (*SLACK_STAGES[:-1], final)
-    outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
-    stages = [("slack homotopy", outcome.status, outcome.solve_time_s)]
+    stages = []
+    relax = float(getattr(solver, "effort_continuation", 1.0))
+    bounds = [
+        b for b in problem.bindings["bounds"] if b.evaluator().get_description() == "input_bounds"
+    ]
+    if relax > 1.0 and bounds:
+        # Effort continuation: the first stage at relaxed effort limits, then the true ones
+        # from its point (inputs clipped into them).
+        ev = bounds[0].evaluator()
+        lower, upper = np.array(ev.lower_bound()), np.array(ev.upper_bound())
+        ev.UpdateLowerBound(relax * lower)
+        ev.UpdateUpperBound(relax * upper)
+        reporter.Say(f"  effort limits x{relax:g} for the first stage")
+        first = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds[:1])
+        stages.append(("relaxed effort", first.status, first.solve_time_s))
+        ev.UpdateLowerBound(lower)
+        ev.UpdateUpperBound(upper)
+        x = first.result.get_x_val()
+        iu = problem.prog.FindDecisionVariableIndices(problem.vars.u.ravel())
+        x[iu] = np.clip(x[iu], lower, upper)
+        problem.prog.SetInitialGuessForAllVariables(x)
+        outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
+        outcome.solve_time_s += first.solve_time_s
+        outcome.cpu_time_s += first.cpu_time_s
+        outcome.iterations = (outcome.iterations or 0) + (first.iterations or 0)
+    else:
+        outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
+    stages.append(("slack homotopy", outcome.status, outcome.solve_time_s))
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
     # The repair: the nearest point with the slack fixed, tightened tenfold if the first
