@@ -693,7 +693,6 @@ def _IterationReporter(reporter: Reporter, interval_s: float = PROGRESS_INTERVAL
     violation through the reporter at most every `interval_s` of wall clock (and on the
     first iteration)."""
     last = [-np.inf]
-    weight_free = "(scaled units)"
 
     def OnIteration(iteration: int, objective: float, violation: float) -> None:
         now = time.perf_counter()
@@ -701,8 +700,8 @@ def _IterationReporter(reporter: Reporter, interval_s: float = PROGRESS_INTERVAL
             return
         last[0] = now
         reporter.Say(
-            f"  IPOPT iteration {iteration}: constraint violation {violation:.1e} "
-            f"{weight_free}, objective {objective:.4g}, {reporter.elapsed_s:.0f} s"
+            f"  IPOPT iteration {iteration}: constraint violation {violation:.1e}, "
+            f"objective {objective:.4g}"
         )
 
     return OnIteration
@@ -839,6 +838,14 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
         robot, friction=config.friction, friction_directions=config.friction_directions
     )
     start = time.perf_counter()
+    units = getattr(robot, "units", {}) or {}
+    length, duration = units.get("length", "m"), units.get("time", "s")
+    if kind == "gait":
+        what = f"{config.gait + ' ' if config.gait else ''}gait, {config.distance:g} {length} in "
+        what += f"{config.period:g} {duration}"
+    else:
+        what = f"jump, {config.height:g} {length} in {config.duration:g} {duration}"
+    reporter.Say(f"planning a {what}, {int(config.knots)} knots")
     problem = make_problem(model, config)
     build_s = time.perf_counter() - start
     outcome, check, stages = SolveMotion(problem, config.solver, reporter)
