@@ -16,7 +16,8 @@ JSON keys (stable; robot units, see "units"):
   num_loop_constraints              rows of the loop-closure constraint c(q) = 0 (0: tree)
   base_body, nominal_base_height    floating body and its height in the home pose
   bounding_box                      {lower, upper, size} of the visual geometry in the home pose
-  actuators                         [{name, joint, effort_limit, effort_unit}]
+  actuators                         [{name, joint, effort_limit, effort_unit}] (effort_limit null:
+                                    the model states none, infinite)
   joints                            [{name, type, position_lower, position_upper}]
 Families add their own keys (skinned quad-robots: skeleton_mass, skin_mass, paper_size, motor,
 joint_kinds, feet; HAMR-VI: loop_jacobian_rank, ...; robot files: robot_file, model, base,
@@ -24,6 +25,7 @@ contacts, home).
 """
 
 import json
+import math
 
 from drakebots.cli import AddVerb
 
@@ -77,5 +79,8 @@ def Run(args) -> int:
     print(f"  loop constraints  {info['num_loop_constraints']}")
     print(f"  units             {', '.join(f'{k} {v}' for k, v in units.items())}")
     limits = sorted({(a["effort_limit"], a["effort_unit"]) for a in info["actuators"]})
-    print(f"  effort limits     {', '.join(f'{x:.4g} {unit}' for x, unit in limits)}")
+    efforts = ", ".join(
+        f"{x:.4g} {unit}" if math.isfinite(x) else f"none ({unit})" for x, unit in limits
+    )
+    print(f"  effort limits     {efforts}")
     return 0

@@ -27,7 +27,9 @@ as metres, or worse, and the bounding boxes, contact and replays built from it w
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import re
 import sysconfig
@@ -46,6 +48,7 @@ DRAKE_MESH_SUFFIXES = (".obj", ".vtk", ".gltf")
 MAX_MESH_EXTENT_M = 100.0
 # Mesh files larger than this are refused before they are read (bytes).
 MAX_MESH_BYTES = 512 * 1024 * 1024
+_INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 _PACKAGE_URI = re.compile(r"^package://([^/]+)/(.*)$")
 # A URDF <mesh filename="..."> (attribute order free) and an SDF <uri>...</uri>.
 _URDF_MESH = re.compile(r"(<mesh\b[^>]*?\bfilename\s*=\s*)([\"'])(.*?)\2", re.S)
@@ -195,12 +198,25 @@ def _MeshBounds(path: Path, *, model: Path):
         )
     try:
         mesh = trimesh.load(str(path), force="mesh", process=False)
+        if path.suffix.lower() == ".dae":
+            text = path.read_text(errors="replace")
+            if len(getattr(mesh, "vertices", [])) == 0:
+                # pycollada drops a node whose material binding is broken (a texture missing):
+                # the geometry does not depend on the materials, so read it without them.
+                text = re.sub(r"<bind_material>.*?</bind_material>", "", text, flags=re.S)
+                mesh = trimesh.load(
+                    io.BytesIO(text.encode()), file_type="dae", force="mesh", process=False
+                )
+            # COLLADA's <unit meter="..."> (trimesh keeps it as metadata only; ROS applies it).
+            unit = re.search(r"<unit\b[^>]*\bmeter\s*=\s*[\"']([^\"']+)", text)
+            if unit is not None and float(unit.group(1)) != 1.0:
+                mesh.apply_scale(float(unit.group(1)))
     except Exception as e:  # noqa: BLE001 - any reader failure is the same bad input.
         raise InputError(
             f"{path}: mesh of model {model} cannot be read ({type(e).__name__}: "
             f"{' '.join(str(e).split())[:200]})"
         ) from None
-    if not hasattr(mesh, "vertices") or len(mesh.vertices) == 0:
+    if len(getattr(mesh, "vertices", [])) == 0:
         raise InputError(f"{path}: mesh of model {model} cannot be read (no vertices)")
     return mesh
 
@@ -259,6 +275,37 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
     return (path if native else target), (np.array(info["lower"]), np.array(info["upper"]))
 
 
+_URDF_MATERIAL = re.compile(
+    r"(<material\b[^>]*?\bname\s*=\s*)([\"'])([^\"'<>]*)\2([^>]*?)(?<!/)>(.*?)</material>", re.S
+)
+
+
+def _RenameConflictingMaterials(text: str) -> str | None:
+    """A URDF's text with each later definition of a material name that differs from its first
+    given a name of its own (`NAME__2`, ...): ROS tools let a visual's inline material win, Drake
+    refuses the model ("Material 'black' was previously defined", HyQ). None when none differs."""
+    first, counts, changed = {}, {}, False
+
+    def Rename(match):
+        nonlocal changed
+        name, body = match.group(3), " ".join(match.group(5).split())
+        if not body:
+            return match.group(0)
+        if name not in first:
+            first[name] = body
+            return match.group(0)
+        if first[name] == body:
+            return match.group(0)
+        counts[name] = counts.get(name, 1) + 1
+        changed = True
+        new = f"{name}__{counts[name]}"
+        head = f"{match.group(1)}{match.group(2)}{new}{match.group(2)}{match.group(4)}>"
+        return f"{head}{match.group(5)}</material>"
+
+    result = _URDF_MATERIAL.sub(Rename, text)
+    return result if changed else None
+
+
 def PrepareModel(
     model_file: Path, resolver: PackageResolver, *, length_per_metre: float = 1.0
 ) -> PreparedModel:
@@ -297,6 +344,10 @@ def PrepareModel(
         pieces.append(str(used.resolve()))
         last = end
     pieces.append(text[last:])
+    if suffix == ".urdf":
+        renamed = _RenameConflictingMaterials("".join(pieces))
+        if renamed is not None:
+            pieces, changed = [renamed], True
     if not changed:
         return PreparedModel(model_file, dict(resolver.found), converted)
     rewritten = "".join(pieces)
@@ -307,3 +358,139 @@ def PrepareModel(
         temporary.write_text(rewritten)
         os.replace(temporary, copy)
     return PreparedModel(copy, dict(resolver.found), converted)
+
+
+def _Float(text, default: float = 0.0) -> float:
+    try:
+        return float(text) if text is not None else default
+    except ValueError:
+        return math.nan
+
+
+def CheckModelXml(model_file: Path, source: str) -> None:
+    """Model checks Drake makes late, obscurely or not at all (issue 68), on the URDF/SDF itself:
+    a negative link mass, a non-physical rotational inertia (not positive semi-definite, or
+    principal moments against the triangle inequality), inverted joint limits (Drake stops with
+    "Failure at joint.h"), and a link that two joints move (a loop, which a tree cannot hold).
+
+    Raises:
+        InputError: one line naming the robot file, the model and the link or joint.
+    """
+    try:
+        root = ElementTree.parse(model_file).getroot()
+    except (ElementTree.ParseError, OSError):
+        return  # Drake's parser names the line.
+    urdf = root.tag == "robot"
+
+    def Bad(what: str) -> InputError:
+        return InputError(f"{source}: key 'model': {model_file}: {what}")
+
+    # The links a moving joint carries (its child). A link welded to others is part of a rigid
+    # group whose composite inertia is what Drake simulates: published models weld placeholder
+    # and sensor links whose own inertia is not physical (the 1 mg root `base` of HyQ, B1 and
+    # ANYmal B, all six entries 1e-6, with the real inertia on a welded link; ANYmal C's depth
+    # cameras), so only the links moving joints carry are checked one by one.
+    moving = set()
+    for joint in root.iter("joint"):
+        if joint.get("type") not in ("fixed", None):
+            node = joint.find("child")
+            if node is not None:
+                moving.add(node.get("link") if urdf else (node.text or "").strip())
+    for link in root.iter("link"):
+        name = link.get("name", "?")
+        inertial = link.find("inertial")
+        if inertial is None:
+            continue
+        if urdf:
+            mass_node = inertial.find("mass")
+            mass = _Float(mass_node.get("value") if mass_node is not None else None)
+            node = inertial.find("inertia")
+            values = {k: _Float(node.get(k)) for k in _INERTIA_KEYS} if node is not None else {}
+        else:
+            mass = _Float(inertial.findtext("mass"))
+            values = {k: _Float(inertial.findtext(f"inertia/{k}")) for k in _INERTIA_KEYS}
+        if not math.isfinite(mass) or mass < 0.0:
+            raise Bad(f"link '{name}' has mass {mass}: a mass must be finite and >= 0")
+        if values and name in moving:
+            I = np.array(
+                [
+                    [values["ixx"], values["ixy"], values["ixz"]],
+                    [values["ixy"], values["iyy"], values["iyz"]],
+                    [values["ixz"], values["iyz"], values["izz"]],
+                ]
+            )
+            if not np.all(np.isfinite(I)):
+                raise Bad(f"link '{name}' has a rotational inertia that is not finite")
+            moments = np.linalg.eigvalsh(I)
+            tolerance = 1e-9 * max(float(np.abs(moments).max()), 1e-300)
+            if moments.min() < -tolerance:
+                raise Bad(
+                    f"link '{name}' has a non-physical inertia: principal moments "
+                    f"{', '.join(f'{m:.4g}' for m in moments)} (not positive semi-definite)"
+                )
+            a, b, c = moments
+            if c > a + b + tolerance:
+                raise Bad(
+                    f"link '{name}' has a non-physical inertia: principal moments "
+                    f"{a:.4g}, {b:.4g}, {c:.4g} violate the triangle inequality "
+                    f"({c:.4g} > {a:.4g} + {b:.4g})"
+                )
+    parents = {}
+    for joint in root.iter("joint"):
+        name = joint.get("name", "?")
+        if urdf:
+            child = joint.find("child")
+            child = child.get("link") if child is not None else None
+            limit = joint.find("limit")
+            lower = _Float(limit.get("lower"), -math.inf) if limit is not None else -math.inf
+            upper = _Float(limit.get("upper"), math.inf) if limit is not None else math.inf
+        else:
+            child = (joint.findtext("child") or "").strip() or None
+            lower = _Float(joint.findtext("axis/limit/lower"), -math.inf)
+            upper = _Float(joint.findtext("axis/limit/upper"), math.inf)
+        if joint.get("type") in ("revolute", "prismatic") and lower > upper:
+            raise Bad(f"joint '{name}' has inverted limits: lower {lower:g} > upper {upper:g}")
+        if child is not None:
+            if child in parents:
+                raise Bad(
+                    f"link '{child}' is the child of two joints ('{parents[child]}' and "
+                    f"'{name}'): a joint loop, which drakebots' tree models cannot hold"
+                )
+            parents[child] = name
+
+
+def CheckMasses(plant, instance, source: str, model_file) -> None:
+    """A body that a moving joint carries must weigh something with what lies beyond it: a
+    massless, inertia-free subtree on a moving joint makes the mass matrix singular (Drake
+    accepts it silently and the simulation fails). Massless welded links (sensor frames, feet
+    with no inertial) stay accepted.
+
+    Raises:
+        InputError: naming the robot file, the model, the joint and its child body.
+    """
+    children = {}
+    for index in plant.GetJointIndices(instance):
+        joint = plant.get_joint(index)
+        children.setdefault(joint.parent_body().index(), []).append(joint.child_body())
+
+    def Beyond(body):
+        mass, inertia = body.default_mass(), 0.0
+        if hasattr(body, "default_rotational_inertia"):
+            moments = body.default_rotational_inertia().CalcPrincipalMomentsOfInertia()
+            inertia = float(np.nan_to_num(np.max(moments)))
+        for child in children.get(body.index(), []):
+            m, i = Beyond(child)
+            mass, inertia = mass + m, inertia + i
+        return mass, inertia
+
+    for index in plant.GetJointIndices(instance):
+        joint = plant.get_joint(index)
+        if joint.num_velocities() == 0:
+            continue
+        mass, inertia = Beyond(joint.child_body())
+        if not (mass > 0.0 or inertia > 0.0):
+            raise InputError(
+                f"{source}: key 'model': {model_file}: body '{joint.child_body().name()}' that "
+                f"joint '{joint.name()}' moves has zero mass and nothing massive beyond it (give "
+                "it an <inertial>, or make the joint fixed)"
+            )

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import math
 import os
 import tempfile
@@ -74,7 +75,7 @@ from drakebots.config import LoadTypedYaml, ReadYaml
 from drakebots.errors import InputError
 from drakebots.models import ConfigureParser
 from drakebots.robots.base import SI_UNITS, Robot
-from drakebots.robots.published import PackageResolver, PrepareModel
+from drakebots.robots.published import CheckMasses, CheckModelXml, PackageResolver, PrepareModel
 
 # units key -> (quantity -> unit symbol, gravity magnitude in those units).
 UNIT_SYSTEMS = {
@@ -138,6 +139,13 @@ class RobotFileSpec:
     contacts: list[ContactPointSpec] = field(default_factory=list)
     # Joint name -> home position (rad for revolute joints, length unit for prismatic ones).
     home: dict[str, float] = field(default_factory=dict)
+    # An SRDF (path relative to this file, or package:// URI) whose group_state `srdf_state`
+    # gives the home pose of the joints `home` does not name (ROS packages ship one).
+    srdf: str = ""
+    # The SRDF's group_state that is the home pose.
+    srdf_state: str = "standing"
+    # Effort limit of every actuated joint that `effort_limits` does not name (None: the model's).
+    effort_limit: float | None = None
     # package:// NAME -> folder, relative to the robot file (searched before anything else).
     packages: dict[str, str] = field(default_factory=dict)
     # Joint name -> effort limit (N*m or N, robot units), overriding the model's; > 0.
@@ -172,11 +180,13 @@ class UserRobot(Robot):
     # Joint name -> effort limit, and joint name -> (lower, upper), overriding the model's.
     effort_limits: dict = dataclasses.field(default_factory=dict)
     joint_limits: dict = dataclasses.field(default_factory=dict)
+    # Effort limit of every actuator that `effort_limits` does not name (None: the model's).
+    default_effort_limit: float | None = None
     # Joint name -> the model's own effort limit where it states one without an actuator (URDF).
     model_effort_limits: dict = dataclasses.field(default_factory=dict)
 
     def AddTo(self, plant: MultibodyPlant) -> ModelInstanceIndex:
-        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height)
+        instance, _ = _AddModel(plant, self, base_height=self.nominal_base_height, quiet=True)
         return instance
 
     def ExtraInfo(self, plant, context) -> dict:
@@ -257,6 +267,42 @@ def _ReadCollisionContacts(data: dict, source: str) -> dict:
     if not isinstance(bodies, list) or not all(isinstance(b, str) for b in bodies):
         raise _Bad(source, "contacts.bodies", f"must be a list of body names, got {bodies!r}")
     return {"bodies": list(bodies)}
+
+
+def _SrdfHome(path: Path, spec: RobotFileSpec, resolver) -> dict:
+    """Joint name -> value of the one-value joints of the SRDF's group_state `spec.srdf_state`
+    (the floating root's 7 values are the base's, found by settling instead)."""
+    source = str(path)
+    if spec.srdf.startswith("package://"):
+        file = resolver.Resolve(spec.srdf, key="srdf", what="the SRDF")
+    else:
+        file = (path.parent / spec.srdf).resolve()
+    if not file.is_file():
+        raise _Bad(source, "srdf", f"file not found: {file}")
+    try:
+        root = ElementTree.parse(file).getroot()
+    except ElementTree.ParseError as e:
+        raise _Bad(source, "srdf", f"{file} is not XML ({e})") from None
+    states = root.findall("group_state")
+    chosen = [s for s in states if s.get("name") == spec.srdf_state]
+    if not chosen:
+        names = ", ".join(sorted({s.get("name", "") for s in states})) or "none"
+        raise _Bad(
+            source,
+            "srdf_state",
+            f"{file} has no group_state '{spec.srdf_state}' (its group_states: {names})",
+        )
+    home = {}
+    for joint in chosen[0].findall("joint"):
+        values = (joint.get("value") or "").split()
+        if len(values) == 1:
+            try:
+                home[joint.get("name")] = float(values[0])
+            except ValueError:
+                raise _Bad(
+                    source, "srdf", f"{file}: joint '{joint.get('name')}' value {values[0]!r}"
+                ) from None
+    return home
 
 
 def _ReadActuators(value, source: str):
@@ -366,8 +412,9 @@ def _ResolveModel(path: Path, spec: RobotFileSpec, length_per_metre: float):
             "model",
             f"'{spec.model}' is not a URDF or SDF file ({', '.join(MODEL_SUFFIXES)})",
         )
+    CheckModelXml(file, source)
     prepared = PrepareModel(file, resolver, length_per_metre=length_per_metre)
-    return file, prepared
+    return file, prepared, resolver
 
 
 def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Robot:
@@ -382,7 +429,15 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         raise _Bad(source, "skeleton", "applies only to kind skinned_quadruped")
     _CheckLimits(spec, source)
     units, gravity = UNIT_SYSTEMS[spec.units]
-    file, prepared = _ResolveModel(path, spec, _LENGTH_PER_METRE[units["length"]])
+    file, prepared, resolver = _ResolveModel(path, spec, _LENGTH_PER_METRE[units["length"]])
+    home = dict(spec.home)
+    if spec.srdf:
+        home = {**_SrdfHome(path, spec, resolver), **home}
+    if spec.effort_limit is not None:
+        if not spec.effort_limit > 0.0:
+            raise _Bad(
+                source, "effort_limit", f"must be a positive effort limit, got {spec.effort_limit}"
+            )
     model = spec.model if spec.model.startswith("package://") else str(file)
     contacts = []
     for index, contact in enumerate(spec.contacts):
@@ -417,7 +472,8 @@ def _LoadModelRobot(path: Path, spec: RobotFileSpec, raw: dict, collision) -> Ro
         model_file=model,
         base=spec.base,
         contacts=contacts,
-        home=dict(spec.home),
+        home=home,
+        default_effort_limit=spec.effort_limit,
         parse_file=str(prepared.parse_file),
         packages={name: str(folder) for name, folder in prepared.packages.items()},
         actuators=raw.get("actuators", []),
@@ -477,7 +533,7 @@ def _Roots(plant: MultibodyPlant, instance: ModelInstanceIndex) -> list:
     return [plant.get_body(b) for b in plant.GetBodyIndices(instance) if b not in children]
 
 
-def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
+def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float, quiet=False):
     """Parses the model, adds the base, sets the home pose. Returns (instance, root body name)."""
     source = robot.source
     parser = Parser(plant)
@@ -486,14 +542,23 @@ def _AddModel(plant: MultibodyPlant, robot: UserRobot, *, base_height: float):
     for name, folder in robot.packages.items():
         if not package_map.Contains(name):
             package_map.Add(name, folder)
+    # Drake's warnings about the model (published ones have several) are shown once, when the
+    # robot file is loaded; the plants built from it afterwards parse it quietly.
+    drake_log = logging.getLogger("drake")
+    level = drake_log.level
+    if quiet:
+        drake_log.setLevel(logging.ERROR)
     try:
         instances = parser.AddModels(robot.parse_file or robot.model_file)
     except Exception as e:  # noqa: BLE001 - Drake's parser names the line that is wrong.
         message = " ".join(str(e).split())
         raise _Bad(source, "model", f"Drake cannot parse {robot.model_file}: {message}") from None
+    finally:
+        drake_log.setLevel(level)
     if len(instances) != 1:
         raise _Bad(source, "model", f"{robot.model_file} holds {len(instances)} models, not one")
     (instance,) = instances
+    CheckMasses(plant, instance, source, robot.model_file)
     _ApplyActuatorsAndLimits(plant, instance, robot)
     world = plant.world_body()
     if robot.units != SI_UNITS:
@@ -607,6 +672,10 @@ def _ApplyActuatorsAndLimits(plant, instance, robot: UserRobot) -> None:
                 f"{', '.join(actuated) or 'none'}; add it to 'actuators')",
             )
         actuated[name].set_effort_limit(float(limit))
+    if robot.default_effort_limit is not None:
+        for name, actuator in actuated.items():
+            if name not in robot.effort_limits:
+                actuator.set_effort_limit(float(robot.default_effort_limit))
     for name, (lower, upper) in robot.joint_limits.items():
         if name not in one_dof:
             raise _Bad(

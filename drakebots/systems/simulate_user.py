@@ -10,6 +10,9 @@ Contacts: what Drake collides is the model's collision geometry. A listed contac
 on none of its body's collision geometry gets a small collision sphere whose lowest point (home
 pose) is that point, so the file's contacts are the ones that touch the ground.
 
+A robot without actuators on a free base falls limp: the summary says so in `warning`.
+Collisions within the robot are filtered (it touches the ground only).
+
 Actuators hold the home pose with the plant's own PD (SAP treats it implicitly and clamps it at the
 effort limit). An actuator without gains in the model gets kp = effort limit / 0.1 (full effort
 at 0.1 rad, or 0.1 length unit, of error; 10 m g of the robot per unit of error when the limit is
@@ -177,6 +180,20 @@ def MakeUserDiagram(
         kp = limit / 0.1 if np.isfinite(limit) else 10.0 * _Weight(plant, robot, instance)
         actuator.set_controller_gains(PdControllerGains(p=kp, d=0.03 * _TimeScale(robot) * kp))
     plant.Finalize()
+    # The robot touches the ground only: its links' collision geometry overlaps where the model's
+    # authors filter it in an SRDF (published models' meshes do, e.g. Solo-12's base and thighs).
+    from pydrake.geometry import CollisionFilterDeclaration, GeometrySet
+
+    robot_geometries = GeometrySet(
+        [
+            geometry
+            for body in plant.GetBodyIndices(instance)
+            for geometry in plant.GetCollisionGeometriesForBody(plant.get_body(body))
+        ]
+    )
+    scene_graph.collision_filter_manager().Apply(
+        CollisionFilterDeclaration().ExcludeWithin(robot_geometries)
+    )
     logs = AddMultibodyPlantLogs(builder, plant, log_period)
     actuated = [
         plant.get_joint_actuator(index).joint() for index in plant.GetJointActuatorIndices(instance)
@@ -263,6 +280,11 @@ def Simulate(scenario, robot, *, meshcat=None, progress=None):
         "ground_force_over_weight_end": force_end / weight if weight > 0 else 0.0,
         "added_contact_spheres": handles.added_spheres,
     }
+    if plant.num_actuators(handles.instance) == 0 and robot.base != "fixed":
+        summary["warning"] = (
+            f"robot '{robot.name}' has no actuators: nothing holds its home pose and it falls "
+            "limp (a URDF without <transmission>: add 'actuators: all' to the robot file)"
+        )
     failure = None
     if not figures["finite_state"]:
         failure = "the state became NaN or infinite"
