@@ -571,6 +571,13 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
         q = legged_gaits.ScheduleGuess(model, legs, offsets, duty, times, config.distance)
         q[:, model.x_index] = np.linspace(0.0, config.distance, N)
         stance = legged_gaits.StanceMask(offsets, duty, times[:1])[0]
+        # A leg with several contacts (a foot's collision shapes) stands on its lowest one at
+        # the home pose; the others only stay above the ground.
+        phi_home = model.dynamics.SignedDistances(model.home)
+        for leg in legs:
+            same = [other.contact for other in legs if other.name == leg.name]
+            if leg.contact != min(same, key=lambda c: phi_home[c]):
+                stance[leg.contact] = False
         clearance = _Clearance(problem).evaluator()
         upper = np.where(stance, 0.0, np.inf)
         clearance.UpdateUpperBound(upper)
