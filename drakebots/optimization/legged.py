@@ -111,6 +111,9 @@ class MotionSolver:
     # Effort continuation: the first stage solved with the effort limits times this factor,
     # then the slack homotopy at the true limits from its point (1: none).
     effort_continuation: float = 1.0
+    # IPOPT's initial barrier parameter for the homotopy's stages after the first (the fast
+    # path; 0: IPOPT's default 0.1 with the adaptive strategy at every stage).
+    warm_mu_init: float = 0.0
     # Acceptance: the largest constraint violation, the true complementarity (force x length,
     # the robot's units) and the re-simulated figure's relative error.
     feasibility_tolerance: float = FEASIBILITY_TOLERANCE
@@ -714,6 +717,29 @@ def _IterationReporter(reporter: Reporter, interval_s: float = PROGRESS_INTERVAL
     return OnIteration
 
 
+def _Homotopy(problem, config, bounds, warm_mu_init: float):
+    """SolveWithSlackHomotopy over `bounds`; with warm_mu_init > 0 (the fast path), every
+    stage after the first starts IPOPT's barrier at that mu (monotone) rather than from 0.1:
+    a warm start already near the answer does not climb down the whole barrier again."""
+    from drakebots.optimization.contact_implicit import SolveWithSlackHomotopy
+
+    if not warm_mu_init > 0 or config.solver != "fast" or len(bounds) < 2:
+        return SolveWithSlackHomotopy(problem, config, upper_bounds=bounds)
+    first = SolveWithSlackHomotopy(problem, config, upper_bounds=bounds[:1])
+    x = first.result.get_x_val()
+    slack = problem.prog.FindDecisionVariableIndices(problem.vars.slack)
+    x[slack] = np.minimum(x[slack], bounds[1])
+    problem.prog.SetInitialGuessForAllVariables(x)
+    warm = copy.deepcopy(config)
+    warm.ipopt_options = {"mu_strategy": "monotone", "mu_init": float(warm_mu_init)}
+    warm.ipopt_options.update(config.ipopt_options)
+    rest = SolveWithSlackHomotopy(problem, warm, upper_bounds=bounds[1:])
+    rest.solve_time_s += first.solve_time_s
+    rest.cpu_time_s += first.cpu_time_s
+    rest.iterations = (rest.iterations or 0) + (first.iterations or 0)
+    return rest
+
+
 def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None):
     """The slack homotopy, then the proximal repair if the point misses the acceptance.
 
@@ -758,12 +784,12 @@ def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None)
         iu = problem.prog.FindDecisionVariableIndices(problem.vars.u.ravel())
         x[iu] = np.clip(x[iu], lower, upper)
         problem.prog.SetInitialGuessForAllVariables(x)
-        outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
+        outcome = _Homotopy(problem, config, stages_bounds, solver.warm_mu_init)
         outcome.solve_time_s += first.solve_time_s
         outcome.cpu_time_s += first.cpu_time_s
         outcome.iterations = (outcome.iterations or 0) + (first.iterations or 0)
     else:
-        outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
+        outcome = _Homotopy(problem, config, stages_bounds, solver.warm_mu_init)
     stages.append(("slack homotopy", outcome.status, outcome.solve_time_s))
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
