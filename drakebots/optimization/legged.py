@@ -23,6 +23,17 @@ actuators' effort limits, positions within the joints' limits, and the costs
 With `mirror` (pairs of joints, left and right), the gait is symmetric: half a cycle on, the
 robot is its mirror image D/2 further (an alternating walk or trot, not any periodic motion).
 
+A floating base (`base: floating_rpy`) is planned whole: a gait's start is anchored in x, y and
+yaw (y and yaw periodic, so the end equals the start; x advances D); every body a joint moves
+keeps its origin above the ground at every knot (GuardPoints, `guard[k]`: origins, not the
+collision shapes' lowest points); joint limits hold at every knot; with `gait` (legged_gaits:
+trot, pace, bound, pronk, walk, legs found from the model) the legs' phase offsets shape the
+warm start (feet lifted in swing, forces on stance feet), the stance feet touch the ground at
+knot 0, and trot and pace are constrained to the TRUE left-right reflection half a cycle on
+(abduction joints and base y, roll, yaw change sign). A jump has a flight phase: every contact
+FLIGHT_CLEARANCE of the home height above the ground at the `flight_knots` knots before the
+apex and at the apex.
+
 The jump (Eq. 17's problem): from rest at the home pose (initial velocity zero through the
 Legendre transform) to the base height z_home + H at the last knot, with the final base velocity
 and the body's orientation and horizontal position in a final-state cost (the apex of Eq. 17's
