@@ -123,6 +123,12 @@ def Plan(robot_file: Path, motion: str, knots: int, say) -> dict:
         "effort_used_max": float(np.max(np.abs(traj.u) / model.effort_limits)),
         "joint_limit_margin": float(np.min(np.minimum(q - lower, upper - q)[:, 6:])),
         "lowest_guard_m": lowest,
+        # IPOPT's time split (evaluation, linear algebra, the rest) of the last IPOPT call.
+        "profile": {
+            k: v
+            for k, v in (getattr(outcome, "profile", None) or {}).items()
+            if isinstance(v, (int, float, str))
+        },
     }
     if motion == "trot":
         row["distance_per_cycle_m"] = float(q[-1, model.x_index] - q[0, model.x_index])
