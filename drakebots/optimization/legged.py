@@ -580,7 +580,7 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
     legs = None
     if config.gait:
         legs = legged_gaits.FindLegs(model)
-        offsets = legged_gaits.GaitOffsets(config.gait, legs)
+        offsets = legged_gaits.GaitOffsets(config.gait, legs, source=legged_gaits._Where(model))
         duty = legged_gaits.DUTY_FACTORS[config.gait]
         q = legged_gaits.ScheduleGuess(model, legs, offsets, duty, times, config.distance)
         q[:, model.x_index] = np.linspace(0.0, config.distance, N)

@@ -126,7 +126,7 @@ def FindLegs(model) -> list[Leg]:
     return legs
 
 
-def GaitOffsets(gait: str, legs: list[Leg], where: str = "gait") -> np.ndarray:
+def GaitOffsets(gait: str, legs: list[Leg], where: str = "gait", source: str = "") -> np.ndarray:
     """Each contact's phase offset (fraction of a cycle) for `gait` (one of GAITS).
 
     Needs four legs, one in each of front-left, front-right, hind-left, hind-right.
@@ -142,7 +142,8 @@ def GaitOffsets(gait: str, legs: list[Leg], where: str = "gait") -> np.ndarray:
     ):
         raise InputError(
             f"{where}: '{gait}' needs four legs, one front-left, front-right, hind-left and "
-            f"hind-right of the base; this robot's contacts are on {', '.join(names)}"
+            f"hind-right of the base; {source or 'this robot'}'s contacts are on "
+            f"{', '.join(names)}"
         )
     table = {
         "trot": {"front_left": 0.0, "hind_right": 0.0, "front_right": 0.5, "hind_left": 0.5},
