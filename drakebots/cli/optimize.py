@@ -86,6 +86,8 @@ GENERAL_FLAGS = {
     "friction_directions": "friction_directions",
     "effort_fraction": "effort_fraction",
     "mirror": "mirror",
+    "gait": "gait",
+    "flight_knots": "flight_knots",
     "solver": "solver.solver",
     "iterations": "solver.iterations",
 }
@@ -185,6 +187,14 @@ def _AddGeneralProblems(problems) -> None:
         help="joints that swap half a cycle on, e.g. left_hip:right_hip,left_knee:right_knee "
         "(a symmetric gait: each leg does at T/2 what the other did at 0; odd --knots)",
     )
+    gait.add_argument(
+        "--gait",
+        choices=("trot", "pace", "bound", "pronk", "walk"),
+        help="a quadruped's gait: its legs' phase offsets shape the warm start, its stance feet "
+        "start on the ground, trot and pace keep their left-right symmetry (odd --knots); "
+        "e.g. drakebots optimize gait scripts/examples/published/solo12.yaml --gait trot "
+        "--period 0.4 --distance 0.1 --knots 21",
+    )
     jump = problems.add_parser(
         "jump",
         help="a vertical jump of any robot file (or hamr_vi)",
@@ -194,6 +204,12 @@ def _AddGeneralProblems(problems) -> None:
     jump.add_argument("--height", type=float, help="apex above the home height (> 0)")
     jump.add_argument("--duration", type=float, help="planned duration, robot time unit")
     jump.add_argument("--knots", type=int, help="knots (default 21)")
+    jump.add_argument(
+        "--flight-knots",
+        type=int,
+        help="knots before the apex with every contact off the ground (a floating base; "
+        "default 3, 0 for none)",
+    )
     for sub in (gait, jump):
         sub.add_argument("robot", metavar="ROBOT", help="a robot file (YAML) or hamr_vi")
         sub.add_argument("--friction", type=float, help="ground friction coefficient (0.8)")

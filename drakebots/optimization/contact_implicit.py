@@ -117,6 +117,9 @@ class ContactImplicitProblem:
     functions: dict = dataclasses.field(default_factory=dict)  # name -> BlockConstraintFunction
     # What solvers keep between solves of this problem (the fast path's evaluators).
     cache: dict = dataclasses.field(default_factory=dict, repr=False)
+    # Optional callable(iteration, objective, constraint violation) at every IPOPT iteration of
+    # the fast path (a progress display; rate-limit it yourself).
+    on_iteration: object = dataclasses.field(default=None, repr=False)
 
     def AllConstraintBindings(self) -> list:
         return self.prog.GetAllConstraints()

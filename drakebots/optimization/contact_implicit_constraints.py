@@ -514,3 +514,56 @@ def BindingViolation(binding, x_all: np.ndarray, prog: MathematicalProgram) -> f
     ub = binding.evaluator().upper_bound()
     violation = np.maximum(np.maximum(lb - values, values - ub), 0.0)
     return float(np.max(violation)) if violation.size else 0.0
+
+
+def AddGuardHeightConstraints(
+    prog: MathematicalProgram,
+    vars: ContactImplicitVariables,
+    dynamics,
+    bodies,
+    points: np.ndarray,
+    *,
+    knots=None,
+    min_height: float = 0.0,
+) -> list[Binding]:
+    """`guard[k]`: the heights of points fixed on bodies (not contacts: no force acts there)
+    above the ground at knot k, >= min_height: the parts of a robot that must not pass
+    through the ground (a knee, the body). One binding per knot (every knot by default).
+
+    The BlockConstraintFunction carries `guard = (bodies, points, min_height)` so the fast path
+    (contact_implicit_fast) evaluates every knot at once.
+    """
+    bodies = np.asarray(bodies, int)
+    points = np.asarray(points, float).reshape(-1, 3)
+    count, n = len(bodies), dynamics.num_positions
+    if not count:
+        return []
+    lagrangian = dynamics.lagrangian
+
+    def Heights(values, jacobian):
+        kin = dynamics.Kinematics(values["q"])
+        x = lagrangian.PointsPosition(kin, bodies, points)
+        r = x[:, 2] - dynamics.ground_height
+        if not jacobian:
+            return r, None
+        J = lagrangian.PointsJacobian(kin, bodies, x)  # (C, n, 3)
+        return r, {"q": J[:, :, 2]}
+
+    fn = BlockConstraintFunction(Heights, [("q", n)])
+    fn.guard = (tuple(bodies.tolist()), points.tobytes(), float(min_height))
+    fn.guard_bodies, fn.guard_points = bodies, points
+    q_sample = np.zeros(n)
+    sparsity = _SparsityCache().Get("guard", fn, {"q": q_sample})
+    knots = range(vars.num_knots) if knots is None else knots
+    return [
+        _AddBlockConstraint(
+            prog,
+            f"guard[{k}]",
+            fn,
+            [vars.q[k]],
+            np.full(count, float(min_height)),
+            np.full(count, INF),
+            sparsity,
+        )
+        for k in knots
+    ]

@@ -10,7 +10,8 @@ FixedContactModes) is solved as it stands. What changes is how it is evaluated:
 - Drake's solver interfaces evaluate each Python binding with AutoDiff inputs seeded with the
   identity of its variables (a cost that grows with the square of the binding's size) and hand
   IPOPT no Hessian. Here the bindings the transcription's builders made (`dynamics[k]`,
-  `loop[k]`, `contact[k]`, `clearance[0]`, `sliding[k]`, `foot_scuff[k]`) are recognised by name
+  `loop[k]`, `contact[k]`, `clearance[0]`, `sliding[k]`, `foot_scuff[k]`, `guard[k]`) are
+  recognised by name
   and variables and evaluated for all knots at once (drakebots.optimization.batch_dynamics);
   Drake's own linear and quadratic constraints and costs are read as sparse matrices. Anything
   else is refused by name (`FastPathUnsupported`), and Drake's SNOPT/IPOPT remain the reference.
@@ -59,7 +60,7 @@ HESSIANS = ("exact", "gauss-newton")
 DIRECTIONAL_STEP = 1e-8
 
 _TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_NAME = re.compile(r"^(dynamics|loop|contact|clearance|sliding|foot_scuff)\[(\d+)\]$")
+_NAME = re.compile(r"^(dynamics|loop|contact|clearance|sliding|foot_scuff|guard)\[(\d+)\]$")
 
 
 class FastPathUnsupported(ValueError):
@@ -105,6 +106,8 @@ class _Point:
     force_derivatives: tuple = None
     legendre: object = None
     del_residual: np.ndarray = None
+    guard_pts: np.ndarray = None  # (N, guards, 3) the guard points (AddGuardHeightConstraints)
+    guard_jac: np.ndarray = None  # (N, guards, n, 3)
 
 
 class ContactImplicitNlp:
@@ -194,7 +197,7 @@ class ContactImplicitNlp:
             else:
                 parts = [self.iq[0], self.iq[1], self.iu[0]]
             return np.concatenate(parts + forces + h)
-        if kind == "loop":
+        if kind in ("loop", "guard"):
             return self.iq[k]
         if kind == "contact":
             return np.concatenate([self.iq[k + 1], self.igamma[k], [self.islack[k]]])
@@ -219,7 +222,7 @@ class ContactImplicitNlp:
         if not match or name not in functions or match.group(1) not in allowed:
             return None
         kind, k = match.group(1), int(match.group(2))
-        limit = {"loop": self.N, "clearance": 1}.get(kind, self.N - 1)
+        limit = {"loop": self.N, "guard": self.N, "clearance": 1}.get(kind, self.N - 1)
         if k >= limit:
             return None
         expected = self._ExpectedVariables(kind, k)
@@ -239,9 +242,10 @@ class ContactImplicitNlp:
         )
 
         functions = self._Functions()
-        allowed = ("dynamics", "loop", "contact", "clearance", "sliding")
+        allowed = ("dynamics", "loop", "contact", "clearance", "sliding", "guard")
         rows = 0
         self._bbox, self._linear, self._quadratic, self._blocks = [], [], [], {}
+        self._guard_functions = set()
         self.row_names = []
         self._row_bindings = []
         for binding in self.prog.GetAllConstraints():
@@ -268,6 +272,8 @@ class ContactImplicitNlp:
                     )
                 kind, k = recognised
                 self._blocks.setdefault(kind, {})[k] = np.arange(start, start + count)
+                if kind == "guard":
+                    self._guard_functions.add(functions[name])
         self.num_rows = rows
         N, n, nc = self.N, self.n, self.nc
         blocks = self._blocks
@@ -301,6 +307,16 @@ class ContactImplicitNlp:
             else np.zeros((0, nc * self.nd), int)
         )
         self.has_del = bool(dyn_rows)
+        guards = blocks.get("guard", {})
+        if len({fn.guard for fn in self._guard_functions}) > 1:
+            raise FastPathUnsupported(
+                "guard[k] constraints on different points (the fast path needs one set)"
+            )
+        self.guard_knots = np.array(sorted(guards), int)
+        self.guard_rows = np.array([guards[k] for k in self.guard_knots]) if guards else None
+        if guards:
+            fn = next(iter(self._guard_functions))
+            self.guard_bodies, self.guard_p_BG = fn.guard_bodies, fn.guard_points
         # Linear rows: one sparse matrix.
         r, c, v = [], [], []
         for start, idx, ev in self._linear:
@@ -443,6 +459,9 @@ class ContactImplicitNlp:
         if self.nl:
             P.c = tree.LoopResidual(P.kin)
             P.C = tree.LoopJacobian(P.kin)
+        if self.guard_rows is not None:
+            P.guard_pts = tree.PointsPosition(P.kin, self.guard_bodies, self.guard_p_BG)
+            P.guard_jac = tree.PointsJacobian(P.kin, self.guard_bodies, P.guard_pts)
         if self.has_del:
             P.intervals = BatchIntervals(
                 tree, self.act, dyn.lagrangian.damping, P.q[:-1], P.q[1:], P.u, P.h, kin=P.kin_mid
@@ -498,6 +517,8 @@ class ContactImplicitNlp:
             g[self.del_rows] = P.del_residual
         if len(self.loop_knots):
             g[self.loop_rows] = P.c[self.loop_knots]
+        if self.guard_rows is not None:
+            g[self.guard_rows] = P.guard_pts[self.guard_knots, :, 2] - dyn.ground_height
         if self.nc:
             phi = P.pts[..., 2] - dyn.ground_height  # (N, nc)
             if len(self.contact_rows):
@@ -656,6 +677,9 @@ class ContactImplicitNlp:
             out.append(
                 ("loop", self.loop_rows, [("q", self.iq[self.loop_knots], P.C[self.loop_knots])])
             )
+        if self.guard_rows is not None:
+            Jg = P.guard_jac[self.guard_knots, :, :, 2]  # (K, guards, n)
+            out.append(("guard", self.guard_rows, [("q", self.iq[self.guard_knots], Jg)]))
         if nc:
             Jz = P.J[..., 2]  # (N, nc, n)
             phi = P.pts[..., 2] - dyn.ground_height
@@ -760,6 +784,7 @@ class ContactImplicitNlp:
             self.clearance_rows is not None,
             bool(len(self.sliding_rows)),
             self.scuff is not None,
+            None if self.guard_rows is None else (tuple(self.guard_knots), self.guard_rows.shape),
         )
 
     def _SampleMasks(self, x0: np.ndarray) -> tuple[dict, dict]:
@@ -833,6 +858,10 @@ class ContactImplicitNlp:
         out["loop"] = loop
         out["contact"] = y[self.contact_rows] if len(self.contact_rows) else None
         out["clearance"] = y[self.clearance_rows] if self.clearance_rows is not None else None
+        if self.guard_rows is not None:
+            guard = np.zeros((N, self.guard_rows.shape[1]))
+            guard[self.guard_knots] = y[self.guard_rows]
+            out["guard"] = guard
         out["sliding"] = (
             y[self.sliding_rows].reshape(N - 1, nc, nd) if len(self.sliding_rows) else None
         )
@@ -994,6 +1023,11 @@ class ContactImplicitNlp:
             )
         if nl and len(self.loop_knots):
             Hk[:, :n, :n] += tree.LoopHessianTimes(P.kin, Y["loop"])
+        if self.guard_rows is not None:
+            f_guard = Y["guard"][:, :, None] * dyn.normal  # (N, guards, 3)
+            Hk[:, :n, :n] += tree.PointsHessianTimes(
+                P.kin, self.guard_bodies, P.guard_pts, f_guard, J=P.guard_jac
+            )
         if del_curvature and self.initial[0] in ("velocity", "momentum"):
             y0 = Y["del"][0]
             if self.initial[0] == "velocity":
@@ -1317,9 +1351,13 @@ def SolveFast(problem, config, *, outcome_type, bound_push: float, options: dict
     opts.update(config.ipopt_options)
     progress = getattr(problem.dynamics, "progress", None)
 
-    def Intermediate(iteration, *_):
+    on_iteration = getattr(problem, "on_iteration", None)
+
+    def Intermediate(iteration, objective, inf_pr, *_):
         if progress is not None:
             progress(problem.dynamics.evaluation_counts["interval"])
+        if on_iteration is not None:
+            on_iteration(int(iteration), float(objective), float(inf_pr))
         return True
 
     with _OneThread():

@@ -23,6 +23,17 @@ actuators' effort limits, positions within the joints' limits, and the costs
 With `mirror` (pairs of joints, left and right), the gait is symmetric: half a cycle on, the
 robot is its mirror image D/2 further (an alternating walk or trot, not any periodic motion).
 
+A floating base (`base: floating_rpy`) is planned whole: a gait's start is anchored in x, y and
+yaw (y and yaw periodic, so the end equals the start; x advances D); every body a joint moves
+keeps its origin above the ground at every knot (GuardPoints, `guard[k]`: origins, not the
+collision shapes' lowest points); joint limits hold at every knot; with `gait` (legged_gaits:
+trot, pace, bound, pronk, walk, legs found from the model) the legs' phase offsets shape the
+warm start (feet lifted in swing, forces on stance feet), the stance feet touch the ground at
+knot 0, and trot and pace are constrained to the TRUE left-right reflection half a cycle on
+(abduction joints and base y, roll, yaw change sign). A jump has a flight phase: every contact
+FLIGHT_CLEARANCE of the home height above the ground at the `flight_knots` knots before the
+apex and at the apex.
+
 The jump (Eq. 17's problem): from rest at the home pose (initial velocity zero through the
 Legendre transform) to the base height z_home + H at the last knot, with the final base velocity
 and the body's orientation and horizontal position in a final-state cost (the apex of Eq. 17's
@@ -70,6 +81,10 @@ SOLVERS = ("auto", "fast", "snopt", "ipopt")
 SLIDING_SPEED_BOUND = 10.0
 # Weight of the least-psi cost per base height per motion duration of psi (see _AddCosts).
 PSI_REGULARIZATION = 1e-3
+# A jump's flight: every contact at least this many home base heights above the ground.
+FLIGHT_CLEARANCE = 0.01
+# Progress during a solve: IPOPT's iteration and violation at most this often (wall clock, s).
+PROGRESS_INTERVAL_S = 2.0
 
 
 @dataclasses.dataclass
@@ -104,6 +119,12 @@ class MotionSolver:
     solver: str = "auto"
     # Iteration limit of each homotopy stage and of the repair.
     iterations: int = 1000
+    # Effort continuation: the first stage solved with the effort limits times this factor,
+    # then the slack homotopy at the true limits from its point (1: none).
+    effort_continuation: float = 1.0
+    # IPOPT's initial barrier parameter for the homotopy's stages after the first (the fast
+    # path; 0: IPOPT's default 0.1 with the adaptive strategy at every stage).
+    warm_mu_init: float = 0.0
     # Acceptance: the largest constraint violation, the true complementarity (force x length,
     # the robot's units) and the re-simulated figure's relative error.
     feasibility_tolerance: float = FEASIBILITY_TOLERANCE
@@ -148,12 +169,27 @@ class GaitConfig(MotionConfig):
     # Pairs of joints that swap half a cycle on (e.g. [[left_hip, right_hip], [left_knee,
     # right_knee]]): the gait is symmetric, each leg doing at T/2 what the other did at 0 (an
     # alternating walk or trot rather than any periodic motion). Needs an odd number of knots.
+    # A joint whose axis is a roll axis changes sign (the true reflection, legged_gaits).
     mirror: list[list[str]] = dataclasses.field(default_factory=list)
+    # A quadruped's gait (legged_gaits.GAITS: trot, pace, bound, pronk, walk; "" none): the
+    # legs' phase offsets shape the warm start, its stance feet start on the ground, and trot
+    # and pace are constrained to their left-right symmetry half a cycle on (legs paired from
+    # the model). Needs four contacts front-left, front-right, hind-left, hind-right.
+    gait: str = ""
 
     def Check(self) -> None:
         _CheckCommon(self)
+        from drakebots.optimization.legged_gaits import GAITS, SYMMETRIC_GAITS
+
+        if self.gait and self.gait not in GAITS:
+            raise InputError(f"gait: one of {', '.join(GAITS)}, got {self.gait!r}")
         if self.mirror and int(self.knots) % 2 == 0:
             raise InputError(f"knots: must be odd with mirror (T/2 on a knot), got {self.knots}")
+        if self.gait in SYMMETRIC_GAITS and int(self.knots) % 2 == 0:
+            raise InputError(
+                f"knots: must be odd with gait {self.gait} (its symmetry puts T/2 on a knot), "
+                f"got {self.knots}"
+            )
         for index, pair in enumerate(self.mirror):
             if len(pair) != 2 or len(set(pair)) != 2:
                 raise InputError(f"mirror[{index}]: must be two different joint names, got {pair}")
@@ -176,9 +212,18 @@ class JumpConfig(MotionConfig):
     # Weight of the final-state cost (base velocity zero at the apex, the body level and above
     # its start; Eq. 17's x_g), per (length unit / time unit)^2 and rad^2.
     goal_weight: float = 10.0
+    # Knots before the apex with every contact off the ground (at least FLIGHT_CLEARANCE of
+    # the home base height): a flight phase (a floating base only; 0: none).
+    flight_knots: int = 3
 
     def Check(self) -> None:
         _CheckCommon(self)
+        if int(self.flight_knots) != self.flight_knots or not 0 <= self.flight_knots:
+            raise InputError(f"flight_knots: must be an integer >= 0, got {self.flight_knots}")
+        if self.flight_knots > self.knots - 3:
+            raise InputError(
+                f"flight_knots: at most knots - 3 = {self.knots - 3}, got {self.flight_knots}"
+            )
         if not self.height > 0 or not np.isfinite(self.height):
             raise InputError(f"height: must be a number > 0, got {self.height}")
         if not self.duration > 0 or not np.isfinite(self.duration):
@@ -431,8 +476,88 @@ def _SetGuess(problem, model: RobotTrajoptModel, q: np.ndarray, h: float) -> Non
     SetInitialGuess(problem, guess)
 
 
+def _Floating(model: RobotTrajoptModel) -> bool:
+    return getattr(model.robot, "base", None) == "floating_rpy"
+
+
+def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]:
+    """(bodies, points, names): the points kept above the ground at every knot of a floating
+    base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
+    link; not the parts welded to them), one of any set whose origins coincide in every
+    configuration (a hip's abduction and flexion links), none that is a contact point.
+    Origins rather than the lowest points of the collision shapes: the transcription's plant
+    has no geometry, and a knee's or the base's origin below the ground is what a folded leg
+    or a sunk body does."""
+    plant = model.plant
+    world = int(plant.world_body().index())
+    contacts = {
+        (body, tuple(np.round(np.asarray(point, float), 12)))
+        for body, point in model.robot.contacts
+    }
+    moved = {
+        int(plant.get_joint(j).child_body().index())
+        for j in plant.GetJointIndices()
+        if plant.get_joint(j).num_positions() > 0
+    }
+    candidates = []
+    for b in range(plant.num_bodies()):
+        body = plant.get_body(BodyIndexOf(b))
+        if int(body.index()) == world or int(body.index()) not in moved:
+            continue  # welded parts (a camera, a foot link) ride on the body they are welded to
+        if (body.name(), (0.0, 0.0, 0.0)) in contacts:
+            continue
+        candidates.append(body)
+    # Coincident origins: compared at three random configurations within the joint limits.
+    rng = np.random.default_rng(0)
+    context = plant.CreateDefaultContext()
+    lower = np.maximum(plant.GetPositionLowerLimits(), -np.pi)
+    upper = np.minimum(plant.GetPositionUpperLimits(), np.pi)
+    origins = []
+    for _ in range(3):
+        plant.SetPositions(context, rng.uniform(lower, upper))
+        origins.append(
+            np.array([plant.EvalBodyPoseInWorld(context, b).translation() for b in candidates])
+        )
+    origins = np.stack(origins, 1)  # (bodies, 3 samples, 3)
+    kept = []
+    for i in range(len(candidates)):
+        if not any(np.allclose(origins[i], origins[j], atol=1e-9) for j in kept):
+            kept.append(i)
+    bodies = np.array([int(candidates[i].index()) for i in kept], int)
+    return bodies, np.zeros((len(kept), 3)), [candidates[i].name() for i in kept]
+
+
+def BodyIndexOf(i: int):
+    from pydrake.multibody.tree import BodyIndex
+
+    return BodyIndex(i)
+
+
+def _AddGuards(problem, model: RobotTrajoptModel) -> None:
+    """Every guard point (GuardPoints) above the ground at every knot (a floating base)."""
+    from drakebots.optimization.contact_implicit_constraints import AddGuardHeightConstraints
+
+    if not _Floating(model):
+        return
+    bodies, points, _ = GuardPoints(model)
+    problem.bindings["guard"] = AddGuardHeightConstraints(
+        problem.prog, problem.vars, model.dynamics, bodies, points
+    )
+
+
+def _Clearance(problem):
+    return next(
+        b for b in problem.bindings["contact"] if b.evaluator().get_description() == "clearance[0]"
+    )
+
+
 def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
-    """The periodic gait of the module docstring, its warm start set."""
+    """The periodic gait of the module docstring, its warm start set.
+
+    A floating base's start is anchored in x, y and yaw (y and yaw are periodic: the end
+    equals the start; x advances D), its guard points (GuardPoints) stay above the ground, and
+    with a `gait` its stance feet at knot 0 are on the ground (phi = 0)."""
+    from drakebots.optimization import legged_gaits
     from drakebots.optimization.contact_implicit_constraints import AddFixedPositions
 
     N = int(config.knots)
@@ -441,36 +566,56 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
     prog, vars = problem.prog, problem.vars
     start, end = model.home.copy(), model.home.copy()
     start[model.x_index], end[model.x_index] = 0.0, config.distance
-    problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, [model.x_index])]
+    anchored = [model.x_index]
+    if _Floating(model):
+        yaw = model.orientation_indices[2]
+        anchored += [model.x_index + 1, yaw]  # RpyFloatingJoint: x, y, z follow roll, pitch, yaw
+        start[model.x_index + 1], start[yaw] = 0.0, 0.0
+    problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, anchored)]
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, end, [model.x_index])]
-    if config.mirror:
-        problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config)
-    _AddCosts(problem, model, config.costs, config.period)
+    _AddGuards(problem, model)
+    times = np.linspace(0.0, 1.0, N)
     q = np.tile(model.home, (N, 1))
     q[:, model.x_index] = np.linspace(0.0, config.distance, N)
+    legs = None
+    if config.gait:
+        legs = legged_gaits.FindLegs(model)
+        offsets = legged_gaits.GaitOffsets(config.gait, legs, source=legged_gaits._Where(model))
+        duty = legged_gaits.DUTY_FACTORS[config.gait]
+        q = legged_gaits.ScheduleGuess(model, legs, offsets, duty, times, config.distance)
+        q[:, model.x_index] = np.linspace(0.0, config.distance, N)
+        stance = legged_gaits.StanceMask(offsets, duty, times[:1])[0]
+        # A leg with several contacts (a foot's collision shapes) stands on its lowest one at
+        # the home pose; the others only stay above the ground.
+        phi_home = model.dynamics.SignedDistances(model.home)
+        for leg in legs:
+            same = [other.contact for other in legs if other.name == leg.name]
+            if leg.contact != min(same, key=lambda c: phi_home[c]):
+                stance[leg.contact] = False
+        clearance = _Clearance(problem).evaluator()
+        upper = np.where(stance, 0.0, np.inf)
+        clearance.UpdateUpperBound(upper)
+        problem.bindings["stance_start"] = [_Clearance(problem)]
+    if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
+        problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
+    _AddCosts(problem, model, config.costs, config.period)
     _SetGuess(problem, model, q, h)
     return problem
 
 
-def MirrorMatrix(model: RobotTrajoptModel, pairs) -> np.ndarray:
-    """The permutation P of the positions that swaps each pair of joints (left <-> right)."""
-    n = len(model.home)
-    order = np.arange(n)
-    names = model.position_names
-    for index, pair in enumerate(pairs):
-        for name in pair:
-            if name not in names:
-                where = getattr(model.robot, "source", "") or model.robot.name
-                raise InputError(
-                    f"mirror[{index}]: {where} has no one-coordinate joint '{name}' (its "
-                    f"joints: {', '.join(names)})"
-                )
-        i, j = names.index(pair[0]), names.index(pair[1])
-        order[i], order[j] = j, i
-    return np.eye(n)[order]
+def MirrorMatrix(model: RobotTrajoptModel, pairs=None, legs=None) -> np.ndarray:
+    """The reflection P of the positions about the sagittal plane (legged_gaits.
+    ReflectionMatrix): the user's joint pairs swapped (a roll axis changing sign), or with
+    `pairs` None the legs paired from the model (FindLegs when `legs` is None)."""
+    from drakebots.optimization import legged_gaits
+
+    if pairs:
+        return legged_gaits.ReflectionMatrix(model, pairs=pairs)
+    legs = legs if legs is not None else legged_gaits.FindLegs(model)
+    return legged_gaits.ReflectionMatrix(model, legs)
 
 
-def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config) -> list:
+def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config, legs=None) -> list:
     """Half a cycle on, the robot is its mirror image D/2 further (a symmetric gait, each leg
     doing at T/2 what the other did at 0): q_m = P q_0 + (D/2) e_x and
     q_m+1 - q_m = P (q_1 - q_0), m = (N - 1) / 2 (linear; positions and the first interval's
@@ -478,7 +623,7 @@ def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config) -> list:
     prog, vars = problem.prog, problem.vars
     N, n = vars.num_knots, len(model.home)
     m = (N - 1) // 2
-    P, eye = MirrorMatrix(model, config.mirror), np.eye(n)
+    P, eye = MirrorMatrix(model, config.mirror, legs), np.eye(n)
     shift = np.zeros(n)
     shift[model.x_index] = 0.5 * config.distance
     positions = prog.AddLinearEqualityConstraint(
@@ -507,6 +652,20 @@ def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
     apex = model.home.copy()
     apex[model.z_index] += config.height
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, apex, [model.z_index])]
+    _AddGuards(problem, model)
+    flight = int(config.flight_knots) if _Floating(model) else 0
+    if flight:
+        # contact[k] holds phi(q_k+1): knots N-1-flight .. N-1 (the apex) off the ground.
+        clearance = FLIGHT_CLEARANCE * max(model.home[model.z_index], 1e-9)
+        nc = model.dynamics.num_contacts
+        problem.bindings["flight"] = []
+        for binding in problem.bindings["contact"]:
+            name = binding.evaluator().get_description()
+            if name.startswith("contact[") and int(name[8:-1]) + 1 >= N - 1 - flight:
+                lower = np.array(binding.evaluator().lower_bound(), float)
+                lower[:nc] = clearance
+                binding.evaluator().UpdateLowerBound(lower)
+                problem.bindings["flight"].append(binding)
     _AddCosts(problem, model, config.costs, config.duration)
     base = [model.x_index, model.z_index, *model.orientation_indices]
     q_weights, qdot_weights = np.zeros(n), np.zeros(n)
@@ -522,7 +681,14 @@ def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
             qdot_weights=qdot_weights,
         )
     )
-    _SetGuess(problem, model, np.tile(model.home, (N, 1)), h)
+    q = np.tile(model.home, (N, 1))
+    if flight:
+        # The warm start leaves the ground at knot N-2-flight and rises at the home pose to
+        # the apex (quadratic in time, as a ballistic rise decelerating to the apex).
+        k0 = N - 2 - flight
+        r = np.clip((np.arange(N) - k0) / (N - 1 - k0), 0.0, 1.0)
+        q[:, model.z_index] += config.height * (1.0 - (1.0 - r) ** 2)
+    _SetGuess(problem, model, q, h)
     return problem
 
 
@@ -543,6 +709,48 @@ def _Acceptable(check, solver: MotionSolver) -> bool:
     )
 
 
+def _IterationReporter(reporter: Reporter, interval_s: float = PROGRESS_INTERVAL_S):
+    """A ContactImplicitProblem.on_iteration that says IPOPT's iteration and constraint
+    violation through the reporter at most every `interval_s` of wall clock (and on the
+    first iteration)."""
+    last = [-np.inf]
+
+    def OnIteration(iteration: int, objective: float, violation: float) -> None:
+        now = time.perf_counter()
+        if now - last[0] < interval_s:
+            return
+        last[0] = now
+        reporter.Say(
+            f"  IPOPT iteration {iteration}: constraint violation {violation:.1e}, "
+            f"objective {objective:.4g}"
+        )
+
+    return OnIteration
+
+
+def _Homotopy(problem, config, bounds, warm_mu_init: float):
+    """SolveWithSlackHomotopy over `bounds`; with warm_mu_init > 0 (the fast path), every
+    stage after the first starts IPOPT's barrier at that mu (monotone) rather than from 0.1:
+    a warm start already near the answer does not climb down the whole barrier again."""
+    from drakebots.optimization.contact_implicit import SolveWithSlackHomotopy
+
+    if not warm_mu_init > 0 or config.solver != "fast" or len(bounds) < 2:
+        return SolveWithSlackHomotopy(problem, config, upper_bounds=bounds)
+    first = SolveWithSlackHomotopy(problem, config, upper_bounds=bounds[:1])
+    x = first.result.get_x_val()
+    slack = problem.prog.FindDecisionVariableIndices(problem.vars.slack)
+    x[slack] = np.minimum(x[slack], bounds[1])
+    problem.prog.SetInitialGuessForAllVariables(x)
+    warm = copy.deepcopy(config)
+    warm.ipopt_options = {"mu_strategy": "monotone", "mu_init": float(warm_mu_init)}
+    warm.ipopt_options.update(config.ipopt_options)
+    rest = SolveWithSlackHomotopy(problem, warm, upper_bounds=bounds[1:])
+    rest.solve_time_s += first.solve_time_s
+    rest.cpu_time_s += first.cpu_time_s
+    rest.iterations = (rest.iterations or 0) + (first.iterations or 0)
+    return rest
+
+
 def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None):
     """The slack homotopy, then the proximal repair if the point misses the acceptance.
 
@@ -560,13 +768,40 @@ def SolveMotion(problem, solver: MotionSolver, reporter: Reporter | None = None)
     name = _Solver(solver.solver, problem)
     config = SolverConfig(solver=name, major_iterations=int(solver.iterations))
     reporter.Say(f"solving with {name}: {problem.prog.num_vars()} variables, slack homotopy")
+    problem.on_iteration = _IterationReporter(reporter)
     # The last stage's slack bounds each product by s * weight (forces are scaled by the
     # weight): at most half the tolerance in physical units.
     weight = problem.dynamics.force_scale
     final = min(SLACK_STAGES[-1], 0.5 * solver.complementarity_tolerance / weight)
     stages_bounds = (*SLACK_STAGES[:-1], final)
-    outcome = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds)
-    stages = [("slack homotopy", outcome.status, outcome.solve_time_s)]
+    stages = []
+    relax = float(getattr(solver, "effort_continuation", 1.0))
+    bounds = [
+        b for b in problem.bindings["bounds"] if b.evaluator().get_description() == "input_bounds"
+    ]
+    if relax > 1.0 and bounds:
+        # Effort continuation: the first stage at relaxed effort limits, then the true ones
+        # from its point (inputs clipped into them).
+        ev = bounds[0].evaluator()
+        lower, upper = np.array(ev.lower_bound()), np.array(ev.upper_bound())
+        ev.UpdateLowerBound(relax * lower)
+        ev.UpdateUpperBound(relax * upper)
+        reporter.Say(f"  effort limits x{relax:g} for the first stage")
+        first = SolveWithSlackHomotopy(problem, config, upper_bounds=stages_bounds[:1])
+        stages.append(("relaxed effort", first.status, first.solve_time_s))
+        ev.UpdateLowerBound(lower)
+        ev.UpdateUpperBound(upper)
+        x = first.result.get_x_val()
+        iu = problem.prog.FindDecisionVariableIndices(problem.vars.u.ravel())
+        x[iu] = np.clip(x[iu], lower, upper)
+        problem.prog.SetInitialGuessForAllVariables(x)
+        outcome = _Homotopy(problem, config, stages_bounds, solver.warm_mu_init)
+        outcome.solve_time_s += first.solve_time_s
+        outcome.cpu_time_s += first.cpu_time_s
+        outcome.iterations = (outcome.iterations or 0) + (first.iterations or 0)
+    else:
+        outcome = _Homotopy(problem, config, stages_bounds, solver.warm_mu_init)
+    stages.append(("slack homotopy", outcome.status, outcome.solve_time_s))
     x = outcome.result.get_x_val()
     check = CheckContactImplicitSolution(problem, x)
     # The repair: the nearest point with the slack fixed, tightened tenfold if the first
@@ -647,6 +882,14 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
         robot, friction=config.friction, friction_directions=config.friction_directions
     )
     start = time.perf_counter()
+    units = getattr(robot, "units", {}) or {}
+    length, duration = units.get("length", "m"), units.get("time", "s")
+    if kind == "gait":
+        what = f"{config.gait + ' ' if config.gait else ''}gait, {config.distance:g} {length} in "
+        what += f"{config.period:g} {duration}"
+    else:
+        what = f"jump, {config.height:g} {length} in {config.duration:g} {duration}"
+    reporter.Say(f"planning a {what}, {int(config.knots)} knots")
     problem = make_problem(model, config)
     build_s = time.perf_counter() - start
     outcome, check, stages = SolveMotion(problem, config.solver, reporter)

@@ -1,0 +1,104 @@
+"""Trots and jumps of the published quadrupeds (issue 67, part 2): `paper` tests.
+
+Solo-12 at its real 2.7 N m, A1 and ANYmal C at their URDF limits (the robot files of
+scripts/examples/published/, skipped where one is missing): a 0.4 s / 0.1 m trot and a 0.1 m
+jump, each planned with no tuning, checked against Drake's kinematics of a plant built afresh
+from the robot file (joint limits as Drake parses them, every moving body's origin and every
+contact above the ground, the jump's feet off the ground before the apex), the robot file's
+effort limits, and the transcription's true complementarity. Each solve <= 120 s (issue 67's
+bound on a 2-core machine; the timings are scripts/bench_legged.py's).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "scripts" / "examples" / "published"
+CASES = [(robot, motion) for robot in ("solo12", "a1", "anymal_c") for motion in ("trot", "jump")]
+
+
+def _Drake(robot_file):
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.robots import LoadRobot
+
+    plant = MultibodyPlant(0.0)
+    robot = LoadRobot(robot_file)
+    robot.AddTo(plant)
+    plant.Finalize()
+    return plant, robot
+
+
+def _Heights(plant, q, points):
+    context = plant.CreateDefaultContext()
+    out = np.zeros((len(q), len(points)))
+    for k, qk in enumerate(q):
+        plant.SetPositions(context, qk)
+        for i, (body, p) in enumerate(points):
+            frame = plant.GetBodyByName(body).body_frame()
+            out[k, i] = plant.CalcPointsPositions(
+                context, frame, np.reshape(p, (3, 1)), plant.world_frame()
+            )[2, 0]
+    return out
+
+
+@pytest.mark.paper
+@pytest.mark.parametrize("robot,motion", CASES)
+def test_published_quadruped_plans(robot, motion):
+    from drakebots.optimization.contact_implicit import ReconstructTrajectory
+    from drakebots.optimization.legged import (
+        GaitConfig,
+        JumpConfig,
+        MakeGaitProblem,
+        MakeJumpProblem,
+        MakeRobotTrajoptModel,
+        SolveMotion,
+    )
+    from drakebots.robots import GetRobot
+
+    robot_file = PUBLISHED / f"{robot}.yaml"
+    if not robot_file.exists():
+        pytest.skip(f"no {robot_file.name} (the load helper's robot files)")
+    model = MakeRobotTrajoptModel(GetRobot(str(robot_file)))
+    if motion == "trot":
+        config = GaitConfig(robot=str(robot_file), period=0.4, distance=0.1, knots=21, gait="trot")
+        problem = MakeGaitProblem(model, config)
+    else:
+        config = JumpConfig(robot=str(robot_file), height=0.1, knots=21)
+        problem = MakeJumpProblem(model, config)
+    outcome, check, _ = SolveMotion(problem, config.solver)
+    assert outcome.solve_time_s <= 120.0
+    assert check.max_violation <= 1e-4
+    assert check.max_complementarity_violation <= 1e-4
+    traj = ReconstructTrajectory(problem, outcome.result.get_x_val())
+    q = traj.q
+    plant, loaded = _Drake(robot_file)
+    assert np.all(q >= plant.GetPositionLowerLimits() - 1e-6)
+    assert np.all(q <= plant.GetPositionUpperLimits() + 1e-6)
+    limits = np.array(
+        [plant.get_joint_actuator(i).effort_limit() for i in plant.GetJointActuatorIndices()]
+    )
+    assert np.all(np.abs(traj.u) <= 0.8 * limits + 1e-6)
+    moved = sorted(
+        {
+            plant.get_joint(j).child_body().name()
+            for j in plant.GetJointIndices()
+            if plant.get_joint(j).num_positions() > 0
+        }
+    )
+    assert _Heights(plant, q, [(b, np.zeros(3)) for b in moved]).min() >= -1e-6
+    feet = _Heights(plant, q, [(b, p) for b, p in loaded.contacts])
+    assert feet.min() >= -1e-6
+    names = model.position_names
+    z = names.index("base_z")
+    if motion == "trot":
+        x, y, yaw = (names.index(f"base_{a}") for a in ("x", "y", "yaw"))
+        assert q[-1, x] - q[0, x] == pytest.approx(0.1, abs=1e-9)
+        assert abs(q[0, y]) <= 1e-9 and abs(q[0, yaw]) <= 1e-9
+        others = [i for i in range(len(names)) if i != x]
+        np.testing.assert_allclose(q[-1, others], q[0, others], atol=1e-6)
+    else:
+        assert q[-1, z] - model.home[z] == pytest.approx(0.1, abs=1e-9)
+        assert feet[-4:].min() >= 0.01 * model.home[z] - 1e-6  # flight: 3 knots and the apex
