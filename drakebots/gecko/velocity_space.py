@@ -144,6 +144,9 @@ class VelocitySpaceResult(WorkflowResult):
 
 def CheckVelocitySpaceConfig(config: VelocitySpaceConfig) -> None:
     """Raises InputError (naming the flag) for a grid or setting the run cannot use."""
+    from drakebots.config import CheckTypes
+
+    CheckTypes(config)
     if config.model not in MODELS:
         raise InputError(f"--model {config.model}: one of {', '.join(MODELS)}")
     _CheckGrid(config.q1, config.q2)

@@ -206,6 +206,9 @@ class TrackConfig:
 
     def Check(self) -> None:
         """InputError naming the first bad field (the plan itself is read by Track)."""
+        from drakebots.config import CheckTypes
+
+        CheckTypes(self)
         if not str(self.plan):
             raise InputError("plan: none given (a results folder of OptimizeGait)")
         _CheckTracking(self.tracking)
@@ -222,6 +225,9 @@ class ModesConfig:
 
     def Check(self) -> None:
         """InputError naming the first bad field."""
+        from drakebots.config import CheckTypes
+
+        CheckTypes(self)
         _Positive("amplitude", self.amplitude, "mm")
         if not 0.0 < self.body_threshold < 1.0:
             raise InputError(f"body_threshold {self.body_threshold}: must be in (0, 1)")
@@ -252,6 +258,11 @@ def _CheckSolver(solver: SolverConfig) -> None:
 
 def _CheckTrajopt(config) -> None:
     """Every check of a GaitConfig or JumpConfig."""
+    from drakebots.config import CheckTypes
+    from drakebots.limits import CheckWork
+
+    CheckTypes(config)
+    CheckWork("knots", config.knots, "knots")
     if config.surface not in SURFACES:
         raise InputError(
             f"surface {config.surface}: unknown surface; valid surfaces: {', '.join(SURFACES)}"
