@@ -66,3 +66,70 @@ def SingleThreadedBlas():
     if _state["blas"] is None:
         _state["blas"] = ThreadpoolController()
     return _state["blas"].limit(limits=1, user_api="blas")
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment variables drakebots reads: each is judged in one place, and a bad value is one
+# line naming the variable (InputError, exit 2 at the command line; issue 68).
+# ---------------------------------------------------------------------------------------------
+
+
+def _EnvError(name: str, text: str, what: str):
+    from drakebots.errors import InputError
+
+    return InputError(f"environment variable {name}={text!r}: {what}")
+
+
+def EnvironmentInt(name: str, default: int, *, minimum: int = 0) -> int:
+    """An integer environment variable (unset or empty: `default`); InputError naming it for a
+    value that is not an integer >= minimum."""
+    text = os.environ.get(name, "")
+    if not text.strip():
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise _EnvError(name, text, f"must be an integer >= {minimum}") from None
+    if value < minimum:
+        raise _EnvError(name, text, f"must be an integer >= {minimum}")
+    return value
+
+
+def EnvironmentChoice(name: str, choices, default: str) -> str:
+    """One of `choices` from an environment variable (case-insensitive; unset or empty:
+    `default`); InputError naming it otherwise."""
+    text = os.environ.get(name, "")
+    value = text.strip().lower() or default
+    if value not in choices:
+        raise _EnvError(name, text, f"choose one of {', '.join(choices)}")
+    return value
+
+
+def CheckEnvironment() -> None:
+    """Judges every environment variable drakebots reads, before any work (the command line
+    calls it first): the frame's solver and threads, the FEM's threads, the IPOPT library,
+    MPLBACKEND and the DRAKEBOTS_MAX_* work bounds. InputError naming the variable."""
+    from drakebots.fem.model import KernelThreads
+    from drakebots.frame.model import FactorizationBackend, FrameThreads
+    from drakebots.limits import BOUNDS, Limit, MemoryAvailable
+
+    FactorizationBackend(resolve=False)
+    FrameThreads()
+    KernelThreads()
+    library = os.environ.get("DRAKEBOTS_IPOPT_LIBRARY", "")
+    if library and not os.path.isfile(library):
+        raise _EnvError("DRAKEBOTS_IPOPT_LIBRARY", library, "no such file (an IPOPT library)")
+    backend = os.environ.get("MPLBACKEND", "")
+    if backend:
+        try:
+            # Importing matplotlib reads MPLBACKEND and raises for a name it does not know.
+            from matplotlib import rcsetup
+
+            rcsetup.validate_backend(backend)
+        except ValueError:
+            raise _EnvError(
+                "MPLBACKEND", backend, "not a matplotlib backend (drakebots draws with Agg)"
+            ) from None
+    for name in BOUNDS:
+        Limit(name)
+    MemoryAvailable()

@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = _CatchInterrupt()
     try:
         try:
+            from drakebots.runtime import CheckEnvironment
+
+            CheckEnvironment()  # A bad environment variable is one line, exit 2 (issue 68).
             return int(args.func(args) or 0)
         except Exception:
             # Ctrl-C inside a solver's Python callback (SNOPT's costs) comes back out of the C++

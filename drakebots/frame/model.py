@@ -758,7 +758,7 @@ def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int 
 BACKENDS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
 
 
-def FactorizationBackend() -> str:
+def FactorizationBackend(*, resolve: bool = True) -> str:
     """The sparse factorisation the static solves use: DRAKEBOTS_FRAME_SOLVER, default "auto":
     MKL PARDISO where it loads (the default install on x86-64; drakebots.fem.pardiso), else
     "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only, kept as the fallback and as an
@@ -773,14 +773,12 @@ def FactorizationBackend() -> str:
     each one's analysis 0.67-1.11x (four runs). The multifrontal takes 1.18-1.33 CPU s, and
     SuperLU about 3 CPU s for the whole solve.
     """
-    import os
-
     from drakebots.fem.solvers import PardisoAvailable
+    from drakebots.runtime import EnvironmentChoice
 
-    backend = os.environ.get("DRAKEBOTS_FRAME_SOLVER", "auto").lower() or "auto"
-    if backend not in BACKENDS:
-        raise ValueError(f"DRAKEBOTS_FRAME_SOLVER={backend!r}: choose one of {BACKENDS}")
-    if backend == "auto":
+    # InputError naming the variable for a bad value (issue 68).
+    backend = EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", BACKENDS, "auto")
+    if backend == "auto" and resolve:
         return "pardiso" if PardisoAvailable() else "multifrontal"
     return backend
 
@@ -788,9 +786,9 @@ def FactorizationBackend() -> str:
 def FrameThreads() -> int:
     """The MKL threads the frame's factorisation is held to: DRAKEBOTS_FRAME_THREADS, 0 (the
     default) for MKL's own count (`FactorizationThreads`)."""
-    import os
+    from drakebots.runtime import EnvironmentInt
 
-    return int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0)
+    return EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
 
 
 def FactorizationThreads():
