@@ -38,8 +38,9 @@ class Bound:
 
 # The bounds, by name (the environment variable is DRAKEBOTS_MAX_ + the name in capitals).
 BOUNDS: dict[str, Bound] = {
-    # Frames of a replay or an animation (view, replays): 100 000 is 55 min at 30 frames/s.
-    "frames": Bound(100_000, "frames"),
+    # Frames of a replay (view, every replay.html): 200 000 is 1.9 h at 30 frames/s, above the
+    # longest simulation (--duration's 3600 s).
+    "frames": Bound(200_000, "frames"),
     # Simulated time of one simulation, s (as the command line's --duration bound).
     "duration": Bound(3600.0, "s of simulated time"),
     # Steps of one simulation (duration / time step): 1e7 is HAMR-VI's 4 us plant for 40 s.
