@@ -631,10 +631,16 @@ class SweepFolder:
         folder belongs to one sweep file, so that resuming never mixes two sweeps' cases."""
         if not self.IsSweepFolder() or force:
             return
+        path = self.path / CASES_FILE
         try:
-            data = self.ReadCases()
-        except InputError as e:
-            raise InputError(f"{e} (--force runs this sweep's cases here anyway)") from None
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            raise InputError(
+                f"{path}: not a sweep folder's {CASES_FILE} (--force runs this sweep's cases "
+                "here anyway)"
+            )
         recorded = data.get("source_path") or data.get("source")
         if not recorded:
             return
