@@ -105,6 +105,33 @@ def EnvironmentChoice(name: str, choices, default: str) -> str:
     return value
 
 
+def _CheckMatplotlibBackend(backend: str) -> None:
+    """InputError naming MPLBACKEND for a name matplotlib does not know. Importing matplotlib
+    reads MPLBACKEND and raises for a bad name, leaving its half-imported submodules behind (a
+    later import in the process fails), so it is imported without the variable, which is then
+    judged and applied as matplotlib's import would have."""
+    import sys
+
+    imported_here = "matplotlib" not in sys.modules
+    if imported_here:
+        saved = os.environ.pop("MPLBACKEND")
+        try:
+            import matplotlib
+        finally:
+            os.environ["MPLBACKEND"] = saved
+    import matplotlib
+    from matplotlib import rcsetup
+
+    try:
+        rcsetup.validate_backend(backend)
+    except ValueError:
+        raise _EnvError(
+            "MPLBACKEND", backend, "not a matplotlib backend (drakebots draws with Agg)"
+        ) from None
+    if imported_here:
+        matplotlib.rcParams["backend"] = backend
+
+
 def CheckEnvironment() -> None:
     """Judges every environment variable drakebots reads, before any work (the command line
     calls it first): the frame's solver and threads, the FEM's threads, the IPOPT library,
@@ -121,15 +148,7 @@ def CheckEnvironment() -> None:
         raise _EnvError("DRAKEBOTS_IPOPT_LIBRARY", library, "no such file (an IPOPT library)")
     backend = os.environ.get("MPLBACKEND", "")
     if backend:
-        try:
-            # Importing matplotlib reads MPLBACKEND and raises for a name it does not know.
-            from matplotlib import rcsetup
-
-            rcsetup.validate_backend(backend)
-        except ValueError:
-            raise _EnvError(
-                "MPLBACKEND", backend, "not a matplotlib backend (drakebots draws with Agg)"
-            ) from None
+        _CheckMatplotlibBackend(backend)
     for name in BOUNDS:
         Limit(name)
     MemoryAvailable()

@@ -548,6 +548,10 @@ class SweepFolder:
             if not isinstance(case.get("params", {}), dict):
                 raise InputError(f"{where} ({name}): 'params' must be an object")
             case.setdefault("params", {})
+        if not isinstance(data.get("sweep"), str):
+            data["sweep"] = self.path.name
+        if not isinstance(data.get("description"), str):
+            data["description"] = ""
         return data
 
     def AppendJournal(self, record: dict) -> None:
