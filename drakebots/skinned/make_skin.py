@@ -88,7 +88,10 @@ def ValidateFold(config, voxel: float | None = None) -> None:
 
 def SkinOptionsOf(config: MakeSkinConfig):
     """The builder's SkinOptions from a MakeSkinConfig, validated (InputError names the flag)."""
+    from drakebots.config import CheckTypes
     from drakebots.skinned.skin import SOFT_REGIONS, SkinOptions
+
+    CheckTypes(config)
 
     if not config.thickness > 0.0:
         raise InputError(f"--thickness must be > 0 m, got {config.thickness}")

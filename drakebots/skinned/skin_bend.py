@@ -103,7 +103,10 @@ def CheckBendConfig(config: BendConfig):
     """The config's robot (drakebots.robots.GetRobot), the config checked: InputError naming the
     flag for a robot that is no skinned quad-robot or a value the experiment cannot use (before
     any work; `drakebots sweep` calls it for every case)."""
+    from drakebots.config import CheckTypes
     from drakebots.robots import GetRobot
+
+    CheckTypes(config)
 
     robot = GetRobot(config.robot)
     if robot.family != "skinned_quadruped":
