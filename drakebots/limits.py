@@ -92,7 +92,7 @@ def CheckWork(name: str, value: float, what: str) -> None:
     limit = Limit(name)
     if not math.isfinite(value) or value > limit:
         raise InputError(
-            f"{what}: {value:.4g} {BOUNDS[name].unit} is above the bound of {limit:.4g} "
+            f"{what}: {value:.6g} {BOUNDS[name].unit} is above the bound of {limit:.6g} "
             f"(set {_EnvName(name)} to allow more)"
         )
 
