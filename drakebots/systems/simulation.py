@@ -116,9 +116,9 @@ def AdvanceWithProgress(
 
             now = simulator.get_context().get_time()
             raise InputError(
-                f"the simulation's state became NaN at t = {now:.4g} (model time units) "
-                "starting from this robot's home pose: check its home joint values, base pose "
-                f"and drop height (Drake: {str(e).split('. ')[0]})"
+                f"the simulation's state became NaN at t = {now:.4g} (model time units): an "
+                "input it cannot simulate; check the robot's home pose (joint values, base pose), "
+                f"the drop height and the time step (Drake: {str(e).split('. ')[0]})"
             ) from None
         bar.Update(k, target - start_time)
     wall = time.perf_counter() - wall_start
