@@ -43,7 +43,7 @@ BOUNDS: dict[str, Bound] = {
     "frames": Bound(200_000, "frames"),
     # Simulated time of one simulation, s (as the command line's --duration bound).
     "duration": Bound(3600.0, "s of simulated time"),
-    # Steps of one simulation (duration / time step): 1e7 is HAMR-VI's 4 us plant for 40 s.
+    # Steps of one simulation (duration / time step): 1e7 is 10 s at 1 us, 1 h at 0.36 ms.
     "steps": Bound(10_000_000, "simulation steps"),
     # Samples of a simulation's logs (duration / log period), each a full state row in memory.
     "log_samples": Bound(1_000_000, "log samples"),
@@ -152,25 +152,29 @@ def CheckSimulation(
     *,
     state_size: int = 64,
     names: tuple[str, str, str] = ("--duration", "--time-step", "--log-period"),
+    unit: str = "s",
 ) -> None:
     """The steps (duration / time_step) and log samples (duration / log_period) of a simulation,
     each against its bound, and the logs' memory (log samples x state_size doubles). A step or
     period of 0 (the family's default) is not judged here.
 
     Args:
-        duration: simulated time, s.
-        time_step: the plant's step, s (0: not judged).
-        log_period: the logs' sampling period, s (0: not judged).
+        duration: simulated time, in `unit`.
+        time_step: the plant's step, in `unit` (0: not judged).
+        log_period: the logs' sampling period, in `unit` (0: not judged).
         state_size: numbers logged per sample (an estimate).
         names: how the three values are named to the user (flags or config keys).
+        unit: the time unit of the three ("s", or HAMR-VI's "ms").
     """
     if time_step > 0 and duration > 0:
         CheckWork(
-            "steps", duration / time_step, f"{names[0]} {duration:g} s / {names[1]} {time_step:g} s"
+            "steps",
+            duration / time_step,
+            f"{names[0]} {duration:g} {unit} / {names[1]} {time_step:g} {unit}",
         )
     if log_period > 0 and duration > 0:
         samples = duration / log_period
-        what = f"{names[0]} {duration:g} s / {names[2]} {log_period:g} s"
+        what = f"{names[0]} {duration:g} {unit} / {names[2]} {log_period:g} {unit}"
         CheckWork("log_samples", samples, what)
         CheckMemory(samples * state_size * 8.0, what)
 

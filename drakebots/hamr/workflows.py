@@ -641,6 +641,18 @@ def Track(config: TrackConfig, *, meshcat=None, progress=None) -> TrackResult:
     reporter = Reporter(progress)
     surface = str(plan["surface"])
     times = plan["times"]
+    # The run's steps and log samples, known once the plan's stride is (issue 68: 10 000 strides
+    # at a 0.001 ms step are 1e9 steps).
+    from drakebots.limits import CheckSimulation
+
+    stride_ms = float(times[-1] - times[0])
+    CheckSimulation(
+        config.tracking.cycles * stride_ms,
+        config.tracking.time_step,
+        config.tracking.log_period,
+        names=("tracking.cycles x the plan's stride", "tracking.time_step", "tracking.log_period"),
+        unit="ms",
+    )
     legs = plan["feet_body"][:, :, [0, 2]].reshape(len(times), -1)
     reporter.Say(
         f"tracking {config.plan} ({summary.get('frequency_hz')} Hz, {surface}) for "
