@@ -307,6 +307,11 @@ def test_an_occupancy_in_pieces_is_refused_naming_the_count(voxels, pieces):
         ({"spine": {"joints": -1}}, "spine.joints"),
         ({"contact": {"sphere_radius": 0.0}}, "contact.sphere_radius"),
         ({"legs": {"foot_mass": -1.0}}, "legs.foot_mass"),
+        ({"legs": {"knee_limit": 0.0}}, "legs.knee_limit"),
+        ({"motor": {"effort_limit": -1.96}}, "motor.effort_limit"),
+        ({"motor": {"kd": -0.4}}, "motor.kd"),
+        ({"contact": {"stiffness": 0.0}}, "contact.stiffness"),
+        ({"contact": {"mu_dynamic": -0.8}}, "contact.mu_dynamic"),
     ],
 )
 def test_zero_and_negative_skeleton_sizes_are_refused_naming_the_key(tmp_path, change, key):

@@ -282,6 +282,21 @@ def CheckSkeletonSizes(params: SkeletonParams, *, source: str = "") -> None:
     for key, mass in masses:
         if not (math.isfinite(mass) and mass >= 0.0):
             raise InputError(f"{where}key '{key}': a mass must be >= 0 kg, got {mass}")
+    # Limits, gains and contact parameters: a zero or negative one is a typo, not a robot.
+    legs, motor, contact = params.legs, params.motor, params.contact
+    positive = [(f"legs.{n}", getattr(legs, n)) for n in ("hip_limit", "knee_limit", "ankle_limit")]
+    positive += [("motor.effort_limit", motor.effort_limit)]
+    positive += [("motor.velocity_limit", motor.velocity_limit)]
+    positive += [("contact.stiffness", contact.stiffness)]
+    non_negative = [(f"motor.{n}", getattr(motor, n)) for n in ("kp", "kd", "damping")]
+    non_negative += [(f"contact.{n}", getattr(contact, n)) for n in ("mu_static", "mu_dynamic")]
+    non_negative += [("contact.dissipation", contact.dissipation)]
+    for key, value in positive:
+        if not (math.isfinite(value) and value > 0.0):
+            raise InputError(f"{where}key '{key}': must be > 0, got {value}")
+    for key, value in non_negative:
+        if not (math.isfinite(value) and value >= 0.0):
+            raise InputError(f"{where}key '{key}': must be >= 0, got {value}")
 
 
 def BuiltinSkeletonNames() -> list[str]:
