@@ -122,6 +122,11 @@ FOLDERS = {
 }
 
 
+# A velocity-space grid of 101 x 101 points, every one in the gait law's range.
+Q1_101 = ",".join(f"{40 + 0.5 * i:g}" for i in range(101))
+Q2_101 = ",".join(f"{-0.5 + 0.01 * i:.2f}" for i in range(101))
+
+
 def C(verb, argv, needles, env=None):
     """A case: the command line (with placeholders), what its one line must name, and the
     environment variables set for it."""
@@ -206,6 +211,12 @@ CASES = [
       ["--duration", "DRAKEBOTS_MAX_DURATION"], {"DRAKEBOTS_MAX_DURATION": "5"}),
     C("view", ["view", "{log_far}", "--seconds", "0"],
       ["1e+12 s", "3e+13 frames", "DRAKEBOTS_MAX_FRAMES"]),
+    C("skin-bend", ["skin-bend", "beetle", "--time", "3000", "--time-step", "1e-4", "--out",
+                    "{out}"],
+      ["--time + --hold 3000.5 s / --time-step 0.0001 s", "DRAKEBOTS_MAX_STEPS"]),
+    C("gecko", ["gecko", "velocity-space", "--model", "geometric", "--q1", Q1_101, "--q2=" + Q2_101,
+                "--out", "{out}"],
+      ["10201", "grid points", "DRAKEBOTS_MAX_CASES"]),
     # --- class 2: tracebacks became one line
     C("gecko", ["gecko", "navigate", "--targets", "1e300,0", "--model", "geometric", "--out",
                 "{out}"],
