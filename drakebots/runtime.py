@@ -80,6 +80,13 @@ def _EnvError(name: str, text: str, what: str):
     return InputError(f"environment variable {name}={text!r}: {what}")
 
 
+# DRAKEBOTS_FRAME_SOLVER's values (drakebots.frame.model.FactorizationBackend), here so that the
+# command line judges the variable without importing the frame (a quarter second).
+FRAME_SOLVERS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
+# DRAKEBOTS_FEM_THREADS's default (drakebots.fem.model.KernelThreads: one thread).
+FEM_THREADS_DEFAULT = 1
+
+
 def EnvironmentInt(name: str, default: int, *, minimum: int = 0) -> int:
     """An integer environment variable (unset or empty: `default`); InputError naming it for a
     value that is not an integer >= minimum."""
@@ -136,13 +143,13 @@ def CheckEnvironment() -> None:
     """Judges every environment variable drakebots reads, before any work (the command line
     calls it first): the frame's solver and threads, the FEM's threads, the IPOPT library,
     MPLBACKEND and the DRAKEBOTS_MAX_* work bounds. InputError naming the variable."""
-    from drakebots.fem.model import KernelThreads
-    from drakebots.frame.model import FactorizationBackend, FrameThreads
     from drakebots.limits import BOUNDS, Limit, MemoryAvailable
 
-    FactorizationBackend(resolve=False)
-    FrameThreads()
-    KernelThreads()
+    # As their readers judge them (FactorizationBackend, FrameThreads, KernelThreads), without
+    # importing the frame and the FEM (numba: most of a second at every command).
+    EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", FRAME_SOLVERS, "auto")
+    EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
+    EnvironmentInt("DRAKEBOTS_FEM_THREADS", FEM_THREADS_DEFAULT, minimum=1)
     library = os.environ.get("DRAKEBOTS_IPOPT_LIBRARY", "")
     if library and not os.path.isfile(library):
         raise _EnvError("DRAKEBOTS_IPOPT_LIBRARY", library, "no such file (an IPOPT library)")

@@ -53,6 +53,7 @@ from drakebots.frame.elements import (
     ToGlobal,
     TransformVectors,
 )
+from drakebots.runtime import FRAME_SOLVERS
 
 DOFS_PER_NODE = 6
 MOUNTS = ("axial", "prismatic", "clamped")
@@ -755,10 +756,11 @@ def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int 
     return NestedDissectionTree(points, edges, leaf_size)[0]
 
 
-BACKENDS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
+# DRAKEBOTS_FRAME_SOLVER's values, defined where the environment is judged (drakebots.runtime).
+BACKENDS = FRAME_SOLVERS
 
 
-def FactorizationBackend(*, resolve: bool = True) -> str:
+def FactorizationBackend() -> str:
     """The sparse factorisation the static solves use: DRAKEBOTS_FRAME_SOLVER, default "auto":
     MKL PARDISO where it loads (the default install on x86-64; drakebots.fem.pardiso), else
     "multifrontal" (drakebots.frame.cholesky, NumPy/SciPy only, kept as the fallback and as an
@@ -778,7 +780,7 @@ def FactorizationBackend(*, resolve: bool = True) -> str:
 
     # InputError naming the variable for a bad value (issue 68).
     backend = EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", BACKENDS, "auto")
-    if backend == "auto" and resolve:
+    if backend == "auto":
         return "pardiso" if PardisoAvailable() else "multifrontal"
     return backend
 
