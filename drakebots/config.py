@@ -282,7 +282,7 @@ def _AsLoaded(raw, loaded):
 # Keys whose value bounds the work of a run whatever the config (counts and Hz): a file may not
 # ask for more (issue 50). The command line's options have their own table (drakebots.cli).
 YAML_WORK_LIMITS = {
-    "knots": 2000,
+    "knots": "knots",  # a drakebots.limits bound, by name (DRAKEBOTS_MAX_KNOTS raises it)
     "knot_frames": 1000,
     "cycles": 10000,
     "iterations": 100000,
@@ -324,6 +324,10 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
     elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
         name = where.rsplit(".", 1)[-1]
         limit = YAML_WORK_LIMITS.get(name)
+        if isinstance(limit, str):
+            from drakebots.limits import Limit
+
+            limit = Limit(limit)
         if limit is not None and data > limit:
             raise InputError(
                 f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
