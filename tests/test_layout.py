@@ -28,7 +28,8 @@ NAMED_FOUNDATIONS = {
     "analysis",
     "visualization",
 }
-FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results"}
+# limits.py: the work bounds every workflow's check calls (issue 68).
+FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "limits"}
 WINGS = {"hamr", "skinned", "gecko", "voxel"}
 SWEEPS = {"sweeps"}
 CLI = {"cli", "__main__"}
