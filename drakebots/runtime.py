@@ -150,6 +150,9 @@ def CheckEnvironment() -> None:
     EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", FRAME_SOLVERS, "auto")
     EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
     EnvironmentInt("DRAKEBOTS_FEM_THREADS", FEM_THREADS_DEFAULT, minimum=1)
+    # Switches: 0 or 1 (unset: their default).
+    EnvironmentChoice("DRAKEBOTS_KEEP_FREED_MEMORY", ("0", "1"), "1")
+    EnvironmentChoice("DRAKEBOTS_NO_PARDISO", ("0", "1"), "0")
     library = os.environ.get("DRAKEBOTS_IPOPT_LIBRARY", "")
     if library and not os.path.isfile(library):
         raise _EnvError("DRAKEBOTS_IPOPT_LIBRARY", library, "no such file (an IPOPT library)")

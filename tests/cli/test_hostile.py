@@ -164,6 +164,8 @@ BAD_ENVIRONMENTS = [
     ({"DRAKEBOTS_MAX_MEMORY_GB": "nan"}, ["DRAKEBOTS_MAX_MEMORY_GB", "positive number"]),
     ({"DRAKEBOTS_MAX_FRAMES": "inf"}, ["DRAKEBOTS_MAX_FRAMES", "positive number"]),
     ({"DRAKEBOTS_MAX_VOXELS": "0"}, ["DRAKEBOTS_MAX_VOXELS", "positive number"]),
+    ({"DRAKEBOTS_NO_PARDISO": "yes"}, ["DRAKEBOTS_NO_PARDISO", "0, 1"]),
+    ({"DRAKEBOTS_KEEP_FREED_MEMORY": "off"}, ["DRAKEBOTS_KEEP_FREED_MEMORY", "0, 1"]),
     ({"DRAKEBOTS_MAX_GRID_CELLS": ""}, None),  # empty: the default (not a case)
 ]
 ENV_CASES = [
