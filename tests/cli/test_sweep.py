@@ -325,6 +325,29 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
     assert main(["sweep", "status", str(out)]) == 0
     assert "4 cases: 4 done, 0 failed, 0 error, 0 lost, 0 missing" in capsys.readouterr().out
 
+    # Issue 68: a log cut short and a replay deleted since: those two cases run again, and the
+    # run says why; the others stay as they were.
+    cut, deleted = sorted(p.parent for p in stamps)[:2]
+    log = (cut / "log.npz").read_bytes()
+    (cut / "log.npz").write_bytes(log[: len(log) // 2])
+    (deleted / "replay.html").unlink()
+    assert main(["sweep", str(sweep), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 to run, 2 already complete" in printed
+    assert (
+        f"{cut.name} runs again: an earlier folder that failed verification: log.npz changed"
+        in (printed)
+    )
+    assert (
+        f"{deleted.name} runs again: an earlier folder that failed verification: replay.html "
+        in (printed)
+    )
+    assert (cut / "log.npz").read_bytes() != log[: len(log) // 2]
+    assert (deleted / "replay.html").is_file()
+    unchanged = [p for p in stamps if p.parent not in (cut, deleted)]
+    assert all(p.stat().st_mtime_ns == stamps[p] for p in unchanged)
+    gc.collect()
+
 
 # --- faults on an existing cluster -------------------------------------------------------------
 
@@ -553,9 +576,7 @@ def test_a_case_is_finished_only_when_its_files_match_their_checksums(tmp_path):
         "another summary": lambda: (case_dir / "summary.json").write_bytes(b'{"success": 0}'),
         "log truncated": lambda: (case_dir / "log.npz").write_bytes(written["log.npz"][:100]),
         "replay deleted": lambda: (case_dir / "replay.html").unlink(),
-        "marker without checksums": lambda: (case_dir / CASE_MARKER).write_text(
-            json.dumps(marker)
-        ),
+        "marker without checksums": lambda: (case_dir / CASE_MARKER).write_text(json.dumps(marker)),
         "marker not json": lambda: (case_dir / CASE_MARKER).write_text("{not json"),
         "marker a list": lambda: (case_dir / CASE_MARKER).write_text("[1]"),
         "marker points outside": lambda: (case_dir / CASE_MARKER).write_text(
