@@ -253,14 +253,36 @@ def LoadTypedYaml(
     except Exception as e:  # noqa: BLE001
         message = _find_bad_value(schema, raw, "", source)
         raise InputError(message or f"{source}: {e}") from None
-    _CheckNumbers(raw, "", source)
+    # The values as loaded, not as written: YAML 1.1 reads `1e9` (no dot) as a string, which the
+    # typed loader then converts to the float field's 1e9 (issue 68).
+    _CheckNumbers(_AsLoaded(raw, config), "", source)
     return config
+
+
+def _AsLoaded(raw, loaded):
+    """`raw`'s keys (what the file set) with the values of `loaded` (the typed config, or a
+    part of it) where they can be followed."""
+    if isinstance(raw, dict):
+        out = {}
+        for key, value in raw.items():
+            if dataclasses.is_dataclass(loaded) and hasattr(loaded, str(key)):
+                out[key] = _AsLoaded(value, getattr(loaded, str(key)))
+            elif isinstance(loaded, dict) and key in loaded:
+                out[key] = _AsLoaded(value, loaded[key])
+            else:
+                out[key] = value
+        return out
+    if isinstance(raw, list) and isinstance(loaded, (list, tuple)) and len(raw) == len(loaded):
+        return [_AsLoaded(r, item) for r, item in zip(raw, loaded, strict=True)]
+    if isinstance(loaded, (int, float)) and not isinstance(loaded, bool):
+        return loaded
+    return raw
 
 
 # Keys whose value bounds the work of a run whatever the config (counts and Hz): a file may not
 # ask for more (issue 50). The command line's options have their own table (drakebots.cli).
 YAML_WORK_LIMITS = {
-    "knots": 2000,
+    "knots": "knots",  # a drakebots.limits bound, by name (DRAKEBOTS_MAX_KNOTS raises it)
     "knot_frames": 1000,
     "cycles": 10000,
     "iterations": 100000,
@@ -302,6 +324,10 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
     elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
         name = where.rsplit(".", 1)[-1]
         limit = YAML_WORK_LIMITS.get(name)
+        if isinstance(limit, str):
+            from drakebots.limits import Limit
+
+            limit = Limit(limit)
         if limit is not None and data > limit:
             raise InputError(
                 f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
@@ -323,3 +349,109 @@ def DumpTypedYaml(config: Any) -> str:
 def AsDict(config: Any) -> dict:
     """A JSON-ready dict of a config dataclass."""
     return dataclasses.asdict(config)
+
+
+def _TypeName(field_type) -> str:
+    if isinstance(field_type, type):
+        return field_type.__name__
+    return str(field_type).replace("typing.", "")
+
+
+def _Matches(field_type, value, path: str) -> str | None:
+    """None when `value` is of `field_type`, else the message naming `path` (recursing into
+    dataclasses, lists, tuples and dicts)."""
+    if field_type is Any or field_type is typing.Any:
+        return None
+    origin = typing.get_origin(field_type)
+    args = typing.get_args(field_type)
+    if origin is typing.Union or origin is types.UnionType:
+        if value is None and type(None) in args:
+            return None
+        messages = [_Matches(a, value, path) for a in args if a is not type(None)]
+        if any(m is None for m in messages):
+            return None
+        return messages[0] if len(messages) == 1 else _Wrong(field_type, value, path)
+    if origin is typing.Literal:
+        return None if value in args else _Wrong(field_type, value, path)
+    if dataclasses.is_dataclass(field_type):
+        if not isinstance(value, field_type):
+            return _Wrong(field_type, value, path)
+        return _FieldsMessage(value, path)
+    if origin in (list, typing.List):  # noqa: UP006
+        if not isinstance(value, list):
+            return _Wrong(field_type, value, path)
+        for index, item in enumerate(value):
+            if args and (message := _Matches(args[0], item, f"{path}[{index}]")):
+                return message
+        return None
+    if origin in (tuple, typing.Tuple):  # noqa: UP006
+        if not isinstance(value, (tuple, list)):
+            return _Wrong(field_type, value, path)
+        if len(args) == 2 and args[1] is Ellipsis:
+            items = [(args[0], item) for item in value]
+        elif args:
+            if len(args) != len(value):
+                return f"{path}: expected {len(args)} values, got {len(value)}"
+            items = list(zip(args, value, strict=True))
+        else:
+            items = []
+        for index, (item_type, item) in enumerate(items):
+            if message := _Matches(item_type, item, f"{path}[{index}]"):
+                return message
+        return None
+    if origin in (dict, typing.Dict):  # noqa: UP006
+        if not isinstance(value, dict):
+            return _Wrong(field_type, value, path)
+        for key, item in value.items():
+            if args and (message := _Matches(args[0], key, f"{path} key {key!r}")):
+                return message
+            if args and (message := _Matches(args[1], item, f"{path}[{key!r}]")):
+                return message
+        return None
+    if field_type is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):
+            return f"{path} is {value}: must be a finite number"
+        return None if ok else _Wrong(field_type, value, path)
+    if field_type is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return None if ok else _Wrong(field_type, value, path)
+    if field_type is bool:
+        return None if isinstance(value, bool) else _Wrong(field_type, value, path)
+    if isinstance(field_type, type):
+        return None if isinstance(value, field_type) else _Wrong(field_type, value, path)
+    return None  # A type this walker does not know (a TypeVar, a callable): not judged.
+
+
+def _Wrong(field_type, value, path: str) -> str:
+    return f"{path}: expected {_TypeName(field_type)}, got {type(value).__name__} {value!r:.60}"
+
+
+def _FieldsMessage(config, where: str) -> str | None:
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        path = f"{where}.{field.name}" if where else field.name
+        message = _Matches(hints.get(field.name, Any), getattr(config, field.name), path)
+        if message:
+            return message
+    return None
+
+
+def CheckTypes(config: Any, *, where: str = "") -> None:
+    """InputError naming the dotted field, the expected and the given type, for the first field
+    of a dataclass config (recursing into nested dataclasses, lists, tuples, dicts, Optional)
+    whose value is not of its declared type (issue 68: `JumpConfig(solver="ipopt")` failed deep
+    inside with AttributeError). An int is a float; a bool is neither; NaN and infinity are not
+    floats a config may hold. Every workflow config's Check() calls this first.
+
+    Args:
+        config: a dataclass instance.
+        where: a prefix for the paths (the config's name inside a larger one).
+    """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise InputError(
+            f"{where or 'config'}: expected a config dataclass, got {type(config).__name__}"
+        )
+    message = _FieldsMessage(config, where)
+    if message:
+        raise InputError(message)

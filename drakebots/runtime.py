@@ -66,3 +66,99 @@ def SingleThreadedBlas():
     if _state["blas"] is None:
         _state["blas"] = ThreadpoolController()
     return _state["blas"].limit(limits=1, user_api="blas")
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment variables drakebots reads: each is judged in one place, and a bad value is one
+# line naming the variable (InputError, exit 2 at the command line; issue 68).
+# ---------------------------------------------------------------------------------------------
+
+
+def _EnvError(name: str, text: str, what: str):
+    from drakebots.errors import InputError
+
+    return InputError(f"environment variable {name}={text!r}: {what}")
+
+
+# DRAKEBOTS_FRAME_SOLVER's values (drakebots.frame.model.FactorizationBackend), here so that the
+# command line judges the variable without importing the frame (a quarter second).
+FRAME_SOLVERS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
+# DRAKEBOTS_FEM_THREADS's default (drakebots.fem.model.KernelThreads: one thread).
+FEM_THREADS_DEFAULT = 1
+
+
+def EnvironmentInt(name: str, default: int, *, minimum: int = 0) -> int:
+    """An integer environment variable (unset or empty: `default`); InputError naming it for a
+    value that is not an integer >= minimum."""
+    text = os.environ.get(name, "")
+    if not text.strip():
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise _EnvError(name, text, f"must be an integer >= {minimum}") from None
+    if value < minimum:
+        raise _EnvError(name, text, f"must be an integer >= {minimum}")
+    return value
+
+
+def EnvironmentChoice(name: str, choices, default: str) -> str:
+    """One of `choices` from an environment variable (case-insensitive; unset or empty:
+    `default`); InputError naming it otherwise."""
+    text = os.environ.get(name, "")
+    value = text.strip().lower() or default
+    if value not in choices:
+        raise _EnvError(name, text, f"choose one of {', '.join(choices)}")
+    return value
+
+
+def _CheckMatplotlibBackend(backend: str) -> None:
+    """InputError naming MPLBACKEND for a name matplotlib does not know. Importing matplotlib
+    reads MPLBACKEND and raises for a bad name, leaving its half-imported submodules behind (a
+    later import in the process fails), so it is imported without the variable, which is then
+    judged and applied as matplotlib's import would have."""
+    import sys
+
+    imported_here = "matplotlib" not in sys.modules
+    if imported_here:
+        saved = os.environ.pop("MPLBACKEND")
+        try:
+            import matplotlib
+        finally:
+            os.environ["MPLBACKEND"] = saved
+    import matplotlib
+    from matplotlib import rcsetup
+
+    try:
+        rcsetup.validate_backend(backend)
+    except ValueError:
+        raise _EnvError(
+            "MPLBACKEND", backend, "not a matplotlib backend (drakebots draws with Agg)"
+        ) from None
+    if imported_here:
+        matplotlib.rcParams["backend"] = backend
+
+
+def CheckEnvironment() -> None:
+    """Judges every environment variable drakebots reads, before any work (the command line
+    calls it first): the frame's solver and threads, the FEM's threads, the IPOPT library,
+    MPLBACKEND and the DRAKEBOTS_MAX_* work bounds. InputError naming the variable."""
+    from drakebots.limits import BOUNDS, Limit, MemoryAvailable
+
+    # As their readers judge them (FactorizationBackend, FrameThreads, KernelThreads), without
+    # importing the frame and the FEM (numba: most of a second at every command).
+    EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", FRAME_SOLVERS, "auto")
+    EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
+    EnvironmentInt("DRAKEBOTS_FEM_THREADS", FEM_THREADS_DEFAULT, minimum=1)
+    # Switches: 0 or 1 (unset: their default).
+    EnvironmentChoice("DRAKEBOTS_KEEP_FREED_MEMORY", ("0", "1"), "1")
+    EnvironmentChoice("DRAKEBOTS_NO_PARDISO", ("0", "1"), "0")
+    library = os.environ.get("DRAKEBOTS_IPOPT_LIBRARY", "")
+    if library and not os.path.isfile(library):
+        raise _EnvError("DRAKEBOTS_IPOPT_LIBRARY", library, "no such file (an IPOPT library)")
+    backend = os.environ.get("MPLBACKEND", "")
+    if backend:
+        _CheckMatplotlibBackend(backend)
+    for name in BOUNDS:
+        Limit(name)
+    MemoryAvailable()

@@ -29,7 +29,8 @@ NAMED_FOUNDATIONS = {
     "analysis",
     "visualization",
 }
-FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "cache"}
+# limits.py: the work bounds every workflow's check calls (issue 68).
+FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "cache", "limits"}
 WINGS = {"hamr", "skinned", "gecko", "voxel"}
 SWEEPS = {"sweeps"}
 CLI = {"cli", "__main__"}

@@ -38,14 +38,14 @@ class _Parser(argparse.ArgumentParser):
 # before it runs for a day or fills the disk: {dest: (limit, what it is)}; WORK_LIMITS_BY_VERB
 # overrides it for a verb whose option has other units.
 WORK_LIMITS = {
-    "duration": (3600.0, "s of simulated time"),
+    "duration": ("duration", "s of simulated time"),  # a drakebots.limits bound, by name
     "seconds": (86400.0, "s"),
     "time": (3600.0, "s"),
     "hold": (3600.0, "s"),
     "coupled_replay_seconds": (86400.0, "s"),
     "case_timeout": (7 * 86400.0, "s"),
     "frequency": (1000.0, "Hz"),
-    "knots": (2000, "knots"),
+    "knots": ("knots", "knots"),
     "knot_frames": (1000, "frames per knot"),
     "cycles": (10000, "cycles"),
     "iterations": (100000, "iterations"),
@@ -83,10 +83,19 @@ def _NumberType(kind, dest: str, limit, floor=None):
         value = kind(text)
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-        if limit is not None and isinstance(value, (int, float)) and value > limit[0]:
-            raise argparse.ArgumentTypeError(
-                f"{text} is above {limit[0]:g} {limit[1]}, the most work one run may ask for"
-            )
+        if limit is not None and isinstance(value, (int, float)):
+            most, hint = limit[0], ""
+            if isinstance(most, str):  # drakebots.limits' bound: its variable raises it
+                from drakebots.limits import Limit
+
+                try:
+                    most, hint = Limit(most), f" (set DRAKEBOTS_MAX_{most.upper()} to allow more)"
+                except InputError as e:
+                    raise argparse.ArgumentTypeError(str(e)) from None
+            if value > most:
+                raise argparse.ArgumentTypeError(
+                    f"{text} is above {most:g} {limit[1]}, the most work one run may ask for" + hint
+                )
         if floor is not None and isinstance(value, (int, float)) and 0 < value < floor[0]:
             raise argparse.ArgumentTypeError(
                 f"{text} is below {floor[0]:g} {floor[1]}, the finest step one run may take"
@@ -156,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = _CatchInterrupt()
     try:
         try:
+            from drakebots.runtime import CheckEnvironment
+
+            CheckEnvironment()  # A bad environment variable is one line, exit 2 (issue 68).
             return int(args.func(args) or 0)
         except Exception:
             # Ctrl-C inside a solver's Python callback (SNOPT's costs) comes back out of the C++

@@ -56,7 +56,9 @@ def KernelThreads(default: int = 1, *, requested: int | None = None) -> int:
     summed in order, so the result does not depend on timing (the thread count moves it by
     round-off only)."""
     if requested is None:
-        requested = int(os.environ.get("DRAKEBOTS_FEM_THREADS", "") or default)
+        from drakebots.runtime import EnvironmentInt
+
+        requested = EnvironmentInt("DRAKEBOTS_FEM_THREADS", default, minimum=1)
     return max(1, min(int(requested), os.cpu_count() or 1))
 
 

@@ -110,7 +110,7 @@ def Library():
     if _tried:
         return _library
     _tried = True
-    if os.environ.get("DRAKEBOTS_NO_PARDISO"):
+    if os.environ.get("DRAKEBOTS_NO_PARDISO", "").strip() not in ("", "0"):
         return None
     for path in _Candidates():
         try:

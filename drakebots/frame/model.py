@@ -53,6 +53,7 @@ from drakebots.frame.elements import (
     ToGlobal,
     TransformVectors,
 )
+from drakebots.runtime import FRAME_SOLVERS
 
 DOFS_PER_NODE = 6
 MOUNTS = ("axial", "prismatic", "clamped")
@@ -755,7 +756,8 @@ def NestedDissectionOrder(points: np.ndarray, edges: np.ndarray, leaf_size: int 
     return NestedDissectionTree(points, edges, leaf_size)[0]
 
 
-BACKENDS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
+# DRAKEBOTS_FRAME_SOLVER's values, defined where the environment is judged (drakebots.runtime).
+BACKENDS = FRAME_SOLVERS
 
 
 def FactorizationBackend() -> str:
@@ -773,13 +775,11 @@ def FactorizationBackend() -> str:
     each one's analysis 0.67-1.11x (four runs). The multifrontal takes 1.18-1.33 CPU s, and
     SuperLU about 3 CPU s for the whole solve.
     """
-    import os
-
     from drakebots.fem.solvers import PardisoAvailable
+    from drakebots.runtime import EnvironmentChoice
 
-    backend = os.environ.get("DRAKEBOTS_FRAME_SOLVER", "auto").lower() or "auto"
-    if backend not in BACKENDS:
-        raise ValueError(f"DRAKEBOTS_FRAME_SOLVER={backend!r}: choose one of {BACKENDS}")
+    # InputError naming the variable for a bad value (issue 68).
+    backend = EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", BACKENDS, "auto")
     if backend == "auto":
         return "pardiso" if PardisoAvailable() else "multifrontal"
     return backend
@@ -788,9 +788,9 @@ def FactorizationBackend() -> str:
 def FrameThreads() -> int:
     """The MKL threads the frame's factorisation is held to: DRAKEBOTS_FRAME_THREADS, 0 (the
     default) for MKL's own count (`FactorizationThreads`)."""
-    import os
+    from drakebots.runtime import EnvironmentInt
 
-    return int(os.environ.get("DRAKEBOTS_FRAME_THREADS", "0") or 0)
+    return EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
 
 
 def FactorizationThreads():

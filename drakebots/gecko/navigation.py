@@ -317,7 +317,28 @@ def ResolveCourse(config: NavigateConfig) -> _Course:
         if config.max_steps < 1:
             raise InputError(f"--max-steps must be >= 1, got {config.max_steps}")
         resolved.budget = int(config.max_steps)
+    _CheckCourseSize(resolved, f"--course {config.course}" if config.course else "--targets")
     return resolved
+
+
+# How far from the origin a course's targets, start and obstacles may lie, m: the gecko walks
+# centimetres a cycle, so a target farther than this is a typo (1e300 made the planner's
+# search fail with a TypeError, issue 68).
+MAX_COURSE_M = 1000.0
+
+
+def _CheckCourseSize(course: _Course, where: str) -> None:
+    points = [("target", k, t[:2]) for k, t in enumerate(course.targets, start=1)]
+    points += [("obstacle", k, o[:2]) for k, o in enumerate(course.obstacles, start=1)]
+    points.append(("start", 1, course.start[:2]))
+    for what, k, xy in points:
+        if not all(math.isfinite(float(v)) and abs(float(v)) <= MAX_COURSE_M for v in xy):
+            name = what if what == "start" else f"{what} {k}"
+            flag = "--start" if what == "start" else where
+            raise InputError(
+                f"{flag}: {name} {[float(v) for v in xy]} lies beyond {MAX_COURSE_M:g} m of the "
+                "origin (the course's coordinates are metres)"
+            )
 
 
 def _CheckTargets(targets) -> list[tuple[float, float]]:
@@ -336,6 +357,9 @@ def _StartPose(start) -> tuple[float, float, float]:
 
 
 def _CheckConfig(config: NavigateConfig) -> None:
+    from drakebots.config import CheckTypes
+
+    CheckTypes(config)
     if config.model not in MODELS:
         raise InputError(f"--model {config.model}: one of {', '.join(MODELS)}")
     if config.method not in METHODS:

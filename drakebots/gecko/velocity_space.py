@@ -144,9 +144,16 @@ class VelocitySpaceResult(WorkflowResult):
 
 def CheckVelocitySpaceConfig(config: VelocitySpaceConfig) -> None:
     """Raises InputError (naming the flag) for a grid or setting the run cannot use."""
+    from drakebots.config import CheckTypes
+
+    CheckTypes(config)
     if config.model not in MODELS:
         raise InputError(f"--model {config.model}: one of {', '.join(MODELS)}")
     _CheckGrid(config.q1, config.q2)
+    from drakebots.limits import CheckWork
+
+    # Each grid point is a simulated cycle (or warmup + 1): bounded as a sweep's cases are.
+    CheckWork("cases", len(config.q1) * len(config.q2), "--q1 x --q2 grid points")
     if len(config.q1) < 3 or len(config.q2) < 3:
         raise InputError("--q1/--q2: the quadratic of Eq. 16 needs at least 3 values of each")
     if config.warmup < 0:

@@ -206,6 +206,9 @@ class TrackConfig:
 
     def Check(self) -> None:
         """InputError naming the first bad field (the plan itself is read by Track)."""
+        from drakebots.config import CheckTypes
+
+        CheckTypes(self)
         if not str(self.plan):
             raise InputError("plan: none given (a results folder of OptimizeGait)")
         _CheckTracking(self.tracking)
@@ -222,6 +225,9 @@ class ModesConfig:
 
     def Check(self) -> None:
         """InputError naming the first bad field."""
+        from drakebots.config import CheckTypes
+
+        CheckTypes(self)
         _Positive("amplitude", self.amplitude, "mm")
         if not 0.0 < self.body_threshold < 1.0:
             raise InputError(f"body_threshold {self.body_threshold}: must be in (0, 1)")
@@ -252,6 +258,11 @@ def _CheckSolver(solver: SolverConfig) -> None:
 
 def _CheckTrajopt(config) -> None:
     """Every check of a GaitConfig or JumpConfig."""
+    from drakebots.config import CheckTypes
+    from drakebots.limits import CheckWork
+
+    CheckTypes(config)
+    CheckWork("knots", config.knots, "knots")
     if config.surface not in SURFACES:
         raise InputError(
             f"surface {config.surface}: unknown surface; valid surfaces: {', '.join(SURFACES)}"
@@ -630,6 +641,18 @@ def Track(config: TrackConfig, *, meshcat=None, progress=None) -> TrackResult:
     reporter = Reporter(progress)
     surface = str(plan["surface"])
     times = plan["times"]
+    # The run's steps and log samples, known once the plan's stride is (issue 68: 10 000 strides
+    # at a 0.001 ms step are 1e9 steps).
+    from drakebots.limits import CheckSimulation
+
+    stride_ms = float(times[-1] - times[0])
+    CheckSimulation(
+        config.tracking.cycles * stride_ms,
+        config.tracking.time_step,
+        config.tracking.log_period,
+        names=("tracking.cycles x the plan's stride", "tracking.time_step", "tracking.log_period"),
+        unit="ms",
+    )
     legs = plan["feet_body"][:, :, [0, 2]].reshape(len(times), -1)
     reporter.Say(
         f"tracking {config.plan} ({summary.get('frequency_hz')} Hz, {surface}) for "

@@ -231,10 +231,20 @@ class JumpConfig(MotionConfig):
 
 
 def _CheckCommon(config) -> None:
+    from drakebots.config import CheckTypes
+    from drakebots.limits import CheckWork
+
+    CheckTypes(config)  # issue 68: a field of the wrong type names itself, not AttributeError
+    CheckWork("knots", config.knots, "knots")
     if not config.robot:
         raise InputError("robot: name a robot (a registry name or a robot file)")
     if int(config.knots) != config.knots or config.knots < 5:
         raise InputError(f"knots: must be an integer >= 5, got {config.knots}")
+    if config.friction_directions < 3:
+        raise InputError(
+            f"friction_directions: need at least 3 (a friction pyramid), got "
+            f"{config.friction_directions}"
+        )
     if not config.friction > 0 or not np.isfinite(config.friction):
         raise InputError(f"friction: must be a number > 0, got {config.friction}")
     if config.solver.solver not in SOLVERS:

@@ -217,9 +217,11 @@ def CheckConfig(config: DesignConfig) -> tuple:
     """(config with its defaults filled, robot): the checks that need no model (the robot, the
     choices, the numbers, the flags that need a skin); `drakebots sweep` runs them for every
     case before any runs."""
+    from drakebots.config import CheckTypes
     from drakebots.robots import GetRobot, KnownRobots
     from drakebots.robots.robot_file import IsRobotFile
 
+    CheckTypes(config)
     if config.robot not in KnownRobots() and not IsRobotFile(config.robot):
         raise InputError(
             f"unknown robot '{config.robot}' (known: {', '.join(KnownRobots())}, or a robot "

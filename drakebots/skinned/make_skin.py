@@ -88,7 +88,10 @@ def ValidateFold(config, voxel: float | None = None) -> None:
 
 def SkinOptionsOf(config: MakeSkinConfig):
     """The builder's SkinOptions from a MakeSkinConfig, validated (InputError names the flag)."""
+    from drakebots.config import CheckTypes
     from drakebots.skinned.skin import SOFT_REGIONS, SkinOptions
+
+    CheckTypes(config)
 
     if not config.thickness > 0.0:
         raise InputError(f"--thickness must be > 0 m, got {config.thickness}")
@@ -128,7 +131,39 @@ def SkinOptionsOf(config: MakeSkinConfig):
         pieces=config.pieces,
     )
     _Shape(config, options)
+    _CheckGridSize(config, options)
     return options
+
+
+def _CheckGridSize(config: MakeSkinConfig, options) -> None:
+    """InputError (drakebots.limits.CheckGrid) when the marching-cubes grid the skin is made on
+    (the skeleton's box, widened to the user's surface, at the voxel) has more cells or needs
+    more memory than one run may ask for: a surface in millimetres read as metres grew a run to
+    24 GB, and --voxel 1e-4 asked for 2 TiB (issue 68)."""
+    from drakebots.limits import CheckGrid
+    from drakebots.robots import GetRobot
+    from drakebots.skinned.skin import DEFAULT_VOXEL, _Skeleton
+
+    robot = GetRobot(config.robot)
+    if robot.family != "skinned_quadruped":
+        return  # MakeSkin says so.
+    params = robot.params
+    voxel = options.voxel or DEFAULT_VOXEL.get(params.name, 0.011)
+    skeleton, _ = _Skeleton(params)
+    origins = np.array([link.origin for link in skeleton.links.values()], float)
+    lo, hi = origins.min(axis=0) - 0.25, origins.max(axis=0) + 0.25  # as MakeShellSurface
+    lo[2] = -0.05
+    what = f"--voxel {voxel:g} m"
+    if options.surface is not None:
+        vertices = np.asarray(options.surface[0], float)
+        lo = np.minimum(lo, vertices.min(axis=0) - 3 * voxel)
+        hi = np.maximum(hi, vertices.max(axis=0) + 3 * voxel)
+        extent = vertices.max(axis=0) - vertices.min(axis=0)
+        what += (
+            f" over --surface {config.surface} (spanning "
+            f"{' x '.join(f'{e:.3g}' for e in extent)} m; the surface is read in metres)"
+        )
+    CheckGrid(lo, hi, voxel, what)
 
 
 def _Shape(config: MakeSkinConfig, options) -> None:

@@ -198,6 +198,7 @@ def CheckSkeletonStands(params: SkeletonParams, *, source: str = "") -> None:
     every part but the feet is above the ground (legs that cannot reach the ground leave the
     torso, a leg or a motor at or below the soles' plane z = 0)."""
     where = f"{source}: " if source else ""
+    CheckSkeletonSizes(params, source=source)
     try:
         geometry = BuildSkeletonGeometry(params)
     except ValueError as e:
@@ -219,6 +220,83 @@ def CheckSkeletonStands(params: SkeletonParams, *, source: str = "") -> None:
             "legs.upper_length / legs.lower_length, raise legs.femur_elevation or move legs.hip "
             "down"
         )
+
+
+# The largest length a skeleton may give, m: these robots are tens of centimetres (a length in
+# millimetres read as metres would build a 100 m robot).
+MAX_SKELETON_LENGTH_M = 10.0
+
+
+def _SizeKeys(params: SkeletonParams):
+    """(key, value, what) of every length, width and size a skeleton gives: each must be > 0
+    (SDFormat replaces a box of zero or negative size by a 1 m cube, silently)."""
+    legs = params.legs
+    for name in (
+        "upper_length",
+        "lower_length",
+        "link_width",
+        "link_thickness",
+        "foot_length",
+        "foot_width",
+        "foot_thickness",
+    ):
+        yield f"legs.{name}", getattr(legs, name)
+    for name in ("torso_size", "paper_size"):
+        yield name, getattr(params, name)
+    yield "motor.size", params.motor.size
+    for chain in ("spine", "neck", "tail"):
+        params_chain = getattr(params, chain)
+        if params_chain.joints > 0:
+            for name in ("segment_length", "width", "height"):
+                yield f"{chain}.{name}", getattr(params_chain, name)
+    yield "contact.sphere_radius", params.contact.sphere_radius
+
+
+def CheckSkeletonSizes(params: SkeletonParams, *, source: str = "") -> None:
+    """InputError naming the key (and the file) for a length, width or size that is not a finite
+    number in (0, MAX_SKELETON_LENGTH_M] m, a size that is not three numbers, a negative joint
+    count or ankle height, or a negative mass (issue 68: zero and negative skeleton lengths were
+    accepted)."""
+    where = f"{source}: " if source else ""
+    for key, value in _SizeKeys(params):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if isinstance(value, (list, tuple)) and len(values) != 3:
+            raise InputError(f"{where}key '{key}': give three sizes (x, y, z) in m, got {value}")
+        for v in values:
+            if not (math.isfinite(v) and 0.0 < v <= MAX_SKELETON_LENGTH_M):
+                raise InputError(
+                    f"{where}key '{key}': every length must be in (0, "
+                    f"{MAX_SKELETON_LENGTH_M:g}] m, got {value}"
+                )
+    if not (math.isfinite(params.legs.ankle_height) and params.legs.ankle_height >= 0.0):
+        raise InputError(
+            f"{where}key 'legs.ankle_height': must be >= 0 m, got {params.legs.ankle_height}"
+        )
+    for chain in ("spine", "neck", "tail"):
+        joints = getattr(params, chain).joints
+        if joints < 0:
+            raise InputError(f"{where}key '{chain}.joints': must be >= 0, got {joints}")
+    masses = [("skeleton_mass", params.skeleton_mass), ("skin_mass", params.skin_mass)]
+    masses += [(f"legs.{n}", getattr(params.legs, n)) for n in ("upper_mass", "lower_mass")]
+    masses += [("legs.foot_mass", params.legs.foot_mass), ("motor.mass", params.motor.mass)]
+    for key, mass in masses:
+        if not (math.isfinite(mass) and mass >= 0.0):
+            raise InputError(f"{where}key '{key}': a mass must be >= 0 kg, got {mass}")
+    # Limits, gains and contact parameters: a zero or negative one is a typo, not a robot.
+    legs, motor, contact = params.legs, params.motor, params.contact
+    positive = [(f"legs.{n}", getattr(legs, n)) for n in ("hip_limit", "knee_limit", "ankle_limit")]
+    positive += [("motor.effort_limit", motor.effort_limit)]
+    positive += [("motor.velocity_limit", motor.velocity_limit)]
+    positive += [("contact.stiffness", contact.stiffness)]
+    non_negative = [(f"motor.{n}", getattr(motor, n)) for n in ("kp", "kd", "damping")]
+    non_negative += [(f"contact.{n}", getattr(contact, n)) for n in ("mu_static", "mu_dynamic")]
+    non_negative += [("contact.dissipation", contact.dissipation)]
+    for key, value in positive:
+        if not (math.isfinite(value) and value > 0.0):
+            raise InputError(f"{where}key '{key}': must be > 0, got {value}")
+    for key, value in non_negative:
+        if not (math.isfinite(value) and value >= 0.0):
+            raise InputError(f"{where}key '{key}': must be >= 0, got {value}")
 
 
 def BuiltinSkeletonNames() -> list[str]:

@@ -103,7 +103,17 @@ def CheckBendConfig(config: BendConfig):
     """The config's robot (drakebots.robots.GetRobot), the config checked: InputError naming the
     flag for a robot that is no skinned quad-robot or a value the experiment cannot use (before
     any work; `drakebots sweep` calls it for every case)."""
+    from drakebots.config import CheckTypes
+    from drakebots.limits import CheckSimulation
     from drakebots.robots import GetRobot
+
+    CheckTypes(config)
+    if config.time > 0 and config.hold >= 0:
+        CheckSimulation(
+            config.time + config.hold,
+            config.time_step,
+            names=("--time + --hold", "--time-step", ""),
+        )
 
     robot = GetRobot(config.robot)
     if robot.family != "skinned_quadruped":

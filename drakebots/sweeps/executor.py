@@ -407,7 +407,8 @@ def _RunCaseLocked(task: dict) -> dict:
             row["reason"] = f"exit {code} without a results folder" + (f": {last}" if last else "")
     if summary is not None:
         try:
-            row["summary_sha256"] = SummaryDigest(summary_path.read_bytes())
+            # The checksum of every file the case wrote: a resume verifies them (Verify).
+            row["files"] = CaseFiles(case_dir)
         except OSError:
             return row  # No marker: the case runs again.
         _AtomicJson(case_dir / CASE_MARKER, row)
@@ -419,6 +420,33 @@ def SummaryDigest(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
+
+
+def FileDigest(path: Path) -> str:
+    """The sha256 of a file, read in blocks (a case's log.npz may be large)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def CaseFiles(case_dir: Path) -> dict[str, str]:
+    """{path relative to the case folder: sha256} of every file a case wrote (not its marker)."""
+    files = {}
+    for path in sorted(case_dir.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name != CASE_MARKER:
+            files[path.relative_to(case_dir).as_posix()] = FileDigest(path)
+    return files
+
+
+def _InsideFolder(folder: Path, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,10 +522,37 @@ class SweepFolder:
         )
 
     def ReadCases(self) -> dict:
+        """cases.json, checked: an object whose "cases" is a list of objects, each with a
+        "name" (a single folder name), an "argv" (a list of strings) and "params" (an object);
+        InputError naming the file and the entry otherwise (issue 68: a corrupt folder gave a
+        traceback)."""
+        path = self.path / CASES_FILE
         try:
-            return json.loads((self.path / CASES_FILE).read_text())
-        except (OSError, ValueError) as e:
-            raise InputError(f"{self.path}: not a sweep folder ({CASES_FILE}: {e})") from None
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError.
+            raise InputError(f"{path}: not a sweep folder's {CASES_FILE} ({e})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            raise InputError(f"{path}: not a sweep folder's {CASES_FILE} (no list of 'cases')")
+        if not data["cases"]:
+            raise InputError(f"{path}: lists no cases")
+        for index, case in enumerate(data["cases"]):
+            where = f"{path}: cases[{index}]"
+            if not isinstance(case, dict):
+                raise InputError(f"{where}: not an object")
+            name = case.get("name")
+            if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\0" in name:
+                raise InputError(f"{where}: no usable 'name' (a folder name), got {name!r}")
+            argv = case.get("argv")
+            if not isinstance(argv, list) or not all(isinstance(w, str) for w in argv):
+                raise InputError(f"{where} ({name}): 'argv' must be a list of strings")
+            if not isinstance(case.get("params", {}), dict):
+                raise InputError(f"{where} ({name}): 'params' must be an object")
+            case.setdefault("params", {})
+        if not isinstance(data.get("sweep"), str):
+            data["sweep"] = self.path.name
+        if not isinstance(data.get("description"), str):
+            data["description"] = ""
+        return data
 
     def AppendJournal(self, record: dict) -> None:
         """One line per event, flushed and synced: a crash loses at most the line being written."""
@@ -510,45 +565,86 @@ class SweepFolder:
             os.fsync(f.fileno())
 
     def ReadJournal(self) -> list[dict]:
+        """The journal's records: each line that is a JSON object (a line cut short by a crash,
+        a binary or foreign line, is skipped: the journal is a log, the markers are the truth)."""
         records = []
         try:
-            with open(self.path / JOURNAL_FILE) as f:
+            with open(self.path / JOURNAL_FILE, "rb") as f:
                 for line in f:
                     try:
-                        records.append(json.loads(line))
-                    except ValueError:
-                        continue  # A line cut short by a crash.
+                        record = json.loads(line)
+                    except ValueError:  # UnicodeDecodeError too.
+                        continue
+                    if isinstance(record, dict):
+                        records.append(record)
         except FileNotFoundError:
             pass
+        except OSError as e:
+            raise InputError(f"{self.path / JOURNAL_FILE}: cannot be read ({e.strerror})") from None
         return records
 
     def Marker(self, case: dict) -> dict | None:
-        """The row of a finished case folder, else None (the case runs again): its marker parses
-        and names the case's command line, and its summary.json parses as a JSON object whose
-        digest is the marker's (a summary cut short, replaced or edited since does not count)."""
+        """The row of a finished case folder, else None (the case runs again; `Verify` says
+        why)."""
+        return self.Verify(case)[0]
+
+    def Verify(self, case: dict) -> tuple[dict | None, str | None]:
+        """(the row of a finished case folder, None), or (None, why it does not count): its
+        marker parses and names the case's command line, its summary.json parses as a JSON
+        object, and every file the case wrote is there with the sha256 its marker recorded (a
+        log cut short, a replay deleted, a summary edited, or a marker without checksums over
+        a forged summary does not count, issue 68)."""
         folder = self.CaseDir(case["name"])
+        if not folder.is_dir():
+            return None, None
         try:
-            row = json.loads((folder / CASE_MARKER).read_text())
-            summary_bytes = (folder / "summary.json").read_bytes()
-            summary = json.loads(summary_bytes)
+            row = json.loads((folder / CASE_MARKER).read_bytes())
+        except FileNotFoundError:
+            return None, f"no {CASE_MARKER} (stale or cut short)"
         except (OSError, ValueError):
-            return None
-        if not isinstance(row, dict) or not isinstance(summary, dict):
-            return None
-        if row.get("argv") != case["argv"] or row.get("status") not in ("done", "failed"):
-            return None
-        if row.get("summary_sha256", SummaryDigest(summary_bytes)) != SummaryDigest(summary_bytes):
-            return None
-        return row
+            return None, f"{CASE_MARKER} does not parse"
+        if not isinstance(row, dict):
+            return None, f"{CASE_MARKER} is not an object"
+        if row.get("argv") != case["argv"]:
+            return None, "its marker is of another command line"
+        if row.get("status") not in ("done", "failed"):
+            return None, "its marker records no finished run"
+        files = row.get("files")
+        if not isinstance(files, dict) or "summary.json" not in files:
+            return None, "its marker records no checksums of the case's files"
+        for name, digest in files.items():
+            path = folder / str(name)
+            if not _InsideFolder(folder, path):
+                return None, f"its marker names {name!r}, outside the case's folder"
+            try:
+                actual = FileDigest(path)
+            except OSError:
+                return None, f"{name} is missing"
+            if actual != digest:
+                return None, f"{name} changed since the case wrote it (sha256 differs)"
+        try:
+            summary = json.loads((folder / "summary.json").read_bytes())
+        except (OSError, ValueError):
+            return None, "summary.json does not parse"
+        if not isinstance(summary, dict):
+            return None, "summary.json is not an object"
+        return row, None
 
     def CheckOwner(self, sweep, force: bool) -> None:
         """Exit 2 when this sweep folder holds another sweep file's cases (without --force): a
         folder belongs to one sweep file, so that resuming never mixes two sweeps' cases."""
-        if not self.IsSweepFolder():
+        if not self.IsSweepFolder() or force:
             return
-        data = self.ReadCases()
-        if not isinstance(data, dict) or force:
-            return
+        path = self.path / CASES_FILE
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            raise InputError(
+                f"{path}: not a sweep folder's {CASES_FILE} (--force runs this sweep's cases "
+                "here anyway)"
+            )
         recorded = data.get("source_path") or data.get("source")
         if not recorded:
             return
@@ -573,7 +669,7 @@ class SweepFolder:
                 errors[record.get("case")] = record
         rows = []
         for case in cases:
-            row = self.Marker(case)
+            row, why = self.Verify(case)
             if row is None:
                 record = errors.get(case["name"])
                 if (
@@ -589,7 +685,7 @@ class SweepFolder:
                     "status": "missing",
                     "argv": case["argv"],
                     "params": case["params"],
-                    "reason": "an earlier folder without a matching marker (stale or cut short)"
+                    "reason": f"an earlier folder that failed verification: {why}"
                     if folder.exists()
                     else None,
                 }
@@ -632,7 +728,7 @@ def _StartClient(scheduler: str | None, workers: int, allowed_failures: int, ver
         except (OSError, TimeoutError) as e:
             raise InputError(f"--scheduler {scheduler}: cannot connect ({e})") from None
         return client, None
-    with dask.config.set(settings):
+    with dask.config.set(settings), _WorkersIgnoreInterrupt():
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -642,6 +738,24 @@ def _StartClient(scheduler: str | None, workers: int, allowed_failures: int, ver
         )
         client = Client(cluster)
     return client, cluster
+
+
+class _WorkersIgnoreInterrupt:
+    """SIGINT ignored while the local cluster starts its processes, which inherit that: a
+    terminal's Ctrl-C reaches the whole process group, and the driver alone handles it (it stops
+    the cases in flight and closes the cluster); the nanny and worker processes printed three
+    tracebacks of their own (issue 68). Outside the main thread, nothing to do."""
+
+    def __enter__(self):
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
 
 
 def _CheckWorkersSeeFolder(client, folder: Path) -> None:
@@ -801,6 +915,10 @@ def _RunSweepLocked(sweep, folder: SweepFolder, options: SweepOptions, rerun_hin
         + (f", {skipped} already complete (skipped)" if skipped else ""),
         flush=True,
     )
+    for case in to_run:
+        reason = before[case["name"]].get("reason") or ""
+        if before[case["name"]]["status"] == "missing" and reason:
+            print(f"  {case['name']} runs again: {reason}", flush=True)
     if kept_failed:
         print(
             f"  {len(kept_failed)} failed case(s) from earlier runs kept (--retry-failed runs "

@@ -66,6 +66,12 @@ def _Child(request: dict, protocol_fd: int) -> None:
 
 
 def Serve(parent_pid: int) -> None:
+    import signal
+
+    # A terminal's Ctrl-C reaches the whole process group: the sweep's driver handles it (it
+    # stops the cases in flight); the server and the cases it forks print no traceback of
+    # their own (issue 68).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     SetDeathSignal()
     if os.getppid() != parent_pid:
         sys.exit("drakebots sweep: the worker that started this fork server is gone")

@@ -185,7 +185,12 @@ def OptionName(field: str) -> str:
 
 
 def CheckConfig(config: SimulateConfig) -> None:
-    """InputError for a value no family accepts (non-finite numbers, a duration <= 0, ...)."""
+    """InputError for a value no family accepts (non-finite numbers, a duration <= 0, ...), or
+    for more work than one run may ask for (drakebots.limits: duration, steps, log samples)."""
+    from drakebots.config import CheckTypes
+    from drakebots.limits import CheckSimulation, CheckWork
+
+    CheckTypes(config)
     if not config.robot:
         raise InputError("SimulateConfig.robot is empty: give a robot name (drakebots info --list)")
     for field in dataclasses.fields(SimulateConfig):
@@ -198,6 +203,8 @@ def CheckConfig(config: SimulateConfig) -> None:
         raise InputError(f"--time-step must be >= 0 s, got {config.time_step}")
     if config.log_period < 0.0:
         raise InputError(f"--log-period must be >= 0 s, got {config.log_period}")
+    CheckWork("duration", config.duration, "--duration")
+    CheckSimulation(config.duration, config.time_step, config.log_period)
 
 
 def Runner(family: str):

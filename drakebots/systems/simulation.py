@@ -104,7 +104,22 @@ def AdvanceWithProgress(
     wall_start = time.perf_counter()
     for k in range(1, chunks + 1):
         target = start_time + duration * k / chunks
-        simulator.AdvanceTo(target)
+        try:
+            simulator.AdvanceTo(target)
+        except RuntimeError as e:
+            bar.Close()
+            if "NaN" not in str(e):
+                raise
+            # Drake's solvers stop on a NaN state; from a start as absurd as a joint at 1e10 rad
+            # that was a traceback (issue 68). The input is what to change: one line, exit 2.
+            from drakebots.errors import InputError
+
+            now = simulator.get_context().get_time()
+            raise InputError(
+                f"the simulation's state became NaN at t = {now:.4g} (model time units): an "
+                "input it cannot simulate; check the robot's home pose (joint values, base pose), "
+                f"the drop height and the time step (Drake: {str(e).split('. ')[0]})"
+            ) from None
         bar.Update(k, target - start_time)
     wall = time.perf_counter() - wall_start
     bar.Close()

@@ -159,6 +159,11 @@ def RecordTrajectory(
     # Log time in the robot's unit -> seconds of playback.
     seconds_per_unit = {"s": 1.0, "ms": 1e-3}.get(time_unit, 1.0) * slow_motion
     t0, t1 = float(times[0]), float(times[-1])
+    from drakebots.limits import CheckWork
+
+    # A log whose last time is 1e12 asked for 218 TiB of frames (issue 68).
+    playback = (t1 - t0) * seconds_per_unit * frame_rate
+    CheckWork("frames", playback + 1, f"a replay of {t1 - t0:g} {time_unit} at {frame_rate:g}/s")
     count = max(1, int(round((t1 - t0) * seconds_per_unit * frame_rate)) + 1)
     frame_times = t0 + np.arange(count) / (frame_rate * seconds_per_unit)
     sample = NearestSamples(times, frame_times)

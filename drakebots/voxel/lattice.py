@@ -72,9 +72,12 @@ def ParseLatticeSize(text: str) -> tuple[int, int, int]:
     match = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*[xX*]\s*(\d+)\s*", text or "")
     if not match:
         raise InputError(f"--lattice '{text}': expected NXxNYxNZ, e.g. 2x2x1")
+    from drakebots.limits import CheckWork
+
     size = tuple(int(g) for g in match.groups())
-    if min(size) < 1 or np.prod(size) > 20**3:
-        raise InputError(f"--lattice '{text}': each size must be >= 1 and at most 8000 voxels")
+    if min(size) < 1:
+        raise InputError(f"--lattice '{text}': each size must be >= 1")
+    CheckWork("voxels", float(np.prod(size, dtype=float)), f"--lattice '{text}'")
     return size
 
 

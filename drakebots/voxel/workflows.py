@@ -175,7 +175,7 @@ def _StrutSide(config: FemConfig) -> float:
 def _MakeLattice(config: FemConfig):
     """(lattice, name) of a config, its struts of the config's section."""
     from drakebots.frame.elements import RectangularSection
-    from drakebots.voxel.actuators import LoadOccupancy
+    from drakebots.voxel.actuators import CheckConnected, LoadOccupancy
     from drakebots.voxel.lattice import (
         POISSONS_RATIO,
         YOUNGS_MODULUS,
@@ -201,7 +201,12 @@ def _MakeLattice(config: FemConfig):
         timoshenko=config.timoshenko,
     )
     if config.occupancy:
-        lattice = VoxelLattice(LoadOccupancy(config.occupancy), section=section)
+        occupancy = LoadOccupancy(config.occupancy)
+        try:
+            CheckConnected(occupancy)
+        except InputError as e:
+            raise InputError(f"--occupancy {config.occupancy}: {e}") from None
+        lattice = VoxelLattice(occupancy, section=section)
         return lattice, f"{'x'.join(str(n) for n in lattice.occupancy.shape)} occupancy"
     return CubicLattice(ParseLatticeSize(config.lattice), section=section), config.lattice
 
@@ -242,6 +247,9 @@ def CheckFemConfig(config: FemConfig) -> tuple:
     """(lattice, its name, the actuators) of a config, checked: InputError naming the flag for a
     lattice, strut or actuator the frame FEM cannot take (before any work; a load that folds a
     voxel shows only in the solution, which `Fem` checks)."""
+    from drakebots.config import CheckTypes
+
+    CheckTypes(config)
     lattice, name = _MakeLattice(config)
     return lattice, name, _MakeActuators(config, lattice)
 
@@ -526,6 +534,9 @@ def _NodeErrorFigure(core_errors):
 
 def CheckPomConfig(config: PomConfig) -> None:
     """Raises InputError (naming the flag) for a robot, gait or setting the model lacks."""
+    from drakebots.config import CheckTypes
+
+    CheckTypes(config)
     if config.robot not in ROBOTS:
         raise InputError(f"--robot {config.robot}: known robots: {', '.join(ROBOTS)}")
     if config.gait not in GAITS:

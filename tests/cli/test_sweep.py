@@ -325,6 +325,29 @@ def test_local_cluster_sweep_equals_serial_runs_and_resumes(tmp_path, capsys):
     assert main(["sweep", "status", str(out)]) == 0
     assert "4 cases: 4 done, 0 failed, 0 error, 0 lost, 0 missing" in capsys.readouterr().out
 
+    # Issue 68: a log cut short and a replay deleted since: those two cases run again, and the
+    # run says why; the others stay as they were.
+    cut, deleted = sorted(p.parent for p in stamps)[:2]
+    log = (cut / "log.npz").read_bytes()
+    (cut / "log.npz").write_bytes(log[: len(log) // 2])
+    (deleted / "replay.html").unlink()
+    assert main(["sweep", str(sweep), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 to run, 2 already complete" in printed
+    assert (
+        f"{cut.name} runs again: an earlier folder that failed verification: log.npz changed"
+        in (printed)
+    )
+    assert (
+        f"{deleted.name} runs again: an earlier folder that failed verification: replay.html "
+        in (printed)
+    )
+    assert (cut / "log.npz").read_bytes() != log[: len(log) // 2]
+    assert (deleted / "replay.html").is_file()
+    unchanged = [p for p in stamps if p.parent not in (cut, deleted)]
+    assert all(p.stat().st_mtime_ns == stamps[p] for p in unchanged)
+    gc.collect()
+
 
 # --- faults on an existing cluster -------------------------------------------------------------
 
@@ -519,33 +542,56 @@ def test_ctrl_c_names_the_cases_in_flight_and_a_rerun_completes_them(tmp_path, c
     assert {row["status"] for row in rows_by_case(out).values()} == {"done"}
 
 
-def test_a_case_is_finished_only_when_its_summary_parses_and_matches_its_marker(tmp_path):
-    """Issue 50: a summary.json cut short, replaced or edited after the case finished makes the
-    case run again (its marker keeps the summary's digest)."""
-    from drakebots.sweeps.executor import CASE_MARKER, SummaryDigest, SweepFolder
+def test_a_case_is_finished_only_when_its_files_match_their_checksums(tmp_path):
+    """Issues 50, 68: a summary.json cut short, replaced or edited, a log.npz truncated, a
+    replay.html deleted after the case finished, or a marker without checksums over a forged
+    summary, makes the case run again, and the row says why."""
+    import hashlib
+
+    from drakebots.sweeps.executor import CASE_MARKER, SweepFolder
 
     folder = SweepFolder(tmp_path)
     case = {"name": "c", "argv": ["simulate", "beetle"], "params": {}}
     case_dir = folder.CaseDir("c")
     case_dir.mkdir(parents=True)
-    summary = b'{"success": true}'
-    (case_dir / "summary.json").write_bytes(summary)
+    written = {
+        "summary.json": b'{"success": true}',
+        "log.npz": bytes(range(256)) * 40,
+        "replay.html": b"<html></html>",
+    }
+    for name, data in written.items():
+        (case_dir / name).write_bytes(data)
+    files = {name: hashlib.sha256(data).hexdigest() for name, data in written.items()}
     marker = {"case": "c", "argv": case["argv"], "status": "done"}
-    (case_dir / CASE_MARKER).write_text(
-        json.dumps({**marker, "summary_sha256": SummaryDigest(summary)})
-    )
+    (case_dir / CASE_MARKER).write_text(json.dumps({**marker, "files": files}))
     assert folder.Marker(case)["status"] == "done"
-    (case_dir / "summary.json").write_bytes(b'{"success": tru')  # Cut short.
-    assert folder.Marker(case) is None
-    (case_dir / "summary.json").write_bytes(b'{"success": false}')  # Another run's.
-    assert folder.Marker(case) is None
-    (case_dir / "summary.json").write_bytes(b"[1]")
-    (case_dir / CASE_MARKER).write_text(json.dumps(marker))  # An older marker: must parse.
-    assert folder.Marker(case) is None
-    (case_dir / "summary.json").write_bytes(summary)
-    assert folder.Marker(case)["status"] == "done"
-    (case_dir / CASE_MARKER).write_text("{not json")
-    assert folder.Marker(case) is None
+
+    def restore():
+        for name, data in written.items():
+            (case_dir / name).write_bytes(data)
+        (case_dir / CASE_MARKER).write_text(json.dumps({**marker, "files": files}))
+
+    damage = {
+        "summary cut short": lambda: (case_dir / "summary.json").write_bytes(b'{"success": tru'),
+        "another summary": lambda: (case_dir / "summary.json").write_bytes(b'{"success": 0}'),
+        "log truncated": lambda: (case_dir / "log.npz").write_bytes(written["log.npz"][:100]),
+        "replay deleted": lambda: (case_dir / "replay.html").unlink(),
+        "marker without checksums": lambda: (case_dir / CASE_MARKER).write_text(json.dumps(marker)),
+        "marker not json": lambda: (case_dir / CASE_MARKER).write_text("{not json"),
+        "marker a list": lambda: (case_dir / CASE_MARKER).write_text("[1]"),
+        "marker points outside": lambda: (case_dir / CASE_MARKER).write_text(
+            json.dumps({**marker, "files": {**files, "../../x": files["log.npz"]}})
+        ),
+    }
+    for what, damage_it in damage.items():
+        restore()
+        assert folder.Marker(case)["status"] == "done", what
+        damage_it()
+        row, why = folder.Verify(case)
+        assert row is None and why, what
+        (rows,) = folder.Rows([case])
+        assert rows["status"] == "missing" and why in rows["reason"], what
+    restore()
     assert folder.Marker({**case, "argv": ["simulate", "cow"]}) is None
 
 

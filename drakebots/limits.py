@@ -1,0 +1,189 @@
+"""Work bounds in one place (issue 68): how much one run may ask for, checked before any work.
+
+A typo (1e-4 m for 1e-2 m, a mesh in millimetres read as metres, 1e9 for 1e3) must be refused
+in one line, not run for days or take the machine's memory. Flags, config files and Python
+configs pass the same checks, because the workflows' checks (their configs' `Check()` or
+`Check...Config`) call these functions, whichever path built the config.
+
+Every bound has a default and an environment variable that raises (or lowers) it for a user who
+means it, `DRAKEBOTS_MAX_<NAME>`; the refusal names the bound, the value and that variable:
+
+    CheckWork("steps", 3.6e9, "--duration 3600 s / --time-step 1e-6 s")
+    # InputError: --duration 3600 s / --time-step 1e-6 s: 3.6e+09 simulation steps is above
+    # the bound of 1e+07 (set DRAKEBOTS_MAX_STEPS to allow more)
+
+Memory is judged before allocating (`CheckMemory`): an estimate above the machine's available
+memory (/proc/meminfo MemAvailable; 8 GiB where it cannot be read) is refused, as is one above
+DRAKEBOTS_MAX_MEMORY_GB when it is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+from drakebots.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """One bound on the work of a run."""
+
+    # The default most a run may ask for.
+    default: float
+    # What the value counts ("simulation steps").
+    unit: str
+
+
+# The bounds, by name (the environment variable is DRAKEBOTS_MAX_ + the name in capitals).
+BOUNDS: dict[str, Bound] = {
+    # Frames of a replay (view, every replay.html): 200 000 is 1.9 h at 30 frames/s, above the
+    # longest simulation (--duration's 3600 s).
+    "frames": Bound(200_000, "frames"),
+    # Simulated time of one simulation, s (as the command line's --duration bound).
+    "duration": Bound(3600.0, "s of simulated time"),
+    # Steps of one simulation (duration / time step): 1e7 is 10 s at 1 us, 1 h at 0.36 ms.
+    "steps": Bound(10_000_000, "simulation steps"),
+    # Samples of a simulation's logs (duration / log period), each a full state row in memory.
+    "log_samples": Bound(1_000_000, "log samples"),
+    # Knots of a trajectory optimisation (the command line's --knots bound).
+    "knots": Bound(2000, "knots"),
+    # Cases of one sweep (the grid's product and the listed cases).
+    "cases": Bound(10_000, "cases"),
+    # Voxels of a lattice (voxel fem: --lattice's 20x20x20, --occupancy's too).
+    "voxels": Bound(8000, "voxels"),
+    # Cells of a skin's marching-cubes grid (its bounding box over --voxel, cubed): the beetle at
+    # its 11 mm voxel is about 1e5, at 2.5 mm about 1e7.
+    "grid_cells": Bound(50_000_000, "grid cells"),
+}
+
+# Where MemAvailable cannot be read, this much memory is assumed available.
+FALLBACK_MEMORY_BYTES = 8 * 1024**3
+
+
+def _EnvName(name: str) -> str:
+    return "DRAKEBOTS_MAX_" + name.upper()
+
+
+def Limit(name: str) -> float:
+    """The bound `name` (BOUNDS) now: DRAKEBOTS_MAX_<NAME> when set, else the default.
+
+    Raises:
+        InputError: the variable is set to something that is not a positive number.
+    """
+    bound = BOUNDS[name]
+    variable = _EnvName(name)
+    text = os.environ.get(variable)
+    if text is None or text.strip() == "":
+        return bound.default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"environment variable {variable}={text!r}: must be a positive number")
+    return value
+
+
+def CheckWork(name: str, value: float, what: str) -> None:
+    """InputError when `value` (of `what`, the flag or key it comes from) is above bound `name`:
+    one line naming what, the value, the bound and the variable that raises it."""
+    limit = Limit(name)
+    if not math.isfinite(value) or value > limit:
+        raise InputError(
+            f"{what}: {value:.6g} {BOUNDS[name].unit} is above the bound of {limit:.6g} "
+            f"(set {_EnvName(name)} to allow more)"
+        )
+
+
+def MemoryAvailable() -> int:
+    """Bytes of memory available to a new allocation: /proc/meminfo's MemAvailable, or
+    FALLBACK_MEMORY_BYTES where it cannot be read; at most DRAKEBOTS_MAX_MEMORY_GB when set."""
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        available = None
+    if available is None:
+        available = FALLBACK_MEMORY_BYTES
+    text = os.environ.get("DRAKEBOTS_MAX_MEMORY_GB")
+    if text is not None and text.strip():
+        try:
+            cap = float(text)
+        except ValueError:
+            cap = math.nan
+        if not (math.isfinite(cap) and cap > 0):
+            raise InputError(
+                f"environment variable DRAKEBOTS_MAX_MEMORY_GB={text!r}: must be a positive number"
+            )
+        available = min(available, int(cap * 1024**3))
+    return available
+
+
+def CheckMemory(nbytes: float, what: str) -> None:
+    """InputError when an allocation estimated at `nbytes` for `what` would not fit the memory
+    available (MemoryAvailable), before anything is allocated."""
+    available = MemoryAvailable()
+    if not math.isfinite(nbytes) or nbytes > available:
+        raise InputError(
+            f"{what}: needs about {_Bytes(nbytes)} of memory, more than the "
+            f"{_Bytes(available)} available (DRAKEBOTS_MAX_MEMORY_GB caps it lower)"
+        )
+
+
+def _Bytes(nbytes: float) -> str:
+    if not math.isfinite(nbytes):
+        return f"{nbytes} B"
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def CheckSimulation(
+    duration: float,
+    time_step: float,
+    log_period: float = 0.0,
+    *,
+    state_size: int = 64,
+    names: tuple[str, str, str] = ("--duration", "--time-step", "--log-period"),
+    unit: str = "s",
+) -> None:
+    """The steps (duration / time_step) and log samples (duration / log_period) of a simulation,
+    each against its bound, and the logs' memory (log samples x state_size doubles). A step or
+    period of 0 (the family's default) is not judged here.
+
+    Args:
+        duration: simulated time, in `unit`.
+        time_step: the plant's step, in `unit` (0: not judged).
+        log_period: the logs' sampling period, in `unit` (0: not judged).
+        state_size: numbers logged per sample (an estimate).
+        names: how the three values are named to the user (flags or config keys).
+        unit: the time unit of the three ("s", or HAMR-VI's "ms").
+    """
+    if time_step > 0 and duration > 0:
+        CheckWork(
+            "steps",
+            duration / time_step,
+            f"{names[0]} {duration:g} {unit} / {names[1]} {time_step:g} {unit}",
+        )
+    if log_period > 0 and duration > 0:
+        samples = duration / log_period
+        what = f"{names[0]} {duration:g} {unit} / {names[2]} {log_period:g} {unit}"
+        CheckWork("log_samples", samples, what)
+        CheckMemory(samples * state_size * 8.0, what)
+
+
+def CheckGrid(lo, hi, spacing: float, what: str, *, bytes_per_cell: float = 160.0) -> None:
+    """A regular grid over the box [lo, hi] (m) at `spacing` (m): its cells against the
+    "grid_cells" bound and its memory (cells x bytes_per_cell) against the available memory."""
+    cells = 1.0
+    for a, b in zip(lo, hi, strict=True):
+        cells *= math.floor(max(float(b) - float(a), 0.0) / spacing) + 2
+    CheckWork("grid_cells", cells, what)
+    CheckMemory(cells * bytes_per_cell, what)

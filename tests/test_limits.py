@@ -1,0 +1,368 @@
+"""drakebots.limits (work bounds in one place), drakebots.config.CheckTypes (a Python config of the
+wrong type names its field), and the checks issue 68 added under them: every path (flags, config
+files, Python configs) meets the same bounds, because the workflows' checks call them.
+
+References are stated in advance: the bounds' documented defaults, counts of steps and samples
+computed by hand, connected pieces counted on the drawing, the declared types of the fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+import pytest
+
+from drakebots import limits
+from drakebots.config import CheckTypes, LoadTypedYaml
+from drakebots.errors import InputError
+
+# --- the bounds -------------------------------------------------------------------------------
+
+
+def test_each_bound_has_its_documented_default_and_variable(monkeypatch):
+    documented = {
+        "frames": 200_000,
+        "duration": 3600.0,
+        "steps": 1e7,
+        "log_samples": 1e6,
+        "knots": 2000,
+        "cases": 10_000,
+        "voxels": 8000,
+        "grid_cells": 5e7,
+    }
+    assert set(limits.BOUNDS) == set(documented)
+    for name, default in documented.items():
+        variable = "DRAKEBOTS_MAX_" + name.upper()
+        monkeypatch.delenv(variable, raising=False)
+        assert limits.Limit(name) == default
+        monkeypatch.setenv(variable, "12.5")
+        assert limits.Limit(name) == 12.5
+        for bad in ("abc", "0", "-3", "nan", "inf"):
+            monkeypatch.setenv(variable, bad)
+            with pytest.raises(InputError, match=f"{variable}='{bad}'"):
+                limits.Limit(name)
+
+
+def test_a_refusal_is_one_line_naming_what_the_value_the_bound_and_the_variable(monkeypatch):
+    monkeypatch.delenv("DRAKEBOTS_MAX_CASES", raising=False)
+    limits.CheckWork("cases", 10_000, "sweep.yaml")  # at the bound: allowed
+    with pytest.raises(InputError) as error:
+        limits.CheckWork("cases", 10_001, "sweep.yaml")
+    message = str(error.value)
+    assert "\n" not in message
+    for needle in ("sweep.yaml: 10001 cases", "bound of 10000", "DRAKEBOTS_MAX_CASES"):
+        assert needle in message, message
+    with pytest.raises(InputError):
+        limits.CheckWork("cases", math.nan, "x")
+    monkeypatch.setenv("DRAKEBOTS_MAX_CASES", "20000")
+    limits.CheckWork("cases", 10_001, "sweep.yaml")  # raised by the variable
+
+
+def test_steps_and_log_samples_counted_as_duration_over_step(monkeypatch):
+    for name in ("STEPS", "LOG_SAMPLES", "MEMORY_GB"):
+        monkeypatch.delenv("DRAKEBOTS_MAX_" + name, raising=False)
+    limits.CheckSimulation(10.0, 1e-6)  # 1e7 steps: the bound
+    with pytest.raises(InputError, match=r"1\.2e\+07 simulation steps.*DRAKEBOTS_MAX_STEPS"):
+        limits.CheckSimulation(12.0, 1e-6)
+    limits.CheckSimulation(1000.0, 1e-3, 1e-3)  # 1e6 samples
+    with pytest.raises(InputError, match=r"3\.6e\+09 log samples"):
+        limits.CheckSimulation(3600.0, 1e-3, 1e-6)
+    limits.CheckSimulation(3600.0, 0.0, 0.0)  # 0: the family's default, not judged here
+    # The logs' memory: 1e6 samples of 1000 doubles is 8 GB, above a 1 GiB cap.
+    monkeypatch.setenv("DRAKEBOTS_MAX_MEMORY_GB", "1")
+    with pytest.raises(InputError, match=r"7\.45 GiB of memory.*1 GiB available"):
+        limits.CheckSimulation(1000.0, 1e-3, 1e-3, state_size=1000)
+
+
+def test_memory_available_from_meminfo_else_8_gib(monkeypatch):
+    monkeypatch.delenv("DRAKEBOTS_MAX_MEMORY_GB", raising=False)
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < limits.MemoryAvailable() <= physical
+
+    def Unreadable(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(limits, "open", Unreadable, raising=False)
+    assert limits.MemoryAvailable() == 8 * 1024**3
+    limits.CheckMemory(8 * 1024**3, "x")
+    with pytest.raises(InputError, match="8 GiB available"):
+        limits.CheckMemory(8 * 1024**3 + 1, "x")
+    monkeypatch.setenv("DRAKEBOTS_MAX_MEMORY_GB", "0.5")
+    assert limits.MemoryAvailable() == 512 * 1024**2
+
+
+def test_a_grid_counts_its_cells_before_any_is_allocated(monkeypatch):
+    monkeypatch.delenv("DRAKEBOTS_MAX_MEMORY_GB", raising=False)
+    # A 1 m cube at 0.1 m: at least 11 samples an axis (np.arange(0, 1.1, 0.1)); counted as 12.
+    monkeypatch.setenv("DRAKEBOTS_MAX_GRID_CELLS", str(12**3))
+    limits.CheckGrid([0, 0, 0], [1, 1, 1], 0.1, "grid")
+    assert 11**3 <= 12**3
+    monkeypatch.setenv("DRAKEBOTS_MAX_GRID_CELLS", str(12**3 - 1))
+    with pytest.raises(InputError, match="1728 grid cells"):
+        limits.CheckGrid([0, 0, 0], [1, 1, 1], 0.1, "grid")
+
+
+# --- every path meets the bounds -----------------------------------------------------------------
+
+
+def test_python_configs_meet_the_bounds_before_any_work():
+    from drakebots.skinned import MakeSkin, MakeSkinConfig
+    from drakebots.systems.simulate import Simulate, SimulateConfig
+    from drakebots.voxel import Fem, FemConfig
+
+    calls = [
+        (lambda: Simulate(SimulateConfig(duration=1e9)), "DRAKEBOTS_MAX_DURATION"),
+        (
+            lambda: Simulate(SimulateConfig(duration=3600, log_period=1e-6)),
+            "DRAKEBOTS_MAX_LOG_SAMPLES",
+        ),
+        (lambda: Simulate(SimulateConfig(duration=100, time_step=1e-6)), "DRAKEBOTS_MAX_STEPS"),
+        (lambda: Fem(FemConfig(lattice="30x30x30", actuate=["x"])), "DRAKEBOTS_MAX_VOXELS"),
+        (lambda: MakeSkin(MakeSkinConfig(voxel=1e-4)), "DRAKEBOTS_MAX_GRID_CELLS"),
+    ]
+    for call, variable in calls:
+        with pytest.raises(InputError, match=variable):
+            call()
+
+
+def test_config_files_judge_numbers_as_loaded_not_as_written():
+    """YAML 1.1 reads 1e-9 (no dot) as a string; the typed loader converts it to the float."""
+    from drakebots.systems.simulate import CheckConfig, SimulateConfig
+
+    for text in ("time_step: 1e-9\n", "time_step: 1.0e-9\n", "time_step: '1e-9'\n"):
+        with pytest.raises(InputError, match="time_step.*below 1e-06"):
+            LoadTypedYaml(SimulateConfig, data=text)
+    config = LoadTypedYaml(SimulateConfig, data="duration: 1e9\n")
+    assert config.duration == 1e9
+    with pytest.raises(InputError, match="DRAKEBOTS_MAX_DURATION"):
+        CheckConfig(config)
+
+
+# --- CheckTypes -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Inner:
+    # A count.
+    count: int = 1
+
+
+@dataclasses.dataclass
+class _Outer:
+    # Nested.
+    inner: _Inner = dataclasses.field(default_factory=_Inner)
+    # Weights by name.
+    weights: dict[str, float] = dataclasses.field(default_factory=dict)
+    # Optional list of inners.
+    items: list[_Inner] | None = None
+    # Pairs.
+    pair: tuple[float, str] = (0.0, "a")
+    # A switch.
+    on: bool = False
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (_Outer(), None),
+        (_Outer(inner=_Inner(count=2), weights={"a": 1, "b": 2.5}, items=[_Inner()]), None),
+        (_Outer(inner="x"), "inner: expected _Inner, got str 'x'"),
+        (_Outer(inner=_Inner(count="3")), "inner.count: expected int, got str '3'"),
+        (_Outer(inner=_Inner(count=True)), "inner.count: expected int, got bool"),
+        (_Outer(inner=_Inner(count=2.0)), "inner.count: expected int, got float"),
+        (_Outer(weights={"a": "1"}), "weights['a']: expected float, got str"),
+        (_Outer(weights={1: 1.0}), "weights key 1: expected str, got int"),
+        (_Outer(weights=[1.0]), "weights: expected dict[str, float], got list"),
+        (_Outer(items=[_Inner(), 3]), "items[1]: expected _Inner, got int"),
+        (_Outer(items=[_Inner(count=None)]), "items[0].count: expected int, got NoneType"),
+        (_Outer(pair=(1, 2)), "pair[1]: expected str, got int"),
+        (_Outer(pair=(1.0,)), "pair: expected 2 values, got 1"),
+        (_Outer(pair=(math.nan, "a")), "pair[0] is nan: must be a finite number"),
+        (_Outer(on=1), "on: expected bool, got int"),
+    ],
+)
+def test_check_types_names_the_dotted_field_the_expected_and_the_given_type(config, message):
+    if message is None:
+        CheckTypes(config)
+        return
+    with pytest.raises(InputError) as error:
+        CheckTypes(config)
+    assert str(error.value) == message or str(error.value).startswith(message), str(error.value)
+
+
+WORKFLOW_CONFIGS = [
+    ("drakebots.optimization.legged", "GaitConfig"),
+    ("drakebots.optimization.legged", "JumpConfig"),
+    ("drakebots.hamr", "GaitConfig"),
+    ("drakebots.hamr", "JumpConfig"),
+    ("drakebots.hamr", "TrackConfig"),
+    ("drakebots.hamr", "ModesConfig"),
+    ("drakebots.voxel", "FemConfig"),
+    ("drakebots.voxel", "PomConfig"),
+    ("drakebots.voxel", "CompareConfig"),
+    ("drakebots.gecko", "NavigateConfig"),
+    ("drakebots.gecko", "VelocitySpaceConfig"),
+    ("drakebots.systems.simulate", "SimulateConfig"),
+    ("drakebots.skinned", "DesignConfig"),
+    ("drakebots.skinned", "MakeSkinConfig"),
+    ("drakebots.skinned", "BendConfig"),
+]
+
+
+@pytest.mark.parametrize("module, name", WORKFLOW_CONFIGS)
+def test_every_workflow_configs_defaults_are_of_their_declared_types(module, name):
+    import importlib
+
+    CheckTypes(getattr(importlib.import_module(module), name)())
+
+
+def _Workflows():
+    """(call, the field it must name): each workflow given a config with one field of the wrong
+    type, through its public entry point."""
+    from drakebots import hamr, skinned, voxel
+    from drakebots.gecko import Navigate, NavigateConfig, VelocitySpace, VelocitySpaceConfig
+    from drakebots.optimization import legged
+    from drakebots.systems.simulate import Simulate, SimulateConfig
+
+    return [
+        (lambda: legged.OptimizeJump(legged.JumpConfig(solver="ipopt")), "solver: expected"),
+        (lambda: legged.OptimizeGait(legged.GaitConfig(knots="21")), "knots: expected int"),
+        (lambda: hamr.OptimizeGait(hamr.GaitConfig(knots=21.0)), "knots: expected int"),
+        (lambda: hamr.OptimizeJump(hamr.JumpConfig(solver="snopt")), "solver: expected"),
+        (lambda: hamr.Track(hamr.TrackConfig(plan=3)), "plan: expected str"),
+        (lambda: hamr.Modes(hamr.ModesConfig(amplitude="1")), "amplitude: expected float"),
+        (lambda: voxel.Fem(voxel.FemConfig(actuate="node=0:0:0/3")), "actuate: expected list"),
+        (lambda: voxel.Pom(voxel.PomConfig(lift="2")), "lift: expected float"),
+        (lambda: voxel.Compare(voxel.CompareConfig(lift=None)), "lift: expected float"),
+        (lambda: Navigate(NavigateConfig(targets=[[0.1, "a"]])), "targets[0][1]: expected"),
+        (lambda: VelocitySpace(VelocitySpaceConfig(q1=50.0)), "q1: expected"),
+        (lambda: Simulate(SimulateConfig(duration="2")), "duration: expected float"),
+        (lambda: skinned.Design(skinned.DesignConfig(speed="fast")), "speed: expected"),
+        (lambda: skinned.MakeSkin(skinned.MakeSkinConfig(voxel="0.01")), "voxel: expected"),
+        (lambda: skinned.Bend(skinned.BendConfig(time="2")), "time: expected float"),
+    ]
+
+
+def test_every_workflow_names_the_field_of_the_wrong_type():
+    """Issue 68: `JumpConfig(solver="ipopt")` failed deep inside with AttributeError."""
+    calls = _Workflows()
+    assert len(calls) == len(WORKFLOW_CONFIGS)
+    for call, message in calls:
+        with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            call()
+
+
+# --- the voxel occupancy, the skeleton, the gecko's course -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "voxels, pieces",
+    [
+        ([(0, 0, 0)], 1),
+        ([(0, 0, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)], 1),  # an L through faces
+        ([(0, 0, 0), (2, 0, 0)], 2),  # a gap
+        ([(0, 0, 0), (1, 1, 0)], 2),  # edge neighbours: no shared node (nodes sit on faces)
+        ([(0, 0, 0), (1, 1, 1)], 2),  # corner neighbours
+        ([(0, 0, 0), (2, 0, 0), (0, 2, 0), (2, 2, 2)], 4),
+    ],
+)
+def test_an_occupancy_in_pieces_is_refused_naming_the_count(voxels, pieces):
+    from drakebots.voxel.actuators import CheckConnected
+    from drakebots.voxel.lattice import VoxelLattice
+
+    occupancy = np.zeros((3, 3, 3), bool)
+    for voxel in voxels:
+        occupancy[voxel] = True
+    # The reference: voxels that share a node, from the lattice's own node numbering.
+    lattice = VoxelLattice(occupancy)
+    shared = {
+        (a, b)
+        for a in range(len(voxels))
+        for b in range(len(voxels))
+        if set(lattice.voxel_nodes[a]) & set(lattice.voxel_nodes[b])
+    }
+    if pieces == 1:
+        CheckConnected(occupancy)
+        return
+    assert len(shared) == len(voxels) or pieces < len(voxels)  # singletons share only themselves
+    with pytest.raises(InputError, match=f"form {pieces} separate pieces"):
+        CheckConnected(occupancy)
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"legs": {"upper_length": 0.0}}, "legs.upper_length"),
+        ({"legs": {"lower_length": -0.15}}, "legs.lower_length"),
+        ({"legs": {"link_thickness": 0}}, "legs.link_thickness"),
+        ({"legs": {"foot_width": 11.0}}, "legs.foot_width"),
+        ({"legs": {"ankle_height": -0.01}}, "legs.ankle_height"),
+        ({"torso_size": [0.3, -0.16, 0.1]}, "torso_size"),
+        ({"torso_size": [0.3, 0.16]}, "torso_size"),
+        ({"motor": {"size": [0.04, 0.0, 0.038]}}, "motor.size"),
+        ({"neck": {"joints": 1, "width": 0.0}}, "neck.width"),
+        ({"spine": {"joints": -1}}, "spine.joints"),
+        ({"contact": {"sphere_radius": 0.0}}, "contact.sphere_radius"),
+        ({"legs": {"foot_mass": -1.0}}, "legs.foot_mass"),
+        ({"legs": {"knee_limit": 0.0}}, "legs.knee_limit"),
+        ({"motor": {"effort_limit": -1.96}}, "motor.effort_limit"),
+        ({"motor": {"kd": -0.4}}, "motor.kd"),
+        ({"contact": {"stiffness": 0.0}}, "contact.stiffness"),
+        ({"contact": {"mu_dynamic": -0.8}}, "contact.mu_dynamic"),
+    ],
+)
+def test_zero_and_negative_skeleton_sizes_are_refused_naming_the_key(tmp_path, change, key):
+    import json
+
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+
+    path = tmp_path / "skeleton.yaml"
+    path.write_text(json.dumps({"name": "t", **change}))
+    with pytest.raises(InputError, match=f"{path}: key '{key}'"):
+        LoadSkeletonParams(path)
+
+
+def test_the_built_in_skeletons_pass_the_size_checks():
+    from drakebots.skinned.skeleton import BuiltinSkeletonNames, LoadSkeletonParams
+
+    assert len(BuiltinSkeletonNames()) == 4
+    for name in BuiltinSkeletonNames():
+        LoadSkeletonParams(name)
+
+
+def test_a_course_beyond_1000_m_is_refused_before_the_planner():
+    from drakebots.gecko.navigation import NavigateConfig, ResolveCourse
+
+    ResolveCourse(NavigateConfig(targets=[[999.0, -999.0]]))
+    for targets in ([[1e300, 0.0]], [[0.1, 0.1], [0.0, -1000.5]]):
+        with pytest.raises(InputError, match=f"target {len(targets)}.*1000 m"):
+            ResolveCourse(NavigateConfig(targets=targets))
+    with pytest.raises(InputError, match="--start"):
+        ResolveCourse(NavigateConfig(start=[0.0, 2e3, 0.0]))
+
+
+def test_environment_readers_name_the_variable(monkeypatch):
+    from drakebots.fem.model import KernelThreads
+    from drakebots.frame.model import FactorizationBackend, FrameThreads
+    from drakebots.runtime import CheckEnvironment
+
+    monkeypatch.setenv("DRAKEBOTS_FRAME_SOLVER", "SuperLU")
+    assert FactorizationBackend() == "superlu"  # case-insensitive, as before
+    monkeypatch.setenv("DRAKEBOTS_FRAME_THREADS", "3")
+    assert FrameThreads() == 3
+    monkeypatch.setenv("DRAKEBOTS_FEM_THREADS", "1")
+    assert KernelThreads() == 1
+    CheckEnvironment()
+    for variable, value, reader in [
+        ("DRAKEBOTS_FRAME_SOLVER", "umfpack", FactorizationBackend),
+        ("DRAKEBOTS_FRAME_THREADS", "x", FrameThreads),
+        ("DRAKEBOTS_FEM_THREADS", "0", KernelThreads),
+    ]:
+        monkeypatch.setenv(variable, value)
+        for call in (reader, CheckEnvironment):
+            with pytest.raises(InputError, match=f"^environment variable {variable}='{value}'"):
+                call()
+        monkeypatch.delenv(variable)
