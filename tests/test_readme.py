@@ -63,11 +63,11 @@ def _LiftWithinTheMotors(printed):
 
 def _WalkerResimulated(printed):
     """The walker's gait: solved, truly complementary (the solver's 1e-4), and Drake's
-    re-simulation within 30 % of the 0.3 m stride it was asked for."""
+    closed-loop run within 25 % of the 0.3 m stride it was asked for."""
     success, complementarity, planned, resimulated = printed
     assert success == "True" and float(complementarity) <= 1e-4
     assert float(planned) == pytest.approx(0.3, abs=1e-6)
-    assert float(resimulated) == pytest.approx(0.3, rel=0.3)
+    assert float(resimulated) == pytest.approx(0.3, rel=0.25)
 
 
 def _LatticeNodes(printed):
