@@ -118,6 +118,9 @@ class CouplingConfig:
     implicit_penalties: bool = True
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
+    # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
+    # section 4.1: neo-Hookean).
+    material_model: str = "neohookean"
     # How contact-label changes are solved: "schur" keeps the factorisation of the glue-only
     # system and adds the contact rows through their Schur complement (PinnedCorrection);
     # "refactor" factorises the whole system again for every new contact set (the reference).
@@ -456,6 +459,7 @@ class CoupledSkinSkeleton:
             mass_density=skin.mass_density,
             mass_damping=cfg.mass_damping,
             stiffness_damping=cfg.stiffness_damping,
+            model=cfg.material_model,
         )
         # Per-element factor on E: the soft regions (the monster's belly and tail, section 7).
         scale = skin.ElementYoungsScale() if hasattr(skin, "ElementYoungsScale") else None
