@@ -137,9 +137,9 @@ def _Desired(scene: Scene) -> np.ndarray:
     return np.array([scene.size[2] - scene.indentation, 0.0])
 
 
-def RunDrakebots(scene: Scene, **config) -> SceneResult:
-    """The scene in drakebots' coupled simulator (CoupledSkinSkeleton; `config`: CouplingConfig
-    fields, e.g. contact="convex")."""
+def Stepper(scene: Scene, **config):
+    """(CoupledSkinSkeleton, plate body): the scene in drakebots' coupled simulator (`config`:
+    CouplingConfig fields, e.g. contact="convex")."""
     from pydrake.math import RigidTransform
     from pydrake.multibody.plant import MultibodyPlant
 
@@ -185,7 +185,13 @@ def RunDrakebots(scene: Scene, **config) -> SceneResult:
         material_model=scene.material_model,
         **config,
     )
-    stepper = CoupledSkinSkeleton(plant, instance, skin, cfg, skeleton=None)
+    return CoupledSkinSkeleton(plant, instance, skin, cfg, skeleton=None), plate
+
+
+def RunDrakebots(scene: Scene, **config) -> SceneResult:
+    """The scene in drakebots' coupled simulator (`config`: CouplingConfig fields)."""
+    stepper, plate = Stepper(scene, **config)
+    plant, mesh, sz = stepper.plant, stepper.skin.mesh, scene.size[2]
     state = stepper.DefaultState()
     desired = _Desired(scene) if scene.kind == "indent" else None
     tau = _Feedforward(scene) if stepper.nu > 0 else None

@@ -118,6 +118,20 @@ class CouplingConfig:
     implicit_penalties: bool = True
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
+    # The ground contact's formulation: "active_set", the paper's labels (pinned / sliding /
+    # free) inside Newton (the module docstring; the reference), or "convex", SAP's convex
+    # problem on the candidate vertices after one factorisation a step
+    # (drakebots.skinned.convex_contact; issue 69).
+    contact: str = "active_set"
+    # "convex": the vertices within this height of the ground at the step's start or at its
+    # predictor are the contact candidates, m.
+    contact_margin: float = 1e-3
+    # "convex": SAP's near-rigid parameter beta (normal regularisation beta^2 / (4 pi^2) w) and
+    # friction regularisation sigma (sigma w), Drake's defaults.
+    near_rigid: float = 1.0
+    friction_regularization: float = 1e-3
+    # "convex": modified-Newton iterations a step (one factorisation) at most.
+    convex_iterations: int = 60
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"
@@ -939,6 +953,12 @@ class CoupledSkinSkeleton:
 
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
+        if cfg.contact == "convex":
+            from drakebots.skinned.convex_contact import ConvexStep
+
+            return ConvexStep(self, state, tau_ff, desired, time_s, h)
+        if cfg.contact != "active_set":
+            raise ValueError(f"unknown contact '{cfg.contact}' (active_set or convex)")
         wall = time.perf_counter()
         plant, ctx = self.plant, self.context
         q, v, x, w = state.q, state.v, state.x, state.w

@@ -1,0 +1,143 @@
+"""The coupled skin's ground contact as one convex problem per step (CouplingConfig.contact =
+"convex", drakebots.skinned.convex_contact; issue 69).
+
+References: finite differences of the SAP cost (its gradient and Hessian), the closed-form
+minimiser of a one-vertex problem in stiction, the friction cone (Coulomb), Newton's second law
+(the step changes the momentum of plate and skin by gravity's and the ground's impulse), today's
+active-set simulator and Drake's DeformableModel + SAP on the same scene
+(drakebots.skinned.drake_scenes).
+"""
+
+import numpy as np
+import pytest
+
+from drakebots.skinned.convex_contact import ContactProblem
+from drakebots.skinned.drake_scenes import RunDrake, RunDrakebots, Scene, Stepper
+
+
+def _Problem(m=6, mu=0.6, seed=0):
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(3 * m, 3 * m))
+    A = B @ B.T + 3 * m * np.eye(3 * m)
+    R = np.abs(rng.normal(size=(m, 1))) * [1e-3, 1e-3, 2.5e-2] + 1e-3
+    v_hat = np.zeros((m, 3))
+    v_hat[:, 2] = rng.normal(size=m)
+    return ContactProblem(A, rng.normal(size=3 * m), R, v_hat, mu)
+
+
+def test_the_contact_cost_gradient_and_hessian_are_its_derivatives():
+    problem = _Problem()
+    rng = np.random.default_rng(1)
+    regions = set()
+    for _ in range(20):
+        v = rng.normal(size=problem.v_star.size) * 0.5
+        gamma, G = problem.Impulses(v, hessian=True)
+        # The regions of the cone projection, from the impulses (independent of the code's masks).
+        for g in gamma:
+            t = np.linalg.norm(g[:2])
+            if np.allclose(g, 0):
+                regions.add("separate")
+            elif t < problem.mu * g[2] * (1 - 1e-9):
+                regions.add("stick")
+            else:
+                regions.add("slide")
+            assert t <= problem.mu * g[2] * (1 + 1e-12) + 1e-15  # inside the cone
+        eps = 1e-7
+        grad = problem.Gradient(v)
+        fd = np.array(
+            [
+                (problem.Cost(v + eps * e) - problem.Cost(v - eps * e)) / (2 * eps)
+                for e in np.eye(v.size)
+            ]
+        )
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
+        # -dγ/dv by differences of the impulses, block by block.
+        for i in range(len(gamma)):
+            for j in range(3):
+                dv = np.zeros_like(v)
+                dv[3 * i + j] = eps
+                diff = -(problem.Impulses(v + dv)[0][i] - problem.Impulses(v - dv)[0][i]) / (
+                    2 * eps
+                )
+                np.testing.assert_allclose(
+                    G[i][:, j], diff, rtol=1e-4, atol=1e-4 * np.abs(G[i]).max()
+                )
+    assert regions == {"separate", "stick", "slide"}
+
+
+def test_the_convex_problems_solution_is_its_minimum():
+    problem = _Problem(m=8, seed=2)
+    v, gamma, iterations = problem.Solve()
+    assert iterations < 50
+    # Stationary (the KKT condition of the unconstrained convex problem) ...
+    g = problem.Gradient(v)
+    assert np.abs(g).max() <= 1e-8 * np.abs(problem.A @ problem.v_star).max()
+    # ... so no perturbation lowers the cost.
+    rng = np.random.default_rng(3)
+    best = problem.Cost(v)
+    for _ in range(50):
+        assert problem.Cost(v + 1e-4 * rng.normal(size=v.size)) >= best - 1e-12
+    # Impulses inside the cone, and the momentum they carry: A (v - v*) = γ.
+    assert np.all(np.linalg.norm(gamma[:, :2], axis=1) <= problem.mu * gamma[:, 2] + 1e-12)
+    np.testing.assert_allclose(problem.A @ (v - problem.v_star), gamma.ravel(), atol=1e-8)
+
+
+def test_one_sticking_vertex_meets_its_closed_form():
+    """A (3, 3) = a I, a vertex pressed into the ground (v̂_n > v*_n) with no tangential motion:
+    stiction, γ = -R⁻¹ (v - v̂), so a (v - v*) = R⁻¹ (v̂ - v): v = (a v* + v̂ / R) / (a + 1 / R)."""
+    a, R_n = 2.0, 0.05
+    problem = ContactProblem(
+        a * np.eye(3),
+        np.array([0.0, 0.0, -0.3]),
+        np.array([[1e-3, 1e-3, R_n]]),
+        np.array([[0.0, 0.0, 0.1]]),
+        0.5,
+    )
+    v, gamma, _ = problem.Solve()
+    expected = (a * -0.3 + 0.1 / R_n) / (a + 1 / R_n)
+    assert v[2] == pytest.approx(expected, rel=1e-12)
+    assert gamma[0, 2] == pytest.approx(a * (expected + 0.3), rel=1e-10)
+    np.testing.assert_allclose(v[:2], 0.0, atol=1e-15)
+
+
+def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground():
+    """Newton's second law per step (no damping): (p+ - p) / h = m g + Σ f_ground, for the plate
+    and the skin together (today's tests ask 0.3 N; this holds to 1e-6 N)."""
+    scene = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
+    stepper, _ = Stepper(scene, contact="convex")
+    state = stepper.DefaultState()
+    state.x[2::3] += 0.002  # 2 mm up: a fall, an impact, a bounce
+    h = scene.time_step
+    mass = stepper.mass.reshape(-1, 3)[:, 0]
+    total = scene.plate_mass + mass.sum()
+    touched = False
+    for _ in range(10):
+        p0 = scene.plate_mass * state.v[3:6] + (mass[:, None] * state.w.reshape(-1, 3)).sum(0)
+        state, info = stepper.Step(state)
+        p1 = scene.plate_mass * state.v[3:6] + (mass[:, None] * state.w.reshape(-1, 3)).sum(0)
+        F = info.contact_forces
+        np.testing.assert_allclose((p1 - p0) / h, F.sum(0) + [0, 0, -9.81 * total], atol=1e-6)
+        touched |= F[:, 2].sum() > 0
+        assert info.factorizations == 1
+        assert np.all(np.linalg.norm(F[:, :2], axis=1) <= scene.friction * F[:, 2] + 1e-9)
+    assert touched
+
+
+def test_a_resting_block_sags_as_the_active_set_and_drake():
+    scene = Scene(kind="drop", mass_damping=10.0)
+    convex = RunDrakebots(scene, contact="convex")
+    active = RunDrakebots(scene)
+    drake = RunDrake(scene)
+    sx, sy, sz = scene.size
+    weight = (scene.plate_mass + scene.mass_density * sx * sy * sz) * 9.81
+    assert convex.contact_force == pytest.approx(weight, rel=1e-4)
+    # The regularised contact sinks a few micrometres (SAP's near-rigid regime).
+    assert 0.0 < convex.penetration < 0.05 * convex.sag
+    assert convex.sag == pytest.approx(active.sag, rel=0.1)
+    assert convex.sag == pytest.approx(drake.sag, rel=0.2)
+
+
+def test_an_unknown_contact_formulation_is_refused():
+    stepper, _ = Stepper(Scene(), contact="lcp")
+    with pytest.raises(ValueError, match="contact"):
+        stepper.Step(stepper.DefaultState())
