@@ -156,6 +156,58 @@ class ContactProblem:
         return lo
 
 
+class _Factor:
+    """A factorisation of the step's glued KKT matrix and the Schur columns K⁻¹ Sᵀ solved with
+    it so far (skeleton, skin and glue parts, one column per skin coordinate). Read-only once
+    made: `With` returns a new one when columns are added (a StepMemory may share it)."""
+
+    def __init__(self, kkt: ReducedKkt, h: float, dofs=None, cols=None):
+        self.kkt, self.h = kkt, h
+        self.dofs = np.zeros(0, np.int64) if dofs is None else dofs
+        nl = len(kkt.pinned)
+        self.cols = cols or (np.zeros((kkt.nr, 0)), np.zeros((kkt.nd, 0)), np.zeros((nl, 0)))
+        self.index = {int(d): k for k, d in enumerate(self.dofs)}
+
+    def With(self, dofs):
+        """(a _Factor holding the columns of `dofs`, the number of new column solves)."""
+        new = np.array([d for d in dofs if int(d) not in self.index], dtype=np.int64)
+        if not len(new):
+            return self, 0
+        cv, cy, cl = _SolveColumns(self.kkt, new)
+        cols = tuple(np.hstack([a, b]) for a, b in zip(self.cols, (cv, cy, cl)))
+        return _Factor(self.kkt, self.h, np.concatenate([self.dofs, new]), cols), len(new)
+
+    def Columns(self, dofs):
+        """(cols_v, cols_y, cols_l, W) of `dofs` (all held: `With` first)."""
+        k = np.array([self.index[int(d)] for d in dofs], dtype=np.int64)
+        cv, cy, cl = (c[:, k] for c in self.cols)
+        W = cy[dofs]
+        return cv, cy, cl, 0.5 * (W + W.T)
+
+
+def _SolveColumns(kkt: ReducedKkt, dofs):
+    """K⁻¹ Sᵀ for unit forces on free skin coordinates `dofs`, in one block solve:
+    (skeleton (nr, k), skin (nd, k), glue multipliers (p, k)) as ReducedKkt.Solve gives them."""
+    k = len(dofs)
+    position = np.full(kkt.nd, -1, dtype=np.int64)
+    position[kkt.free] = np.arange(len(kkt.free))
+    rows = position[dofs]
+    if np.any(rows < 0):
+        raise ValueError("a contact candidate is a glued coordinate")
+    rhs = np.zeros((len(kkt.free) + kkt.nr, k))
+    rhs[rows, np.arange(k)] = 1.0
+    z = kkt._lu.solve(rhs)
+    du_f, dq = z[: len(kkt.free)], z[len(kkt.free) :]
+    du_P = kkt.G @ dq
+    du = np.empty((kkt.nd, k))
+    du[kkt.free] = du_f
+    du[kkt.pinned] = du_P
+    lam = kkt._A_Pf @ du_f + kkt._A_PP @ du_P
+    if kkt._A_dr_P is not None:
+        lam = lam + kkt._A_dr_P @ dq
+    return dq, du, lam
+
+
 def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     """One coupled step with the convex ground contact (module docstring); returns (state,
     StepInfo) as CoupledSkinSkeleton._Step does."""
@@ -220,42 +272,51 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         )
         return q_next, p_WG, J, C, r_r, r_d, tau, slope
 
-    # The one linearisation and factorisation.
+    def Factor(v_next, y, penalties, slope, J):
+        """The linearisation at (v_next, y): a _Factor of the glued KKT matrix."""
+        A_r = M + h * np.diag(stepper.joint_damping)
+        A_r[np.ix_(stepper.actuated_v, stepper.actuated_v)] += h * np.diag(slope)
+        A_d = stepper._SkinMatrix(y, h, penalties, False)
+        A_rr, A_dr = penalties.StepBlocks(h)
+        if A_rr is not None:
+            A_r = A_r + A_rr
+        if stepper._ordering is None:
+            rest = stepper.fem.RestPositions()
+            stepper._ordering = NestedDissection(stepper._SkinMatrix(rest, h, None, False))
+        kkt = ReducedKkt(
+            A_r,
+            A_d,
+            h * J,
+            stepper.glue.dofs,
+            ordering=stepper._ordering,
+            A_dr=A_dr,
+            factorization=cfg.factorization,
+            reuse=stepper._pool,
+        )
+        info.factorizations += 1
+        return _Factor(kkt, h)
+
     penalties = stepper.Penalties(q, x, {})
     q_next, p_WG, J, C, r_r, r_d, tau, slope = Residuals(v_next, y, penalties)
-    A_r = M + h * np.diag(stepper.joint_damping)
-    A_r[np.ix_(stepper.actuated_v, stepper.actuated_v)] += h * np.diag(slope)
-    A_d = stepper._SkinMatrix(y, h, penalties, False)
-    A_rr, A_dr = penalties.StepBlocks(h)
-    if A_rr is not None:
-        A_r = A_r + A_rr
-    if stepper._ordering is None:
-        rest = stepper.fem.RestPositions()
-        stepper._ordering = NestedDissection(stepper._SkinMatrix(rest, h, None, False))
-    kkt = ReducedKkt(
-        A_r,
-        A_d,
-        h * J,
-        stepper.glue.dofs,
-        ordering=stepper._ordering,
-        A_dr=A_dr,
-        factorization=cfg.factorization,
+    memory = state.memory
+    factor = memory.factor if memory is not None else None
+    reusable = (
+        isinstance(factor, _Factor)
+        and factor.h == h
+        and memory.factor_age < cfg.max_factor_age
+        and memory.factor_key == "converged"
     )
-    info.factorizations = 1
+    if not reusable:
+        factor = Factor(v_next, y, penalties, slope, J)
+    age = memory.factor_age if reusable else 0
     # The candidates' Schur columns: K⁻¹ Sᵀ (skeleton, skin, glue parts) and W = S K⁻¹ Sᵀ.
-    cols_v = np.zeros((stepper.nv, 3 * m))
-    cols_y = np.zeros((3 * n, 3 * m))
-    cols_l = np.zeros((len(stepper.glue.dofs), 3 * m))
-    zero_r, zero_c = np.zeros(stepper.nv), np.zeros(len(stepper.glue.dofs))
-    for k, dof in enumerate(dofs):
-        b = np.zeros(3 * n)
-        b[dof] = 1.0
-        cols_v[:, k], cols_y[:, k], cols_l[:, k] = kkt.Solve(zero_r, b, zero_c)
-    info.column_solves = 3 * m
-    W = cols_y[dofs]
-    W = 0.5 * (W + W.T)
+    factor, new_columns = factor.With(dofs)
+    info.column_solves += new_columns
+    cols_v, cols_y, cols_l, W = factor.Columns(dofs)
     lam = np.zeros(len(stepper.glue.dofs))
-    if m:
+
+    def Regularisation(W):
+        """(A_c, R, v̂) of the contact problem with compliance W (module docstring)."""
         A_c = h**2 * np.linalg.inv(W)
         A_c = 0.5 * (A_c + A_c.T)
         w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
@@ -264,6 +325,10 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         R = np.stack([sigma * w_diag, sigma * w_diag, beta**2 / (4 * np.pi**2) * w_diag], axis=1)
         v_hat = np.zeros((m, 3))
         v_hat[:, 2] = -X[candidates, 2] / (h + tau_d)
+        return A_c, R, v_hat
+
+    if m:
+        A_c, R, v_hat = Regularisation(W)
     forces = np.zeros((n, 3))
     v_c = None
     converged = False
@@ -275,11 +340,19 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         if iteration > 0:
             penalties = stepper.Penalties(q_next, y, {}) if cfg.implicit_penalties else penalties
             q_next, p_WG, J, C, r_r, r_d, tau, slope = Residuals(v_next, y, penalties)
+        if iteration == cfg.convex_refresh_after and age > 0:
+            # A carried factorisation that converges slowly: linearise here instead.
+            factor, age = Factor(v_next, y, penalties, slope, J), 0
+            factor, new_columns = factor.With(dofs)
+            info.column_solves += new_columns
+            cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+            if m:
+                A_c, R, v_hat = Regularisation(W)
         glue_force = np.zeros(3 * n)
         glue_force[stepper.glue.dofs] = lam
         r_r_full = r_r + (h * J).T @ lam
         r_d_full = r_d - glue_force
-        dv, dy, dlam = kkt.Solve(-r_r_full, -r_d_full, -C)
+        dv, dy, dlam = factor.kkt.Solve(-r_r_full, -r_d_full, -C)
         f = np.zeros(3 * m)
         if m:
             u_star = y[dofs] + dy[dofs]
@@ -303,6 +376,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         forces[:] = 0.0
         forces[candidates] = f.reshape(-1, 3)
         info.newton_iterations += 1
+        age += 1
         step_norm = float(np.abs(alpha * dy).max()) if dy.size else 0.0
         q_next = stepper._Integrate(q, v_next, h)
         p_WG, _ = stepper.GluePoints(q_next)
@@ -328,5 +402,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     info.max_penetration = float(max(0.0, -Y[:, 2].min()))
     info.actuation = tau
     info.wall_time = time.perf_counter() - wall
-    memory = StepMemory(mode, np.zeros((n, 2)))
+    # The factorisation (and its columns) is carried into the next step while it converges:
+    # modified Newton across steps, as the active set's Schur path does (CouplingConfig.
+    # convex_refresh_after).
+    key = "converged" if info.newton_iterations < cfg.convex_refresh_after else None
+    memory = StepMemory(mode, np.zeros((n, 2)), factor, key, age)
     return CoupledState(q_next, v_next, y, (y - x) / h, memory), info

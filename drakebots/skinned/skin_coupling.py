@@ -130,8 +130,12 @@ class CouplingConfig:
     # friction regularisation sigma (sigma w), Drake's defaults.
     near_rigid: float = 1.0
     friction_regularization: float = 1e-3
-    # "convex": modified-Newton iterations a step (one factorisation) at most.
+    # "convex": modified-Newton iterations a step at most.
     convex_iterations: int = 60
+    # "convex": a step that took fewer modified-Newton iterations than this hands its
+    # factorisation (and Schur columns) to the next step, which refactorises only when it reaches
+    # this many iterations with it (its linearisation then is too far from the step's).
+    convex_refresh_after: int = 6
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"

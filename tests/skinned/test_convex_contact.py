@@ -118,7 +118,7 @@ def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground():
         F = info.contact_forces
         np.testing.assert_allclose((p1 - p0) / h, F.sum(0) + [0, 0, -9.81 * total], atol=1e-6)
         touched |= F[:, 2].sum() > 0
-        assert info.factorizations == 1
+        assert info.factorizations <= 1  # one linearisation, or the last step's
         assert np.all(np.linalg.norm(F[:, :2], axis=1) <= scene.friction * F[:, 2] + 1e-9)
     assert touched
 
@@ -141,3 +141,48 @@ def test_an_unknown_contact_formulation_is_refused():
     stepper, _ = Stepper(Scene(), contact="lcp")
     with pytest.raises(ValueError, match="contact"):
         stepper.Step(stepper.DefaultState())
+
+
+@pytest.mark.paper  # ~40 s on this shared machine, with the skin's making
+def test_the_coarse_beetle_stands_as_with_the_active_set(beetle_skin_coarse):
+    """The beetle's whole-body skin (6040 vertices) landing on its soles and standing under its
+    servos: the convex contact's torso stays within 0.05 mm of today's simulator over 10 steps
+    (measured: 0.015 mm), the ground carries the weight within 2 % at the end (still settling:
+    0.6 %), and the step's factorisation is carried while it converges (measured: one in 12
+    steps)."""
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.robots import GetRobot
+    from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+
+    skin = beetle_skin_coarse
+    robot = GetRobot(skin.robot)
+    paths, factorizations = {}, 0
+    for contact in ("convex", "active_set"):
+        plant = MultibodyPlant(0.0)
+        instance = robot.AddTo(plant)
+        plant.Finalize()
+        stepper = CoupledSkinSkeleton(
+            plant,
+            instance,
+            skin,
+            CouplingConfig(time_step=0.005, contact=contact),
+            lift=-float(skin.mesh.vertices[:, 2].min()),
+            skeleton=robot.params,
+        )
+        state = stepper.DefaultState()
+        desired = np.concatenate([state.q[stepper.actuated_q], np.zeros(stepper.nu)])
+        base = stepper.floating[0] + 4
+        path = []
+        for k in range(10):
+            state, info = stepper.Step(state, desired=desired, time_s=0.005 * k)
+            path.append(state.q[base : base + 3].copy())
+            if contact == "convex":
+                factorizations += info.factorizations
+        paths[contact] = np.array(path)
+        if contact == "convex":
+            mass = sum(plant.get_body(b).default_mass() for b in plant.GetBodyIndices(instance))
+            weight = (mass + stepper.fem.TotalMass()) * 9.81
+            assert info.contact_forces[:, 2].sum() == pytest.approx(weight, rel=0.02)
+    assert np.linalg.norm(paths["convex"] - paths["active_set"], axis=1).max() < 5e-5
+    assert factorizations <= 3
