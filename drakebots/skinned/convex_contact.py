@@ -126,7 +126,7 @@ class ContactProblem:
             if np.abs(g).max() <= tolerance * (scale + np.abs(gamma).max(initial=0.0)):
                 return v, gamma, iteration - 1
             H = self.A + sla.block_diag(*G) if len(G) else self.A
-            d = -sla.solve(H, g, assume_a="sym")
+            d = -sla.solve(H, g, assume_a="pos")
             v = v + self._LineSearch(v, d, g @ d) * d
         gamma, _ = self.Impulses(v)
         return v, gamma, max_iterations
@@ -316,19 +316,17 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     lam = np.zeros(len(stepper.glue.dofs))
 
     def Regularisation(W):
-        """(A_c, R, v̂) of the contact problem with compliance W (module docstring)."""
-        A_c = h**2 * np.linalg.inv(W)
-        A_c = 0.5 * (A_c + A_c.T)
+        """(R, v̂) of the contact problem with compliance W (module docstring)."""
         w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
         beta, sigma = cfg.near_rigid, cfg.friction_regularization
         tau_d = beta * h / np.pi
         R = np.stack([sigma * w_diag, sigma * w_diag, beta**2 / (4 * np.pi**2) * w_diag], axis=1)
         v_hat = np.zeros((m, 3))
         v_hat[:, 2] = -X[candidates, 2] / (h + tau_d)
-        return A_c, R, v_hat
+        return R, v_hat
 
     if m:
-        A_c, R, v_hat = Regularisation(W)
+        R, v_hat = Regularisation(W)
     forces = np.zeros((n, 3))
     v_c = None
     converged = False
@@ -347,7 +345,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             info.column_solves += new_columns
             cols_v, cols_y, cols_l, W = factor.Columns(dofs)
             if m:
-                A_c, R, v_hat = Regularisation(W)
+                R, v_hat = Regularisation(W)
         glue_force = np.zeros(3 * n)
         glue_force[stepper.glue.dofs] = lam
         r_r_full = r_r + (h * J).T @ lam
@@ -356,10 +354,39 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         f = np.zeros(3 * m)
         if m:
             u_star = y[dofs] + dy[dofs]
-            problem = ContactProblem(A_c, (u_star - x[dofs]) / h, R, v_hat, cfg.friction)
-            v_c, gamma, its = problem.Solve(v_c)
-            sap_iterations += its
-            f = gamma.ravel() / h
+            v_star = (u_star - x[dofs]) / h
+            # The problem holds the candidates whose free motion ends (or which start) within
+            # contact_active of the floor, and grows by every other that its solution leaves
+            # with an impulse (a convex problem on a subset of W is the same problem with the
+            # others' impulses zero; the growth stops at the first solution that needs none).
+            near = np.minimum(X[candidates, 2], u_star[2::3]) < cfg.contact_active
+            gamma_all = np.zeros((m, 3))
+            if v_c is None:
+                v_c = v_star.copy()
+            for _ in range(m + 1):
+                held = np.flatnonzero(near)
+                if not len(held):
+                    break
+                held_dofs = (3 * held[:, None] + np.arange(3)).ravel()
+                A_s = h**2 * np.linalg.inv(W[np.ix_(held_dofs, held_dofs)])
+                problem = ContactProblem(
+                    0.5 * (A_s + A_s.T), v_star[held_dofs], R[held], v_hat[held], cfg.friction
+                )
+                _, gamma, its = problem.Solve(v_c[held_dofs])
+                sap_iterations += its
+                gamma_all[:] = 0.0
+                gamma_all[held] = gamma
+                v_c = v_star + W[:, held_dofs] @ gamma.ravel() / h**2
+                out = np.flatnonzero(~near)
+                out_dofs = (3 * out[:, None] + np.arange(3)).ravel()
+                left, _ = ContactProblem(None, None, R[out], v_hat[out], cfg.friction).Impulses(
+                    v_c[out_dofs]
+                )
+                pushed = out[np.any(left != 0.0, axis=1)]
+                if not len(pushed):
+                    break
+                near[pushed] = True
+            f = gamma_all.ravel() / h
             dv = dv + cols_v @ f
             dy = dy + cols_y @ f
             dlam = dlam + cols_l @ f

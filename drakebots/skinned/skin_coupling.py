@@ -126,6 +126,10 @@ class CouplingConfig:
     # "convex": the vertices within this height of the ground at the step's start or at its
     # predictor are the contact candidates, m.
     contact_margin: float = 1e-3
+    # "convex": the contact problem starts with the candidates within this height of the floor
+    # (at the start or at the contact-free update's end) and grows by those its solution
+    # pushes, m (a smaller dense problem; the solution is the same).
+    contact_active: float = 1e-4
     # "convex": SAP's near-rigid parameter beta (normal regularisation beta^2 / (4 pi^2) w) and
     # friction regularisation sigma (sigma w), Drake's defaults.
     near_rigid: float = 1.0
