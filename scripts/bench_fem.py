@@ -220,7 +220,7 @@ def _Factorizations(A, b, repeats=3):
     return out
 
 
-def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
+def _Coupled(skin, steps, contact_solver="schur", factorization="splu", contact="active_set"):
     from pydrake.multibody.plant import MultibodyPlant
 
     from drakebots.robots import GetRobot
@@ -234,13 +234,18 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
         plant,
         instance,
         skin,
-        CouplingConfig(time_step=0.005, contact_solver=contact_solver, factorization=factorization),
+        CouplingConfig(
+            time_step=0.005,
+            contact_solver=contact_solver,
+            factorization=factorization,
+            contact=contact,
+        ),
         lift=-float(skin.mesh.vertices[:, 2].min()),
         skeleton=robot.params,
     )
     state = stepper.DefaultState()
     desired = np.concatenate([state.q[stepper.actuated_q], np.zeros(stepper.nu)])
-    walls, iterations, factorizations, residuals, columns = [], [], [], [], []
+    walls, iterations, factorizations, residuals, columns, torsos = [], [], [], [], [], []
     for k in range(steps):
         start = time.perf_counter()
         state, info = stepper.Step(state, desired=desired, time_s=0.005 * k)
@@ -249,7 +254,11 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
         factorizations.append(info.factorizations)
         columns.append(info.column_solves)
         residuals.append(info.glue_residual)
+        base = stepper.floating[0] + 4
+        torsos.append(state.q[base : base + 3].copy())
     return {
+        "contact": contact,
+        "torso_path_m": [[float(a) for a in p] for p in torsos],
         "contact_solver": contact_solver,
         "factorization": factorization,
         "steps": steps,
@@ -841,6 +850,31 @@ def _Coupled69(args) -> dict:
         results["coupled_frame_reference_s"] = None
         results["torso_path_difference_mm"] = None
         results["coupled_frame_workload"] = "not measured: no --replay-design given"
+    # A skin every checkout can make: the beetle's coarse whole-body skin (16 mm voxels, 0.67
+    # MPa, tests/conftest.py's beetle_skin_coarse) landing on its soles and standing under its
+    # servos for --coupled-steps steps, with each contact formulation.
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
+
+    coarse = MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
+    standing = {
+        c: _Coupled(coarse, args.coupled_steps, contact=c) for c in ("convex", "active_set")
+    }
+    paths = {c: np.array(standing[c]["torso_path_m"]) for c in standing}
+    results["standing_beetle_coarse"] = standing
+    results["standing_step_s"] = standing["convex"]["mean_step_s"]
+    results["standing_step_reference_s"] = standing["active_set"]["mean_step_s"]
+    results["standing_torso_path_difference_mm"] = 1e3 * float(
+        np.linalg.norm(paths["convex"] - paths["active_set"], axis=1).max()
+    )
+    print(
+        f"standing coarse beetle, {args.coupled_steps} steps: convex "
+        f"{results['standing_step_s']:.3f} s a step, active set "
+        f"{results['standing_step_reference_s']:.3f} s, torso paths "
+        f"{results['standing_torso_path_difference_mm']:.4f} mm apart",
+        flush=True,
+    )
+    results["load_average_end"] = os.getloadavg()[0]
     return results
 
 
