@@ -24,10 +24,13 @@ the paper's active-set labelling: a vertex below the ground is pinned (static fr
 coordinates; the multipliers are its contact force); a pinned vertex whose normal force is
 negative is released (contact breakage); one whose tangential force exceeds mu times its normal
 force slides: only its height is pinned and the Coulomb force mu lam_n opposes its slip
-(Eqs. 15-17). Skin self-collision and skin-skeleton collision use penalty forces (section 4.2;
-the skeleton feels the reactions), by default re-evaluated at every Newton iterate with their
-stiffness's 3 x 3 vertex blocks in the Newton matrix (`implicit_penalties`); the paper's explicit
-ones (forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
+(Eqs. 15-17). `CouplingConfig.contact = "convex"` replaces the labels by one convex problem a
+step (SAP's, on the vertices near the floor, after one factorisation:
+drakebots.skinned.convex_contact; issue 69). Skin self-collision and skin-skeleton collision
+use penalty forces (section 4.2; the skeleton feels the reactions), by default re-evaluated at
+every Newton iterate with their stiffness's 3 x 3 vertex blocks in the Newton matrix
+(`implicit_penalties`); the paper's explicit ones (forces from the step's start) overshoot when
+the penalty is as stiff as a soft skin.
 
 What a step carries into the next besides (q, v, x, w) — the contact labels and slip
 directions it warm-starts from, and the Newton factorisation it may keep using — is a
