@@ -147,7 +147,7 @@ def test_an_unknown_contact_formulation_is_refused():
         stepper.Step(stepper.DefaultState())
 
 
-@pytest.mark.paper  # ~40 s on this shared machine, with the skin's making
+@pytest.mark.paper  # 16 s at load 4 with the skin's making, 45 s at load 7
 def test_the_coarse_beetle_stands_as_with_the_active_set(beetle_skin_coarse):
     """The beetle's whole-body skin (6040 vertices) landing on its soles and standing under its
     servos: the convex contact's torso stays within 0.05 mm of today's simulator over 10 steps
@@ -192,7 +192,7 @@ def test_the_coarse_beetle_stands_as_with_the_active_set(beetle_skin_coarse):
     assert factorizations <= 3
 
 
-@pytest.mark.paper  # ~1-2 min on this shared machine (a 1360-vertex skin, 22 steps)
+@pytest.mark.paper  # 14 s at load 4, 90 s at load 7 (a 1360-vertex skin, 22 steps)
 def test_a_sliding_box_obeys_coulombs_law_in_the_cone():
     """The soft box of test_skin_coupling pushed along the ground at 0.3 m/s: while it slides,
     the total friction is mu times the total normal force (the cone's boundary, to 0.1 %), and
