@@ -47,6 +47,12 @@ Usage:
        [--replay-cases exact_near_solution,eigh_projection] [--replay-rounds 2]]
       # default: exact_near_solution (the default config) and fresh_factorizations, once each
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
+  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH
+      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN --replay-frames 50]
+      # issue 69 alone: the validation scenes against Drake (drake_*_rel_error), the coarse
+      # beetle standing with the convex contact and the active set (standing_*), and with a
+      # design the replay with both (coupled_frame_s, coupled_frame_reference_s,
+      # torso_path_difference_mm); it does not make a missing skin or design yet
 """
 
 import argparse
