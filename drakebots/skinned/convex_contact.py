@@ -40,8 +40,12 @@ gradient; it is minimised by Newton's method with the Hessian A_c + G, G = -∂�
 diagonal, PSD), and an exact line search (bisection of the slope along the update, convex). The
 update is then Δ = Δ* + K⁻¹ Sᵀ f (the kept columns), and modified Newton repeats until the
 skin's update is below `position_tolerance` and the glue residual below `glue_tolerance` (or
-`convex_iterations`). Every iteration costs one solve with the factorisation; the step one
-factorisation and 3m column solves.
+`convex_iterations`). Every iteration costs one solve with the factorisation; the step at most
+one factorisation and 3m column solves (one block solve). The dense problem holds the candidates
+within `contact_active` of the floor and grows by any other its solution pushes (the same
+solution: the others' impulses are zero). A step that converged in under `convex_refresh_after`
+iterations hands its factorisation and columns to the next (modified Newton across steps, as the
+active set's Schur path does), which refactorises only if it reaches that many iterations.
 
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
