@@ -47,9 +47,16 @@ Usage:
        [--replay-cases exact_near_solution,eigh_projection] [--replay-rounds 2]]
       # default: exact_near_solution (the default config) and fresh_factorizations, once each
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
+  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH
+      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN --replay-frames 50]
+      # issue 69 alone: the validation scenes against Drake (drake_*_rel_error), the coarse
+      # beetle standing with the convex contact and the active set (standing_*), and with a
+      # design the replay with both (coupled_frame_s, coupled_frame_reference_s,
+      # torso_path_difference_mm); it does not make a missing skin or design yet
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -219,7 +226,7 @@ def _Factorizations(A, b, repeats=3):
     return out
 
 
-def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
+def _Coupled(skin, steps, contact_solver="schur", factorization="splu", contact="active_set"):
     from pydrake.multibody.plant import MultibodyPlant
 
     from drakebots.robots import GetRobot
@@ -233,13 +240,18 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
         plant,
         instance,
         skin,
-        CouplingConfig(time_step=0.005, contact_solver=contact_solver, factorization=factorization),
+        CouplingConfig(
+            time_step=0.005,
+            contact_solver=contact_solver,
+            factorization=factorization,
+            contact=contact,
+        ),
         lift=-float(skin.mesh.vertices[:, 2].min()),
         skeleton=robot.params,
     )
     state = stepper.DefaultState()
     desired = np.concatenate([state.q[stepper.actuated_q], np.zeros(stepper.nu)])
-    walls, iterations, factorizations, residuals, columns = [], [], [], [], []
+    walls, iterations, factorizations, residuals, columns, torsos = [], [], [], [], [], []
     for k in range(steps):
         start = time.perf_counter()
         state, info = stepper.Step(state, desired=desired, time_s=0.005 * k)
@@ -248,7 +260,11 @@ def _Coupled(skin, steps, contact_solver="schur", factorization="splu"):
         factorizations.append(info.factorizations)
         columns.append(info.column_solves)
         residuals.append(info.glue_residual)
+        base = stepper.floating[0] + 4
+        torsos.append(state.q[base : base + 3].copy())
     return {
+        "contact": contact,
+        "torso_path_m": [[float(a) for a in p] for p in torsos],
         "contact_solver": contact_solver,
         "factorization": factorization,
         "steps": steps,
@@ -284,6 +300,9 @@ REPLAY_CASES = {
     "no_low_rank": {"max_low_rank": 0},
     "alternate_refresh": {"full_newton_after": 6},
     "newton_before": {"max_low_rank": 0, "full_newton_after": 6},
+    # Issue 69: the ground contact as one convex problem a step (CouplingConfig.contact; the
+    # reference is "exact_near_solution", today's active set).
+    "convex_contact": {"contact": "convex"},
     # Not a CouplingConfig field: the skin's FemModel projection (issue 52's reference).
     "eigh_projection": {"projection": "eigh"},
     # Not a CouplingConfig field: the skin's element loop, NumPy's (the reference of the
@@ -430,6 +449,17 @@ def _Replay(
             f"{rows[f'{prefix}_max_skeleton_difference']} (skeleton)",
             flush=True,
         )
+    if "exact_near_solution" in cases and "convex_contact" in cases:
+        new, ref = skeletons["convex_contact"], skeletons["exact_near_solution"]
+        frames_both = min(len(new), len(ref))
+        # The torso's position (the skeleton's first three coordinates), every frame.
+        rows["torso_path_difference_mm"] = 1e3 * float(
+            np.linalg.norm(new[:frames_both, :3] - ref[:frames_both, :3], axis=1).max()
+        )
+        rows["ratio_convex_over_active_set"] = (
+            rows["convex_contact"]["seconds_per_frame"]
+            / rows["exact_near_solution"]["seconds_per_frame"]
+        )
     if "exact_near_solution" in cases and "eigh_projection" in cases:
         rows["eigh_projection_final_skeleton_difference"] = float(
             np.abs(finals["eigh_projection"] - finals["exact_near_solution"]).max()
@@ -517,6 +547,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--replay-only", action="store_true", help="table 4 alone")
     parser.add_argument(
+        "--coupled",
+        action="store_true",
+        help="issue 69 alone: the validation scenes against Drake and, with --replay-design, "
+        "the replay with the convex contact against the active set",
+    )
+    parser.add_argument(
         "--replay-rounds",
         type=int,
         default=1,
@@ -536,6 +572,9 @@ def main(argv=None) -> int:
             f"--replay-cases: unknown {', '.join(unknown) or '(none given)'}; "
             f"known: {', '.join(REPLAY_CASES)}"
         )
+
+    if args.coupled:
+        return _Write(_Coupled69(args), args.out)
 
     from drakebots.fem.mesh import BoxMesh, WriteVtk
     from drakebots.skinned.skeleton import LoadSkeletonParams
@@ -759,6 +798,90 @@ def _Table4(args, skin, results) -> None:
             f"replayed open loop in the coupled simulator on {args.skin} "
             f"({skin.mesh.num_vertices} vertices, {skin.mesh.num_tets} tets), default config"
         )
+
+
+def _Coupled69(args) -> dict:
+    """Issue 69's figures: the validation scenes shared with Drake (drakebots.skinned.
+    drake_scenes; the convex contact's relative errors against Drake's DeformableModel + SAP,
+    and today's active set's beside them) and, with --replay-design and --skin, the design's
+    first --replay-frames frames replayed with the convex contact and with today's active set
+    (table 4's cases convex_contact and exact_near_solution)."""
+    from drakebots.skinned.drake_scenes import RunDrake, RunDrakebots, Scene
+
+    results = {"load_average_start": os.getloadavg()[0]}
+    scenes = {
+        "drake_rest_sag_rel_error": (Scene(kind="drop", mass_damping=10.0), "sag"),
+        "drake_contact_force_rel_error": (
+            Scene(kind="indent", mass_damping=10.0),
+            "contact_force",
+        ),
+        "drake_box_indentation_rel_error": (Scene(kind="force", mass_damping=10.0), "sag"),
+    }
+    for key, (scene, field) in scenes.items():
+        drake = RunDrake(scene)
+        rows = {"scene": dataclasses.asdict(scene), "drake": dataclasses.asdict(drake)}
+        for contact in ("convex", "active_set"):
+            ours = RunDrakebots(scene, contact=contact)
+            rows[contact] = dataclasses.asdict(ours)
+            rows[f"{contact}_rel_error"] = getattr(ours, field) / getattr(drake, field) - 1.0
+        results[key] = abs(rows["convex_rel_error"])
+        results[key.replace("_rel_error", "_scene")] = rows
+        print(
+            f"{key}: convex {rows['convex_rel_error']:+.4f}, active set "
+            f"{rows['active_set_rel_error']:+.4f} ({field}: Drake {getattr(drake, field):.6g})",
+            flush=True,
+        )
+    if args.replay_design:
+        from drakebots.skinned.skin import LoadSkin
+
+        skin = LoadSkin(Path(args.skin))
+        replay = _Replay(
+            skin,
+            Path(args.replay_design),
+            args.replay_frames,
+            args.replay_seconds,
+            ("convex_contact", "exact_near_solution"),
+            args.replay_rounds,
+        )
+        results["coupled_replay"] = replay
+        results["coupled_frame_s"] = replay["convex_contact"]["seconds_per_frame"]
+        results["coupled_frame_reference_s"] = replay["exact_near_solution"]["seconds_per_frame"]
+        results["torso_path_difference_mm"] = replay.get("torso_path_difference_mm")
+        results["coupled_frame_workload"] = (
+            f"{replay['convex_contact']['frames_replayed']} frames of {args.replay_design} "
+            f"replayed open loop on {args.skin} ({skin.mesh.num_vertices} vertices)"
+        )
+    else:
+        results["coupled_frame_s"] = None
+        results["coupled_frame_reference_s"] = None
+        results["torso_path_difference_mm"] = None
+        results["coupled_frame_workload"] = "not measured: no --replay-design given"
+    # A skin every checkout can make: the beetle's coarse whole-body skin (16 mm voxels, 0.67
+    # MPa, tests/conftest.py's beetle_skin_coarse) landing on its soles and standing under its
+    # servos for --coupled-steps steps, with each contact formulation.
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+    from drakebots.skinned.skin import MakeSkin, SkinOptions
+
+    coarse = MakeSkin(LoadSkeletonParams("beetle"), SkinOptions(youngs_modulus=6.7e5, voxel=0.016))
+    standing = {
+        c: _Coupled(coarse, args.coupled_steps, contact=c) for c in ("convex", "active_set")
+    }
+    paths = {c: np.array(standing[c]["torso_path_m"]) for c in standing}
+    results["standing_beetle_coarse"] = standing
+    results["standing_step_s"] = standing["convex"]["mean_step_s"]
+    results["standing_step_reference_s"] = standing["active_set"]["mean_step_s"]
+    results["standing_torso_path_difference_mm"] = 1e3 * float(
+        np.linalg.norm(paths["convex"] - paths["active_set"], axis=1).max()
+    )
+    print(
+        f"standing coarse beetle, {args.coupled_steps} steps: convex "
+        f"{results['standing_step_s']:.3f} s a step, active set "
+        f"{results['standing_step_reference_s']:.3f} s, torso paths "
+        f"{results['standing_torso_path_difference_mm']:.4f} mm apart",
+        flush=True,
+    )
+    results["load_average_end"] = os.getloadavg()[0]
+    return results
 
 
 def _Write(results, path) -> int:

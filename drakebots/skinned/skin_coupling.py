@@ -24,10 +24,13 @@ the paper's active-set labelling: a vertex below the ground is pinned (static fr
 coordinates; the multipliers are its contact force); a pinned vertex whose normal force is
 negative is released (contact breakage); one whose tangential force exceeds mu times its normal
 force slides: only its height is pinned and the Coulomb force mu lam_n opposes its slip
-(Eqs. 15-17). Skin self-collision and skin-skeleton collision use penalty forces (section 4.2;
-the skeleton feels the reactions), by default re-evaluated at every Newton iterate with their
-stiffness's 3 x 3 vertex blocks in the Newton matrix (`implicit_penalties`); the paper's explicit
-ones (forces from the step's start) overshoot when the penalty is as stiff as a soft skin.
+(Eqs. 15-17). `CouplingConfig.contact = "convex"` replaces the labels by one convex problem a
+step (SAP's, on the vertices near the floor, after one factorisation:
+drakebots.skinned.convex_contact; issue 69). Skin self-collision and skin-skeleton collision
+use penalty forces (section 4.2; the skeleton feels the reactions), by default re-evaluated at
+every Newton iterate with their stiffness's 3 x 3 vertex blocks in the Newton matrix
+(`implicit_penalties`); the paper's explicit ones (forces from the step's start) overshoot when
+the penalty is as stiff as a soft skin.
 
 What a step carries into the next besides (q, v, x, w) — the contact labels and slip
 directions it warm-starts from, and the Newton factorisation it may keep using — is a
@@ -118,6 +121,31 @@ class CouplingConfig:
     implicit_penalties: bool = True
     # Young's modulus scale (1: the skin's own).
     youngs_scale: float = 1.0
+    # The ground contact's formulation: "active_set", the paper's labels (pinned / sliding /
+    # free) inside Newton (the module docstring; the reference), or "convex", SAP's convex
+    # problem on the candidate vertices after one factorisation a step
+    # (drakebots.skinned.convex_contact; issue 69).
+    contact: str = "active_set"
+    # "convex": the vertices within this height of the ground at the step's start or at its
+    # predictor are the contact candidates, m.
+    contact_margin: float = 1e-3
+    # "convex": the contact problem starts with the candidates within this height of the floor
+    # (at the start or at the contact-free update's end) and grows by those its solution
+    # pushes, m (a smaller dense problem; the solution is the same).
+    contact_active: float = 1e-4
+    # "convex": SAP's near-rigid parameter beta (normal regularisation beta^2 / (4 pi^2) w) and
+    # friction regularisation sigma (sigma w), Drake's defaults.
+    near_rigid: float = 1.0
+    friction_regularization: float = 1e-3
+    # "convex": modified-Newton iterations a step at most.
+    convex_iterations: int = 60
+    # "convex": a step that took fewer modified-Newton iterations than this hands its
+    # factorisation (and Schur columns) to the next step, which refactorises only when it reaches
+    # this many iterations with it (its linearisation then is too far from the step's).
+    convex_refresh_after: int = 6
+    # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
+    # section 4.1: neo-Hookean).
+    material_model: str = "neohookean"
     # How contact-label changes are solved: "schur" keeps the factorisation of the glue-only
     # system and adds the contact rows through their Schur complement (PinnedCorrection);
     # "refactor" factorises the whole system again for every new contact set (the reference).
@@ -456,6 +484,7 @@ class CoupledSkinSkeleton:
             mass_density=skin.mass_density,
             mass_damping=cfg.mass_damping,
             stiffness_damping=cfg.stiffness_damping,
+            model=cfg.material_model,
         )
         # Per-element factor on E: the soft regions (the monster's belly and tail, section 7).
         scale = skin.ElementYoungsScale() if hasattr(skin, "ElementYoungsScale") else None
@@ -935,6 +964,12 @@ class CoupledSkinSkeleton:
 
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
+        if cfg.contact == "convex":
+            from drakebots.skinned.convex_contact import ConvexStep
+
+            return ConvexStep(self, state, tau_ff, desired, time_s, h)
+        if cfg.contact != "active_set":
+            raise ValueError(f"unknown contact '{cfg.contact}' (active_set or convex)")
         wall = time.perf_counter()
         plant, ctx = self.plant, self.context
         q, v, x, w = state.q, state.v, state.x, state.w
