@@ -12,7 +12,8 @@ tracked in closed loop in Drake), and checked:
     - Drake's closed-loop run itself (its logged base, not the figures the code reports): a
       trot's 3 cycles travel 0.1 m per cycle within 25 %, a jump's base rises 0.1 m above home
       within 25 %, and the base never drops below half its home height (no fall).
-Measured: the six in 114 s on the 2-core machine shared with other jobs (solves: scripts/bench_legged.py).
+Measured: the six in 114 s on the 2-core machine shared with other jobs (the solves alone:
+scripts/bench_legged.py).
 """
 
 from pathlib import Path
