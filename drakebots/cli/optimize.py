@@ -391,25 +391,35 @@ def _Print(result, out) -> None:
 def _PrintGeneral(result, out) -> None:
     f = result.figures
     length = f["units"].get("length", "m")
+    duration = f["units"].get("time", "s")
     print(f"results: {out}")
     print(
         f"  {f['solver']}: {f['solver_status']}; {f['solve_time_s']:.1f} s; "
         f"{f['num_variables']} variables"
     )
     if f["problem"] == "gait":
-        print(f"  distance per cycle {f['distance_per_cycle']:.4g} {length} in {f['period']:g}")
+        print(
+            f"  distance per cycle {f['distance_per_cycle']:.4g} {length} in "
+            f"{f['period']:g} {duration}"
+        )
         name = "distance_per_cycle"
     else:
         print(f"  apex {f['apex_height']:.4g} {length} above standing")
+        if "flight_knots" in f:
+            print(f"  flight: {f['flight_knots']} knots with every contact off the ground")
         name = "apex_height"
     print(
         f"  true complementarity {f['true_complementarity']:.2e}, dynamics residual "
         f"{f['dynamics_residual']:.2e}, constraint violation {f['max_violation']:.2e}"
     )
     if f"resimulated_{name}" in f:
+        what = "distance per cycle" if name == "distance_per_cycle" else "apex"
         print(
-            f"  Drake re-simulation: {f[f'resimulated_{name}']:.4g} {length} "
-            f"({100 * f['resimulation_error']:.0f} % from the plan)"
+            f"  Drake closed loop, {f['tracked_cycles']} cycle(s): {what} "
+            f"{f[f'resimulated_{name}']:.4g} {length} ({100 * f['resimulation_error']:.0f} % "
+            f"from the plan), base off the plan by at most {f['tracked_base_error_max']:.3g} "
+            f"{length} (tolerance {f['tracked_base_error_tolerance']:.3g} {length}), "
+            f"{'fell' if f['tracked_fell'] else 'no fall'}"
         )
     if not result.success:
         print(f"  did not reach its goal: {result.reason}", file=sys.stderr)

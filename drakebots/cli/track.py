@@ -150,11 +150,13 @@ def _RunRobotFilePlan(args) -> int:
     final = result.Save(out, force=args.force, command=CommandLine(), reads=[args.plan])
     f = result.figures
     measure = "tracked_distance_per_cycle" if f["problem"] == "gait" else "tracked_apex"
+    length = (f.get("units") or {}).get("length", "m")
     print(f"results: {final}")
     print(
-        f"  {f['tracked_cycles']} cycle(s): {measure} {f[measure]:.4g}, base error "
-        f"{f['tracked_base_error_max']:.3g} (tolerance {f['tracked_base_error_tolerance']:.3g}), "
-        f"fell {f['tracked_fell']}, {f['tracking_ms_per_tick']:.2f} ms per control tick"
+        f"  {f['tracked_cycles']} cycle(s): {measure} {f[measure]:.4g} {length}, base error "
+        f"{f['tracked_base_error_max']:.3g} {length} (tolerance "
+        f"{f['tracked_base_error_tolerance']:.3g} {length}), fell {f['tracked_fell']}, "
+        f"{f['tracking_ms_per_tick']:.2f} ms per control tick"
     )
     if not result.success:
         print(f"  did not reach its goal: {result.reason}", file=sys.stderr)

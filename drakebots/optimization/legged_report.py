@@ -71,6 +71,10 @@ def _BasePose(model, q: np.ndarray) -> np.ndarray:
     return pose
 
 
+def _IsFloating(model) -> bool:
+    return getattr(model.robot, "base", None) == "floating_rpy"
+
+
 def _Wrap(angle):
     return (np.asarray(angle) + np.pi) % (2 * np.pi) - np.pi
 
@@ -245,6 +249,14 @@ def Figures(kind, model, config, problem, x, outcome, check, stages, traj, resim
     if kind == "jump":
         above = traj.phi > FLIGHT_HEIGHT_FRACTION * abs(model.home[model.z_index])
         figures["flight_knots"] = int(np.sum(above.all(axis=1)))
+        # A floating base's jump is planned with config.flight_knots knots of flight
+        # (legged.MakeJumpProblem); a plan with fewer has no flight phase to speak of.
+        wanted = int(getattr(config, "flight_knots", 0)) if _IsFloating(model) else 0
+        if figures["flight_knots"] < wanted:
+            reasons.append(
+                f"flight phase: {figures['flight_knots']} knots with every contact off the "
+                f"ground, fewer than the {wanted} asked (flight_knots)"
+            )
     figures["solve_time_s"] = float(sum(seconds for _, _, seconds in stages))
     if resim is not None:
         reasons += TrackingChecks(kind, figures, resim, config.solver)

@@ -30,7 +30,7 @@ effort_limits: {knee: 4.0}      # ... or per joint (> 0); none stated anywhere: 
 joint_limits: {knee: [-2.0, 0.0]}  # [lower, upper] overriding the model's (lower < upper)
 ```
 
-Published examples (example-robot-data's legged robots): scripts/examples/published/*.yaml.
+Published examples (example-robot-data's legged robots): ``scripts/examples/published/*.yaml``.
 
 and, for a skinned quad-robot whose skeleton is not in the package:
 
