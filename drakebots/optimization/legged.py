@@ -885,6 +885,30 @@ class MotionResult(WorkflowResult):
 
         WriteMotionFiles(results, self)
 
+    @classmethod
+    def FromTrajectory(
+        cls, verb, config, figures, reason, traj, model, resim, *, times=None, q=None
+    ) -> MotionResult:
+        """The result of a plan `traj` (ReconstructTrajectory's) of `model`; `times` and `q`
+        replace the plan's own where given (a saved plan read back by `track`)."""
+        return cls(
+            verb=verb,
+            config=config,
+            success=reason is None,
+            reason=reason,
+            figures=figures,
+            times=traj.times if times is None else times,
+            q=traj.q if q is None else q,
+            u=traj.u,
+            contact_forces=traj.contact_forces,
+            phi=traj.phi,
+            position_names=model.position_names,
+            input_names=model.input_names,
+            contact_names=model.contact_names,
+            resimulation=resim,
+            model=model,
+        )
+
 
 def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     """The common body of OptimizeGait and OptimizeJump."""
@@ -924,22 +948,8 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
         resim = Resimulate(model, kind, traj, config, meshcat=meshcat)
     figures, reason = Figures(kind, model, config, problem, x, outcome, check, stages, traj, resim)
     figures["build_time_s"] = build_s
-    return MotionResult(
-        verb=f"optimize {kind}",
-        config=config,
-        success=reason is None,
-        reason=reason,
-        figures=figures,
-        times=traj.times,
-        q=traj.q,
-        u=traj.u,
-        contact_forces=traj.contact_forces,
-        phi=traj.phi,
-        position_names=model.position_names,
-        input_names=model.input_names,
-        contact_names=model.contact_names,
-        resimulation=resim,
-        model=model,
+    return MotionResult.FromTrajectory(
+        f"optimize {kind}", config, figures, reason, traj, model, resim
     )
 
 

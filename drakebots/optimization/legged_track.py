@@ -98,20 +98,7 @@ def TrackPlanFolder(folder, *, cycles: int | None = None, meshcat=None):
         above = traj.phi > FLIGHT_HEIGHT_FRACTION * abs(model.home[model.z_index])
         figures["flight_knots"] = int(np.sum(above.all(axis=1)))
     reasons = TrackingChecks(kind, figures, resim, config.solver)
-    return MotionResult(
-        verb="track",
-        config=config,
-        success=not reasons,
-        reason="; ".join(reasons) if reasons else None,
-        figures=figures,
-        times=times,
-        q=q,
-        u=traj.u,
-        contact_forces=traj.contact_forces,
-        phi=traj.phi,
-        position_names=model.position_names,
-        input_names=model.input_names,
-        contact_names=model.contact_names,
-        resimulation=resim,
-        model=model,
+    reason = "; ".join(reasons) if reasons else None
+    return MotionResult.FromTrajectory(
+        "track", config, figures, reason, traj, model, resim, times=times, q=q
     )
