@@ -467,7 +467,18 @@ class SweepFolder:
         return (self.path / CASES_FILE).is_file()
 
     def CheckUsable(self) -> None:
-        """Exit 2 if the folder exists, is not empty and is not a sweep folder."""
+        """Exit 2 if the folder exists, is not empty and is not a sweep folder, or if no folder
+        can be made there (under a file, a symlink loop, a read-only folder: issue 68)."""
+        from drakebots.results import _CheckWritableName
+
+        _CheckWritableName(self.path, str(self.path))
+        if self.path.is_symlink():
+            try:
+                self.path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                raise InputError(
+                    f"--out {self.path}: a symlink that leads nowhere (dangling or a loop)"
+                ) from None
         if self.path.exists() and not self.path.is_dir():
             raise InputError(f"--out {self.path}: exists and is not a folder")
         if self.path.is_dir() and any(self.path.iterdir()) and not self.IsSweepFolder():

@@ -87,6 +87,8 @@ FILES = {
     "scenario_log.yaml": b"robot: beetle\nduration: 3600\nlog_period: 1.0e-6\n",
     "sweep_huge.yaml": _Cases(1000),
     "sweep_a.yaml": b"command: simulate beetle\ngrid:\n  duration: [0.05]\n",
+    "scenario_drop.yaml": b"robot: beetle\ndrop_height: 1.0e+300\n",
+    "a_file": b"not a folder\n",
     "course_far.yaml": b"name: far\ntargets: [{x: 0.3, y: 0.1}, {x: 1.0e+300, y: 0}]\n",
 }
 
@@ -198,6 +200,12 @@ CASES = [
       ["sweep_huge.yaml", "DRAKEBOTS_MAX_CASES"]),
     C("simulate", ["simulate", "--config", "{scenario_duration.yaml}", "--out", "{out}"],
       ["duration", "1e+09", "DRAKEBOTS_MAX_DURATION"]),
+    # The file and its key are named, not the option the file stands for (--duration).
+    C("simulate", ["simulate", "{scenario_duration.yaml}", "--out", "{out}"],
+      ["{scenario_duration.yaml}: key 'duration'", "1e+09", "DRAKEBOTS_MAX_DURATION"]),
+    C("skin", ["skin", "beetle", "--surface", "{mm.obj}", "--out", "{out}"],
+      ["--surface {mm.obj}", "172 bytes", "DRAKEBOTS_MAX_MESH_BYTES"],
+      {"DRAKEBOTS_MAX_MESH_BYTES": "100"}),
     C("simulate", ["simulate", "--config", "{scenario_step.yaml}", "--out", "{out}"],
       ["scenario_step.yaml", "time_step", "1e-06"]),
     C("simulate", ["simulate", "--config", "{scenario_log.yaml}", "--out", "{out}"],
@@ -255,7 +263,15 @@ CASES = [
       ["sweep_list/cases.json", "--force"]),
     C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{sweep_binary}"],
       ["sweep_binary/cases.json", "--force"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{a_file}/x"],
+      ["--out {a_file}/x", "not a folder"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{tmp}/loop"],
+      ["--out {tmp}/loop", "symlink"]),
     # --- class 3: bad input that was accepted
+    C("simulate", ["simulate", "beetle", "--drop-height", "1e300", "--out", "{out}"],
+      ["--drop-height", "1e+300", "100 m"]),
+    C("simulate", ["simulate", "{scenario_drop.yaml}", "--out", "{out}"],
+      ["{scenario_drop.yaml}: key 'drop_height'", "100 m"]),
     C("info", ["info", "{skel_negative}/robot.yaml"], ["legs.upper_length", "-0.1"]),
     C("info", ["info", "{skel_zero_width}/robot.yaml"], ["legs.link_width", "got 0"]),
     C("info", ["info", "{skel_foot}/robot.yaml"], ["legs.foot_thickness"]),
@@ -327,6 +343,8 @@ def _Setup(tmp: Path, argv: list[str], request) -> None:
         )
         assert "1e10" in text
         robot.write_text(text)
+    if "{tmp}/loop" in used:
+        os.symlink("loop", tmp / "loop")  # a symlink loop
     if "{log_far}" in used:
         shutil.copytree(request.getfixturevalue("log_far"), tmp / "log_far")
 
