@@ -184,6 +184,8 @@ CASES = [
       ["--voxel 0.0001", "grid cells", "DRAKEBOTS_MAX_GRID_CELLS"]),
     C("skin", ["skin", "beetle", "--surface", "{mm.obj}", "--out", "{out}"],
       ["--surface {mm.obj}", "400 x 200 x 150 m", "DRAKEBOTS_MAX_GRID_CELLS"]),
+    C("skin", ["skin", "beetle", "--voxel", "1e308", "--out", "{out}"],
+      ["--voxel 1e+308 m", "at least 10 cells"]),
     C("skin", ["skin", "beetle", "--config", "{skin_voxel.yaml}", "--out", "{out}"],
       ["--voxel 0.0001", "DRAKEBOTS_MAX_GRID_CELLS"]),
     C("voxel", ["voxel", "fem", "--occupancy", "{big.npy}", "--actuate",
