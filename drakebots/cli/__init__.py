@@ -296,6 +296,7 @@ def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = Fals
         "--out",
         required=required,
         default=None,
+        type=OutFolder,
         help="results folder to write (default: runs/<verb>-<name>-<time>)",
     )
     parser.add_argument(
@@ -370,6 +371,14 @@ def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.Argume
         epilog=EPILOG,
         **kwargs,
     )
+
+
+def OutFolder(text: str) -> str:
+    """argparse type of --out: a folder name, not empty (an unset shell variable, `--out "$DIR"`,
+    wrote to the default runs/ folder instead: issue 68)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty (give a folder name)")
+    return text
 
 
 def PositiveFloat(text: str) -> float:

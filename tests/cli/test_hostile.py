@@ -269,7 +269,14 @@ CASES = [
       ["--out {a_file}/x", "not a folder"]),
     C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{tmp}/loop"],
       ["--out {tmp}/loop", "symlink"]),
+    C("simulate", ["simulate", "beetle", "--duration", "0.01", "--out", "/proc/x"],
+      ["--out /proc/x", "in /proc"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "/proc/x"],
+      ["--out /proc/x", "in /proc"]),
     # --- class 3: bad input that was accepted
+    # An unset shell variable (--out "$DIR") wrote to the default runs/ folder.
+    C("simulate", ["simulate", "beetle", "--duration", "0.01", "--out", ""], ["--out", "empty"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", ""], ["--out", "empty"]),
     C("simulate", ["simulate", "beetle", "--drop-height", "1e300", "--out", "{out}"],
       ["--drop-height", "1e+300", "100 m"]),
     C("optimize", ["optimize", "hamr-gait", "--frequency", "1e-300", "--out", "{out}"],
