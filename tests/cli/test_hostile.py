@@ -291,6 +291,8 @@ CASES = [
       ["distance 1e+308", "base height"]),
     C("optimize", ["optimize", "jump", "{hopper}", "--height", "1e308", "--out", "{out}"],
       ["height 1e+308", "base height"]),
+    C("simulate", ["simulate", "beetle", "--ground-friction", "1e308", "--out", "{out}"],
+      ["--ground-friction 1e+308", "above 10"]),
     C("simulate", ["simulate", "{scenario_drop.yaml}", "--out", "{out}"],
       ["{scenario_drop.yaml}: key 'drop_height'", "100 m"]),
     C("info", ["info", "{skel_negative}/robot.yaml"], ["legs.upper_length", "-0.1"]),
