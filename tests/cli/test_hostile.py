@@ -213,7 +213,7 @@ CASES = [
     C("simulate", ["simulate", "--config", "{scenario_step.yaml}", "--out", "{out}"],
       ["scenario_step.yaml", "time_step", "1e-06"]),
     C("simulate", ["simulate", "--config", "{scenario_log.yaml}", "--out", "{out}"],
-      ["--log-period 1e-06 s", "DRAKEBOTS_MAX_LOG_SAMPLES"]),
+      ["scenario_log.yaml: key 'log_period' 1e-06 s", "DRAKEBOTS_MAX_LOG_SAMPLES"]),
     C("simulate", ["simulate", "beetle", "--duration", "3600", "--log-period", "1e-6", "--out",
                    "{out}"],
       ["--duration 3600 s / --log-period 1e-06 s", "3.6e+09 log samples",
