@@ -103,8 +103,11 @@ def SkinOptionsOf(config: MakeSkinConfig):
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
             f"{config.poissons_ratio}"
         )
-    if not config.youngs_modulus > 0.0:
-        raise InputError(f"--youngs-modulus must be > 0 Pa, got {config.youngs_modulus}")
+    if not 0.0 < config.youngs_modulus <= MAX_YOUNGS_MODULUS:  # 1e308 was a traceback
+        raise InputError(
+            f"--youngs-modulus must be in (0, {MAX_YOUNGS_MODULUS:g}] Pa (diamond's is about "
+            f"1.2e12), got {config.youngs_modulus}"
+        )
     soft_regions = None
     if config.soft_regions is not None:
         soft_regions = tuple(config.soft_regions)
@@ -134,6 +137,9 @@ def SkinOptionsOf(config: MakeSkinConfig):
     _CheckGridSize(config, options)
     return options
 
+
+# The stiffest skin material, Pa: above diamond's (1.2e12 Pa) the FEM's stiffness overflows.
+MAX_YOUNGS_MODULUS = 1e13
 
 # The fewest cells the marching-cubes grid may have along an axis: coarser, the skin is a few
 # voxels of blob (gmsh refuses it) or no surface at all.
