@@ -300,6 +300,8 @@ CASES = [
       ["--strut-side 1e-300", "[0.01, 7.62] mm"]),
     C("skin", ["skin", "beetle", "--youngs-modulus", "1e308", "--out", "{out}"],
       ["--youngs-modulus", "1e+308", "1e+13"]),
+    C("design", ["design", "beetle", "--motion", "walk", "--speed", "1e308", "--out", "{out}"],
+      ["--speed", "at most 10 m/s"]),
     C("simulate", ["simulate", "{scenario_drop.yaml}", "--out", "{out}"],
       ["{scenario_drop.yaml}: key 'drop_height'", "100 m"]),
     C("info", ["info", "{skel_negative}/robot.yaml"], ["legs.upper_length", "-0.1"]),
