@@ -889,7 +889,8 @@ class SweepOptions:
 def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str = "") -> int:
     """Runs the cases of `sweep` that are not complete in `out`; returns the exit code.
 
-    0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C).
+    0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C);
+    143: terminated (SIGTERM).
     """
     options.Check()
     folder = SweepFolder(out)
@@ -1111,8 +1112,13 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
             if time.time() - last_table > options.table_period:
                 WriteTable(folder.Rows(_AllCases(folder)), folder.path)
                 last_table = time.time()
-    except KeyboardInterrupt:
-        interrupted, exit_code = "interrupted (Ctrl-C)", 130
+    except KeyboardInterrupt as e:
+        from drakebots.cli import Terminated
+
+        if isinstance(e, Terminated):  # SIGTERM, handled as Ctrl-C (drakebots.cli)
+            interrupted, exit_code = "terminated (SIGTERM)", 143
+        else:
+            interrupted, exit_code = "interrupted (Ctrl-C)", 130
     except Exception as e:  # noqa: BLE001 - a lost scheduler or connection ends the loop.
         interrupted = f"lost the connection to the scheduler ({type(e).__name__}: {e})"
     finally:

@@ -514,3 +514,33 @@ def test_ctrl_c_of_a_sweep_from_a_terminal_prints_no_traceback(tmp_path):
     assert process.returncode == 130, stdout + stderr
     assert "Traceback" not in stderr + stdout, stderr
     assert "interrupted" in stdout
+
+
+def test_sigterm_of_a_sweep_exits_143_naming_the_cases_in_flight(tmp_path):
+    """SIGTERM (kill, a batch system's time limit) reaches the sweep's driver: handled as Ctrl-C
+    (the cases in flight named, the table written), exit 143, no traceback. Before, SIGTERM
+    ended the driver at once."""
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(
+        "command: simulate beetle\nfixed: {duration: 0.5}\n"
+        "grid: {drop-height: [0.0, 0.002, 0.004]}\n"
+    )
+    out = tmp_path / "sweep"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "drakebots", "sweep", str(sweep), "--out", str(out)]
+        + ["--workers", "1", "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    deadline = time.time() + 120
+    while not list(out.glob("cases/*/summary.json")):  # one case done, the next in flight
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stdout + stderr
+    assert "Traceback" not in stderr + stdout, stderr
+    assert "terminated (SIGTERM)" in stdout
+    assert (out / "results.csv").is_file()
