@@ -56,6 +56,10 @@ BOUNDS: dict[str, Bound] = {
     # Cells of a skin's marching-cubes grid (its bounding box over --voxel, cubed): the beetle at
     # its 11 mm voxel is about 1e5, at 2.5 mm about 1e7.
     "grid_cells": Bound(50_000_000, "grid cells"),
+    # Bytes of a mesh file read whole into memory (skin --surface): the text OBJ parser holds
+    # about 20 times the file as Python objects, so 100 MB is about 2 GB (the paper's beetle
+    # surface is a few MB).
+    "mesh_bytes": Bound(100_000_000, "bytes of mesh file"),
 }
 
 # Where MemAvailable cannot be read, this much memory is assumed available.

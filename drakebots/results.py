@@ -127,6 +127,18 @@ def _CheckWritableName(path: Path, label: str) -> None:
             raise InputError(f"--out {label}: {probe} is a file, not a folder")
         if not os.access(probe, os.W_OK | os.X_OK):
             raise InputError(f"--out {label}: cannot write into {probe} (permission denied)")
+        # os.access answers yes for root, and on a read-only mount or /proc: make (and remove)
+        # an empty folder there, so that the run does not do its work first and then fail.
+        trial = Path(probe) / f".drakebots-trial-{os.getpid()}"
+        try:
+            os.mkdir(trial)
+        except FileExistsError:
+            return
+        except OSError as e:
+            raise InputError(
+                f"--out {label}: cannot make a folder in {probe} ({e.strerror})"
+            ) from None
+        os.rmdir(trial)
         return
 
 

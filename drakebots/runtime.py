@@ -87,9 +87,14 @@ FRAME_SOLVERS = ("auto", "pardiso", "multifrontal", "superlu", "cholmod")
 FEM_THREADS_DEFAULT = 1
 
 
-def EnvironmentInt(name: str, default: int, *, minimum: int = 0) -> int:
+# The most threads a thread-count variable may ask for (as --workers): 1e20 overflowed the C int
+# that MKL's thread count is.
+MAX_THREADS = 1024
+
+
+def EnvironmentInt(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     """An integer environment variable (unset or empty: `default`); InputError naming it for a
-    value that is not an integer >= minimum."""
+    value that is not an integer >= minimum (and <= maximum, where given)."""
     text = os.environ.get(name, "")
     if not text.strip():
         return default
@@ -99,6 +104,8 @@ def EnvironmentInt(name: str, default: int, *, minimum: int = 0) -> int:
         raise _EnvError(name, text, f"must be an integer >= {minimum}") from None
     if value < minimum:
         raise _EnvError(name, text, f"must be an integer >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise _EnvError(name, text, f"must be an integer <= {maximum}")
     return value
 
 
@@ -148,8 +155,8 @@ def CheckEnvironment() -> None:
     # As their readers judge them (FactorizationBackend, FrameThreads, KernelThreads), without
     # importing the frame and the FEM (numba: most of a second at every command).
     EnvironmentChoice("DRAKEBOTS_FRAME_SOLVER", FRAME_SOLVERS, "auto")
-    EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
-    EnvironmentInt("DRAKEBOTS_FEM_THREADS", FEM_THREADS_DEFAULT, minimum=1)
+    EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0, maximum=MAX_THREADS)
+    EnvironmentInt("DRAKEBOTS_FEM_THREADS", FEM_THREADS_DEFAULT, minimum=1, maximum=MAX_THREADS)
     # Switches: 0 or 1 (unset: their default).
     EnvironmentChoice("DRAKEBOTS_KEEP_FREED_MEMORY", ("0", "1"), "1")
     EnvironmentChoice("DRAKEBOTS_NO_PARDISO", ("0", "1"), "0")

@@ -182,11 +182,14 @@ class DeferredInterrupt:
 
     def _Handle(self, signum, frame):
         self.requested = True
+        self._signum = signum
 
     def __enter__(self) -> DeferredInterrupt:
         import signal
         import threading
 
+        self._signum = None
+        self._term = None
         if threading.current_thread() is threading.main_thread():
             previous = signal.getsignal(signal.SIGINT)
             # SIG_DFL or a caller's handler (drakebots.cli's, which raises) is replaced too.
@@ -194,6 +197,12 @@ class DeferredInterrupt:
                 self._previous = previous
                 signal.signal(signal.SIGINT, self._Handle)
                 self._installed = True
+            # SIGTERM is deferred too where a Python handler takes it (drakebots.cli's, which
+            # raises); its default (the process ends) is left alone.
+            term = signal.getsignal(signal.SIGTERM)
+            if callable(term):
+                self._term = term
+                signal.signal(signal.SIGTERM, self._Handle)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -202,6 +211,11 @@ class DeferredInterrupt:
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
+        term, self._term = self._term, None
+        if term is not None:
+            signal.signal(signal.SIGTERM, term)
         if self.requested and exc_type is None:
+            if self._signum == signal.SIGTERM and term is not None:
+                term(signal.SIGTERM, None)  # raises (drakebots.cli: Terminated)
             raise KeyboardInterrupt
         return False

@@ -24,9 +24,9 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 HOPPER = REPOSITORY / "scripts" / "examples" / "hopper" / "hopper.yaml"
 
 
-def _Interrupt(tmp_path: Path, argv: list[str], started: str, delay: float):
-    """Runs `drakebots argv` in tmp_path/work, sends SIGINT `delay` s after a line holding
-    `started`, and returns (exit code, seconds from SIGINT to exit, output)."""
+def _Interrupt(tmp_path: Path, argv: list[str], started: str, delay: float, signum=signal.SIGINT):
+    """Runs `drakebots argv` in tmp_path/work, sends `signum` (SIGINT) `delay` s after a line
+    holding `started`, and returns (exit code, seconds from the signal to exit, output)."""
     work, temporary = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     temporary.mkdir()
@@ -56,7 +56,7 @@ def _Interrupt(tmp_path: Path, argv: list[str], started: str, delay: float):
             if not sent and started in line:
                 time.sleep(delay)
                 sent.append(time.monotonic())
-                process.send_signal(signal.SIGINT)
+                process.send_signal(signum)
 
     reader = threading.Thread(target=Read, daemon=True)
     reader.start()
@@ -78,11 +78,11 @@ def _Hashes(folder: Path) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
-def _AssertClean(code, seconds, output, work, temporary, verb):
-    assert code == 130, f"exit {code}\n{output}"
+def _AssertClean(code, seconds, output, work, temporary, verb, expected=(130, "interrupted")):
+    assert code == expected[0], f"exit {code}\n{output}"
     assert seconds < 3.0, f"{seconds:.1f} s from Ctrl-C to exit\n{output}"
     assert "Traceback" not in output and "Exception ignored" not in output, output
-    assert output.rstrip().splitlines()[-1] == f"drakebots {verb}: interrupted", output
+    assert output.rstrip().splitlines()[-1] == f"drakebots {verb}: {expected[1]}", output
     assert sorted(os.listdir(work)) == [], "left in the working folder"
     assert sorted(os.listdir(temporary)) == [], "temporary files left"
     # No process of ours still runs there (the gmsh child of a skin step is killed).
@@ -113,6 +113,24 @@ def test_ctrl_c_during_a_simulation_exits_130_at_once(tmp_path):
     argv += ["--meshcat", "--no-progress", "--out", "out"]
     result = _Interrupt(tmp_path, argv, "Meshcat: http", 2.0)
     _AssertClean(*result, "simulate")
+
+
+def test_sigterm_during_an_ipopt_solve_exits_143_and_cleans_up(tmp_path):
+    """SIGTERM (kill, a batch system's time limit) is handled as Ctrl-C, also while IPOPT runs
+    its ctypes callbacks: exit 143 (128 + 15), "terminated", nothing left. Before, the process
+    died at once and its temporaries stayed."""
+    argv = ["optimize", "gait", str(HOPPER), "--period", "0.5", "--distance", "0.2"]
+    argv += ["--out", "out"]
+    result = _Interrupt(tmp_path, argv, "solving with", 1.0, signal.SIGTERM)
+    _AssertClean(*result, "optimize", expected=(143, "terminated"))
+
+
+def test_sigterm_during_a_simulation_exits_143_and_cleans_up(tmp_path):
+    """`simulate hamr_vi` as above, SIGTERM 2 s after it starts."""
+    argv = ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "10", "--duration", "10"]
+    argv += ["--meshcat", "--no-progress", "--out", "out"]
+    result = _Interrupt(tmp_path, argv, "Meshcat: http", 2.0, signal.SIGTERM)
+    _AssertClean(*result, "simulate", expected=(143, "terminated"))
 
 
 @pytest.mark.paper

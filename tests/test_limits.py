@@ -32,6 +32,7 @@ def test_each_bound_has_its_documented_default_and_variable(monkeypatch):
         "cases": 10_000,
         "voxels": 8000,
         "grid_cells": 5e7,
+        "mesh_bytes": 1e8,
     }
     assert set(limits.BOUNDS) == set(documented)
     for name, default in documented.items():

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             # Ctrl-C inside a solver's Python callback (SNOPT's costs) comes back out of the C++
             # solver as a RuntimeError naming the KeyboardInterrupt: it is still an interrupt.
             if interrupted.is_set():
-                raise KeyboardInterrupt from None
+                raise interrupted.Exception() from None
             raise
     except InputError as e:
         print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
@@ -181,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailure as e:
         print(f"drakebots {args.verb}: did not reach its goal: {e}", file=sys.stderr)
         return 1
+    except Terminated:
+        # SIGTERM (kill, a batch system's time limit) is handled as Ctrl-C: the temporaries are
+        # removed on the way out; 143 is the shell's 128 + SIGTERM (issue 68).
+        print(f"drakebots {args.verb}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"drakebots {args.verb}: interrupted", file=sys.stderr)
         return 130
@@ -223,37 +228,53 @@ def _NoteCommandInputs(argv: list[str], args) -> None:
     NoteCommandInputs(words)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised as an interrupt (so that every cleanup Ctrl-C runs runs), reported
+    as exit 143."""
+
+
 class _Interrupt:
-    """Whether SIGINT arrived during the run (set by _CatchInterrupt's handler)."""
+    """Whether SIGINT or SIGTERM arrived during the run (set by _CatchInterrupt's handlers)."""
 
     def __init__(self):
         self._set = False
-        self._previous = None
+        self._signum = None
+        self._previous = {}
 
     def is_set(self) -> bool:
         return self._set
 
+    def Exception(self) -> KeyboardInterrupt:
+        """The interrupt to raise for the signal that arrived."""
+        return Terminated() if self._signum == signal.SIGTERM else KeyboardInterrupt()
+
     def Handle(self, signum, frame):
         self._set = True
-        raise KeyboardInterrupt
+        self._signum = signum
+        raise self.Exception()
 
     def Restore(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
 
 def _CatchInterrupt() -> _Interrupt:
-    """Python's own Ctrl-C (KeyboardInterrupt), noting that it happened; only in the main thread
-    and only where SIGINT is not ignored (a background job, a sweep's worker thread)."""
+    """Python's own Ctrl-C (KeyboardInterrupt), noting that it happened, and SIGTERM raised as
+    Terminated (a KeyboardInterrupt); only in the main thread and only where the signal keeps
+    its default (not ignored: a background job, a sweep's worker thread)."""
     import threading
 
     interrupt = _Interrupt()
     if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
-        if previous is signal.default_int_handler:
-            interrupt._previous = previous
-            signal.signal(signal.SIGINT, interrupt.Handle)
+        for signum, default in (
+            (signal.SIGINT, signal.default_int_handler),
+            (signal.SIGTERM, signal.SIG_DFL),
+        ):
+            previous = signal.getsignal(signum)
+            if previous is default:
+                interrupt._previous[signum] = previous
+                signal.signal(signum, interrupt.Handle)
     return interrupt
 
 
@@ -275,6 +296,7 @@ def AddOutputArguments(parser: argparse.ArgumentParser, *, required: bool = Fals
         "--out",
         required=required,
         default=None,
+        type=OutFolder,
         help="results folder to write (default: runs/<verb>-<name>-<time>)",
     )
     parser.add_argument(
@@ -349,6 +371,14 @@ def AddVerb(subparsers, name: str, module_doc: str, **kwargs) -> argparse.Argume
         epilog=EPILOG,
         **kwargs,
     )
+
+
+def OutFolder(text: str) -> str:
+    """argparse type of --out: a folder name, not empty (an unset shell variable, `--out "$DIR"`,
+    wrote to the default runs/ folder instead: issue 68)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty (give a folder name)")
+    return text
 
 
 def PositiveFloat(text: str) -> float:

@@ -100,6 +100,13 @@ def IsRobotFile(name: str) -> bool:
 
 def MakeConfig(args) -> SimulateConfig:
     """Defaults <- scenario file (--config, or the target if it is one) <- options given."""
+    return _MakeConfig(args)[0]
+
+
+def _MakeConfig(args) -> tuple[SimulateConfig, dict]:
+    """(MakeConfig's config, {field: "FILE: key 'field'"} for each value the scenario file gave
+    and no option overrode): a refusal of such a value names the file and key (issue 68)."""
+    from drakebots.config import ReadYaml
     from drakebots.workflow import LoadConfig
 
     target, file = args.target, args.config
@@ -122,8 +129,14 @@ def MakeConfig(args) -> SimulateConfig:
             config = dataclasses.replace(config, robot=str(path.parent / config.robot))
         if not config.robot:
             raise InputError(f"{path}: key 'robot' is required")
+        keys = ReadYaml(path)
+        names = {
+            f.name: f"{path}: key '{f.name}'"
+            for f in dataclasses.fields(SimulateConfig)
+            if isinstance(keys, dict) and f.name in keys
+        }
     elif target is not None:
-        config = SimulateConfig(robot=target)
+        config, names = SimulateConfig(robot=target), {}
     else:
         raise InputError("give a robot name or a scenario file (drakebots info --list)")
     given = {
@@ -131,7 +144,8 @@ def MakeConfig(args) -> SimulateConfig:
         for field in dataclasses.fields(SimulateConfig)
         if field.name != "robot" and getattr(args, field.name, None) is not None
     }
-    return dataclasses.replace(config, **given)
+    names = {field: name for field, name in names.items() if field not in given}
+    return dataclasses.replace(config, **given), names
 
 
 def CheckArgs(args):
@@ -140,8 +154,8 @@ def CheckArgs(args):
     from drakebots.robots import GetRobot
     from drakebots.systems.simulate import CheckConfig, CheckOptionsApply, Runner
 
-    config = MakeConfig(args)
-    CheckConfig(config)
+    config, names = _MakeConfig(args)
+    CheckConfig(config, names)
     robot = GetRobot(config.robot)
     CheckOptionsApply(config, robot.family, Runner(robot.family))
     return config, robot

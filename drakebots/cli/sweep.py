@@ -55,7 +55,7 @@ def _PositiveInt(text: str) -> int:
 
 
 def register(subparsers):
-    from drakebots.cli import PositiveFloat
+    from drakebots.cli import OutFolder, PositiveFloat
 
     parser = AddVerb(subparsers, "sweep", __doc__)
     parser.add_argument(
@@ -68,7 +68,10 @@ def register(subparsers):
         "folder", nargs="?", metavar="DIR", help="with 'status': the sweep folder to report on"
     )
     parser.add_argument(
-        "--out", default=None, help="sweep folder (default: runs/sweep-<name>; reused to resume)"
+        "--out",
+        default=None,
+        type=OutFolder,
+        help="sweep folder (default: runs/sweep-<name>; reused to resume)",
     )
     parser.add_argument(
         "--scheduler",

@@ -788,9 +788,9 @@ def FactorizationBackend() -> str:
 def FrameThreads() -> int:
     """The MKL threads the frame's factorisation is held to: DRAKEBOTS_FRAME_THREADS, 0 (the
     default) for MKL's own count (`FactorizationThreads`)."""
-    from drakebots.runtime import EnvironmentInt
+    from drakebots.runtime import MAX_THREADS, EnvironmentInt
 
-    return EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0)
+    return EnvironmentInt("DRAKEBOTS_FRAME_THREADS", 0, maximum=MAX_THREADS)
 
 
 def FactorizationThreads():

@@ -234,6 +234,13 @@ class ModesConfig:
 
 
 # ---------------------------------------------------------------------------- checks
+# The longest motion one plan may span, ms (the command line's --duration bound for optimize).
+MAX_PLAN_MS = 10000.0
+# The highest jump a plan may ask for, mm: twenty of HAMR-VI's 45 mm heights (its jumps are tens
+# of millimetres); an absurd height is bad input, not a failed solve.
+MAX_JUMP_HEIGHT_MM = 1000.0
+
+
 def _Positive(name: str, value, unit: str = "") -> None:
     if not (np.isfinite(value) and value > 0):
         raise InputError(f"{name} {value}: must be > 0{' ' + unit if unit else ''}")
@@ -269,6 +276,12 @@ def _CheckTrajopt(config) -> None:
         )
     if isinstance(config, GaitConfig):
         _Positive("frequency", config.frequency, "Hz")
+        if 1000.0 / config.frequency > MAX_PLAN_MS:  # 1e-300 Hz: a traceback allocating steps
+            raise InputError(
+                f"frequency {config.frequency:g} Hz: a stride of {1000.0 / config.frequency:.3g} "
+                f"ms is longer than {MAX_PLAN_MS:g} ms, the longest motion one run may plan "
+                f"(frequency >= {1000.0 / MAX_PLAN_MS:g} Hz)"
+            )
         if config.warm_start not in WARM_STARTS:
             raise InputError(f"warm_start {config.warm_start}: use auto, variational or drake")
         _Positive("goal", config.goal, "mm")
@@ -277,6 +290,11 @@ def _CheckTrajopt(config) -> None:
         _Positive("settings.scuff_height", config.settings.scuff_height, "mm")
     else:
         _Positive("height", config.height, "mm")
+        if config.height > MAX_JUMP_HEIGHT_MM:  # 1e308 mm ran the solver, then "failed"
+            raise InputError(
+                f"height {config.height:g} mm: above {MAX_JUMP_HEIGHT_MM:g} mm, the highest jump "
+                "a 45 mm tall robot's plan means"
+            )
         _Positive("duration", config.duration, "ms")
     if config.knots < 3:
         raise InputError(f"knots {config.knots}: need at least 3")

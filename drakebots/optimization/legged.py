@@ -238,6 +238,33 @@ class JumpConfig(MotionConfig):
             raise InputError(f"duration: must be a number > 0, got {self.duration}")
 
 
+# The farthest a plan may move the base, in base heights (a distance per cycle, a jump's apex):
+# --distance 1e308 ran the solver, then failed with residuals of 1e308 (issue 68).
+MAX_BASE_HEIGHTS = 100.0
+
+
+def _CheckScale(kind: str, config, robot) -> None:
+    """InputError for a plan out of the robot's scale, once the robot (its units and height) is
+    known: its time (period or duration) against the "duration" work bound, its distance or
+    apex against MAX_BASE_HEIGHTS of the robot's home base height."""
+    from drakebots.limits import CheckWork
+
+    units = getattr(robot, "units", {}) or {}
+    to_seconds = 1e-3 if units.get("time", "s") == "ms" else 1.0
+    field = "period" if kind == "gait" else "duration"
+    CheckWork(
+        "duration", getattr(config, field) * to_seconds, f"{field} {getattr(config, field):g}"
+    )
+    height = float(getattr(robot, "nominal_base_height", 0.0) or 0.0)
+    field = "distance" if kind == "gait" else "height"
+    value = abs(getattr(config, field))
+    if height > 0 and value > MAX_BASE_HEIGHTS * height:
+        raise InputError(
+            f"{field} {value:g} {units.get('length', 'm')}: above {MAX_BASE_HEIGHTS:g} times the "
+            f"robot's home base height ({height:g}), more than one plan means"
+        )
+
+
 def _CheckCommon(config) -> None:
     from drakebots.config import CheckTypes
     from drakebots.limits import CheckWork
@@ -920,6 +947,7 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     config = copy.deepcopy(config)
     reporter = Reporter(progress)
     robot = GetRobot(config.robot)
+    _CheckScale(kind, config, robot)
     model = MakeRobotTrajoptModel(
         robot, friction=config.friction, friction_directions=config.friction_directions
     )

@@ -103,8 +103,11 @@ def SkinOptionsOf(config: MakeSkinConfig):
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
             f"{config.poissons_ratio}"
         )
-    if not config.youngs_modulus > 0.0:
-        raise InputError(f"--youngs-modulus must be > 0 Pa, got {config.youngs_modulus}")
+    if not 0.0 < config.youngs_modulus <= MAX_YOUNGS_MODULUS:  # 1e308 was a traceback
+        raise InputError(
+            f"--youngs-modulus must be in (0, {MAX_YOUNGS_MODULUS:g}] Pa (diamond's is about "
+            f"1.2e12), got {config.youngs_modulus}"
+        )
     soft_regions = None
     if config.soft_regions is not None:
         soft_regions = tuple(config.soft_regions)
@@ -135,6 +138,14 @@ def SkinOptionsOf(config: MakeSkinConfig):
     return options
 
 
+# The stiffest skin material, Pa: above diamond's (1.2e12 Pa) the FEM's stiffness overflows.
+MAX_YOUNGS_MODULUS = 1e13
+
+# The fewest cells the marching-cubes grid may have along an axis: coarser, the skin is a few
+# voxels of blob (gmsh refuses it) or no surface at all.
+MIN_GRID_CELLS = 10
+
+
 def _CheckGridSize(config: MakeSkinConfig, options) -> None:
     """InputError (drakebots.limits.CheckGrid) when the marching-cubes grid the skin is made on
     (the skeleton's box, widened to the user's surface, at the voxel) has more cells or needs
@@ -162,6 +173,13 @@ def _CheckGridSize(config: MakeSkinConfig, options) -> None:
         what += (
             f" over --surface {config.surface} (spanning "
             f"{' x '.join(f'{e:.3g}' for e in extent)} m; the surface is read in metres)"
+        )
+    cells = np.floor((hi - lo) / voxel).astype(float) if np.isfinite(voxel) else np.zeros(3)
+    if cells.min() < MIN_GRID_CELLS:  # --voxel 1e308 was a traceback in marching cubes
+        raise InputError(
+            f"--voxel {voxel:g} m: the skin's grid, {(hi - lo).min():.3g} m across at its "
+            f"narrowest, needs at least {MIN_GRID_CELLS} cells along each axis; use at most "
+            f"{(hi - lo).min() / MIN_GRID_CELLS:.3g} m"
         )
     CheckGrid(lo, hi, voxel, what)
 

@@ -657,12 +657,20 @@ def LoadSurface(path) -> tuple[np.ndarray, np.ndarray]:
     """(vertices (n, 3), triangles (k, 3)) of an OBJ or STL file, checked closed and manifold.
 
     Raises:
-        SkinInputError: unreadable file, or a surface that is not closed / not manifold (the
-            message names the offending edge).
+        SkinInputError: unreadable file, a file larger than the "mesh_bytes" work bound
+            (drakebots.limits), or a surface that is not closed / not manifold (the message
+            names the offending edge).
     """
     path = Path(path)
     if not path.is_file():
         raise SkinInputError(f"{path}: no such file")
+    from drakebots.errors import InputError
+    from drakebots.limits import CheckWork
+
+    try:  # Before reading it: a huge file would take the machine's memory (issue 68).
+        CheckWork("mesh_bytes", path.stat().st_size, str(path))
+    except InputError as e:
+        raise SkinInputError(str(e)) from None
     suffix = path.suffix.lower()
     try:
         if suffix == ".obj":

@@ -467,7 +467,18 @@ class SweepFolder:
         return (self.path / CASES_FILE).is_file()
 
     def CheckUsable(self) -> None:
-        """Exit 2 if the folder exists, is not empty and is not a sweep folder."""
+        """Exit 2 if the folder exists, is not empty and is not a sweep folder, or if no folder
+        can be made there (under a file, a symlink loop, a read-only folder: issue 68)."""
+        from drakebots.results import _CheckWritableName
+
+        _CheckWritableName(self.path, str(self.path))
+        if self.path.is_symlink():
+            try:
+                self.path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                raise InputError(
+                    f"--out {self.path}: a symlink that leads nowhere (dangling or a loop)"
+                ) from None
         if self.path.exists() and not self.path.is_dir():
             raise InputError(f"--out {self.path}: exists and is not a folder")
         if self.path.is_dir() and any(self.path.iterdir()) and not self.IsSweepFolder():
@@ -878,7 +889,8 @@ class SweepOptions:
 def RunSweep(sweep, out: str | Path, options: SweepOptions, *, rerun_hint: str = "") -> int:
     """Runs the cases of `sweep` that are not complete in `out`; returns the exit code.
 
-    0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C).
+    0: every case done; 1: some case failed, errored or was lost; 130: interrupted (Ctrl-C);
+    143: terminated (SIGTERM).
     """
     options.Check()
     folder = SweepFolder(out)
@@ -1100,8 +1112,13 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
             if time.time() - last_table > options.table_period:
                 WriteTable(folder.Rows(_AllCases(folder)), folder.path)
                 last_table = time.time()
-    except KeyboardInterrupt:
-        interrupted, exit_code = "interrupted (Ctrl-C)", 130
+    except KeyboardInterrupt as e:
+        from drakebots.cli import Terminated
+
+        if isinstance(e, Terminated):  # SIGTERM, handled as Ctrl-C (drakebots.cli)
+            interrupted, exit_code = "terminated (SIGTERM)", 143
+        else:
+            interrupted, exit_code = "interrupted (Ctrl-C)", 130
     except Exception as e:  # noqa: BLE001 - a lost scheduler or connection ends the loop.
         interrupted = f"lost the connection to the scheduler ({type(e).__name__}: {e})"
     finally:

@@ -184,11 +184,29 @@ def OptionName(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def CheckConfig(config: SimulateConfig) -> None:
-    """InputError for a value no family accepts (non-finite numbers, a duration <= 0, ...), or
-    for more work than one run may ask for (drakebots.limits: duration, steps, log samples)."""
+# The highest drop a simulation means, m: a robot of drakebots' sizes dropped from 100 m hits the
+# ground at 44 m/s; 1e300 simulated and reported "the robot fell" (exit 1) instead of bad input.
+MAX_DROP_HEIGHT = 100.0
+# The largest ground friction coefficient a simulation means (1e308 ran and reported success).
+MAX_GROUND_FRICTION = 10.0
+
+
+def CheckConfig(config: SimulateConfig, names: dict | None = None) -> None:
+    """InputError for a value no family accepts (non-finite numbers, a duration <= 0, a drop
+    height above MAX_DROP_HEIGHT, a ground friction above MAX_GROUND_FRICTION, ...), or for more
+    work than one run may ask for (drakebots.limits: duration, steps, log samples).
+
+    Args:
+        names: field -> how the user gave it, where not its option (OptionName): a scenario
+            file's key ("scenario.yaml: key 'duration'"), so that a refusal names the file.
+    """
     from drakebots.config import CheckTypes
     from drakebots.limits import CheckSimulation, CheckWork
+
+    names = names or {}
+
+    def Name(field: str) -> str:
+        return names.get(field, OptionName(field))
 
     CheckTypes(config)
     if not config.robot:
@@ -196,15 +214,30 @@ def CheckConfig(config: SimulateConfig) -> None:
     for field in dataclasses.fields(SimulateConfig):
         value = getattr(config, field.name)
         if isinstance(value, float) and not math.isfinite(value):
-            raise InputError(f"{OptionName(field.name)} must be a finite number, got {value}")
+            raise InputError(f"{Name(field.name)} must be a finite number, got {value}")
     if not config.duration > 0.0:
-        raise InputError(f"--duration must be > 0 s, got {config.duration}")
+        raise InputError(f"{Name('duration')} must be > 0 s, got {config.duration}")
     if config.time_step < 0.0:
-        raise InputError(f"--time-step must be >= 0 s, got {config.time_step}")
+        raise InputError(f"{Name('time_step')} must be >= 0 s, got {config.time_step}")
     if config.log_period < 0.0:
-        raise InputError(f"--log-period must be >= 0 s, got {config.log_period}")
-    CheckWork("duration", config.duration, "--duration")
-    CheckSimulation(config.duration, config.time_step, config.log_period)
+        raise InputError(f"{Name('log_period')} must be >= 0 s, got {config.log_period}")
+    if config.drop_height > MAX_DROP_HEIGHT:
+        raise InputError(
+            f"{Name('drop_height')} {config.drop_height:g} m is above {MAX_DROP_HEIGHT:g} m, the "
+            "highest drop a simulation means"
+        )
+    if config.ground_friction > MAX_GROUND_FRICTION:
+        raise InputError(
+            f"{Name('ground_friction')} {config.ground_friction:g} is above "
+            f"{MAX_GROUND_FRICTION:g}, more than any surface grips (rubber on rubber is about 1-2)"
+        )
+    CheckWork("duration", config.duration, Name("duration"))
+    CheckSimulation(
+        config.duration,
+        config.time_step,
+        config.log_period,
+        names=(Name("duration"), Name("time_step"), Name("log_period")),
+    )
 
 
 def Runner(family: str):

@@ -30,6 +30,9 @@ ROBOTS = ("tripod",)
 GAITS = ("tripod", "tripod_reverse")
 STROKE_TRAVEL_MM = 10.0  # the model's actuator travel (drakebots.voxel.tripod_model)
 MAX_STRUT_SIDE_MM = 7.62  # a tenth of the pitch
+# The thinnest strut, mm: its stiffness goes as the side^4, which underflows to a singular frame
+# (1e-300 mm was a traceback); a hundredth of a millimetre is below any printed strut.
+MIN_STRUT_SIDE_MM = 0.01
 
 # What dissipation.json's figures mean.
 DISSIPATION_DEFINITIONS = {
@@ -189,9 +192,10 @@ def _MakeLattice(config: FemConfig):
     if config.joints not in JOINTS:
         raise InputError(f"--joints {config.joints}: one of {', '.join(JOINTS)}")
     side = _StrutSide(config)
-    if not 0 < side <= MAX_STRUT_SIDE_MM * 1e-3:
+    if not MIN_STRUT_SIDE_MM * 1e-3 <= side <= MAX_STRUT_SIDE_MM * 1e-3:
         raise InputError(
-            f"--strut-side {config.strut_side}: must be in (0, {MAX_STRUT_SIDE_MM:g}] mm"
+            f"--strut-side {config.strut_side}: must be in [{MIN_STRUT_SIDE_MM:g}, "
+            f"{MAX_STRUT_SIDE_MM:g}] mm"
         )
     section = RectangularSection(
         side,

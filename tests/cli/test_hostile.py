@@ -87,6 +87,8 @@ FILES = {
     "scenario_log.yaml": b"robot: beetle\nduration: 3600\nlog_period: 1.0e-6\n",
     "sweep_huge.yaml": _Cases(1000),
     "sweep_a.yaml": b"command: simulate beetle\ngrid:\n  duration: [0.05]\n",
+    "scenario_drop.yaml": b"robot: beetle\ndrop_height: 1.0e+300\n",
+    "a_file": b"not a folder\n",
     "course_far.yaml": b"name: far\ntargets: [{x: 0.3, y: 0.1}, {x: 1.0e+300, y: 0}]\n",
 }
 
@@ -166,6 +168,8 @@ BAD_ENVIRONMENTS = [
     ({"DRAKEBOTS_MAX_VOXELS": "0"}, ["DRAKEBOTS_MAX_VOXELS", "positive number"]),
     ({"DRAKEBOTS_NO_PARDISO": "yes"}, ["DRAKEBOTS_NO_PARDISO", "0, 1"]),
     ({"DRAKEBOTS_KEEP_FREED_MEMORY": "off"}, ["DRAKEBOTS_KEEP_FREED_MEMORY", "0, 1"]),
+    ({"DRAKEBOTS_FRAME_THREADS": "99999999999999999999"}, ["DRAKEBOTS_FRAME_THREADS", "<= 1024"]),
+    ({"DRAKEBOTS_FEM_THREADS": "100000"}, ["DRAKEBOTS_FEM_THREADS", "<= 1024"]),
     ({"DRAKEBOTS_MAX_GRID_CELLS": ""}, None),  # empty: the default (not a case)
 ]
 ENV_CASES = [
@@ -182,6 +186,8 @@ CASES = [
       ["--voxel 0.0001", "grid cells", "DRAKEBOTS_MAX_GRID_CELLS"]),
     C("skin", ["skin", "beetle", "--surface", "{mm.obj}", "--out", "{out}"],
       ["--surface {mm.obj}", "400 x 200 x 150 m", "DRAKEBOTS_MAX_GRID_CELLS"]),
+    C("skin", ["skin", "beetle", "--voxel", "1e308", "--out", "{out}"],
+      ["--voxel 1e+308 m", "at least 10 cells"]),
     C("skin", ["skin", "beetle", "--config", "{skin_voxel.yaml}", "--out", "{out}"],
       ["--voxel 0.0001", "DRAKEBOTS_MAX_GRID_CELLS"]),
     C("voxel", ["voxel", "fem", "--occupancy", "{big.npy}", "--actuate",
@@ -198,10 +204,16 @@ CASES = [
       ["sweep_huge.yaml", "DRAKEBOTS_MAX_CASES"]),
     C("simulate", ["simulate", "--config", "{scenario_duration.yaml}", "--out", "{out}"],
       ["duration", "1e+09", "DRAKEBOTS_MAX_DURATION"]),
+    # The file and its key are named, not the option the file stands for (--duration).
+    C("simulate", ["simulate", "{scenario_duration.yaml}", "--out", "{out}"],
+      ["{scenario_duration.yaml}: key 'duration'", "1e+09", "DRAKEBOTS_MAX_DURATION"]),
+    C("skin", ["skin", "beetle", "--surface", "{mm.obj}", "--out", "{out}"],
+      ["--surface {mm.obj}", "172 bytes", "DRAKEBOTS_MAX_MESH_BYTES"],
+      {"DRAKEBOTS_MAX_MESH_BYTES": "100"}),
     C("simulate", ["simulate", "--config", "{scenario_step.yaml}", "--out", "{out}"],
       ["scenario_step.yaml", "time_step", "1e-06"]),
     C("simulate", ["simulate", "--config", "{scenario_log.yaml}", "--out", "{out}"],
-      ["--log-period 1e-06 s", "DRAKEBOTS_MAX_LOG_SAMPLES"]),
+      ["scenario_log.yaml: key 'log_period' 1e-06 s", "DRAKEBOTS_MAX_LOG_SAMPLES"]),
     C("simulate", ["simulate", "beetle", "--duration", "3600", "--log-period", "1e-6", "--out",
                    "{out}"],
       ["--duration 3600 s / --log-period 1e-06 s", "3.6e+09 log samples",
@@ -255,7 +267,43 @@ CASES = [
       ["sweep_list/cases.json", "--force"]),
     C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{sweep_binary}"],
       ["sweep_binary/cases.json", "--force"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{a_file}/x"],
+      ["--out {a_file}/x", "not a folder"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "{tmp}/loop"],
+      ["--out {tmp}/loop", "symlink"]),
+    C("simulate", ["simulate", "beetle", "--duration", "0.01", "--out", "/proc/x"],
+      ["--out /proc/x", "in /proc"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", "/proc/x"],
+      ["--out /proc/x", "in /proc"]),
     # --- class 3: bad input that was accepted
+    # An unset shell variable (--out "$DIR") wrote to the default runs/ folder.
+    C("simulate", ["simulate", "beetle", "--duration", "0.01", "--out", ""], ["--out", "empty"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--out", ""], ["--out", "empty"]),
+    C("simulate", ["simulate", "beetle", "--drop-height", "1e300", "--out", "{out}"],
+      ["--drop-height", "1e+300", "100 m"]),
+    C("optimize", ["optimize", "hamr-gait", "--frequency", "1e-300", "--out", "{out}"],
+      ["--frequency 1e-300 Hz", "10000 ms", ">= 0.1 Hz"]),
+    C("optimize", ["optimize", "hamr-jump", "--height", "1e308", "--out", "{out}"],
+      ["--height 1e+308 mm", "1000 mm"]),
+    C("optimize", ["optimize", "gait", "{hopper}", "--period", "1e308", "--distance", "0.1",
+                   "--out", "{out}"],
+      ["period 1e+308", "DRAKEBOTS_MAX_DURATION"]),
+    C("optimize", ["optimize", "gait", "{hopper}", "--period", "0.5", "--distance", "1e308",
+                   "--out", "{out}"],
+      ["distance 1e+308", "base height"]),
+    C("optimize", ["optimize", "jump", "{hopper}", "--height", "1e308", "--out", "{out}"],
+      ["height 1e+308", "base height"]),
+    C("simulate", ["simulate", "beetle", "--ground-friction", "1e308", "--out", "{out}"],
+      ["--ground-friction 1e+308", "above 10"]),
+    C("voxel", ["voxel", "fem", "--strut-side", "1e-300", "--actuate",
+                "node=0:0:0/3,axis=y,stroke=2mm", "--out", "{out}"],
+      ["--strut-side 1e-300", "[0.01, 7.62] mm"]),
+    C("skin", ["skin", "beetle", "--youngs-modulus", "1e308", "--out", "{out}"],
+      ["--youngs-modulus", "1e+308", "1e+13"]),
+    C("design", ["design", "beetle", "--motion", "walk", "--speed", "1e308", "--out", "{out}"],
+      ["--speed", "at most 10 m/s"]),
+    C("simulate", ["simulate", "{scenario_drop.yaml}", "--out", "{out}"],
+      ["{scenario_drop.yaml}: key 'drop_height'", "100 m"]),
     C("info", ["info", "{skel_negative}/robot.yaml"], ["legs.upper_length", "-0.1"]),
     C("info", ["info", "{skel_zero_width}/robot.yaml"], ["legs.link_width", "got 0"]),
     C("info", ["info", "{skel_foot}/robot.yaml"], ["legs.foot_thickness"]),
@@ -327,6 +375,8 @@ def _Setup(tmp: Path, argv: list[str], request) -> None:
         )
         assert "1e10" in text
         robot.write_text(text)
+    if "{tmp}/loop" in used:
+        os.symlink("loop", tmp / "loop")  # a symlink loop
     if "{log_far}" in used:
         shutil.copytree(request.getfixturevalue("log_far"), tmp / "log_far")
 
@@ -464,3 +514,33 @@ def test_ctrl_c_of_a_sweep_from_a_terminal_prints_no_traceback(tmp_path):
     assert process.returncode == 130, stdout + stderr
     assert "Traceback" not in stderr + stdout, stderr
     assert "interrupted" in stdout
+
+
+def test_sigterm_of_a_sweep_exits_143_naming_the_cases_in_flight(tmp_path):
+    """SIGTERM (kill, a batch system's time limit) reaches the sweep's driver: handled as Ctrl-C
+    (the cases in flight named, the table written), exit 143, no traceback. Before, SIGTERM
+    ended the driver at once."""
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(
+        "command: simulate beetle\nfixed: {duration: 0.5}\n"
+        "grid: {drop-height: [0.0, 0.002, 0.004]}\n"
+    )
+    out = tmp_path / "sweep"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "drakebots", "sweep", str(sweep), "--out", str(out)]
+        + ["--workers", "1", "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    deadline = time.time() + 120
+    while not list(out.glob("cases/*/summary.json")):  # one case done, the next in flight
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stdout + stderr
+    assert "Traceback" not in stderr + stdout, stderr
+    assert "terminated (SIGTERM)" in stdout
+    assert (out / "results.csv").is_file()
