@@ -32,6 +32,8 @@ SCENARIOS_DIRECTORY = Path(__file__).resolve().parents[1] / "scenarios"
 PAPER_COURSE = ((0.4, 0.1), (0.6, -0.3), (0.2, -0.5), (0.0, 0.0))
 MODELS = ("drake", "geometric")
 METHODS = ("newton", "L-BFGS-B")
+# The largest target radius, m: fifty of the 0.2 m walker's body lengths (the paper's is 0.05 m).
+MAX_EPSILON_M = 10.0
 
 
 @dataclasses.dataclass
@@ -255,8 +257,10 @@ def LoadCourse(path_text: str | Path) -> GeckoCourse:
         raise InputError(f"{path}: 'targets' must list at least one waypoint")
     if len(course.start) != 3:
         raise InputError(f"{path}: 'start' must be [x, y, heading_deg], got {course.start}")
-    if not course.epsilon > 0.0:
-        raise InputError(f"{path}: 'epsilon' must be > 0 m, got {course.epsilon}")
+    if not 0.0 < course.epsilon <= MAX_EPSILON_M:
+        raise InputError(
+            f"{path}: 'epsilon' must be in (0, {MAX_EPSILON_M:g}] m, got {course.epsilon}"
+        )
     if course.max_steps_per_target < 1:
         raise InputError(f"{path}: 'max_steps_per_target' must be >= 1")
     for k, obstacle in enumerate(course.obstacles, start=1):
@@ -312,6 +316,11 @@ def ResolveCourse(config: NavigateConfig) -> _Course:
     if config.epsilon is not None:
         if not config.epsilon > 0.0:
             raise InputError(f"--epsilon must be > 0 m, got {config.epsilon}")
+        if not config.epsilon <= MAX_EPSILON_M:  # 1e308 reached every target at once (issue 68)
+            raise InputError(
+                f"--epsilon {config.epsilon} m: a target radius must be at most "
+                f"{MAX_EPSILON_M:g} m (fifty body lengths; the paper's is 0.05 m)"
+            )
         resolved.epsilon = float(config.epsilon)
     if config.max_steps is not None:
         if config.max_steps < 1:

@@ -58,6 +58,14 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
         )
     if not np.isfinite(float(scenario.swing_lead)):
         raise InputError(f"--swing-lead {scenario.swing_lead}: must be a finite angle, deg")
+    duration = float(scenario.duration)
+    if gait in ("trot", "pronk") and np.isfinite(duration) and frequency * duration < 1.0:
+        # 1e-300 Hz ran and "succeeded" with no stride measured (issue 68).
+        raise InputError(
+            f"--frequency {scenario.frequency}: a stride of {1.0 / frequency:.3g} s is longer than "
+            f"the run's {duration:g} s, so no stride would be measured (frequency >= "
+            f"{1.0 / duration:.3g} Hz, or a longer --duration)"
+        )
     return gait, surface, frequency
 
 
