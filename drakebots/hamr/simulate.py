@@ -28,6 +28,9 @@ DEFAULT_LOG_PERIOD_MS = 0.5
 LOOP_RESIDUAL_LIMIT_MM = 1e-3
 TIPPED_OVER_DEG = 60.0
 MAX_AMPLITUDE_V = 112.5
+# The slowest stride a gait may ask for, Hz: a 10 s stride, the longest motion optimize hamr-gait
+# plans (drakebots.hamr.workflows.MAX_PLAN_MS).
+MIN_FREQUENCY_HZ = 0.1
 
 
 def ValidateOptions(scenario) -> tuple[str, str, float]:
@@ -58,13 +61,12 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
         )
     if not np.isfinite(float(scenario.swing_lead)):
         raise InputError(f"--swing-lead {scenario.swing_lead}: must be a finite angle, deg")
-    duration = float(scenario.duration)
-    if gait in ("trot", "pronk") and np.isfinite(duration) and frequency * duration < 1.0:
+    if gait in ("trot", "pronk") and frequency < MIN_FREQUENCY_HZ:
         # 1e-300 Hz ran and "succeeded" with no stride measured (issue 68).
         raise InputError(
             f"--frequency {scenario.frequency}: a stride of {1.0 / frequency:.3g} s is longer than "
-            f"the run's {duration:g} s, so no stride would be measured (frequency >= "
-            f"{1.0 / duration:.3g} Hz, or a longer --duration)"
+            f"{1.0 / MIN_FREQUENCY_HZ:g} s (frequency >= {MIN_FREQUENCY_HZ:g} Hz, as optimize "
+            "hamr-gait asks)"
         )
     return gait, surface, frequency
 

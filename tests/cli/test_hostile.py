@@ -285,10 +285,10 @@ CASES = [
       ["--frequency 1e-300 Hz", "10000 ms", ">= 0.1 Hz"]),
     C("optimize", ["optimize", "hamr-jump", "--height", "1e308", "--out", "{out}"],
       ["--height 1e+308 mm", "1000 mm"]),
-    # A trot whose stride outlasts the run measured no stride and reported success.
+    # A trot of 1e-300 Hz measured no stride and reported success.
     C("simulate", ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "1e-300",
                    "--duration", "0.5", "--out", "{out}"],
-      ["--frequency 1e-300", "longer than the run's 0.5 s", ">= 2 Hz"]),
+      ["--frequency 1e-300", "longer than 10 s", ">= 0.1 Hz"]),
     C("gecko", ["gecko", "navigate", "--epsilon", "1e308", "--model", "geometric", "--out",
                 "{out}"],
       ["--epsilon 1e+308 m", "at most 10 m"]),
