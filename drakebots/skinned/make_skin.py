@@ -93,10 +93,16 @@ def SkinOptionsOf(config: MakeSkinConfig):
 
     CheckTypes(config)
 
-    if not config.thickness > 0.0:
-        raise InputError(f"--thickness must be > 0 m, got {config.thickness}")
-    if not config.foot_thickness > 0.0:
-        raise InputError(f"--foot-thickness must be > 0 m, got {config.foot_thickness}")
+    for flag, value in (
+        ("--thickness", config.thickness),
+        ("--foot-thickness", config.foot_thickness),
+    ):
+        # 1e308 ran to "success" and 1e-300 spent 12 s before failing (issue 68).
+        if not MIN_THICKNESS_M <= value <= MAX_THICKNESS_M:
+            raise InputError(
+                f"{flag} must be in [{MIN_THICKNESS_M:g}, {MAX_THICKNESS_M:g}] m (a shell the "
+                f"mesher can resolve, inside the grid's margin around the skeleton), got {value}"
+            )
     ValidateFold(config)
     if not -1.0 < config.poissons_ratio < 0.5:
         raise InputError(
@@ -140,6 +146,11 @@ def SkinOptionsOf(config: MakeSkinConfig):
 
 # The stiffest skin material, Pa: above diamond's (1.2e12 Pa) the FEM's stiffness overflows.
 MAX_YOUNGS_MODULUS = 1e13
+
+# The skin's thickness bounds, m: below 0.1 mm no tetrahedron fits across the shell; above 0.25 m
+# the shell leaves the 0.25 m margin the skin's grid keeps around the skeleton (MakeShellSurface).
+MIN_THICKNESS_M = 1e-4
+MAX_THICKNESS_M = 0.25
 
 # The fewest cells the marching-cubes grid may have along an axis: coarser, the skin is a few
 # voxels of blob (gmsh refuses it) or no surface at all.

@@ -30,7 +30,7 @@ def drakebots(capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--thickness", "0"], "--thickness must be > 0"),
+        (["--thickness", "0"], "--thickness must be in [0.0001, 0.25] m"),
         (["--poissons-ratio", "0.5"], "--poissons-ratio"),
         (["--folding-regions", "elbows"], "elbows"),
         (["--soft-regions", "wings"], "--soft-regions: unknown region 'wings'"),
