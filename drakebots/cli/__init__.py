@@ -60,7 +60,9 @@ WORK_LIMITS = {
     "lookahead": (1000, "knots"),
 }
 WORK_LIMITS_BY_VERB = {
-    "optimize": {"duration": (10000.0, "ms of planned motion")},
+    # hamr-jump plans in ms; a robot file's jump in its own time unit, which the workflow's check
+    # bounds again by DRAKEBOTS_MAX_DURATION (converted to seconds).
+    "optimize": {"duration": (10000.0, "time units of planned motion (ms for hamr-jump)")},
 }
 # The finest step or sampling period one run may take, per option (dest): a positive value below
 # it (1e-9 for 1e-3) would step or log for ever: {dest: (floor, unit)}. Zero (an option's "the
