@@ -55,9 +55,9 @@ Home pose: the joints named in `home` take their values, the base x, pitch (and 
 (default 0), and the base height is found by settling: the lowest contact point touches z = 0.
 Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
 `contacts: {from_collision: true}` takes one point per body (default: the leaf bodies): the
-lowest point of the body's collision geometry at the home pose, over all its shapes (sphere, ellipsoid, box,
-cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge is lowest, its
-centre.
+lowest point of the body's collision geometry at the home pose, over all its shapes (sphere,
+ellipsoid, box, cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge
+(or several shapes) is lowest, its centre.
 
 Actuators: a model's own (URDF <transmission>, SDF drake:actuator) stay; `actuators` adds the
 others, with the joint's effort limit from `effort_limits`/`effort_limit`, else the model's
