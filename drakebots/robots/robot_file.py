@@ -18,7 +18,7 @@ base_body: torso                # optional: the model's root body (default: its 
 contacts:                       # point contacts, each a body and a point in its frame ...
   - {body: foot, point: [0, 0, -0.05]}
 # contacts: {from_collision: true}               # ... or the lowest points of the collision
-# contacts: {from_collision: true, bodies: [foot]}  # shapes of the leaf bodies or of these
+# contacts: {from_collision: true, bodies: [foot]}  # geometry of the leaf bodies or of these
 home: {hip: 0.3, knee: -0.6}    # joint positions (rad or length unit); the rest stay at zero
 # For a model as published (drakebots.robots.published: package resolution, mesh conversion):
 packages: {my_robot: ../my_robot_pkg}  # package:// NAME -> folder, relative to this file
@@ -54,10 +54,10 @@ has that joint replaced by the base; one welded or hinged to the world takes onl
 Home pose: the joints named in `home` take their values, the base x, pitch (and roll, yaw) theirs
 (default 0), and the base height is found by settling: the lowest contact point touches z = 0.
 Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
-`contacts: {from_collision: true}` takes one point per collision geometry of the bodies (default:
-the leaf bodies): its lowest point at the home pose, for every shape (sphere, ellipsoid, box,
-cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge is lowest, its
-centre.
+`contacts: {from_collision: true}` takes one point per body (default: the leaf bodies): the
+lowest point of the body's collision geometry at the home pose, over all its shapes (sphere,
+ellipsoid, box, cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge
+(or several shapes) is lowest, its centre.
 
 Actuators: a model's own (URDF <transmission>, SDF drake:actuator) stay; `actuators` adds the
 others, with the joint's effort limit from `effort_limits`/`effort_limit`, else the model's
@@ -844,7 +844,7 @@ def LowestPoint(shape, down_G: np.ndarray) -> np.ndarray | None:
 
 def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: str) -> list:
     """The lowest points (home pose) of the collision geometries of the feet (leaf bodies) or of
-    `bodies`, in their body frames: one per geometry (see LowestPoint)."""
+    `bodies`, in their body frames: one per body, the lowest over its shapes (see LowestPoint)."""
     inspector = scene_graph.model_inspector()
     if bodies:
         for index, name in enumerate(bodies):
@@ -860,12 +860,19 @@ def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: st
     for body in chosen:
         R_WB = plant.EvalBodyPoseInWorld(context, body).rotation().matrix()
         down_B = R_WB.T @ np.array([0.0, 0.0, -1.0])
+        points = []
         for geometry in plant.GetCollisionGeometriesForBody(body):
             X_BG = inspector.GetPoseInFrame(geometry)
             R_BG = X_BG.rotation().matrix()
             point_G = LowestPoint(inspector.GetShape(geometry), R_BG.T @ down_B)
             if point_G is not None:
-                contacts.append((body.name(), X_BG.translation() + R_BG @ point_G))
+                points.append(X_BG.translation() + R_BG @ point_G)
+        if points:
+            # One contact per body: the lowest over all its shapes (a foot's sphere, not the
+            # cylinder "adapter" above it); shapes tied for lowest give their centre.
+            points = np.array(points)
+            depth = points @ down_B
+            contacts.append((body.name(), points[depth >= depth.max() - 1e-9].mean(axis=0)))
     return contacts
 
 

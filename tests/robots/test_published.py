@@ -366,6 +366,21 @@ def test_contacts_from_collision_of_any_shape(tmp_path, foot, lowest):
     np.testing.assert_allclose(point, [0.0, 0.0, lowest], atol=1e-9)
 
 
+def test_contacts_from_collision_one_per_body(tmp_path):
+    """A foot body with a sphere and a cylinder "adapter" above it (ANYmal C's feet) gives ONE
+    contact: the sphere's bottom (0.2 + 0.02 below the shin), not the adapter's (0.15 + 0.025)."""
+    foot = (
+        '<sphere radius="0.02"/></geometry></collision>'
+        '<collision><origin xyz="0 0 -0.15"/><geometry><cylinder radius="0.02" length="0.05"/>'
+    )
+    path = _RobotFile(
+        tmp_path, _LegUrdf(foot=foot), "base: fixed\ncontacts: {from_collision: true}\n"
+    )
+    ((body, point),) = LoadRobot(path).contacts
+    assert body == "shin"
+    np.testing.assert_allclose(point, [0.0, 0.0, -0.22], atol=1e-9)
+
+
 # Robot-file keys -------------------------------------------------------------------------------
 
 
