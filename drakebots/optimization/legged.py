@@ -25,9 +25,10 @@ robot is its mirror image D/2 further (an alternating walk or trot, not any peri
 
 A floating base (`base: floating_rpy`) is planned whole: a gait's start is anchored in x, y and
 yaw (y and yaw periodic, so the end equals the start; x advances D); every body a joint moves
-keeps its origin above the ground at every knot (GuardPoints, `guard[k]`: origins, not the
-collision shapes' lowest points); joint limits hold at every knot; with `gait` (legged_gaits:
-trot, pace, bound, pronk, walk, legs found from the model) the legs' phase offsets shape the
+keeps its origin above the ground at every knot, and so do the 8 corners of the box that bounds
+the base's collision geometry (GuardPoints, `guard[k]`; the legs' links by their origins: a
+box about a shank reaches below its foot); joint limits hold at every knot; with `gait`
+(legged_gaits: trot, pace, bound, pronk, walk, legs found from the model) the legs' phases shape the
 warm start (feet lifted in swing, forces on stance feet), the stance feet touch the ground at
 knot 0, and trot and pace are constrained to the TRUE left-right reflection half a cycle on
 (abduction joints and base y, roll, yaw change sign). A jump has a flight phase: every contact
@@ -529,10 +530,11 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     """(bodies, points, names): the points kept above the ground at every knot of a floating
     base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
     link; not the parts welded to them), one of any set whose origins coincide in every
-    configuration (a hip's abduction and flexion links), none that is a contact point.
-    Origins rather than the lowest points of the collision shapes: the transcription's plant
-    has no geometry, and a knee's or the base's origin below the ground is what a folded leg
-    or a sunk body does."""
+    configuration (a hip's abduction and flexion links), none that is a contact point; and the
+    8 corners of the box bounding the base's collision geometry (_BaseCollisionCorners). The
+    legs' links keep origins, not boxes: the box about a shank that ends in the foot reaches
+    below the foot's contact point, so it could not stand; a knee's origin below the ground is
+    what a folded leg does."""
     plant = model.plant
     world = int(plant.world_body().index())
     contacts = {
@@ -568,8 +570,27 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     for i in range(len(candidates)):
         if not any(np.allclose(origins[i], origins[j], atol=1e-9) for j in kept):
             kept.append(i)
-    bodies = np.array([int(candidates[i].index()) for i in kept], int)
-    return bodies, np.zeros((len(kept), 3)), [candidates[i].name() for i in kept]
+    bodies = [int(candidates[i].index()) for i in kept]
+    points = [np.zeros(3)] * len(kept)
+    names = [candidates[i].name() for i in kept]
+    # The base's collision geometry whole: the corners of its bounding box (a body sinking or
+    # rolling into the ground touches with a corner first; its origin is the box's inside).
+    base = plant.GetBodyByName(model.robot.base_body)
+    for corner_index, corner in enumerate(_BaseCollisionCorners(model.robot)):
+        bodies.append(int(base.index()))
+        points.append(corner)
+        names.append(f"{base.name()}_box_corner_{corner_index}")
+    return np.array(bodies, int), np.array(points, float).reshape(-1, 3), names
+
+
+def _BaseCollisionCorners(robot) -> np.ndarray:
+    """The 8 corners of the robot's base body's collision-geometry bounding box, base frame (from
+    a probe plant with its SceneGraph: the transcription's plant has no geometry)."""
+    from drakebots.robots.base import CollisionBoxCorners, MakeRobotModelDiagram
+
+    probe = MakeRobotModelDiagram(robot)
+    body = probe.plant.GetBodyByName(robot.base_body, probe.instance)
+    return CollisionBoxCorners(probe.plant, probe.scene_graph, body)
 
 
 def BodyIndexOf(i: int):

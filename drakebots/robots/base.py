@@ -123,6 +123,28 @@ def VisualBoundingBox(plant: MultibodyPlant, scene_graph, context, model_instanc
     return all_points.min(axis=0), all_points.max(axis=0)
 
 
+def CollisionBoxCorners(plant: MultibodyPlant, scene_graph, body) -> np.ndarray:
+    """The 8 corners (body frame) of the axis-aligned box, in `body`'s frame, that bounds its
+    collision (proximity) geometry; (0, 3) when it has none. The box holds the geometry, so a
+    corner above the ground keeps the whole body there (conservatively)."""
+    inspector = scene_graph.model_inspector()
+    frame_id = plant.GetBodyFrameIdIfExists(body.index())
+    if frame_id is None:
+        return np.zeros((0, 3))
+    points = []
+    for geometry_id in inspector.GetGeometries(frame_id, Role.kProximity):
+        X_BG = RigidTransform(inspector.GetPoseInFrame(geometry_id))
+        local = _ShapePoints(inspector.GetShape(geometry_id))
+        if len(local):
+            points.append((X_BG.rotation().matrix() @ local.T).T + X_BG.translation())
+    if not points:
+        return np.zeros((0, 3))
+    points = np.vstack(points)
+    lower, upper = points.min(axis=0), points.max(axis=0)
+    corners = np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).T.reshape(-1, 3)
+    return lower + corners * (upper - lower)
+
+
 @dataclasses.dataclass
 class RobotModelDiagram:
     """A robot alone in a continuous MultibodyPlant with its SceneGraph (no ground, no

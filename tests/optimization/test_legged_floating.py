@@ -194,7 +194,8 @@ def trot():
 
 def test_floating_trot_is_physically_whole(trot):
     """quad12's 0.4 s / 0.1 m trot: periodic, anchored, within the URDF's joint and effort
-    limits, every body origin above the ground, stance feet on it at the start, the reflection
+    limits, every body origin and the base's collision box above the ground, stance feet on it
+    at the start, the reflection
     half a cycle on, and the true complementarity within 1e-4 N m."""
     model, config, outcome, check, traj, _ = trot
     assert check.max_violation <= 1e-4
@@ -225,11 +226,32 @@ def test_floating_trot_is_physically_whole(trot):
     assert origins.min() >= -1e-6
     feet = DrakeHeights(plant, q, [(f"{g}_lower_leg", [0, 0, -0.16]) for g in LEGS])
     assert feet.min() >= -1e-6
+    # The base's collision box (the URDF's 0.3 x 0.16 x 0.06 m) whole above the ground: its
+    # corners, from the URDF's size, not from the code under test.
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+    box = DrakeHeights(plant, q, [("base", c * [0.15, 0.08, 0.03]) for c in corners])
+    assert box.min() >= -1e-6
     # Stance feet at the start (trot: FL and HR at phase 0) on the ground.
     np.testing.assert_allclose(feet[0, [0, 3]], 0.0, atol=1e-6)
     # The gait is a trot: each diagonal pair leaves the ground at some knot, the other pair
     # being down then.
     assert feet[:, 1].max() > 0.005 and feet[:, 0].max() > 0.005
+
+
+def test_guard_points_hold_the_base_collision_box_corners():
+    """GuardPoints: the origins of the moved bodies and the 8 corners of the base's collision
+    box, which the URDF gives as 0.3 x 0.16 x 0.06 m about the base's origin."""
+    from drakebots.optimization.legged import GuardPoints
+
+    model = Model()
+    bodies, points, names = GuardPoints(model)
+    base = int(model.plant.GetBodyByName("base").index())
+    on_base = points[bodies == base]
+    expected = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+    expected = expected * [0.15, 0.08, 0.03]
+    key = lambda a: sorted(map(tuple, np.round(a, 9)))  # noqa: E731
+    assert key(on_base[np.abs(on_base).sum(axis=1) > 0]) == key(expected)
+    assert sum(n.startswith("base_box_corner") for n in names) == 8
 
 
 def test_solve_reports_iterations_and_violation(trot):
