@@ -17,3 +17,8 @@ class RunFailure(RuntimeError):
     The command line still finalises the results folder (with the reason in summary.json) and
     exits with status 1.
     """
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised as an interrupt (so that every cleanup Ctrl-C runs runs), reported
+    as exit 143 (drakebots.cli)."""

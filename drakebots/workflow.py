@@ -216,6 +216,7 @@ class DeferredInterrupt:
             signal.signal(signal.SIGTERM, term)
         if self.requested and exc_type is None:
             if self._signum == signal.SIGTERM and term is not None:
-                term(signal.SIGTERM, None)  # raises (drakebots.cli: Terminated)
+                # drakebots.cli's handler raises drakebots.errors.Terminated.
+                term(signal.SIGTERM, None)
             raise KeyboardInterrupt
         return False

@@ -14,7 +14,7 @@ import pkgutil
 import signal
 import sys
 
-from drakebots.errors import InputError, RunFailure
+from drakebots.errors import InputError, RunFailure, Terminated
 
 EPILOG = """exit codes: 0 done; 1 ran but did not reach its goal (results folder kept, reason in
 summary.json); 2 bad input (the message names what and where; nothing is written)."""
@@ -228,11 +228,6 @@ def _NoteCommandInputs(argv: list[str], args) -> None:
         except (OSError, ValueError):
             continue
     NoteCommandInputs(words)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: raised as an interrupt (so that every cleanup Ctrl-C runs runs), reported
-    as exit 143."""
 
 
 class _Interrupt:

@@ -216,7 +216,7 @@ def _SolveColumns(kkt: ReducedKkt, dofs):
 def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     """One coupled step with the convex ground contact (module docstring); returns (state,
     StepInfo) as CoupledSkinSkeleton._Step does."""
-    from drakebots.skinned.skin_coupling import (
+    from drakebots.skinned.coupled_state import (
         CoupledState,
         CoupledStepFailure,
         StepInfo,

@@ -1113,9 +1113,9 @@ def _Drive(client, folder: SweepFolder, to_run: list[dict], options: SweepOption
                 WriteTable(folder.Rows(_AllCases(folder)), folder.path)
                 last_table = time.time()
     except KeyboardInterrupt as e:
-        from drakebots.cli import Terminated
+        from drakebots.errors import Terminated
 
-        if isinstance(e, Terminated):  # SIGTERM, handled as Ctrl-C (drakebots.cli)
+        if isinstance(e, Terminated):  # SIGTERM, handled as Ctrl-C (drakebots.errors)
             interrupted, exit_code = "terminated (SIGTERM)", 143
         else:
             interrupted, exit_code = "interrupted (Ctrl-C)", 130

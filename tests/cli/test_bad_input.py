@@ -895,8 +895,14 @@ def _RunKilled(tmp_path: Path, sig: int) -> Path:
         assert time.monotonic() < deadline, "no temporary folder after 120 s"
         time.sleep(0.01)
     process.send_signal(sig)
-    process.communicate(timeout=60)
-    assert process.returncode == -sig, process.returncode
+    _, stderr = process.communicate(timeout=60)
+    if sig == signal.SIGTERM:
+        # Handled as Ctrl-C is (issue 68): exit 143, one line, its temporary removed on the way out.
+        assert process.returncode == 143, process.returncode
+        assert b"Traceback" not in stderr, stderr.decode()
+        assert not list(tmp_path.glob(".out.tmp-*")), list(tmp_path.iterdir())
+    else:
+        assert process.returncode == -sig, process.returncode
     return out
 
 
