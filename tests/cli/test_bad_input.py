@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drakebots.cli import main
+from tests.cli._harness import RunVerb
 
 
 def _Npz(**arrays) -> bytes:
@@ -833,14 +833,6 @@ def _Snapshot(folder: Path) -> list[tuple]:
     )
 
 
-class _TookTooLong(Exception):
-    pass
-
-
-def _Alarm(signum, frame):
-    raise _TookTooLong()
-
-
 @pytest.mark.parametrize("argv, needles, code", CASES)
 def test_bad_input_exits_2_naming_what_and_where_writing_nothing(
     tmp_path, capsys, monkeypatch, argv, needles, code
@@ -849,23 +841,9 @@ def test_bad_input_exits_2_naming_what_and_where_writing_nothing(
     monkeypatch.chdir(tmp_path)  # A default runs/ folder would land here (and fail the test).
     before = _Snapshot(tmp_path)
     filled = [_Fill(a, tmp_path) for a in argv]
-    previous = signal.signal(signal.SIGALRM, _Alarm)
-    signal.alarm(20)
-    start = time.perf_counter()
-    try:
-        got = main(filled)
-    except SystemExit as e:
-        got = e.code
-    except _TookTooLong:
-        pytest.fail(f"still working after 20 s: `drakebots {' '.join(filled)}` started work")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    seconds = time.perf_counter() - start
-    captured = capsys.readouterr()
-    err = captured.err
-    assert got == code, f"exit {got}, expected {code}\n{captured.out}\n{err}"
-    assert "Traceback" not in err + captured.out
+    got, stdout, err, seconds = RunVerb(filled, capsys, 20)
+    assert got == code, f"exit {got}, expected {code}\n{stdout}\n{err}"
+    assert "Traceback" not in err + stdout
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, f"expected one line:\n{err}"
     for needle in needles:

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from drakebots.cli import main
+from tests.cli._harness import RunVerb
 
 REPO = Path(__file__).resolve().parents[2]
 HOPPER = REPO / "scripts" / "examples" / "hopper"
@@ -402,14 +403,6 @@ def _Hashes(folder: Path) -> dict:
     }
 
 
-class _TookTooLong(Exception):
-    pass
-
-
-def _Alarm(signum, frame):
-    raise _TookTooLong()
-
-
 @pytest.mark.parametrize("argv, needles, env", CASES)
 def test_hostile_input_exits_2_in_one_line_writing_nothing(
     tmp_path, capsys, monkeypatch, request, argv, needles, env
@@ -420,21 +413,9 @@ def test_hostile_input_exits_2_in_one_line_writing_nothing(
         monkeypatch.setenv(name, value)
     before = _Hashes(tmp_path)
     filled = [_Fill(a, tmp_path) for a in argv]
-    previous = signal.signal(signal.SIGALRM, _Alarm)
-    signal.alarm(20)
-    try:
-        got = main(filled)
-    except SystemExit as e:
-        got = e.code
-    except _TookTooLong:
-        pytest.fail(f"still working after 20 s: `drakebots {' '.join(filled)}` started work")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    captured = capsys.readouterr()
-    err = captured.err
-    assert got == 2, f"exit {got}, expected 2\n{captured.out}\n{err}"
-    assert "Traceback" not in err + captured.out
+    got, stdout, err, seconds = RunVerb(filled, capsys, 20)
+    assert got == 2, f"exit {got}, expected 2\n{stdout}\n{err}"
+    assert "Traceback" not in err + stdout
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, f"expected one line:\n{err}"
     for needle in needles:

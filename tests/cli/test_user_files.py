@@ -25,14 +25,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from drakebots.cli import main
 from drakebots.results import MARKER, ResultsFolder
+from tests.cli._harness import RunVerb
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "scripts" / "examples"
 
@@ -259,14 +258,6 @@ def _Fill(text: str, tmp: Path, view: Path) -> str:
     return text.replace("{tmp}", str(tmp)).replace("{view}", str(view))
 
 
-class _TookTooLong(Exception):
-    pass
-
-
-def _Alarm(signum, frame):
-    raise _TookTooLong()
-
-
 @pytest.mark.parametrize("argv, code, needles, out", CASES)
 def test_no_verb_overwrites_or_deletes_the_users_files(
     tmp_path, capsys, monkeypatch, view_folder, argv, code, needles, out
@@ -278,23 +269,9 @@ def test_no_verb_overwrites_or_deletes_the_users_files(
     # The view folder's robot file is the module fixture's: its folder is hashed too.
     before, before_view = _Digest(tmp_path, skip=("cache",)), _Digest(view_robot.parent)
     filled = [_Fill(a, tmp_path, view) for a in argv]
-    previous = signal.signal(signal.SIGALRM, _Alarm)
-    signal.alarm(60)
-    start = time.perf_counter()
-    try:
-        got = main(filled)
-    except SystemExit as e:
-        got = e.code
-    except _TookTooLong:
-        pytest.fail(f"still working after 60 s: `drakebots {' '.join(filled)}`")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    seconds = time.perf_counter() - start
-    captured = capsys.readouterr()
-    err = captured.err
-    assert got == code, f"exit {got}, expected {code}\n{captured.out}\n{err}"
-    assert "Traceback" not in err + captured.out
+    got, stdout, err, seconds = RunVerb(filled, capsys, 60)
+    assert got == code, f"exit {got}, expected {code}\n{stdout}\n{err}"
+    assert "Traceback" not in err + stdout
     if code == 2:
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1, f"expected one line:\n{err}"
