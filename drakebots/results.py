@@ -262,6 +262,22 @@ def WriteOwner(folder: Path) -> None:
     (Path(folder) / OWNER).write_text(json.dumps(OwnerRecord()) + "\n")
 
 
+def MakeOwnedTemporary(parent: Path, name: str, kind: str) -> Path:
+    """A new hidden folder `.NAME.KIND-PID-XXXX` in `parent` that holds its OWNER file from the
+    moment it has that name: it is made and marked as `.NAME.new-PID-XXXX`, then renamed (a
+    run killed between the two, as a kill the moment the folder appears did, left a `.tmp-`
+    folder without an owner, which no later run may remove)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.new-{os.getpid()}-", dir=parent))
+    try:
+        WriteOwner(staging)
+        folder = staging.with_name(staging.name.replace(".new-", f".{kind}-", 1))
+        os.rename(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder
+
+
 def OwnerIsDead(folder: Path) -> bool:
     """Whether the process that made temporary `folder` is known to be gone: its OWNER names
     this host and either its pid no longer runs, the machine rebooted since, or the pid now
@@ -299,7 +315,8 @@ def RemoveStaleTemporaries(final: Path) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(".") or not (".tmp-" in entry.name or ".old-" in entry.name):
+        kinds = (".tmp-", ".old-", ".new-")
+        if not entry.name.startswith(".") or not any(kind in entry.name for kind in kinds):
             continue
         if not entry.is_dir(follow_symlinks=False):
             continue
@@ -384,11 +401,8 @@ class ResultsFolder:
         _CheckWritableName(self.final, str(self.final))
         self.final.parent.mkdir(parents=True, exist_ok=True)
         RemoveStaleTemporaries(self.final)
-        self._tmp = Path(
-            tempfile.mkdtemp(prefix=f".{self.final.name}.tmp-{os.getpid()}-", dir=self.final.parent)
-        )
+        self._tmp = MakeOwnedTemporary(self.final.parent, self.final.name, "tmp")
         try:
-            WriteOwner(self._tmp)
             (self._tmp / MARKER).write_text("a results folder written by drakebots\n")
         except BaseException:
             self.Abort()
@@ -459,12 +473,7 @@ class ResultsFolder:
                     f"--out {self.final}: a folder appeared there during the run; the results "
                     f"are kept in {kept}"
                 )
-            trash = Path(
-                tempfile.mkdtemp(
-                    prefix=f".{self.final.name}.old-{os.getpid()}-", dir=self._tmp.parent
-                )
-            )
-            WriteOwner(trash)
+            trash = MakeOwnedTemporary(self._tmp.parent, self.final.name, "old")
             os.replace(self.final, trash / "old")
         (self._tmp / OWNER).unlink(missing_ok=True)
         os.replace(self._tmp, self.final)

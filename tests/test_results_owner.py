@@ -130,3 +130,33 @@ def test_an_interrupted_run_leaves_nothing(tmp_path):
         results.WriteText("a.txt", "a")
         raise KeyboardInterrupt
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_temporary_folder_never_has_its_name_without_its_owner(tmp_path, monkeypatch):
+    """A run killed the moment its `.tmp-` folder appeared (SIGKILL, under load) left a folder
+    without an OWNER, which no later run may remove. The folder is made and marked under a
+    staging name, then renamed: whenever a `.tmp-` or `.old-` name exists, its OWNER does."""
+    import tempfile
+    from pathlib import Path
+
+    from drakebots import results
+
+    made, renamed = [], []
+    real_mkdtemp, real_rename = tempfile.mkdtemp, os.rename
+
+    def Mkdtemp(*args, **kwargs):
+        path = real_mkdtemp(*args, **kwargs)
+        made.append(os.path.basename(path))
+        return path
+
+    def Rename(source, target):
+        assert (Path(source) / results.OWNER).is_file(), "renamed before its owner was written"
+        renamed.append(os.path.basename(target))
+        return real_rename(source, target)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", Mkdtemp)
+    monkeypatch.setattr(os, "rename", Rename)
+    with results.ResultsFolder(tmp_path / "out") as folder:
+        folder.WriteJson("summary.json", {"a": 1})
+    assert made and all(".new-" in name for name in made), made
+    assert any(".tmp-" in name for name in renamed), renamed

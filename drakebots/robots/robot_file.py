@@ -54,10 +54,10 @@ has that joint replaced by the base; one welded or hinged to the world takes onl
 Home pose: the joints named in `home` take their values, the base x, pitch (and roll, yaw) theirs
 (default 0), and the base height is found by settling: the lowest contact point touches z = 0.
 Contacts are required for planar_xz and floating_rpy bases (a free robot stands on them).
-`contacts: {from_collision: true}` takes one point per body (default: the leaf bodies): the
-lowest point of the body's collision geometry at the home pose, over all its shapes (sphere,
-ellipsoid, box, cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge
-(or several shapes) is lowest, its centre.
+`contacts: {from_collision: true}` takes, on each body (default: the leaf bodies), the lowest
+point of its collision geometry at the home pose, over all its shapes (sphere, ellipsoid, box,
+cylinder, capsule, mesh and convex: the mesh's vertices); where a face or edge is lowest, its
+centre; where several shapes tie for lowest (a heel and a toe sphere), one point on each.
 
 Actuators: a model's own (URDF <transmission>, SDF drake:actuator) stay; `actuators` adds the
 others, with the joint's effort limit from `effort_limits`/`effort_limit`, else the model's
@@ -844,7 +844,8 @@ def LowestPoint(shape, down_G: np.ndarray) -> np.ndarray | None:
 
 def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: str) -> list:
     """The lowest points (home pose) of the collision geometries of the feet (leaf bodies) or of
-    `bodies`, in their body frames: one per body, the lowest over its shapes (see LowestPoint)."""
+    `bodies`, in their body frames: per body, the lowest point of its lowest shape (see
+    LowestPoint), one per shape where several tie for lowest."""
     inspector = scene_graph.model_inspector()
     if bodies:
         for index, name in enumerate(bodies):
@@ -868,11 +869,14 @@ def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: st
             if point_G is not None:
                 points.append(X_BG.translation() + R_BG @ point_G)
         if points:
-            # One contact per body: the lowest over all its shapes (a foot's sphere, not the
-            # cylinder "adapter" above it); shapes tied for lowest give their centre.
+            # The body's lowest shapes only (a foot's sphere, not the cylinder "adapter" 3.5 cm
+            # above it); shapes tied for lowest each keep their point (a flat foot's heel and
+            # toe spheres are two contacts: one between them could not hold the foot's pitch).
             points = np.array(points)
             depth = points @ down_B
-            contacts.append((body.name(), points[depth >= depth.max() - 1e-9].mean(axis=0)))
+            lowest = points[depth >= depth.max() - 1e-9]
+            for point in np.unique(np.round(lowest, 12), axis=0):
+                contacts.append((body.name(), point))
     return contacts
 
 
