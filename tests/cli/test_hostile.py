@@ -478,10 +478,9 @@ def test_a_bad_mplbackend_at_start_up_is_one_line(tmp_path):
     assert not out.exists()
 
 
-def test_ctrl_c_of_a_sweep_from_a_terminal_prints_no_traceback(tmp_path):
-    """A terminal's Ctrl-C reaches the whole process group (the driver, the local cluster's
-    nanny and worker processes, the fork server and the case): exit 130, the driver's report,
-    and no traceback from any of them (there were three)."""
+def _SweepInFlight(tmp_path: Path, **popen):
+    """A 3-case `sweep` of the beetle started as a subprocess and returned once one case is done
+    and the next in flight: (process, its results folder)."""
     sweep = tmp_path / "long.yaml"
     sweep.write_text(
         "command: simulate beetle\nfixed: {duration: 0.5}\n"
@@ -494,13 +493,24 @@ def test_ctrl_c_of_a_sweep_from_a_terminal_prints_no_traceback(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **popen,
     )
     deadline = time.time() + 120
     while not list(out.glob("cases/*/summary.json")):  # one case done, the next in flight
         assert time.time() < deadline and process.poll() is None, process.communicate()
         time.sleep(0.05)
+    return process, out
+
+
+def test_ctrl_c_of_a_sweep_from_a_terminal_prints_no_traceback(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group (the driver, the local cluster's
+    nanny and worker processes, the fork server and the case): exit 130, the driver's report,
+    and no traceback from any of them (there were three)."""
+    process, _ = _SweepInFlight(
+        tmp_path,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stdout + stderr
@@ -512,24 +522,7 @@ def test_sigterm_of_a_sweep_exits_143_naming_the_cases_in_flight(tmp_path):
     """SIGTERM (kill, a batch system's time limit) reaches the sweep's driver: handled as Ctrl-C
     (the cases in flight named, the table written), exit 143, no traceback. Before, SIGTERM
     ended the driver at once."""
-    sweep = tmp_path / "long.yaml"
-    sweep.write_text(
-        "command: simulate beetle\nfixed: {duration: 0.5}\n"
-        "grid: {drop-height: [0.0, 0.002, 0.004]}\n"
-    )
-    out = tmp_path / "sweep"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "drakebots", "sweep", str(sweep), "--out", str(out)]
-        + ["--workers", "1", "--no-progress"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    deadline = time.time() + 120
-    while not list(out.glob("cases/*/summary.json")):  # one case done, the next in flight
-        assert time.time() < deadline and process.poll() is None, process.communicate()
-        time.sleep(0.05)
+    process, out = _SweepInFlight(tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 143, stdout + stderr
