@@ -279,23 +279,6 @@ def _AsLoaded(raw, loaded):
     return raw
 
 
-# Keys whose value bounds the work of a run whatever the config (counts and Hz): a file may not
-# ask for more (issue 50). The command line's options have their own table (drakebots.cli).
-YAML_WORK_LIMITS = {
-    "knots": "knots",  # a drakebots.limits bound, by name (DRAKEBOTS_MAX_KNOTS raises it)
-    "knot_frames": 1000,
-    "cycles": 10000,
-    "iterations": 100000,
-    "major_iterations": 100000,
-    "space_time_iterations": 100000,
-    "first_stage_iterations": 100000,
-    "table_samples": 1001,
-    "max_steps": 100000,
-    "warmup": 1000,
-    "frequency": 1000.0,
-}
-
-
 # Keys of a step or a sampling period whose positive value may not be below this: the command
 # line's floors (drakebots.cli.WORK_FLOORS), here in the key's own unit, s or (HAMR-VI's
 # simulation and tracking) ms, where it is the stricter of the two.
@@ -308,7 +291,8 @@ YAML_WORK_FLOORS = {
 def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None:
     """InputError naming the key and the file for a NaN or infinite number anywhere in a file's
     values (YAML's .nan, .inf: ReadYaml refuses them in every file the package reads), or, with
-    `limits` (a typed config), a count above YAML_WORK_LIMITS or a positive step below
+    `limits` (a typed config), a count above its bound (drakebots.limits.KEY_BOUNDS) or a positive
+    step below
     YAML_WORK_FLOORS."""
     if isinstance(data, dict):
         for key, value in data.items():
@@ -322,16 +306,14 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
             f"{source}: key '{where or '(the document)'}' is {data}: must be a finite number"
         )
     elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
-        name = where.rsplit(".", 1)[-1]
-        limit = YAML_WORK_LIMITS.get(name)
-        if isinstance(limit, str):
-            from drakebots.limits import Limit
+        from drakebots.limits import KEY_BOUNDS, Limit
 
-            limit = Limit(limit)
-        if limit is not None and data > limit:
+        name = where.rsplit(".", 1)[-1]
+        bound = KEY_BOUNDS.get(name)
+        if bound is not None and data > Limit(bound):
             raise InputError(
-                f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
-                "ask for"
+                f"{source}: key '{where}' {data} is above {Limit(bound):g}, the most work one run "
+                f"may ask for (set DRAKEBOTS_MAX_{bound.upper()} to allow more)"
             )
         floor = YAML_WORK_FLOORS.get(name)
         if floor is not None and 0 < data < floor:
@@ -455,3 +437,23 @@ def CheckTypes(config: Any, *, where: str = "") -> None:
     message = _FieldsMessage(config, where)
     if message:
         raise InputError(message)
+    _CheckBounds(config, where)
+
+
+def _CheckBounds(value, path: str) -> None:
+    """The work bounds of a Python config's fields by name (drakebots.limits.KEY_BOUNDS: the
+    bound a config file's key and a flag meet too), in nested dataclasses and lists of them."""
+    from drakebots.limits import KEY_BOUNDS, CheckWork
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            where = f"{path}.{field.name}" if path else field.name
+            bound = KEY_BOUNDS.get(field.name)
+            if bound is not None and isinstance(item, (int, float)) and not isinstance(item, bool):
+                CheckWork(bound, item, where)
+            _CheckBounds(item, where)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            if dataclasses.is_dataclass(item):
+                _CheckBounds(item, f"{path}[{index}]")

@@ -60,6 +60,76 @@ BOUNDS: dict[str, Bound] = {
     # about 20 times the file as Python objects, so 100 MB is about 2 GB (the paper's beetle
     # surface is a few MB).
     "mesh_bytes": Bound(100_000_000, "bytes of mesh file"),
+    # --- counts and times of one run's loops (issue 68's leftovers: each was a fixed number) ---
+    # Iterations of a solver or design loop (SNOPT's major iterations, IPOPT's, space-time's).
+    "iterations": Bound(100_000, "iterations"),
+    # Cycles of a gait simulated or tracked (simulate --cycles, track --cycles).
+    "cycles": Bound(10_000, "cycles"),
+    # Warm-up cycles before a gecko measurement (velocity-space --warmup).
+    "warmup": Bound(1000, "warm-up cycles"),
+    # Frames a design's frame-by-frame pass takes between two space-time knots.
+    "knot_frames": Bound(1000, "frames per knot"),
+    # Samples per direction of HAMR-VI's transmission look-up table (track --table-samples).
+    "table_samples": Bound(1001, "samples per direction"),
+    # Planner steps of a gecko course (navigate --max-steps).
+    "planner_steps": Bound(100_000, "planner steps"),
+    # Knots a tracking controller looks ahead.
+    "lookahead": Bound(1000, "knots of lookahead"),
+    # Teeth of a folded skin joint (skin --fold-teeth).
+    "fold_teeth": Bound(100, "teeth"),
+    # Directions of a linearised friction cone (optimize --friction-directions): its constraints
+    # grow with it.
+    "friction_directions": Bound(64, "friction directions"),
+    # Worker processes of a sweep or a velocity-space grid.
+    "workers": Bound(1024, "workers"),
+    # A drive or gait frequency, Hz (HAMR-VI's strides; the plant's step is 0.25 ms).
+    "frequency": Bound(1000.0, "Hz"),
+    # The longest motion one plan may span, in the problem's time unit (HAMR-VI's ms; a robot
+    # file's jump is bounded again by "duration" in seconds): 10 s of HAMR-VI.
+    "plan_time": Bound(10_000.0, "time units of planned motion (ms for HAMR-VI)"),
+    # Seconds of a replay written or served (view --seconds, design --coupled-replay-seconds).
+    "replay_seconds": Bound(86_400.0, "s of replay"),
+    # Wall-clock seconds one case of a sweep may run (sweep --case-timeout): a week.
+    "case_timeout": Bound(604_800.0, "s of wall clock"),
+    # Coupled (skin + skeleton) steps of one skin-bend experiment, about a second each.
+    "bend_steps": Bound(10_000, "coupled steps"),
+    # --- the scale of a scene (a unit slip, m for mm, is refused; a user who means it raises it)
+    # Drop height of a simulation, m: a robot of drakebots' sizes dropped from 100 m hits the
+    # ground at 44 m/s; 1e300 simulated and reported "the robot fell".
+    "drop_height": Bound(100.0, "m of drop height"),
+    # A friction coefficient (simulate --ground-friction): rubber on rubber is about 1-2.
+    "friction": Bound(10.0, "friction coefficient"),
+    # A skinned robot's design speed, m/s: these robots are a few tenths of a metre long.
+    "speed": Bound(10.0, "m/s"),
+    # A skinned robot's foot lift, m.
+    "lift_height": Bound(1.0, "m of lift height"),
+    # HAMR-VI's jump height, mm: twenty of its 45 mm heights.
+    "jump_height": Bound(1000.0, "mm of jump height"),
+    # How far a gecko course's targets, start and obstacles may lie from the origin, m.
+    "course": Bound(1000.0, "m from the origin"),
+    # A gecko course's target radius, m: fifty of the 0.2 m walker's body lengths.
+    "target_radius": Bound(10.0, "m of target radius"),
+}
+
+# The bound each config key or command-line option (by its dest) meets wherever it is given: a
+# flag (drakebots.cli), a config file's key (drakebots.config.LoadTypedYaml) or a Python config's
+# field (drakebots.config.CheckTypes, which every workflow's check calls first).
+KEY_BOUNDS: dict[str, str] = {
+    "knots": "knots",
+    "knot_frames": "knot_frames",
+    "cycles": "cycles",
+    "iterations": "iterations",
+    "major_iterations": "iterations",
+    "space_time_iterations": "iterations",
+    "first_stage_iterations": "iterations",
+    "table_samples": "table_samples",
+    "max_steps": "planner_steps",
+    "warmup": "warmup",
+    "frequency": "frequency",
+    "workers": "workers",
+    "fold_teeth": "fold_teeth",
+    "friction_directions": "friction_directions",
+    "lookahead": "lookahead",
 }
 
 # Where MemAvailable cannot be read, this much memory is assumed available.

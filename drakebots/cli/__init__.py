@@ -34,35 +34,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-# The most work one run may ask for, per option (dest), so that a typo (1e9 for 1e3) is refused
-# before it runs for a day or fills the disk: {dest: (limit, what it is)}; WORK_LIMITS_BY_VERB
-# overrides it for a verb whose option has other units.
-WORK_LIMITS = {
-    "duration": ("duration", "s of simulated time"),  # a drakebots.limits bound, by name
-    "seconds": (86400.0, "s"),
-    "time": (3600.0, "s"),
-    "hold": (3600.0, "s"),
-    "coupled_replay_seconds": (86400.0, "s"),
-    "case_timeout": (7 * 86400.0, "s"),
-    "frequency": (1000.0, "Hz"),
-    "knots": ("knots", "knots"),
-    "knot_frames": (1000, "frames per knot"),
-    "cycles": (10000, "cycles"),
-    "iterations": (100000, "iterations"),
-    "space_time_iterations": (100000, "iterations"),
-    "first_stage_iterations": (100000, "iterations"),
-    "table_samples": (1001, "samples per direction"),
-    "max_steps": (100000, "steps"),
-    "warmup": (1000, "cycles"),
-    "workers": (1024, "workers"),
-    "fold_teeth": (100, "teeth"),
-    "friction_directions": (64, "directions"),
-    "lookahead": (1000, "knots"),
-}
+# The most work one run may ask for, per option (dest): the drakebots.limits bound it meets, so
+# that a typo (1e9 for 1e3) is refused before it runs for a day or fills the disk, naming the
+# DRAKEBOTS_MAX_* variable that raises it. WORK_LIMITS_BY_VERB overrides it for a verb whose
+# option has other units. The options named like config keys (limits.KEY_BOUNDS) meet the same
+# bound in a config file and a Python config.
+def _WorkLimits() -> dict:
+    from drakebots.limits import KEY_BOUNDS
+
+    return {
+        **KEY_BOUNDS,
+        "duration": "duration",
+        "seconds": "replay_seconds",
+        "time": "duration",
+        "hold": "duration",
+        "coupled_replay_seconds": "replay_seconds",
+        "case_timeout": "case_timeout",
+    }
+
+
+WORK_LIMITS = _WorkLimits()
 WORK_LIMITS_BY_VERB = {
     # hamr-jump plans in ms; a robot file's jump in its own time unit, which the workflow's check
     # bounds again by DRAKEBOTS_MAX_DURATION (converted to seconds).
-    "optimize": {"duration": (10000.0, "time units of planned motion (ms for hamr-jump)")},
+    "optimize": {"duration": "plan_time"},
 }
 # The finest step or sampling period one run may take, per option (dest): a positive value below
 # it (1e-9 for 1e-3) would step or log for ever: {dest: (floor, unit)}. Zero (an option's "the
@@ -86,17 +81,16 @@ def _NumberType(kind, dest: str, limit, floor=None):
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if limit is not None and isinstance(value, (int, float)):
-            most, hint = limit[0], ""
-            if isinstance(most, str):  # drakebots.limits' bound: its variable raises it
-                from drakebots.limits import Limit
+            from drakebots.limits import BOUNDS, Limit
 
-                try:
-                    most, hint = Limit(most), f" (set DRAKEBOTS_MAX_{most.upper()} to allow more)"
-                except InputError as e:
-                    raise argparse.ArgumentTypeError(str(e)) from None
+            try:
+                most = Limit(limit)
+            except InputError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
             if value > most:
                 raise argparse.ArgumentTypeError(
-                    f"{text} is above {most:g} {limit[1]}, the most work one run may ask for" + hint
+                    f"{text} is above {most:g} {BOUNDS[limit].unit}, the most work one run may "
+                    f"ask for (set DRAKEBOTS_MAX_{limit.upper()} to allow more)"
                 )
         if floor is not None and isinstance(value, (int, float)) and 0 < value < floor[0]:
             raise argparse.ArgumentTypeError(

@@ -122,17 +122,16 @@ def _Motion(config: DesignConfig, model):
         if not path.is_file():
             raise InputError(f"{_Flag('motion_file')} {path}: no such file")
         return MotionFromYaml(path, robot=model.robot)
-    from drakebots.limits import Limit
+    from drakebots.limits import CheckWork
 
-    # The most each may be (issue 68: --speed 1e308 was refused only as "com: keyframe 0 is not
-    # finite"): a skinned quad-robot is a few tenths of a metre long.
-    most = {"speed": 10.0, "duration": Limit("duration"), "lift_height": 1.0}
+    # The most each may be, drakebots.limits' bounds (issue 68: --speed 1e308 was refused only as
+    # "com: keyframe 0 is not finite"): a skinned quad-robot is a few tenths of a metre long.
     for name, unit in (("speed", "m/s"), ("duration", "s"), ("lift_height", "m")):
         value = getattr(config, name)
         if value is not None and not value > 0.0:
             raise InputError(f"{_Flag(name)} must be > 0 {unit}, got {value}")
-        if value is not None and value > most[name]:
-            raise InputError(f"{_Flag(name)} must be at most {most[name]:g} {unit}, got {value:g}")
+        if value is not None:
+            CheckWork(name, value, _Flag(name))
     kwargs = {}
     if config.motion in ("single-foot-lift", "double-foot-lift"):
         if config.duration is not None:

@@ -29,9 +29,9 @@ from drakebots.workflow import Reporter, WorkflowResult
 FOLDED_VOXEL = 0.003
 # The smooth piece's cell, m (its stiffness moves 1 % between 6 and 3 mm).
 SMOOTH_VOXEL = 0.006
-# The most coupled steps one bend may take, (time + hold) / time_step: a coupled step of a piece
-# takes about a second (seven on the folded piece at 0.67 MPa), the default bend 125 steps.
-MAX_BEND_STEPS = 10000
+# The most coupled steps one bend may take, (time + hold) / time_step, is drakebots.limits'
+# "bend_steps" bound: a coupled step of a piece takes about a second (seven on the folded piece
+# at 0.67 MPa), the default bend 125 steps.
 
 
 @dataclasses.dataclass
@@ -90,13 +90,14 @@ def _Validate(config: BendConfig, robot) -> None:
         raise InputError(
             f"--time-step {config.time_step} s is too coarse for --time {config.time} s"
         )
+    from drakebots.limits import CheckWork
+
     steps = (config.time + config.hold) / config.time_step
-    if steps > MAX_BEND_STEPS:
-        raise InputError(
-            f"--time-step {config.time_step} s is too fine: --time + --hold = "
-            f"{config.time + config.hold:g} s would take {steps:.3g} coupled steps, above "
-            f"{MAX_BEND_STEPS}, the most one bend may take"
-        )
+    CheckWork(
+        "bend_steps",
+        steps,
+        f"--time-step {config.time_step} s (--time + --hold = {config.time + config.hold:g} s)",
+    )
 
 
 def CheckBendConfig(config: BendConfig):
