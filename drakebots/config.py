@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
 from pathlib import Path
@@ -305,15 +306,20 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
         raise InputError(
             f"{source}: key '{where or '(the document)'}' is {data}: must be a finite number"
         )
+    elif isinstance(data, float) and 0.0 < abs(data) < sys.float_info.min:
+        raise InputError(
+            f"{source}: key '{where or '(the document)'}' is {data}: below "
+            f"{sys.float_info.min:.3g} in magnitude (subnormal): give 0 or a normal number"
+        )
     elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
-        from drakebots.limits import KEY_BOUNDS, Limit
+        from drakebots.limits import BOUNDS, KEY_BOUNDS, Limit
 
         name = where.rsplit(".", 1)[-1]
         bound = KEY_BOUNDS.get(name)
         if bound is not None and data > Limit(bound):
             raise InputError(
-                f"{source}: key '{where}' {data} is above {Limit(bound):g}, the most work one run "
-                f"may ask for (set DRAKEBOTS_MAX_{bound.upper()} to allow more)"
+                f"{source}: key '{where}' {data} is above the bound of {Limit(bound):g} "
+                f"{BOUNDS[bound].unit} (set DRAKEBOTS_MAX_{bound.upper()} to allow more)"
             )
         floor = YAML_WORK_FLOORS.get(name)
         if floor is not None and 0 < data < floor:
@@ -394,6 +400,8 @@ def _Matches(field_type, value, path: str) -> str | None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if ok and not math.isfinite(value):
             return f"{path} is {value}: must be a finite number"
+        if ok and 0.0 < abs(value) < sys.float_info.min:
+            return f"{path} is {value}: subnormal, give 0 or a normal number"
         return None if ok else _Wrong(field_type, value, path)
     if field_type is int:
         ok = isinstance(value, int) and not isinstance(value, bool)

@@ -103,8 +103,19 @@ BOUNDS: dict[str, Bound] = {
     "speed": Bound(10.0, "m/s"),
     # A skinned robot's foot lift, m.
     "lift_height": Bound(1.0, "m of lift height"),
-    # HAMR-VI's jump height, mm: twenty of its 45 mm heights.
-    "jump_height": Bound(1000.0, "mm of jump height"),
+    # A distance of HAMR-VI's plans and plots, mm (a jump's height, a stride's goal, the scuff
+    # height, the modes' amplitude): twenty of its 45 mm heights.
+    "hamr_distance": Bound(1000.0, "mm"),
+    # A motor torque, N*m (skin-bend --torque-limit, design --motor-limit): the skinned robots'
+    # motors give about 2 N*m; 1e308 ran on.
+    "torque": Bound(1000.0, "N*m"),
+    # A multiple of the motors' limit a design's plan may use (design --plan-motor-limits).
+    "motor_fraction": Bound(100.0, "times the motor limit"),
+    # A factor on every mass of a robot (design --mass-scale; 2 is the paper's failure case).
+    "mass_scale": Bound(1000.0, "times the robot's mass"),
+    # A cost weight of an optimisation (relative to its terms' weight of about 1): 1e308
+    # overflowed the solver's sums and ran on.
+    "weight": Bound(1e6, "weight"),
     # How far a gecko course's targets, start and obstacles may lie from the origin, m.
     "course": Bound(1000.0, "m from the origin"),
     # A gecko course's target radius, m: fifty of the 0.2 m walker's body lengths.
@@ -130,6 +141,16 @@ KEY_BOUNDS: dict[str, str] = {
     "fold_teeth": "fold_teeth",
     "friction_directions": "friction_directions",
     "lookahead": "lookahead",
+    "friction": "friction",
+    "torque_limit": "torque",
+    "motor_limit": "torque",
+    "plan_motor_limits": "motor_fraction",
+    "mass_scale": "mass_scale",
+    "torso_attitude_weight": "weight",
+    "scuff_weight": "weight",
+    "goal": "hamr_distance",
+    "scuff_height": "hamr_distance",
+    "amplitude": "hamr_distance",
 }
 
 # Where MemAvailable cannot be read, this much memory is assumed available.

@@ -53,7 +53,11 @@ def test_each_bound_has_its_documented_default_and_variable(monkeypatch):
         "friction": 10.0,
         "speed": 10.0,
         "lift_height": 1.0,
-        "jump_height": 1000.0,
+        "hamr_distance": 1000.0,
+        "torque": 1000.0,
+        "motor_fraction": 100.0,
+        "mass_scale": 1000.0,
+        "weight": 1e6,
         "course": 1000.0,
         "target_radius": 10.0,
     }

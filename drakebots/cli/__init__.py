@@ -80,6 +80,12 @@ def _NumberType(kind, dest: str, limit, floor=None):
         value = kind(text)
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if isinstance(value, float) and 0.0 < abs(value) < sys.float_info.min:
+            # A subnormal (1e-320) loses its digits and underflows what it divides or scales.
+            raise argparse.ArgumentTypeError(
+                f"{text} is below {sys.float_info.min:.3g} in magnitude (subnormal): give 0 or a "
+                "normal number"
+            )
         if limit is not None and isinstance(value, (int, float)):
             from drakebots.limits import BOUNDS, Limit
 
@@ -89,8 +95,8 @@ def _NumberType(kind, dest: str, limit, floor=None):
                 raise argparse.ArgumentTypeError(str(e)) from None
             if value > most:
                 raise argparse.ArgumentTypeError(
-                    f"{text} is above {most:g} {BOUNDS[limit].unit}, the most work one run may "
-                    f"ask for (set DRAKEBOTS_MAX_{limit.upper()} to allow more)"
+                    f"{text} is above the bound of {most:g} {BOUNDS[limit].unit} "
+                    f"(set DRAKEBOTS_MAX_{limit.upper()} to allow more)"
                 )
         if floor is not None and isinstance(value, (int, float)) and 0 < value < floor[0]:
             raise argparse.ArgumentTypeError(

@@ -289,7 +289,7 @@ def _CheckTrajopt(config) -> None:
         _Positive("settings.scuff_height", config.settings.scuff_height, "mm")
     else:
         _Positive("height", config.height, "mm")
-        CheckWork("jump_height", config.height, "height")  # 1e308 mm ran the solver
+        CheckWork("hamr_distance", config.height, "height")  # 1e308 mm ran the solver
         _Positive("duration", config.duration, "ms")
     if config.knots < 3:
         raise InputError(f"knots {config.knots}: need at least 3")

@@ -285,7 +285,7 @@ CASES = [
     C("optimize", ["optimize", "hamr-gait", "--frequency", "1e-300", "--out", "{out}"],
       ["--frequency 1e-300 Hz", "10000 ms", ">= 0.1 Hz"]),
     C("optimize", ["optimize", "hamr-jump", "--height", "1e308", "--out", "{out}"],
-      ["--height: 1e+308 mm", "bound of 1000", "DRAKEBOTS_MAX_JUMP_HEIGHT"]),
+      ["--height: 1e+308 mm", "bound of 1000", "DRAKEBOTS_MAX_HAMR_DISTANCE"]),
     # A trot of 1e-300 Hz measured no stride and reported success.
     C("simulate", ["simulate", "hamr_vi", "--gait", "trot", "--frequency", "1e-300",
                    "--duration", "0.5", "--out", "{out}"],
