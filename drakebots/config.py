@@ -210,6 +210,10 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
         raise
     except yaml.YAMLError as e:
         raise InputError(f"{source}: not valid YAML ({' '.join(str(e).split())})") from None
+    except ValueError as e:
+        # An integer of more than 4300 digits (Python's int-from-text limit) raised out of the
+        # YAML constructor as a traceback.
+        raise InputError(f"{source}: a value it cannot read ({' '.join(str(e).split())})") from None
     except RecursionError:
         raise InputError(f"{source}: nested too deeply") from None
 

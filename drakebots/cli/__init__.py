@@ -7,6 +7,7 @@ goal (the results folder holds the reason); 2 bad input (nothing written).
 """
 
 import argparse
+import errno
 import importlib
 import logging
 import math
@@ -31,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the house's error: one line naming the option, exit 2 (issue 50)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {_OneLine(message)} (see {self.prog} --help)\n")
 
 
 # The most work one run may ask for, per option (dest): the drakebots.limits bound it meets, so
@@ -178,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise interrupted.Exception() from None
             raise
     except InputError as e:
-        print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
+        print(f"drakebots {args.verb}: error: {_OneLine(e)}", file=sys.stderr)
         return 2
     except RunFailure as e:
-        print(f"drakebots {args.verb}: did not reach its goal: {e}", file=sys.stderr)
+        print(f"drakebots {args.verb}: did not reach its goal: {_OneLine(e)}", file=sys.stderr)
         return 1
     except Terminated:
         # SIGTERM (kill, a batch system's time limit) is handled as Ctrl-C: the temporaries are
@@ -196,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         # the path and the cause; the results folder was written to a temporary name and is
         # not half in place (drakebots.results).
         where = e.filename if e.filename is not None else "(no path)"
-        print(f"drakebots {args.verb}: {where}: {e.strerror or e}", file=sys.stderr)
+        if e.errno == errno.ENAMETOOLONG:
+            # A name the user gave is longer than the file system allows (pathlib's is_file()
+            # raises it rather than answer False): bad input, not a failed run.
+            print(f"drakebots {args.verb}: error: {_OneLine(where)}: {e.strerror}", file=sys.stderr)
+            return 2
+        print(f"drakebots {args.verb}: {_OneLine(where)}: {e.strerror or e}", file=sys.stderr)
         return 1
     except SystemExit as e:
         # pydrake turns a failed DRAKE_DEMAND into SystemExit(message): report it as a failure.
@@ -206,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         interrupted.Restore()
+
+
+def _OneLine(message) -> str:
+    """`message` with its control characters escaped (a path holding a newline split the one
+    line of an error in two): `\\n` for a newline, as Python writes it."""
+    text = str(message)
+    if not any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return text
+    return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
 
 
 def _NoteCommandInputs(argv: list[str], args) -> None:
@@ -375,7 +390,43 @@ def OutFolder(text: str) -> str:
     wrote to the default runs/ folder instead: issue 68)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("empty (give a folder name)")
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        # A newline or escape from a pasted or generated name made a folder no listing shows
+        # plainly (and a message naming it spanned two lines): issue 68's hostile pass.
+        raise argparse.ArgumentTypeError(f"{text!r} holds the control character {bad!r}")
+    import os
+    from pathlib import Path
+
+    if Path(text).name in ("", ".", ".."):
+        # `--out x/..` ran the whole job, then kept its results under a `...kept-` name.
+        raise argparse.ArgumentTypeError(
+            f"{text}: '{Path(text).name or text}' is not a folder's own name (it names the "
+            "folder holding it or above it): name the results folder itself"
+        )
+    resolved = Path(os.path.realpath(text))
+    for name, inside in _PackageFolders():
+        if resolved == inside or inside in resolved.parents:
+            # Results written into the package changed what every later run loads.
+            raise argparse.ArgumentTypeError(
+                f"{text} is inside drakebots' own {name} ({inside}): write results elsewhere"
+            )
     return text
+
+
+def _PackageFolders() -> list[tuple]:
+    """(what, folder) of the folders drakebots ships: its package and its models."""
+    from pathlib import Path
+
+    import drakebots
+    from drakebots.models import ModelsDirectory
+
+    folders = [("package", Path(drakebots.__file__).resolve().parent)]
+    try:
+        folders.append(("models", ModelsDirectory().resolve()))
+    except FileNotFoundError:
+        pass
+    return folders
 
 
 def PositiveFloat(text: str) -> float:
