@@ -405,28 +405,15 @@ def OutFolder(text: str) -> str:
             "folder holding it or above it): name the results folder itself"
         )
     resolved = Path(os.path.realpath(text))
-    for name, inside in _PackageFolders():
+    from drakebots.cache import ShippedFolders
+
+    for name, inside in ShippedFolders():
         if resolved == inside or inside in resolved.parents:
             # Results written into the package changed what every later run loads.
             raise argparse.ArgumentTypeError(
                 f"{text} is inside drakebots' own {name} ({inside}): write results elsewhere"
             )
     return text
-
-
-def _PackageFolders() -> list[tuple]:
-    """(what, folder) of the folders drakebots ships: its package and its models."""
-    from pathlib import Path
-
-    import drakebots
-    from drakebots.models import ModelsDirectory
-
-    folders = [("package", Path(drakebots.__file__).resolve().parent)]
-    try:
-        folders.append(("models", ModelsDirectory().resolve()))
-    except FileNotFoundError:
-        pass
-    return folders
 
 
 def PositiveFloat(text: str) -> float:
