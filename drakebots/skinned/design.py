@@ -180,8 +180,13 @@ def _CheckNumbers(config: DesignConfig) -> DesignConfig:
         )
     if config.motor_limit is not None and not config.motor_limit > 0.0:
         raise InputError(f"{_Flag('motor_limit')} must be > 0 N*m, got {config.motor_limit}")
-    if not config.mass_scale > 0.0:
-        raise InputError(f"{_Flag('mass_scale')} must be > 0, got {config.mass_scale}")
+    if not config.mass_scale >= 1.0:
+        # The model adds mass x (scale - 1) to each link (SkeletonModel): below 1 that is a
+        # negative mass, which Drake refused with a traceback (issue 68's hostile pass).
+        raise InputError(
+            f"{_Flag('mass_scale')} must be >= 1 (it adds mass to each link; a lighter robot "
+            f"is not supported), got {config.mass_scale:g}"
+        )
     config = dataclasses.replace(
         config,
         plan_motor_limits=_Default(config.plan_motor_limits, SpaceTimeConfig.motor_limit_fraction),
