@@ -116,9 +116,8 @@ def _ResolveAnnotations(schema: type, seen: set | None = None) -> None:
 
 
 # Limits on a YAML file the package reads (issue 50: a 1 KB file of nested aliases grew a process
-# to 2.8 GB): its size, and the number of nodes once every alias is expanded.
-YAML_MAX_BYTES = 4 * 1024 * 1024
-YAML_MAX_NODES = 200_000
+# to 2.8 GB), its size and its values once every alias is expanded, are drakebots.limits' bounds
+# "yaml_bytes" and "yaml_values".
 
 
 def _SafeLoader():
@@ -145,9 +144,10 @@ def _SafeLoader():
     return Loader
 
 
-def _ExpandedSize(node, memo: dict) -> int:
+def _ExpandedSize(node, memo: dict, most: float) -> int:
     """How many nodes the document has once every alias is expanded (aliases share node objects,
-    so this counts a shared subtree each time it is used, without expanding it)."""
+    so this counts a shared subtree each time it is used, without expanding it), counting stops
+    above `most`."""
     key = id(node)
     if key in memo:
         return memo[key]
@@ -156,10 +156,10 @@ def _ExpandedSize(node, memo: dict) -> int:
         total = 1
         for item in node.value:
             if isinstance(item, tuple):
-                total += _ExpandedSize(item[0], memo) + _ExpandedSize(item[1], memo)
+                total += _ExpandedSize(item[0], memo, most) + _ExpandedSize(item[1], memo, most)
             else:
-                total += _ExpandedSize(item, memo)
-            if total > YAML_MAX_NODES:
+                total += _ExpandedSize(item, memo, most)
+            if total > most:
                 break
         memo[key] = total
     return memo[key]
@@ -167,7 +167,7 @@ def _ExpandedSize(node, memo: dict) -> int:
 
 def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, source=None):
     """The one way the package reads a YAML file: PyYAML's safe loader (no Python tags), no
-    duplicate keys, at most `YAML_MAX_BYTES` and `YAML_MAX_NODES` nodes with aliases expanded.
+    duplicate keys, within drakebots.limits' "yaml_bytes" and "yaml_values" (aliases expanded).
     Every mistake is an InputError naming the file (or `source`).
 
     Returns:
@@ -175,21 +175,28 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
     """
     import yaml
 
+    from drakebots.limits import Limit
+
     source = str(source or filename or "<yaml text>")
+    most_bytes, most_values = Limit("yaml_bytes"), Limit("yaml_values")
+    too_big = (
+        f"{source}: larger than {most_bytes:.0f} bytes, not read (set DRAKEBOTS_MAX_YAML_BYTES "
+        "to allow more)"
+    )
     if filename is not None:
         path = Path(filename)
         if not path.is_file():
             raise InputError(f"{source}: file not found")
-        if path.stat().st_size > YAML_MAX_BYTES:
-            raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+        if path.stat().st_size > most_bytes:
+            raise InputError(too_big)
         try:
             data = path.read_text()
         except UnicodeDecodeError:
             raise InputError(f"{source}: not a text file") from None
         except OSError as e:
             raise InputError(f"{source}: cannot be read ({e.strerror})") from None
-    elif data is not None and len(data) > YAML_MAX_BYTES:
-        raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+    elif data is not None and len(data) > most_bytes:
+        raise InputError(too_big)
     Loader = _SafeLoader()
     try:
         loader = Loader(data or "")
@@ -197,9 +204,10 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
             node = loader.get_single_node()
             if node is None:
                 return None
-            if _ExpandedSize(node, {}) > YAML_MAX_NODES:
+            if _ExpandedSize(node, {}, most_values) > most_values:
                 raise InputError(
-                    f"{source}: more than {YAML_MAX_NODES} values once its aliases are expanded"
+                    f"{source}: more than {most_values:.0f} values once its aliases are expanded "
+                    "(set DRAKEBOTS_MAX_YAML_VALUES to allow more)"
                 )
             document = loader.construct_document(node)
             _CheckNumbers(document, "", source, limits=False)

@@ -120,6 +120,20 @@ BOUNDS: dict[str, Bound] = {
     "course": Bound(1000.0, "m from the origin"),
     # A gecko course's target radius, m: fifty of the 0.2 m walker's body lengths.
     "target_radius": Bound(10.0, "m of target radius"),
+    # The largest length a skinned robot's skeleton file may give, m: these robots are tens of
+    # centimetres (a length in millimetres read as metres would build a 100 m robot).
+    "skeleton_length": Bound(10.0, "m of skeleton length"),
+    # The largest extent of a robot model's mesh once scaled, m (a millimetre mesh read as
+    # metres is 1000 times too big).
+    "mesh_extent": Bound(100.0, "m across"),
+    # --- the size of what is read
+    # Bytes of a robot model's mesh file, read whole by trimesh (published robots' are tens of MB).
+    "model_mesh_bytes": Bound(512 * 1024**2, "bytes of mesh file"),
+    # Bytes of a YAML file (configs, scenarios, robot files, sweeps are a few KB).
+    "yaml_bytes": Bound(4 * 1024**2, "bytes of YAML"),
+    # Values of a YAML file once its aliases are expanded (issue 50: a 1 KB file of nested
+    # aliases grew a process to 2.8 GB).
+    "yaml_values": Bound(200_000, "values once its aliases are expanded"),
 }
 
 # The bound each config key or command-line option (by its dest) meets wherever it is given: a

@@ -58,6 +58,11 @@ def test_each_bound_has_its_documented_default_and_variable(monkeypatch):
         "motor_fraction": 100.0,
         "mass_scale": 1000.0,
         "weight": 1e6,
+        "skeleton_length": 10.0,
+        "mesh_extent": 100.0,
+        "model_mesh_bytes": 512 * 1024**2,
+        "yaml_bytes": 4 * 1024**2,
+        "yaml_values": 200_000,
         "course": 1000.0,
         "target_radius": 10.0,
     }
@@ -604,3 +609,68 @@ def test_a_subnormal_is_refused_from_a_flag_a_file_and_python(capsys, text):
         CheckTypes(SimulateConfig(drop_height=float(text)))
     for normal in ("0", "-0.0", "2.3e-308"):  # zero and the smallest normal pass this check
         CheckTypes(SimulateConfig(drop_height=float(normal)))
+
+
+# --- the sizes of what is read: YAML files, skeleton lengths, robot meshes ----------------------
+
+
+def test_a_yaml_files_size_and_expanded_values_meet_their_bounds(monkeypatch):
+    from drakebots.config import ReadYaml
+
+    for name in ("YAML_BYTES", "YAML_VALUES"):
+        monkeypatch.delenv("DRAKEBOTS_MAX_" + name, raising=False)
+    # 10 aliases of a 10 000-item list: 100 011 values expanded (the list, its items, the
+    # mapping's key and value nodes counted as _ExpandedSize counts them: above 1e5).
+    text = "a: &a [" + ", ".join(["1"] * 10_000) + "]\nb: [" + ", ".join(["*a"] * 10) + "]\n"
+    ReadYaml(data=text)  # within the 200 000 default
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_VALUES", "100000")
+    with pytest.raises(InputError, match="more than 100000 values.*DRAKEBOTS_MAX_YAML_VALUES"):
+        ReadYaml(data=text, source="t.yaml")
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_VALUES", "120000")
+    ReadYaml(data=text)
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_BYTES", str(len(text) - 1))
+    with pytest.raises(InputError, match=f"larger than {len(text) - 1} bytes.*YAML_BYTES"):
+        ReadYaml(data=text, source="t.yaml")
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_BYTES", str(len(text)))
+    ReadYaml(data=text)
+
+
+def test_a_skeleton_length_above_its_bound_is_refused_and_the_variable_raises_it(
+    tmp_path, monkeypatch
+):
+    import json
+
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+
+    monkeypatch.delenv("DRAKEBOTS_MAX_SKELETON_LENGTH", raising=False)
+    path = tmp_path / "skeleton.yaml"
+    path.write_text(json.dumps({"name": "t", "legs": {"lower_length": 15.0}}))
+    with pytest.raises(InputError, match="legs.lower_length.*15.*DRAKEBOTS_MAX_SKELETON_LENGTH"):
+        LoadSkeletonParams(path)
+    monkeypatch.setenv("DRAKEBOTS_MAX_SKELETON_LENGTH", "20")
+    assert LoadSkeletonParams(path).legs.lower_length == 15.0
+
+
+def test_a_robot_mesh_above_its_extent_bound_is_refused_and_the_variable_raises_it(
+    tmp_path, monkeypatch
+):
+    import trimesh
+
+    from drakebots.robots import LoadRobot
+    from tests.robots.test_published import _LegUrdf, _RobotFile
+
+    monkeypatch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DRAKEBOTS_MAX_MESH_EXTENT", raising=False)
+    monkeypatch.delenv("DRAKEBOTS_MAX_MODEL_MESH_BYTES", raising=False)
+    folder = tmp_path / "robot"
+    folder.mkdir()
+    trimesh.creation.box(extents=[150.0, 20.0, 10.0]).export(folder / "big.stl")
+    path = _RobotFile(folder, _LegUrdf("big.stl"))
+    with pytest.raises(InputError, match="150 length units across.*DRAKEBOTS_MAX_MESH_EXTENT"):
+        LoadRobot(path)
+    monkeypatch.setenv("DRAKEBOTS_MAX_MESH_EXTENT", "200")
+    LoadRobot(path)  # converted now, into the cache
+    size = (folder / "big.stl").stat().st_size
+    monkeypatch.setenv("DRAKEBOTS_MAX_MODEL_MESH_BYTES", str(size - 1))
+    with pytest.raises(InputError, match=f"big.stl: mesh of model .*: {size} bytes of mesh file"):
+        LoadRobot(path)
