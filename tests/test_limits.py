@@ -674,3 +674,14 @@ def test_a_robot_mesh_above_its_extent_bound_is_refused_and_the_variable_raises_
     monkeypatch.setenv("DRAKEBOTS_MAX_MODEL_MESH_BYTES", str(size - 1))
     with pytest.raises(InputError, match=f"big.stl: mesh of model .*: {size} bytes of mesh file"):
         LoadRobot(path)
+
+
+def test_every_bound_is_in_the_documents_table_with_its_variable():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    rows = [
+        line for line in text.splitlines() if line.startswith("| ") and "DRAKEBOTS_MAX_" in line
+    ]
+    documented = {row.split("`DRAKEBOTS_MAX_")[1].split("`")[0].lower() for row in rows}
+    assert documented == set(limits.BOUNDS) | {"memory_gb"}
