@@ -239,6 +239,11 @@ class ModesConfig:
 # absurd height is bad input, not a failed solve).
 
 
+# The shortest time between two knots of a plan, ms: the command line's finest tracking step
+# (drakebots.cli.WORK_FLOORS_BY_VERB), a 250th of the plant's 0.25 ms step.
+MIN_KNOT_MS = 1e-3
+
+
 def _Positive(name: str, value, unit: str = "") -> None:
     if not (np.isfinite(value) and value > 0):
         raise InputError(f"{name} {value}: must be > 0{' ' + unit if unit else ''}")
@@ -293,6 +298,13 @@ def _CheckTrajopt(config) -> None:
         _Positive("duration", config.duration, "ms")
     if config.knots < 3:
         raise InputError(f"knots {config.knots}: need at least 3")
+    knot_ms = config.duration / (config.knots - 1) if isinstance(config, JumpConfig) else None
+    if knot_ms is not None and knot_ms < MIN_KNOT_MS:
+        # 1e-300 ms divided by zero deep in the solver's set-up: a traceback (issue 68).
+        raise InputError(
+            f"duration {config.duration:g} ms: a knot every {knot_ms:.3g} ms, below "
+            f"{MIN_KNOT_MS:g} ms, the finest step one plan may take"
+        )
     if config.friction_directions < 3:
         raise InputError(f"friction_directions {config.friction_directions}: need at least 3")
     if config.first_stage_iterations is not None and config.first_stage_iterations < 0:
