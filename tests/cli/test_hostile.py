@@ -520,6 +520,11 @@ CASES += [
       ["--torque-limit", "must be > 0"]),
     C("simulate", ["simulate", "beetle", "--duration=-0.0", "--out", "{out}"],
       ["--duration", "must be > 0"]),
+    # DEFECT: an option of another action was silently unused (-1e308 ran and "succeeded").
+    C("voxel", ["voxel", "fem", *ACT, "--lift=-1e308", "--out", "{out}"],
+      ["--lift applies to voxel pom and compare, not voxel fem"]),
+    C("voxel", ["voxel", "pom", "--strut-side", "2", "--out", "{out}"],
+      ["--strut-side applies to voxel fem, not voxel pom"]),
     # DEFECT: a division by zero deep in the solver's set-up (a traceback).
     C("optimize", ["optimize", "hamr-jump", "--height", "12", "--duration", "1e-300", "--out",
                    "{out}"],
