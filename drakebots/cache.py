@@ -30,19 +30,40 @@ def CacheDirectory() -> Path:
     else:
         xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
         root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "drakebots"
+    label = CACHE_ENV if explicit else "cache folder"
+    if any(ord(c) < 32 or ord(c) == 127 for c in str(root)):
+        raise InputError(f"{label} {str(root)!r}: holds a control character")
     if root.exists() and not root.is_dir():
-        raise InputError(
-            f"{CACHE_ENV if explicit else 'cache folder'} {root}: exists and is not a folder"
-        )
+        raise InputError(f"{label} {root}: exists and is not a folder")
+    resolved = Path(os.path.realpath(root))
+    for what, inside in ShippedFolders():
+        if resolved == inside or inside in resolved.parents:
+            # Entries written there changed the package every later run loads (issue 68).
+            raise InputError(f"{label} {root}: inside drakebots' own {what} ({inside})")
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def ShippedFolders() -> list[tuple[str, Path]]:
+    """(what, folder) of the folders drakebots ships, which nothing it writes may go into: its
+    package and its models."""
+    import drakebots
+    from drakebots.models import ModelsDirectory
+
+    folders = [("package", Path(drakebots.__file__).resolve().parent)]
+    try:
+        folders.append(("models", ModelsDirectory().resolve()))
+    except FileNotFoundError:
+        pass
+    return folders
 
 
 def SafeName(name: str, *, default: str = "robot") -> str:
     """`name` as a single file-name component: path separators, '..' and characters outside
     [A-Za-z0-9._-] become '_' (a name read from a file is a name, never a path)."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).strip("._")
-    return cleaned or default
+    # At most 100 characters: a 300-character name made a file name the file system refuses.
+    return cleaned[:100].rstrip("._") or default
 
 
 def CacheEntry(kind: str, key_parts, name: str = "") -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
 from pathlib import Path
@@ -115,9 +116,8 @@ def _ResolveAnnotations(schema: type, seen: set | None = None) -> None:
 
 
 # Limits on a YAML file the package reads (issue 50: a 1 KB file of nested aliases grew a process
-# to 2.8 GB): its size, and the number of nodes once every alias is expanded.
-YAML_MAX_BYTES = 4 * 1024 * 1024
-YAML_MAX_NODES = 200_000
+# to 2.8 GB), its size and its values once every alias is expanded, are drakebots.limits' bounds
+# "yaml_bytes" and "yaml_values".
 
 
 def _SafeLoader():
@@ -144,9 +144,10 @@ def _SafeLoader():
     return Loader
 
 
-def _ExpandedSize(node, memo: dict) -> int:
+def _ExpandedSize(node, memo: dict, most: float) -> int:
     """How many nodes the document has once every alias is expanded (aliases share node objects,
-    so this counts a shared subtree each time it is used, without expanding it)."""
+    so this counts a shared subtree each time it is used, without expanding it), counting stops
+    above `most`."""
     key = id(node)
     if key in memo:
         return memo[key]
@@ -155,10 +156,10 @@ def _ExpandedSize(node, memo: dict) -> int:
         total = 1
         for item in node.value:
             if isinstance(item, tuple):
-                total += _ExpandedSize(item[0], memo) + _ExpandedSize(item[1], memo)
+                total += _ExpandedSize(item[0], memo, most) + _ExpandedSize(item[1], memo, most)
             else:
-                total += _ExpandedSize(item, memo)
-            if total > YAML_MAX_NODES:
+                total += _ExpandedSize(item, memo, most)
+            if total > most:
                 break
         memo[key] = total
     return memo[key]
@@ -166,7 +167,7 @@ def _ExpandedSize(node, memo: dict) -> int:
 
 def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, source=None):
     """The one way the package reads a YAML file: PyYAML's safe loader (no Python tags), no
-    duplicate keys, at most `YAML_MAX_BYTES` and `YAML_MAX_NODES` nodes with aliases expanded.
+    duplicate keys, within drakebots.limits' "yaml_bytes" and "yaml_values" (aliases expanded).
     Every mistake is an InputError naming the file (or `source`).
 
     Returns:
@@ -174,21 +175,28 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
     """
     import yaml
 
+    from drakebots.limits import Limit
+
     source = str(source or filename or "<yaml text>")
+    most_bytes, most_values = Limit("yaml_bytes"), Limit("yaml_values")
+    too_big = (
+        f"{source}: larger than {most_bytes:.0f} bytes, not read (set DRAKEBOTS_MAX_YAML_BYTES "
+        "to allow more)"
+    )
     if filename is not None:
         path = Path(filename)
         if not path.is_file():
             raise InputError(f"{source}: file not found")
-        if path.stat().st_size > YAML_MAX_BYTES:
-            raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+        if path.stat().st_size > most_bytes:
+            raise InputError(too_big)
         try:
             data = path.read_text()
         except UnicodeDecodeError:
             raise InputError(f"{source}: not a text file") from None
         except OSError as e:
             raise InputError(f"{source}: cannot be read ({e.strerror})") from None
-    elif data is not None and len(data) > YAML_MAX_BYTES:
-        raise InputError(f"{source}: larger than {YAML_MAX_BYTES} bytes, not read")
+    elif data is not None and len(data) > most_bytes:
+        raise InputError(too_big)
     Loader = _SafeLoader()
     try:
         loader = Loader(data or "")
@@ -196,9 +204,10 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
             node = loader.get_single_node()
             if node is None:
                 return None
-            if _ExpandedSize(node, {}) > YAML_MAX_NODES:
+            if _ExpandedSize(node, {}, most_values) > most_values:
                 raise InputError(
-                    f"{source}: more than {YAML_MAX_NODES} values once its aliases are expanded"
+                    f"{source}: more than {most_values:.0f} values once its aliases are expanded "
+                    "(set DRAKEBOTS_MAX_YAML_VALUES to allow more)"
                 )
             document = loader.construct_document(node)
             _CheckNumbers(document, "", source, limits=False)
@@ -209,6 +218,10 @@ def ReadYaml(filename: str | Path | None = None, *, data: str | None = None, sou
         raise
     except yaml.YAMLError as e:
         raise InputError(f"{source}: not valid YAML ({' '.join(str(e).split())})") from None
+    except ValueError as e:
+        # An integer of more than 4300 digits (Python's int-from-text limit) raised out of the
+        # YAML constructor as a traceback.
+        raise InputError(f"{source}: a value it cannot read ({' '.join(str(e).split())})") from None
     except RecursionError:
         raise InputError(f"{source}: nested too deeply") from None
 
@@ -279,23 +292,6 @@ def _AsLoaded(raw, loaded):
     return raw
 
 
-# Keys whose value bounds the work of a run whatever the config (counts and Hz): a file may not
-# ask for more (issue 50). The command line's options have their own table (drakebots.cli).
-YAML_WORK_LIMITS = {
-    "knots": "knots",  # a drakebots.limits bound, by name (DRAKEBOTS_MAX_KNOTS raises it)
-    "knot_frames": 1000,
-    "cycles": 10000,
-    "iterations": 100000,
-    "major_iterations": 100000,
-    "space_time_iterations": 100000,
-    "first_stage_iterations": 100000,
-    "table_samples": 1001,
-    "max_steps": 100000,
-    "warmup": 1000,
-    "frequency": 1000.0,
-}
-
-
 # Keys of a step or a sampling period whose positive value may not be below this: the command
 # line's floors (drakebots.cli.WORK_FLOORS), here in the key's own unit, s or (HAMR-VI's
 # simulation and tracking) ms, where it is the stricter of the two.
@@ -308,7 +304,8 @@ YAML_WORK_FLOORS = {
 def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None:
     """InputError naming the key and the file for a NaN or infinite number anywhere in a file's
     values (YAML's .nan, .inf: ReadYaml refuses them in every file the package reads), or, with
-    `limits` (a typed config), a count above YAML_WORK_LIMITS or a positive step below
+    `limits` (a typed config), a count above its bound (drakebots.limits.KEY_BOUNDS) or a positive
+    step below
     YAML_WORK_FLOORS."""
     if isinstance(data, dict):
         for key, value in data.items():
@@ -321,17 +318,20 @@ def _CheckNumbers(data, where: str, source: str, *, limits: bool = True) -> None
         raise InputError(
             f"{source}: key '{where or '(the document)'}' is {data}: must be a finite number"
         )
+    elif isinstance(data, float) and 0.0 < abs(data) < sys.float_info.min:
+        raise InputError(
+            f"{source}: key '{where or '(the document)'}' is {data}: below "
+            f"{sys.float_info.min:.3g} in magnitude (subnormal): give 0 or a normal number"
+        )
     elif limits and isinstance(data, (int, float)) and not isinstance(data, bool):
-        name = where.rsplit(".", 1)[-1]
-        limit = YAML_WORK_LIMITS.get(name)
-        if isinstance(limit, str):
-            from drakebots.limits import Limit
+        from drakebots.limits import BOUNDS, KEY_BOUNDS, Limit
 
-            limit = Limit(limit)
-        if limit is not None and data > limit:
+        name = where.rsplit(".", 1)[-1]
+        bound = KEY_BOUNDS.get(name)
+        if bound is not None and data > Limit(bound):
             raise InputError(
-                f"{source}: key '{where}' {data} is above {limit:g}, the most work one run may "
-                "ask for"
+                f"{source}: key '{where}' {data} is above the bound of {Limit(bound):g} "
+                f"{BOUNDS[bound].unit} (set DRAKEBOTS_MAX_{bound.upper()} to allow more)"
             )
         floor = YAML_WORK_FLOORS.get(name)
         if floor is not None and 0 < data < floor:
@@ -412,6 +412,8 @@ def _Matches(field_type, value, path: str) -> str | None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if ok and not math.isfinite(value):
             return f"{path} is {value}: must be a finite number"
+        if ok and 0.0 < abs(value) < sys.float_info.min:
+            return f"{path} is {value}: subnormal, give 0 or a normal number"
         return None if ok else _Wrong(field_type, value, path)
     if field_type is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
@@ -455,3 +457,23 @@ def CheckTypes(config: Any, *, where: str = "") -> None:
     message = _FieldsMessage(config, where)
     if message:
         raise InputError(message)
+    _CheckBounds(config, where)
+
+
+def _CheckBounds(value, path: str) -> None:
+    """The work bounds of a Python config's fields by name (drakebots.limits.KEY_BOUNDS: the
+    bound a config file's key and a flag meet too), in nested dataclasses and lists of them."""
+    from drakebots.limits import KEY_BOUNDS, CheckWork
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            where = f"{path}.{field.name}" if path else field.name
+            bound = KEY_BOUNDS.get(field.name)
+            if bound is not None and isinstance(item, (int, float)) and not isinstance(item, bool):
+                CheckWork(bound, item, where)
+            _CheckBounds(item, where)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            if dataclasses.is_dataclass(item):
+                _CheckBounds(item, f"{path}[{index}]")

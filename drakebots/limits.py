@@ -60,6 +60,111 @@ BOUNDS: dict[str, Bound] = {
     # about 20 times the file as Python objects, so 100 MB is about 2 GB (the paper's beetle
     # surface is a few MB).
     "mesh_bytes": Bound(100_000_000, "bytes of mesh file"),
+    # --- counts and times of one run's loops (issue 68's leftovers: each was a fixed number) ---
+    # Iterations of a solver or design loop (SNOPT's major iterations, IPOPT's, space-time's).
+    "iterations": Bound(100_000, "iterations"),
+    # Cycles of a gait simulated or tracked (simulate --cycles, track --cycles).
+    "cycles": Bound(10_000, "cycles"),
+    # Warm-up cycles before a gecko measurement (velocity-space --warmup).
+    "warmup": Bound(1000, "warm-up cycles"),
+    # Frames a design's frame-by-frame pass takes between two space-time knots.
+    "knot_frames": Bound(1000, "frames per knot"),
+    # Samples per direction of HAMR-VI's transmission look-up table (track --table-samples).
+    "table_samples": Bound(1001, "samples per direction"),
+    # Planner steps of a gecko course (navigate --max-steps).
+    "planner_steps": Bound(100_000, "planner steps"),
+    # Knots a tracking controller looks ahead.
+    "lookahead": Bound(1000, "knots of lookahead"),
+    # Teeth of a folded skin joint (skin --fold-teeth).
+    "fold_teeth": Bound(100, "teeth"),
+    # Directions of a linearised friction cone (optimize --friction-directions): its constraints
+    # grow with it.
+    "friction_directions": Bound(64, "friction directions"),
+    # Worker processes of a sweep or a velocity-space grid.
+    "workers": Bound(1024, "workers"),
+    # A drive or gait frequency, Hz (HAMR-VI's strides; the plant's step is 0.25 ms).
+    "frequency": Bound(1000.0, "Hz"),
+    # The longest motion one plan may span, in the problem's time unit (HAMR-VI's ms; a robot
+    # file's jump is bounded again by "duration" in seconds): 10 s of HAMR-VI.
+    "plan_time": Bound(10_000.0, "time units of planned motion (ms for HAMR-VI)"),
+    # Seconds of a replay written or served (view --seconds, design --coupled-replay-seconds).
+    "replay_seconds": Bound(86_400.0, "s of replay"),
+    # Wall-clock seconds one case of a sweep may run (sweep --case-timeout): a week.
+    "case_timeout": Bound(604_800.0, "s of wall clock"),
+    # Coupled (skin + skeleton) steps of one skin-bend experiment, about a second each.
+    "bend_steps": Bound(10_000, "coupled steps"),
+    # --- the scale of a scene (a unit slip, m for mm, is refused; a user who means it raises it)
+    # Drop height of a simulation, m: a robot of drakebots' sizes dropped from 100 m hits the
+    # ground at 44 m/s; 1e300 simulated and reported "the robot fell".
+    "drop_height": Bound(100.0, "m of drop height"),
+    # A friction coefficient (simulate --ground-friction): rubber on rubber is about 1-2.
+    "friction": Bound(10.0, "friction coefficient"),
+    # A skinned robot's design speed, m/s: these robots are a few tenths of a metre long.
+    "speed": Bound(10.0, "m/s"),
+    # A skinned robot's foot lift, m.
+    "lift_height": Bound(1.0, "m of lift height"),
+    # A distance of HAMR-VI's plans and plots, mm (a jump's height, a stride's goal, the scuff
+    # height, the modes' amplitude): twenty of its 45 mm heights.
+    "hamr_distance": Bound(1000.0, "mm"),
+    # A motor torque, N*m (skin-bend --torque-limit, design --motor-limit): the skinned robots'
+    # motors give about 2 N*m; 1e308 ran on.
+    "torque": Bound(1000.0, "N*m"),
+    # A multiple of the motors' limit a design's plan may use (design --plan-motor-limits).
+    "motor_fraction": Bound(100.0, "times the motor limit"),
+    # A factor on every mass of a robot (design --mass-scale; 2 is the paper's failure case).
+    "mass_scale": Bound(1000.0, "times the robot's mass"),
+    # A cost weight of an optimisation (relative to its terms' weight of about 1): 1e308
+    # overflowed the solver's sums and ran on.
+    "weight": Bound(1e6, "weight"),
+    # How far a gecko course's targets, start and obstacles may lie from the origin, m.
+    "course": Bound(1000.0, "m from the origin"),
+    # A gecko course's target radius, m: fifty of the 0.2 m walker's body lengths.
+    "target_radius": Bound(10.0, "m of target radius"),
+    # The largest length a skinned robot's skeleton file may give, m: these robots are tens of
+    # centimetres (a length in millimetres read as metres would build a 100 m robot).
+    "skeleton_length": Bound(10.0, "m of skeleton length"),
+    # The largest extent of a robot model's mesh once scaled, m (a millimetre mesh read as
+    # metres is 1000 times too big).
+    "mesh_extent": Bound(100.0, "m across"),
+    # --- the size of what is read
+    # Bytes of a robot model's mesh file, read whole by trimesh (published robots' are tens of MB).
+    "model_mesh_bytes": Bound(512 * 1024**2, "bytes of mesh file"),
+    # Bytes of a YAML file (configs, scenarios, robot files, sweeps are a few KB).
+    "yaml_bytes": Bound(4 * 1024**2, "bytes of YAML"),
+    # Values of a YAML file once its aliases are expanded (issue 50: a 1 KB file of nested
+    # aliases grew a process to 2.8 GB).
+    "yaml_values": Bound(200_000, "values once its aliases are expanded"),
+}
+
+# The bound each config key or command-line option (by its dest) meets wherever it is given: a
+# flag (drakebots.cli), a config file's key (drakebots.config.LoadTypedYaml) or a Python config's
+# field (drakebots.config.CheckTypes, which every workflow's check calls first).
+KEY_BOUNDS: dict[str, str] = {
+    "knots": "knots",
+    "knot_frames": "knot_frames",
+    "cycles": "cycles",
+    "iterations": "iterations",
+    "major_iterations": "iterations",
+    "space_time_iterations": "iterations",
+    "first_stage_iterations": "iterations",
+    "table_samples": "table_samples",
+    "max_steps": "planner_steps",
+    "warmup": "warmup",
+    "frequency": "frequency",
+    "workers": "workers",
+    "fold_teeth": "fold_teeth",
+    "friction_directions": "friction_directions",
+    "lookahead": "lookahead",
+    "friction": "friction",
+    "torque_limit": "torque",
+    "motor_limit": "torque",
+    "plan_motor_limits": "motor_fraction",
+    "mass_scale": "mass_scale",
+    "torso_attitude_weight": "weight",
+    "scuff_weight": "weight",
+    "goal": "hamr_distance",
+    "scuff_height": "hamr_distance",
+    "amplitude": "hamr_distance",
 }
 
 # Where MemAvailable cannot be read, this much memory is assumed available.

@@ -33,6 +33,38 @@ def test_each_bound_has_its_documented_default_and_variable(monkeypatch):
         "voxels": 8000,
         "grid_cells": 5e7,
         "mesh_bytes": 1e8,
+        # issue 68's leftovers, each a fixed number before (the same defaults)
+        "iterations": 100_000,
+        "cycles": 10_000,
+        "warmup": 1000,
+        "knot_frames": 1000,
+        "table_samples": 1001,
+        "planner_steps": 100_000,
+        "lookahead": 1000,
+        "fold_teeth": 100,
+        "friction_directions": 64,
+        "workers": 1024,
+        "frequency": 1000.0,
+        "plan_time": 10_000.0,
+        "replay_seconds": 86_400.0,
+        "case_timeout": 604_800.0,
+        "bend_steps": 10_000,
+        "drop_height": 100.0,
+        "friction": 10.0,
+        "speed": 10.0,
+        "lift_height": 1.0,
+        "hamr_distance": 1000.0,
+        "torque": 1000.0,
+        "motor_fraction": 100.0,
+        "mass_scale": 1000.0,
+        "weight": 1e6,
+        "skeleton_length": 10.0,
+        "mesh_extent": 100.0,
+        "model_mesh_bytes": 512 * 1024**2,
+        "yaml_bytes": 4 * 1024**2,
+        "yaml_values": 200_000,
+        "course": 1000.0,
+        "target_radius": 10.0,
     }
     assert set(limits.BOUNDS) == set(documented)
     for name, default in documented.items():
@@ -367,3 +399,289 @@ def test_environment_readers_name_the_variable(monkeypatch):
             with pytest.raises(InputError, match=f"^environment variable {variable}='{value}'"):
                 call()
         monkeypatch.delenv(variable)
+
+
+# --- issue 68's leftovers: every bound from a flag, a config file and a Python config ------------
+
+# (key, command line before the flag, the flag) for every key of limits.KEY_BOUNDS a flag sets
+# (lookahead's flag takes a word, major_iterations has none: a file and Python set them).
+_PLAN = ["track", "no_plan"]
+KEY_FLAGS = [
+    ("knots", ["optimize", "hamr-gait"], "--knots"),
+    ("knot_frames", ["design", "beetle"], "--knot-frames"),
+    ("cycles", ["simulate", "hamr_vi"], "--cycles"),
+    ("iterations", ["optimize", "hamr-gait"], "--iterations"),
+    ("space_time_iterations", ["design", "beetle"], "--space-time-iterations"),
+    ("first_stage_iterations", ["optimize", "hamr-jump"], "--first-stage-iterations"),
+    ("table_samples", _PLAN, "--table-samples"),
+    ("max_steps", ["gecko", "navigate"], "--max-steps"),
+    ("warmup", ["gecko", "velocity-space"], "--warmup"),
+    ("frequency", ["optimize", "hamr-gait"], "--frequency"),
+    ("workers", ["gecko", "velocity-space"], "--workers"),
+    ("fold_teeth", ["skin", "beetle"], "--fold-teeth"),
+    ("friction_directions", ["optimize", "hamr-gait"], "--friction-directions"),
+    ("friction", ["optimize", "gait", "robot.yaml"], "--friction"),
+    ("torque_limit", ["skin-bend", "beetle"], "--torque-limit"),
+    ("motor_limit", ["design", "beetle"], "--motor-limit"),
+    ("plan_motor_limits", ["design", "beetle"], "--plan-motor-limits"),
+    ("mass_scale", ["design", "beetle"], "--mass-scale"),
+    ("torso_attitude_weight", ["design", "beetle"], "--torso-attitude-weight"),
+    ("scuff_weight", ["optimize", "hamr-gait"], "--scuff-weight"),
+    ("goal", ["optimize", "hamr-gait"], "--goal"),
+    ("scuff_height", ["optimize", "hamr-gait"], "--scuff-height"),
+    ("amplitude", ["hamr", "modes"], "--amplitude"),
+]
+# Options bounded by dest only (no config key of that name), and optimize's --duration (its own).
+DEST_FLAGS = [
+    ("replay_seconds", ["view", "folder"], "--seconds"),
+    ("replay_seconds", ["design", "beetle"], "--coupled-replay-seconds"),
+    ("case_timeout", ["sweep", "sweep.yaml"], "--case-timeout"),
+    ("duration", ["skin-bend", "beetle"], "--time"),
+    ("duration", ["skin-bend", "beetle"], "--hold"),
+    ("plan_time", ["optimize", "hamr-jump"], "--duration"),
+]
+
+
+def _Above(bound: str) -> str:
+    """A value above the bound's default: twice it (an integer for a count)."""
+    default = limits.BOUNDS[bound].default
+    return str(int(2 * default) + 1) if float(default).is_integer() else repr(2.5 * default)
+
+
+def _Parse(argv, capsys):
+    """(exit code, stderr) of parsing `drakebots ARGV` (the flags' checks; nothing runs)."""
+    from drakebots.cli import MakeParser
+
+    try:
+        MakeParser().parse_args(argv)
+    except SystemExit as e:
+        return e.code, capsys.readouterr().err
+    return 0, capsys.readouterr().err
+
+
+def test_every_key_bound_has_a_flag_or_says_why_not():
+    assert {key for key, _, _ in KEY_FLAGS} == set(limits.KEY_BOUNDS) - {
+        "lookahead",
+        "major_iterations",
+    }
+    assert set(limits.KEY_BOUNDS.values()) <= set(limits.BOUNDS)
+
+
+@pytest.mark.parametrize(
+    "bound, argv, flag",
+    [(limits.KEY_BOUNDS[key], argv, flag) for key, argv, flag in KEY_FLAGS] + DEST_FLAGS,
+    ids=lambda x: x if isinstance(x, str) else None,
+)
+def test_a_flag_above_its_bound_is_refused_naming_the_variable_which_raises_it(
+    monkeypatch, capsys, bound, argv, flag
+):
+    variable = "DRAKEBOTS_MAX_" + bound.upper()
+    monkeypatch.delenv(variable, raising=False)
+    value = _Above(bound)
+    code, err = _Parse([*argv, flag, value], capsys)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"argument {flag}: {value} is above the bound of" in err and variable in err, err
+    monkeypatch.setenv(variable, repr(4.0 * float(value)))
+    code, err = _Parse([*argv, flag, value], capsys)
+    assert code == 0, err
+
+
+@dataclasses.dataclass
+class _Solver:
+    # Iterations.
+    major_iterations: int = 10
+
+
+@dataclasses.dataclass
+class _Keys:
+    """One field per key of limits.KEY_BOUNDS (the bound goes by the field's name)."""
+
+    # The nested solver.
+    solver: _Solver = dataclasses.field(default_factory=_Solver)
+    knots: int = 3
+    knot_frames: int = 1
+    cycles: int = 1
+    iterations: int = 1
+    space_time_iterations: int = 1
+    first_stage_iterations: int = 1
+    table_samples: int = 3
+    max_steps: int = 1
+    warmup: int = 1
+    frequency: float = 1.0
+    workers: int = 1
+    fold_teeth: int = 1
+    friction_directions: int = 4
+    lookahead: int = 1
+    friction: float = 0.5
+    torque_limit: float = 1.0
+    motor_limit: float = 1.0
+    plan_motor_limits: float = 1.0
+    mass_scale: float = 1.0
+    torso_attitude_weight: float = 1.0
+    scuff_weight: float = 1.0
+    goal: float = 1.0
+    scuff_height: float = 1.0
+    amplitude: float = 1.0
+
+
+@pytest.mark.parametrize("key", sorted(limits.KEY_BOUNDS))
+def test_a_config_file_key_and_a_python_field_above_the_bound_are_refused(monkeypatch, key):
+    bound = limits.KEY_BOUNDS[key]
+    variable = "DRAKEBOTS_MAX_" + bound.upper()
+    monkeypatch.delenv(variable, raising=False)
+    value = _Above(bound)
+    path = "solver.major_iterations" if key == "major_iterations" else key
+    text = f"{key}: {value}\n"
+    if key == "major_iterations":
+        text = "solver: {major_iterations: " + value + "}\n"
+    with pytest.raises(
+        InputError, match=f"f.yaml: key '{path}' {value}(\\.0)? is above.*{variable}"
+    ):
+        LoadTypedYaml(_Keys, data=text, source="f.yaml")
+    config = _Keys()
+    target = config.solver if key == "major_iterations" else config
+    setattr(target, key, type(getattr(target, key))(float(value)))
+    with pytest.raises(InputError, match=f"^{re_escape(path)}: .* is above the bound.*{variable}"):
+        CheckTypes(config)
+    monkeypatch.setenv(variable, repr(4.0 * float(value)))
+    LoadTypedYaml(_Keys, data=text, source="f.yaml")
+    CheckTypes(config)
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+@pytest.mark.parametrize(
+    "bound, field, value",
+    [("drop_height", "drop_height", 150.0), ("friction", "ground_friction", 12.0)],
+)
+def test_a_simulations_scale_bounds_from_file_and_python(monkeypatch, bound, field, value):
+    from drakebots.systems.simulate import CheckConfig, SimulateConfig
+
+    variable = "DRAKEBOTS_MAX_" + bound.upper()
+    monkeypatch.delenv(variable, raising=False)
+    flag = "--" + field.replace("_", "-")
+    config = SimulateConfig(robot="beetle", **{field: value})
+    with pytest.raises(InputError, match=f"^{flag}: {value:g} .* bound of .*{variable}"):
+        CheckConfig(config)
+    loaded = LoadTypedYaml(SimulateConfig, data=f"robot: beetle\n{field}: {value}\n")
+    names = {field: f"s.yaml: key '{field}'"}
+    with pytest.raises(InputError, match=f"^s.yaml: key '{field}': .*{variable}"):
+        CheckConfig(loaded, names)
+    monkeypatch.setenv(variable, str(2 * value))
+    CheckConfig(config)
+    CheckConfig(loaded, names)
+
+
+def test_hamr_and_gecko_scale_bounds_from_python_and_raised(monkeypatch):
+    from drakebots import hamr
+    from drakebots.gecko.navigation import NavigateConfig, ResolveCourse
+
+    for variable in ("HAMR_DISTANCE", "TARGET_RADIUS", "COURSE", "PLAN_TIME"):
+        monkeypatch.delenv("DRAKEBOTS_MAX_" + variable, raising=False)
+    with pytest.raises(InputError, match="^height: 1500 mm .*DRAKEBOTS_MAX_HAMR_DISTANCE"):
+        hamr.OptimizeJump(hamr.JumpConfig(height=1500.0))
+    with pytest.raises(InputError, match=r"0.05 Hz.*2e\+04 ms.*DRAKEBOTS_MAX_PLAN_TIME"):
+        hamr.OptimizeGait(hamr.GaitConfig(frequency=0.05))
+    with pytest.raises(InputError, match="--epsilon 12.0 m: 12 m .*DRAKEBOTS_MAX_TARGET_RADIUS"):
+        ResolveCourse(NavigateConfig(epsilon=12.0))
+    with pytest.raises(InputError, match="target 1.*1000 m.*DRAKEBOTS_MAX_COURSE"):
+        ResolveCourse(NavigateConfig(targets=[[1500.0, 0.0]]))
+    monkeypatch.setenv("DRAKEBOTS_MAX_TARGET_RADIUS", "20")
+    monkeypatch.setenv("DRAKEBOTS_MAX_COURSE", "2000")
+    assert ResolveCourse(NavigateConfig(epsilon=12.0)).epsilon == 12.0
+    ResolveCourse(NavigateConfig(targets=[[1500.0, 0.0]]))
+
+
+@pytest.mark.parametrize("text", ["1e-320", "-4.9e-324", "2e-310"])
+def test_a_subnormal_is_refused_from_a_flag_a_file_and_python(capsys, text):
+    from drakebots.systems.simulate import SimulateConfig
+
+    code, err = _Parse(["simulate", "beetle", f"--drop-height={text}"], capsys)
+    assert code == 2 and "subnormal" in err and "--drop-height" in err, err
+    with pytest.raises(InputError, match="key 'drop_height' .*subnormal"):
+        LoadTypedYaml(SimulateConfig, data=f"drop_height: {text}\n")
+    with pytest.raises(InputError, match="^drop_height is .*subnormal"):
+        CheckTypes(SimulateConfig(drop_height=float(text)))
+    for normal in ("0", "-0.0", "2.3e-308"):  # zero and the smallest normal pass this check
+        CheckTypes(SimulateConfig(drop_height=float(normal)))
+
+
+# --- the sizes of what is read: YAML files, skeleton lengths, robot meshes ----------------------
+
+
+def test_a_yaml_files_size_and_expanded_values_meet_their_bounds(monkeypatch):
+    from drakebots.config import ReadYaml
+
+    for name in ("YAML_BYTES", "YAML_VALUES"):
+        monkeypatch.delenv("DRAKEBOTS_MAX_" + name, raising=False)
+    # 10 aliases of a 1000-item list: 11 000 values and more once expanded (the list and its
+    # items, ten times), under 11 020 (the mapping, its keys, the outer list: a handful).
+    text = "a: &a [" + ", ".join(["1"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 10) + "]\n"
+    ReadYaml(data=text)  # within the 200 000 default
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_VALUES", "11000")
+    with pytest.raises(InputError, match="more than 11000 values.*DRAKEBOTS_MAX_YAML_VALUES"):
+        ReadYaml(data=text, source="t.yaml")
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_VALUES", "11020")
+    ReadYaml(data=text)
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_BYTES", str(len(text) - 1))
+    with pytest.raises(InputError, match=f"larger than {len(text) - 1} bytes.*YAML_BYTES"):
+        ReadYaml(data=text, source="t.yaml")
+    monkeypatch.setenv("DRAKEBOTS_MAX_YAML_BYTES", str(len(text)))
+    ReadYaml(data=text)
+
+
+def test_a_skeleton_length_above_its_bound_is_refused_and_the_variable_raises_it(
+    tmp_path, monkeypatch
+):
+    import json
+
+    from drakebots.skinned.skeleton import LoadSkeletonParams
+
+    monkeypatch.delenv("DRAKEBOTS_MAX_SKELETON_LENGTH", raising=False)
+    path = tmp_path / "skeleton.yaml"
+    path.write_text(json.dumps({"name": "t", "legs": {"lower_length": 15.0}}))
+    with pytest.raises(InputError, match="legs.lower_length.*15.*DRAKEBOTS_MAX_SKELETON_LENGTH"):
+        LoadSkeletonParams(path)
+    monkeypatch.setenv("DRAKEBOTS_MAX_SKELETON_LENGTH", "20")
+    assert LoadSkeletonParams(path).legs.lower_length == 15.0
+
+
+def test_a_robot_mesh_above_its_extent_bound_is_refused_and_the_variable_raises_it(
+    tmp_path, monkeypatch
+):
+    import trimesh
+
+    from drakebots.robots import LoadRobot
+    from tests.robots.test_published import _LegUrdf, _RobotFile
+
+    monkeypatch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DRAKEBOTS_MAX_MESH_EXTENT", raising=False)
+    monkeypatch.delenv("DRAKEBOTS_MAX_MODEL_MESH_BYTES", raising=False)
+    folder = tmp_path / "robot"
+    folder.mkdir()
+    trimesh.creation.box(extents=[150.0, 20.0, 10.0]).export(folder / "big.stl")
+    path = _RobotFile(folder, _LegUrdf("big.stl"))
+    with pytest.raises(InputError, match="150 length units across.*DRAKEBOTS_MAX_MESH_EXTENT"):
+        LoadRobot(path)
+    monkeypatch.setenv("DRAKEBOTS_MAX_MESH_EXTENT", "200")
+    LoadRobot(path)  # converted now, into the cache
+    size = (folder / "big.stl").stat().st_size
+    monkeypatch.setenv("DRAKEBOTS_MAX_MODEL_MESH_BYTES", str(size - 1))
+    with pytest.raises(InputError, match=f"big.stl: mesh of model .*: {size} bytes of mesh file"):
+        LoadRobot(path)
+
+
+def test_every_bound_is_in_the_documents_table_with_its_variable():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    rows = [
+        line for line in text.splitlines() if line.startswith("| ") and "DRAKEBOTS_MAX_" in line
+    ]
+    documented = {row.split("`DRAKEBOTS_MAX_")[1].split("`")[0].lower() for row in rows}
+    assert documented == set(limits.BOUNDS) | {"memory_gb"}

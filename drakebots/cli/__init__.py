@@ -7,6 +7,7 @@ goal (the results folder holds the reason); 2 bad input (nothing written).
 """
 
 import argparse
+import errno
 import importlib
 import logging
 import math
@@ -31,38 +32,33 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the house's error: one line naming the option, exit 2 (issue 50)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {_OneLine(message)} (see {self.prog} --help)\n")
 
 
-# The most work one run may ask for, per option (dest), so that a typo (1e9 for 1e3) is refused
-# before it runs for a day or fills the disk: {dest: (limit, what it is)}; WORK_LIMITS_BY_VERB
-# overrides it for a verb whose option has other units.
-WORK_LIMITS = {
-    "duration": ("duration", "s of simulated time"),  # a drakebots.limits bound, by name
-    "seconds": (86400.0, "s"),
-    "time": (3600.0, "s"),
-    "hold": (3600.0, "s"),
-    "coupled_replay_seconds": (86400.0, "s"),
-    "case_timeout": (7 * 86400.0, "s"),
-    "frequency": (1000.0, "Hz"),
-    "knots": ("knots", "knots"),
-    "knot_frames": (1000, "frames per knot"),
-    "cycles": (10000, "cycles"),
-    "iterations": (100000, "iterations"),
-    "space_time_iterations": (100000, "iterations"),
-    "first_stage_iterations": (100000, "iterations"),
-    "table_samples": (1001, "samples per direction"),
-    "max_steps": (100000, "steps"),
-    "warmup": (1000, "cycles"),
-    "workers": (1024, "workers"),
-    "fold_teeth": (100, "teeth"),
-    "friction_directions": (64, "directions"),
-    "lookahead": (1000, "knots"),
-}
+# The most work one run may ask for, per option (dest): the drakebots.limits bound it meets, so
+# that a typo (1e9 for 1e3) is refused before it runs for a day or fills the disk, naming the
+# DRAKEBOTS_MAX_* variable that raises it. WORK_LIMITS_BY_VERB overrides it for a verb whose
+# option has other units. The options named like config keys (limits.KEY_BOUNDS) meet the same
+# bound in a config file and a Python config.
+def _WorkLimits() -> dict:
+    from drakebots.limits import KEY_BOUNDS
+
+    return {
+        **KEY_BOUNDS,
+        "duration": "duration",
+        "seconds": "replay_seconds",
+        "time": "duration",
+        "hold": "duration",
+        "coupled_replay_seconds": "replay_seconds",
+        "case_timeout": "case_timeout",
+    }
+
+
+WORK_LIMITS = _WorkLimits()
 WORK_LIMITS_BY_VERB = {
     # hamr-jump plans in ms; a robot file's jump in its own time unit, which the workflow's check
     # bounds again by DRAKEBOTS_MAX_DURATION (converted to seconds).
-    "optimize": {"duration": (10000.0, "time units of planned motion (ms for hamr-jump)")},
+    "optimize": {"duration": "plan_time"},
 }
 # The finest step or sampling period one run may take, per option (dest): a positive value below
 # it (1e-9 for 1e-3) would step or log for ever: {dest: (floor, unit)}. Zero (an option's "the
@@ -85,18 +81,23 @@ def _NumberType(kind, dest: str, limit, floor=None):
         value = kind(text)
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if isinstance(value, float) and 0.0 < abs(value) < sys.float_info.min:
+            # A subnormal (1e-320) loses its digits and underflows what it divides or scales.
+            raise argparse.ArgumentTypeError(
+                f"{text} is below {sys.float_info.min:.3g} in magnitude (subnormal): give 0 or a "
+                "normal number"
+            )
         if limit is not None and isinstance(value, (int, float)):
-            most, hint = limit[0], ""
-            if isinstance(most, str):  # drakebots.limits' bound: its variable raises it
-                from drakebots.limits import Limit
+            from drakebots.limits import BOUNDS, Limit
 
-                try:
-                    most, hint = Limit(most), f" (set DRAKEBOTS_MAX_{most.upper()} to allow more)"
-                except InputError as e:
-                    raise argparse.ArgumentTypeError(str(e)) from None
+            try:
+                most = Limit(limit)
+            except InputError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
             if value > most:
                 raise argparse.ArgumentTypeError(
-                    f"{text} is above {most:g} {limit[1]}, the most work one run may ask for" + hint
+                    f"{text} is above the bound of {most:g} {BOUNDS[limit].unit} "
+                    f"(set DRAKEBOTS_MAX_{limit.upper()} to allow more)"
                 )
         if floor is not None and isinstance(value, (int, float)) and 0 < value < floor[0]:
             raise argparse.ArgumentTypeError(
@@ -178,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise interrupted.Exception() from None
             raise
     except InputError as e:
-        print(f"drakebots {args.verb}: error: {e}", file=sys.stderr)
+        print(f"drakebots {args.verb}: error: {_OneLine(e)}", file=sys.stderr)
         return 2
     except RunFailure as e:
-        print(f"drakebots {args.verb}: did not reach its goal: {e}", file=sys.stderr)
+        print(f"drakebots {args.verb}: did not reach its goal: {_OneLine(e)}", file=sys.stderr)
         return 1
     except Terminated:
         # SIGTERM (kill, a batch system's time limit) is handled as Ctrl-C: the temporaries are
@@ -196,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         # the path and the cause; the results folder was written to a temporary name and is
         # not half in place (drakebots.results).
         where = e.filename if e.filename is not None else "(no path)"
-        print(f"drakebots {args.verb}: {where}: {e.strerror or e}", file=sys.stderr)
+        if e.errno == errno.ENAMETOOLONG:
+            # A name the user gave is longer than the file system allows (pathlib's is_file()
+            # raises it rather than answer False): bad input, not a failed run.
+            print(f"drakebots {args.verb}: error: {_OneLine(where)}: {e.strerror}", file=sys.stderr)
+            return 2
+        print(f"drakebots {args.verb}: {_OneLine(where)}: {e.strerror or e}", file=sys.stderr)
         return 1
     except SystemExit as e:
         # pydrake turns a failed DRAKE_DEMAND into SystemExit(message): report it as a failure.
@@ -206,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         interrupted.Restore()
+
+
+def _OneLine(message) -> str:
+    """`message` with its control characters escaped (a path holding a newline split the one
+    line of an error in two): `\\n` for a newline, as Python writes it."""
+    text = str(message)
+    if not any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return text
+    return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
 
 
 def _NoteCommandInputs(argv: list[str], args) -> None:
@@ -375,6 +390,29 @@ def OutFolder(text: str) -> str:
     wrote to the default runs/ folder instead: issue 68)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("empty (give a folder name)")
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        # A newline or escape from a pasted or generated name made a folder no listing shows
+        # plainly (and a message naming it spanned two lines): issue 68's hostile pass.
+        raise argparse.ArgumentTypeError(f"{text!r} holds the control character {bad!r}")
+    import os
+    from pathlib import Path
+
+    if Path(text).name in ("", ".", ".."):
+        # `--out x/..` ran the whole job, then kept its results under a `...kept-` name.
+        raise argparse.ArgumentTypeError(
+            f"{text}: '{Path(text).name or text}' is not a folder's own name (it names the "
+            "folder holding it or above it): name the results folder itself"
+        )
+    resolved = Path(os.path.realpath(text))
+    from drakebots.cache import ShippedFolders
+
+    for name, inside in ShippedFolders():
+        if resolved == inside or inside in resolved.parents:
+            # Results written into the package changed what every later run loads.
+            raise argparse.ArgumentTypeError(
+                f"{text} is inside drakebots' own {name} ({inside}): write results elsewhere"
+            )
     return text
 
 

@@ -31,6 +31,7 @@ from drakebots.cli import (
     CommandLine,
     ConfigFromArguments,
 )
+from drakebots.errors import InputError
 
 
 def register(subparsers):
@@ -100,9 +101,22 @@ def register(subparsers):
     return parser
 
 
+# The options of one action only (each defaults to None: not given).
+_FEM_ONLY = ("lattice", "occupancy", "actuate", "mount", "joints", "strut_side", "timoshenko")
+_POM_ONLY = ("robot", "gait", "lift", "narrow")
+
+
 def _Config(args):
     from drakebots.voxel import CompareConfig, FemConfig, PomConfig
 
+    # `voxel fem --lift -1e308` ran and succeeded, the option silently unused (issue 68).
+    others = _POM_ONLY if args.action == "fem" else _FEM_ONLY
+    for dest in others:
+        if getattr(args, dest, None) is not None:
+            users = "pom and compare" if args.action == "fem" else "fem"
+            raise InputError(
+                f"--{dest.replace('_', '-')} applies to voxel {users}, not voxel {args.action}"
+            )
     if args.action == "fem":
         return ConfigFromArguments(
             FemConfig,

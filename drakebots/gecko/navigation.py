@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from drakebots.errors import InputError
+from drakebots.limits import CheckWork, Limit
 from drakebots.workflow import Reporter, WorkflowResult
 
 SCENARIOS_DIRECTORY = Path(__file__).resolve().parents[1] / "scenarios"
@@ -32,8 +33,8 @@ SCENARIOS_DIRECTORY = Path(__file__).resolve().parents[1] / "scenarios"
 PAPER_COURSE = ((0.4, 0.1), (0.6, -0.3), (0.2, -0.5), (0.0, 0.0))
 MODELS = ("drake", "geometric")
 METHODS = ("newton", "L-BFGS-B")
-# The largest target radius, m: fifty of the 0.2 m walker's body lengths (the paper's is 0.05 m).
-MAX_EPSILON_M = 10.0
+# The largest target radius, m, is drakebots.limits' "target_radius" bound (fifty of the 0.2 m
+# walker's body lengths; the paper's is 0.05 m).
 
 
 @dataclasses.dataclass
@@ -257,10 +258,9 @@ def LoadCourse(path_text: str | Path) -> GeckoCourse:
         raise InputError(f"{path}: 'targets' must list at least one waypoint")
     if len(course.start) != 3:
         raise InputError(f"{path}: 'start' must be [x, y, heading_deg], got {course.start}")
-    if not 0.0 < course.epsilon <= MAX_EPSILON_M:
-        raise InputError(
-            f"{path}: 'epsilon' must be in (0, {MAX_EPSILON_M:g}] m, got {course.epsilon}"
-        )
+    if not course.epsilon > 0.0:
+        raise InputError(f"{path}: 'epsilon' must be > 0 m, got {course.epsilon}")
+    CheckWork("target_radius", course.epsilon, f"{path}: 'epsilon'")
     if course.max_steps_per_target < 1:
         raise InputError(f"{path}: 'max_steps_per_target' must be >= 1")
     for k, obstacle in enumerate(course.obstacles, start=1):
@@ -316,11 +316,8 @@ def ResolveCourse(config: NavigateConfig) -> _Course:
     if config.epsilon is not None:
         if not config.epsilon > 0.0:
             raise InputError(f"--epsilon must be > 0 m, got {config.epsilon}")
-        if not config.epsilon <= MAX_EPSILON_M:  # 1e308 reached every target at once (issue 68)
-            raise InputError(
-                f"--epsilon {config.epsilon} m: a target radius must be at most "
-                f"{MAX_EPSILON_M:g} m (fifty body lengths; the paper's is 0.05 m)"
-            )
+        # 1e308 reached every target at once (issue 68).
+        CheckWork("target_radius", config.epsilon, f"--epsilon {config.epsilon} m")
         resolved.epsilon = float(config.epsilon)
     if config.max_steps is not None:
         if config.max_steps < 1:
@@ -330,23 +327,23 @@ def ResolveCourse(config: NavigateConfig) -> _Course:
     return resolved
 
 
-# How far from the origin a course's targets, start and obstacles may lie, m: the gecko walks
-# centimetres a cycle, so a target farther than this is a typo (1e300 made the planner's
-# search fail with a TypeError, issue 68).
-MAX_COURSE_M = 1000.0
+# How far from the origin a course's targets, start and obstacles may lie, m, is drakebots.limits'
+# "course" bound: the gecko walks centimetres a cycle, so a target farther is a typo (1e300 made
+# the planner's search fail with a TypeError, issue 68).
 
 
 def _CheckCourseSize(course: _Course, where: str) -> None:
     points = [("target", k, t[:2]) for k, t in enumerate(course.targets, start=1)]
     points += [("obstacle", k, o[:2]) for k, o in enumerate(course.obstacles, start=1)]
     points.append(("start", 1, course.start[:2]))
+    most = Limit("course")
     for what, k, xy in points:
-        if not all(math.isfinite(float(v)) and abs(float(v)) <= MAX_COURSE_M for v in xy):
+        if not all(math.isfinite(float(v)) and abs(float(v)) <= most for v in xy):
             name = what if what == "start" else f"{what} {k}"
             flag = "--start" if what == "start" else where
             raise InputError(
-                f"{flag}: {name} {[float(v) for v in xy]} lies beyond {MAX_COURSE_M:g} m of the "
-                "origin (the course's coordinates are metres)"
+                f"{flag}: {name} {[float(v) for v in xy]} lies beyond {most:g} m of the origin "
+                "(the course's coordinates are metres; set DRAKEBOTS_MAX_COURSE to allow more)"
             )
 
 

@@ -28,9 +28,8 @@ DEFAULT_LOG_PERIOD_MS = 0.5
 LOOP_RESIDUAL_LIMIT_MM = 1e-3
 TIPPED_OVER_DEG = 60.0
 MAX_AMPLITUDE_V = 112.5
-# The slowest stride a gait may ask for, Hz: a 10 s stride, the longest motion optimize hamr-gait
-# plans (drakebots.hamr.workflows.MAX_PLAN_MS).
-MIN_FREQUENCY_HZ = 0.1
+# The slowest stride a gait may ask for is the longest motion optimize hamr-gait plans:
+# drakebots.limits' "plan_time" bound, ms (10 s: 0.1 Hz).
 
 
 def ValidateOptions(scenario) -> tuple[str, str, float]:
@@ -38,6 +37,7 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
     voltage amplitude is checked too)."""
     from drakebots.hamr.gaits import GAITS
     from drakebots.hamr.robot import SURFACE_FRICTION
+    from drakebots.limits import Limit
 
     gait = scenario.gait or "stand"
     if gait not in GAITS:
@@ -61,12 +61,13 @@ def ValidateOptions(scenario) -> tuple[str, str, float]:
         )
     if not np.isfinite(float(scenario.swing_lead)):
         raise InputError(f"--swing-lead {scenario.swing_lead}: must be a finite angle, deg")
-    if gait in ("trot", "pronk") and frequency < MIN_FREQUENCY_HZ:
+    longest = Limit("plan_time") / 1000.0
+    if gait in ("trot", "pronk") and frequency * longest < 1.0:
         # 1e-300 Hz ran and "succeeded" with no stride measured (issue 68).
         raise InputError(
             f"--frequency {scenario.frequency}: a stride of {1.0 / frequency:.3g} s is longer than "
-            f"{1.0 / MIN_FREQUENCY_HZ:g} s (frequency >= {MIN_FREQUENCY_HZ:g} Hz, as optimize "
-            "hamr-gait asks)"
+            f"{longest:g} s (frequency >= {1.0 / longest:g} Hz, as optimize hamr-gait asks; set "
+            "DRAKEBOTS_MAX_PLAN_TIME, in ms, to allow more)"
         )
     return gait, surface, frequency
 

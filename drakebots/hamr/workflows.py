@@ -234,11 +234,14 @@ class ModesConfig:
 
 
 # ---------------------------------------------------------------------------- checks
-# The longest motion one plan may span, ms (the command line's --duration bound for optimize).
-MAX_PLAN_MS = 10000.0
-# The highest jump a plan may ask for, mm: twenty of HAMR-VI's 45 mm heights (its jumps are tens
-# of millimetres); an absurd height is bad input, not a failed solve.
-MAX_JUMP_HEIGHT_MM = 1000.0
+# The longest motion one plan may span, ms, is drakebots.limits' "plan_time" bound (as the
+# command line's --duration for optimize); the highest jump, mm, its "jump_height" bound (an
+# absurd height is bad input, not a failed solve).
+
+
+# The shortest time between two knots of a plan, ms: the command line's finest tracking step
+# (drakebots.cli.WORK_FLOORS_BY_VERB), a 250th of the plant's 0.25 ms step.
+MIN_KNOT_MS = 1e-3
 
 
 def _Positive(name: str, value, unit: str = "") -> None:
@@ -266,7 +269,7 @@ def _CheckSolver(solver: SolverConfig) -> None:
 def _CheckTrajopt(config) -> None:
     """Every check of a GaitConfig or JumpConfig."""
     from drakebots.config import CheckTypes
-    from drakebots.limits import CheckWork
+    from drakebots.limits import CheckWork, Limit
 
     CheckTypes(config)
     CheckWork("knots", config.knots, "knots")
@@ -276,11 +279,12 @@ def _CheckTrajopt(config) -> None:
         )
     if isinstance(config, GaitConfig):
         _Positive("frequency", config.frequency, "Hz")
-        if 1000.0 / config.frequency > MAX_PLAN_MS:  # 1e-300 Hz: a traceback allocating steps
+        most = Limit("plan_time")
+        if 1000.0 / config.frequency > most:  # 1e-300 Hz: a traceback allocating steps
             raise InputError(
                 f"frequency {config.frequency:g} Hz: a stride of {1000.0 / config.frequency:.3g} "
-                f"ms is longer than {MAX_PLAN_MS:g} ms, the longest motion one run may plan "
-                f"(frequency >= {1000.0 / MAX_PLAN_MS:g} Hz)"
+                f"ms is longer than {most:g} ms, the longest motion one run may plan "
+                f"(frequency >= {1000.0 / most:g} Hz; set DRAKEBOTS_MAX_PLAN_TIME to allow more)"
             )
         if config.warm_start not in WARM_STARTS:
             raise InputError(f"warm_start {config.warm_start}: use auto, variational or drake")
@@ -290,14 +294,17 @@ def _CheckTrajopt(config) -> None:
         _Positive("settings.scuff_height", config.settings.scuff_height, "mm")
     else:
         _Positive("height", config.height, "mm")
-        if config.height > MAX_JUMP_HEIGHT_MM:  # 1e308 mm ran the solver, then "failed"
-            raise InputError(
-                f"height {config.height:g} mm: above {MAX_JUMP_HEIGHT_MM:g} mm, the highest jump "
-                "a 45 mm tall robot's plan means"
-            )
+        CheckWork("hamr_distance", config.height, "height")  # 1e308 mm ran the solver
         _Positive("duration", config.duration, "ms")
     if config.knots < 3:
         raise InputError(f"knots {config.knots}: need at least 3")
+    knot_ms = config.duration / (config.knots - 1) if isinstance(config, JumpConfig) else None
+    if knot_ms is not None and knot_ms < MIN_KNOT_MS:
+        # 1e-300 ms divided by zero deep in the solver's set-up: a traceback (issue 68).
+        raise InputError(
+            f"duration {config.duration:g} ms: a knot every {knot_ms:.3g} ms, below "
+            f"{MIN_KNOT_MS:g} ms, the finest step one plan may take"
+        )
     if config.friction_directions < 3:
         raise InputError(f"friction_directions {config.friction_directions}: need at least 3")
     if config.first_stage_iterations is not None and config.first_stage_iterations < 0:

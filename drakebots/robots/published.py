@@ -23,8 +23,9 @@ into drakebots' cache
 is then parsed from a rewritten copy in the cache whose mesh references are the absolute paths of
 the converted (and unconverted) meshes. The user's files are only read.
 
-A mesh larger than `MAX_MESH_EXTENT_M` (100 m) once scaled is refused: it is a millimetre mesh read
-as metres, or worse, and the bounding boxes, contact and replays built from it would be absurd.
+A mesh larger than drakebots.limits' "mesh_extent" bound (100 m) once scaled is refused: it is a
+millimetre mesh read as metres, or worse, and the bounding boxes, contact and replays built from
+it would be absurd.
 """
 
 from __future__ import annotations
@@ -45,13 +46,12 @@ import numpy as np
 
 from drakebots.cache import CacheEntry, SafeName
 from drakebots.errors import InputError
+from drakebots.limits import Limit
 
 # Mesh formats Drake 1.51 reads itself (visual and collision); others are converted to OBJ.
 DRAKE_MESH_SUFFIXES = (".obj", ".vtk", ".gltf")
-# The largest extent (m) a scaled mesh of a robot may have.
-MAX_MESH_EXTENT_M = 100.0
-# Mesh files larger than this are refused before they are read (bytes).
-MAX_MESH_BYTES = 512 * 1024 * 1024
+# The largest extent (m) a scaled mesh of a robot may have, and the size of a mesh file read, are
+# drakebots.limits' "mesh_extent" and "model_mesh_bytes" bounds.
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 _PACKAGE_URI = re.compile(r"^package://([^/]+)/(.*)$")
 # A URDF <mesh filename="..."> (attribute order free) and an SDF <uri>...</uri>.
@@ -211,11 +211,9 @@ def _MeshBounds(path: Path, *, model: Path):
     """trimesh's mesh of `path` (scene transforms applied, DAE units as trimesh reads them)."""
     import trimesh
 
-    if path.stat().st_size > MAX_MESH_BYTES:
-        raise InputError(
-            f"{path}: mesh of model {model} is {path.stat().st_size / 2**20:.0f} MiB, more than "
-            f"the {MAX_MESH_BYTES // 2**20} MiB drakebots reads"
-        )
+    from drakebots.limits import CheckWork
+
+    CheckWork("model_mesh_bytes", path.stat().st_size, f"{path}: mesh of model {model}")
     try:
         mesh = trimesh.load(str(path), force="mesh", process=False)
         if path.suffix.lower() == ".dae":
@@ -253,8 +251,8 @@ def _TrimeshVersion() -> str:
 def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre: float = 1.0):
     """The OBJ (in the cache) Drake reads for mesh `path`, or `path` itself when Drake reads it.
 
-    Also checks the mesh's size at `scale`: larger than MAX_MESH_EXTENT_M is refused. The check's
-    result (and the conversion) is cached, keyed by the file's bytes and the scale.
+    Also checks the mesh's size at `scale`: larger than the "mesh_extent" bound is refused. The
+    check's result (and the conversion) is cached, keyed by the file's bytes and the scale.
 
     Returns:
         (path Drake parses, (lower, upper) bounds of the unscaled mesh).
@@ -262,6 +260,10 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
     Raises:
         InputError: naming the mesh file and the model when the mesh cannot be read or is absurd.
     """
+    from drakebots.limits import CheckWork
+
+    # Judged before the bytes are read for the cache key (and again by _MeshBounds).
+    CheckWork("model_mesh_bytes", path.stat().st_size, f"{path}: mesh of model {model}")
     data = path.read_bytes()
     native = path.suffix.lower() in DRAKE_MESH_SUFFIXES
     entry = CacheEntry(
@@ -290,7 +292,7 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
         info = {"lower": mesh.bounds[0].tolist(), "upper": mesh.bounds[1].tolist()}
         extent = float(np.max((mesh.bounds[1] - mesh.bounds[0]) * np.abs(scale)))
         info["extent"] = extent
-        if not native and extent <= MAX_MESH_EXTENT_M * length_per_metre:
+        if not native and extent <= Limit("mesh_extent") * length_per_metre:
             import trimesh
 
             # COLLADA and STL repeat each vertex for every triangle: merged, Go1's 28 MB body
@@ -304,11 +306,12 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
         temporary = info_file.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(info))
         os.replace(temporary, info_file)
-    if info["extent"] > MAX_MESH_EXTENT_M * length_per_metre:
+    if info["extent"] > Limit("mesh_extent") * length_per_metre:
         raise InputError(
             f"{path}: mesh of model {model} is {info['extent']:.4g} length units across at scale "
-            f"{' '.join(f'{s:g}' for s in scale)}, more than {MAX_MESH_EXTENT_M:g} m: absurd for "
-            "a robot (a millimetre mesh read as metres?); fix the scale in the model"
+            f"{' '.join(f'{s:g}' for s in scale)}, more than {Limit('mesh_extent'):g} m: absurd "
+            "for a robot (a millimetre mesh read as metres?); fix the scale in the model (or set "
+            "DRAKEBOTS_MAX_MESH_EXTENT to allow more)"
         )
     return (path if native else target), (np.array(info["lower"]), np.array(info["upper"]))
 

@@ -122,17 +122,16 @@ def _Motion(config: DesignConfig, model):
         if not path.is_file():
             raise InputError(f"{_Flag('motion_file')} {path}: no such file")
         return MotionFromYaml(path, robot=model.robot)
-    from drakebots.limits import Limit
+    from drakebots.limits import CheckWork
 
-    # The most each may be (issue 68: --speed 1e308 was refused only as "com: keyframe 0 is not
-    # finite"): a skinned quad-robot is a few tenths of a metre long.
-    most = {"speed": 10.0, "duration": Limit("duration"), "lift_height": 1.0}
+    # The most each may be, drakebots.limits' bounds (issue 68: --speed 1e308 was refused only as
+    # "com: keyframe 0 is not finite"): a skinned quad-robot is a few tenths of a metre long.
     for name, unit in (("speed", "m/s"), ("duration", "s"), ("lift_height", "m")):
         value = getattr(config, name)
         if value is not None and not value > 0.0:
             raise InputError(f"{_Flag(name)} must be > 0 {unit}, got {value}")
-        if value is not None and value > most[name]:
-            raise InputError(f"{_Flag(name)} must be at most {most[name]:g} {unit}, got {value:g}")
+        if value is not None:
+            CheckWork(name, value, _Flag(name))
     kwargs = {}
     if config.motion in ("single-foot-lift", "double-foot-lift"):
         if config.duration is not None:
@@ -181,8 +180,13 @@ def _CheckNumbers(config: DesignConfig) -> DesignConfig:
         )
     if config.motor_limit is not None and not config.motor_limit > 0.0:
         raise InputError(f"{_Flag('motor_limit')} must be > 0 N*m, got {config.motor_limit}")
-    if not config.mass_scale > 0.0:
-        raise InputError(f"{_Flag('mass_scale')} must be > 0, got {config.mass_scale}")
+    if not config.mass_scale >= 1.0:
+        # The model adds mass x (scale - 1) to each link (SkeletonModel): below 1 that is a
+        # negative mass, which Drake refused with a traceback (issue 68's hostile pass).
+        raise InputError(
+            f"{_Flag('mass_scale')} must be >= 1 (it adds mass to each link; a lighter robot "
+            f"is not supported), got {config.mass_scale:g}"
+        )
     config = dataclasses.replace(
         config,
         plan_motor_limits=_Default(config.plan_motor_limits, SpaceTimeConfig.motor_limit_fraction),

@@ -77,6 +77,11 @@ def ValidateFold(config, voxel: float | None = None) -> None:
     for name in ("fold_depth", "fold_pitch"):
         if not getattr(config, name) > 0.0:
             raise InputError(f"{_Flag(name)} must be > 0 m, got {getattr(config, name)}")
+        if getattr(config, name) > MAX_THICKNESS_M:  # 1e308 ran on (issue 68)
+            raise InputError(
+                f"{_Flag(name)} must be at most {MAX_THICKNESS_M:g} m (a fold inside the margin "
+                f"the skin's grid keeps around the skeleton), got {getattr(config, name):g}"
+            )
     if not config.fold_teeth >= 1:
         raise InputError(f"--fold-teeth must be >= 1, got {config.fold_teeth}")
     if voxel is not None:

@@ -222,9 +222,8 @@ def CheckSkeletonStands(params: SkeletonParams, *, source: str = "") -> None:
         )
 
 
-# The largest length a skeleton may give, m: these robots are tens of centimetres (a length in
-# millimetres read as metres would build a 100 m robot).
-MAX_SKELETON_LENGTH_M = 10.0
+# The largest length a skeleton may give, m, is drakebots.limits' "skeleton_length" bound: these
+# robots are tens of centimetres (a length in millimetres read as metres would build a 100 m robot).
 
 
 def _SizeKeys(params: SkeletonParams):
@@ -254,19 +253,22 @@ def _SizeKeys(params: SkeletonParams):
 
 def CheckSkeletonSizes(params: SkeletonParams, *, source: str = "") -> None:
     """InputError naming the key (and the file) for a length, width or size that is not a finite
-    number in (0, MAX_SKELETON_LENGTH_M] m, a size that is not three numbers, a negative joint
+    number in (0, the "skeleton_length" bound] m, a size that is not three numbers, a negative joint
     count or ankle height, or a negative mass (issue 68: zero and negative skeleton lengths were
     accepted)."""
+    from drakebots.limits import Limit
+
     where = f"{source}: " if source else ""
+    most = Limit("skeleton_length")
     for key, value in _SizeKeys(params):
         values = value if isinstance(value, (list, tuple)) else [value]
         if isinstance(value, (list, tuple)) and len(values) != 3:
             raise InputError(f"{where}key '{key}': give three sizes (x, y, z) in m, got {value}")
         for v in values:
-            if not (math.isfinite(v) and 0.0 < v <= MAX_SKELETON_LENGTH_M):
+            if not (math.isfinite(v) and 0.0 < v <= most):
                 raise InputError(
-                    f"{where}key '{key}': every length must be in (0, "
-                    f"{MAX_SKELETON_LENGTH_M:g}] m, got {value}"
+                    f"{where}key '{key}': every length must be in (0, {most:g}] m, got {value}"
+                    + (" (set DRAKEBOTS_MAX_SKELETON_LENGTH to allow more)" if v > most else "")
                 )
     if not (math.isfinite(params.legs.ankle_height) and params.legs.ankle_height >= 0.0):
         raise InputError(

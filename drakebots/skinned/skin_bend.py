@@ -29,9 +29,9 @@ from drakebots.workflow import Reporter, WorkflowResult
 FOLDED_VOXEL = 0.003
 # The smooth piece's cell, m (its stiffness moves 1 % between 6 and 3 mm).
 SMOOTH_VOXEL = 0.006
-# The most coupled steps one bend may take, (time + hold) / time_step: a coupled step of a piece
-# takes about a second (seven on the folded piece at 0.67 MPa), the default bend 125 steps.
-MAX_BEND_STEPS = 10000
+# The most coupled steps one bend may take, (time + hold) / time_step, is drakebots.limits'
+# "bend_steps" bound: a coupled step of a piece takes about a second (seven on the folded piece
+# at 0.67 MPa), the default bend 125 steps.
 
 
 @dataclasses.dataclass
@@ -79,6 +79,13 @@ def _Validate(config: BendConfig, robot) -> None:
     for name in ("time", "torque_limit", "youngs_modulus", "time_step"):
         if not getattr(config, name) > 0.0:
             raise InputError(f"--{name.replace('_', '-')} must be > 0, got {getattr(config, name)}")
+    from drakebots.skinned.make_skin import MAX_YOUNGS_MODULUS
+
+    if config.youngs_modulus > MAX_YOUNGS_MODULUS:  # 1e308 ran on (issue 68), as skin refuses
+        raise InputError(
+            f"--youngs-modulus must be in (0, {MAX_YOUNGS_MODULUS:g}] Pa (diamond's is about "
+            f"1.2e12), got {config.youngs_modulus:g}"
+        )
     if not -1.0 < config.poissons_ratio < 0.5:
         raise InputError(
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
@@ -90,13 +97,14 @@ def _Validate(config: BendConfig, robot) -> None:
         raise InputError(
             f"--time-step {config.time_step} s is too coarse for --time {config.time} s"
         )
+    from drakebots.limits import CheckWork
+
     steps = (config.time + config.hold) / config.time_step
-    if steps > MAX_BEND_STEPS:
-        raise InputError(
-            f"--time-step {config.time_step} s is too fine: --time + --hold = "
-            f"{config.time + config.hold:g} s would take {steps:.3g} coupled steps, above "
-            f"{MAX_BEND_STEPS}, the most one bend may take"
-        )
+    CheckWork(
+        "bend_steps",
+        steps,
+        f"--time-step {config.time_step} s (--time + --hold = {config.time + config.hold:g} s)",
+    )
 
 
 def CheckBendConfig(config: BendConfig):

@@ -24,8 +24,12 @@ FORMATIONS = {"x": ("2x2x1", "0:0:0/4"), "y": ("2x2x1", "0:0:0/3"), "z": ("2x1x2
 def LoadOccupancy(path: str):
     """The occupancy array of an .npy file, validated (3-D boolean, at least one voxel, and its
     grid within the "voxels" work bound, judged from the file's header before it is read)."""
+    from pathlib import Path
+
     from drakebots.limits import CheckWork
 
+    if not Path(path).is_file():  # a folder, or a FIFO whose read would wait for ever
+        raise InputError(f"--occupancy {path}: no such file (or not a regular file)")
     try:
         header = np.load(path, allow_pickle=False, mmap_mode="r")
         if isinstance(header, np.ndarray):

@@ -74,6 +74,8 @@ def _UserFolders(tmp: Path) -> None:
     (u / "abspath.yaml").write_text(
         text.replace("name: mybug", f"name: {tmp / 'elsewhere' / 'notes'}")
     )
+    # A name longer than a file name may be (it made one the file system refused: exit 1).
+    (u / "longname.yaml").write_text(text.replace("name: mybug", "name: " + "n" * 300))
     (u / "scenario.yaml").write_text(f"robot: {u / 'hopper.yaml'}\nduration: 0.01\n")
 
     r = tmp / "R"
@@ -129,6 +131,7 @@ CASES = [
     C(["info", "{u}/mybug.yaml"], 0),
     C(["info", "{u}/updir.yaml"], 0),
     C(["info", "{u}/abspath.yaml"], 0),
+    C(["info", "{u}/longname.yaml"], 0),
     C(["info", "{u}/mybug.yaml", "--json"], 0),
     C(["info", "{R}/robot/mybug.yaml"], 0),
     # view: the same through a results folder naming the robot file; and where it listens.
