@@ -29,7 +29,9 @@ keeps its origin above the ground at every knot, and so do the 8 corners of the 
 the base's collision geometry (GuardPoints, `guard[k]`; the legs' links by their origins: a
 box about a shank reaches below its foot); joint limits hold at every knot; with `gait`
 (legged_gaits: trot, pace, bound, pronk, walk, legs found from the model) the legs' phases shape the
-warm start (feet lifted in swing, forces on stance feet), the stance feet touch the ground at
+warm start (feet lifted in swing, forces on stance feet) and fix the foot sequence (the core of
+each stance on the ground, of each swing SWING_CLEARANCE of the home height above it; touchdown
+and lift-off free within `schedule_margin` of a cycle), the stance feet touch the ground at
 knot 0, and trot and pace are constrained to the TRUE left-right reflection half a cycle on
 (abduction joints and base y, roll, yaw change sign). A jump has a flight phase: every contact
 FLIGHT_CLEARANCE of the home height above the ground at the `flight_knots` knots before the
@@ -181,10 +183,17 @@ class GaitConfig(MotionConfig):
     # A joint whose axis is a roll axis changes sign (the true reflection, legged_gaits).
     mirror: list[list[str]] = dataclasses.field(default_factory=list)
     # A quadruped's gait (legged_gaits.GAITS: trot, pace, bound, pronk, walk; "" none): the
-    # legs' phase offsets shape the warm start, its stance feet start on the ground, and trot
-    # and pace are constrained to their left-right symmetry half a cycle on (legs paired from
-    # the model). Needs four contacts front-left, front-right, hind-left, hind-right.
+    # legs' phase offsets shape the warm start and fix the foot sequence (each stance's core on
+    # the ground, each swing's core at least SWING_CLEARANCE home heights above it), its stance
+    # feet start on the ground, and trot and pace are constrained to their left-right symmetry
+    # half a cycle on (legs paired from the model). Needs four contacts front-left,
+    # front-right, hind-left, hind-right.
     gait: str = ""
+    # With `gait`: the fraction of a cycle at each end of every stance and swing where the
+    # contact is left to the solver (touchdown and lift-off found contact-implicitly); 0.5 or
+    # more: the schedule only seeds the warm start (the foot sequence is the solver's, which
+    # on Solo-12 turned a trot into a lateral sequence).
+    schedule_margin: float = 0.1
 
     def Check(self) -> None:
         _CheckCommon(self)
@@ -192,6 +201,10 @@ class GaitConfig(MotionConfig):
 
         if self.gait and self.gait not in GAITS:
             raise InputError(f"gait: one of {', '.join(GAITS)}, got {self.gait!r}")
+        if not 0.0 <= self.schedule_margin <= 0.5:
+            raise InputError(
+                f"schedule_margin: a fraction of a cycle in [0, 0.5], got {self.schedule_margin}"
+            )
         if self.mirror and int(self.knots) % 2 == 0:
             raise InputError(f"knots: must be odd with mirror (T/2 on a knot), got {self.knots}")
         if self.gait in SYMMETRIC_GAITS and int(self.knots) % 2 == 0:
@@ -662,11 +675,47 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
         upper = np.where(stance, 0.0, np.inf)
         clearance.UpdateUpperBound(upper)
         problem.bindings["stance_start"] = [_Clearance(problem)]
+        problem.bindings["schedule"] = _AddSchedule(
+            problem, model, legs, offsets, duty, times, config.schedule_margin, phi_home
+        )
     if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
         problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
     _AddCosts(problem, model, config.costs, config.period)
     _SetGuess(problem, model, q, h)
     return problem
+
+
+def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -> list:
+    """The gait's foot sequence as bounds on contact[k] (phi(q_k+1)): in a leg's stance core
+    (legged_gaits.ScheduleMasks) its standing contact on the ground (phi = 0; a leg's other
+    contacts only above it), in its swing core every contact of the leg at least
+    SWING_CLEARANCE home base heights above the ground. Returns the bindings bounded."""
+    from drakebots.optimization import legged_gaits
+
+    stance, swing = legged_gaits.ScheduleMasks(offsets, duty, times, margin)
+    standing = np.zeros(len(legs), bool)
+    for leg in legs:
+        same = [other.contact for other in legs if other.name == leg.name]
+        standing[leg.contact] = leg.contact == min(same, key=lambda c: phi_home[c])
+    lift = legged_gaits.SWING_CLEARANCE * max(model.home[model.z_index], 1e-9)
+    nc = model.dynamics.num_contacts
+    bounded = []
+    for binding in problem.bindings["contact"]:
+        name = binding.evaluator().get_description()
+        if not name.startswith("contact["):
+            continue
+        knot = int(name[8:-1]) + 1
+        on, off = stance[knot] & standing, swing[knot]
+        if not (on.any() or off.any()):
+            continue
+        lower = np.array(binding.evaluator().lower_bound(), float)
+        upper = np.array(binding.evaluator().upper_bound(), float)
+        lower[:nc] = np.where(off, lift, lower[:nc])
+        upper[:nc] = np.where(on, 0.0, upper[:nc])
+        binding.evaluator().UpdateLowerBound(lower)
+        binding.evaluator().UpdateUpperBound(upper)
+        bounded.append(binding)
+    return bounded
 
 
 def MirrorMatrix(model: RobotTrajoptModel, pairs=None, legs=None) -> np.ndarray:

@@ -147,6 +147,77 @@ def test_gait_offsets_per_leg(gait):
     np.testing.assert_array_equal(offsets, [EXPECTED_OFFSETS[gait][g] for g in LEGS])
 
 
+# Each gait's foot sequence on 21 knots (phase k/20), derived by hand from its offsets and
+# duty factor with the default margin 0.1 of a cycle: at knots 0-19 (knot 20 is knot 0 a cycle
+# on) where each leg (FL, FR, HL, HR) must stand ("S") or be in the air ("A"); "." free.
+EXPECTED_SEQUENCES = {
+    "trot": (
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..AAAAAAA...SSSSSSS.",
+        "..SSSSSSS...AAAAAAA.",
+    ),
+    "pace": (
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+    ),
+    "bound": (
+        "..SSSSSSS...AAAAAAA.",
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..AAAAAAA...SSSSSSS.",
+    ),
+    "pronk": ("..SSSSSSS...AAAAAAA.",) * 4,
+    # walk: offsets HL 0, FL 0.25, HR 0.5, FR 0.75, duty 0.75 (stance core 0.1-0.65 of its own
+    # phase, swing core 0.85-0.9).
+    "walk": (
+        "..AA...SSSSSSSSSSSS.",
+        "SSSSSSSSS...AA...SSS",
+        "..SSSSSSSSSSSS...AA.",
+        "SSSS...AA...SSSSSSSS",
+    ),
+}
+
+
+@pytest.mark.parametrize("gait", sorted(EXPECTED_SEQUENCES))
+def test_gait_schedule_bounds_every_leg_as_its_gait(gait):
+    """MakeGaitProblem's bounds on contact[k] (phi at knot k + 1, and clearance[0] at knot 0)
+    hold each leg on the ground in its stance core and SWING_CLEARANCE (0.02) home heights
+    above it in its swing core: against the sequences derived by hand above."""
+    from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
+
+    model = Model()
+    config = GaitConfig(robot=str(QUAD), period=0.4, distance=0.1, knots=21, gait=gait)
+    problem = MakeGaitProblem(model, config)
+    lift = 0.02 * model.home[model.z_index]
+    lower, upper = np.zeros((21, 4)), np.full((21, 4), np.inf)
+    for binding in problem.bindings["contact"]:
+        name = binding.evaluator().get_description()
+        if name.startswith("contact["):
+            knot = int(name[8:-1]) + 1
+            lower[knot] = binding.evaluator().lower_bound()[:4]
+            upper[knot] = binding.evaluator().upper_bound()[:4]
+    for leg, sequence in enumerate(EXPECTED_SEQUENCES[gait]):
+        for knot in range(1, 21):  # contact[k] bounds knots 1..20
+            mark = sequence[knot % 20]
+            stands, flies = upper[knot, leg] == 0.0, lower[knot, leg] == pytest.approx(lift)
+            assert (stands, flies) == (mark == "S", mark == "A"), (gait, leg, knot)
+
+
+def test_a_schedule_margin_of_half_a_cycle_only_seeds_the_guess():
+    from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
+
+    config = GaitConfig(
+        robot=str(QUAD), period=0.4, distance=0.1, knots=21, gait="trot", schedule_margin=0.5
+    )
+    problem = MakeGaitProblem(Model(), config)
+    assert problem.bindings["schedule"] == []
+    with pytest.raises(InputError, match="schedule_margin"):
+        GaitConfig(robot=str(QUAD), gait="trot", schedule_margin=0.6).Check()
+
+
 def test_a_gait_needs_four_legs():
     from drakebots.optimization.legged_gaits import FindLegs, GaitOffsets
 
@@ -233,9 +304,17 @@ def test_floating_trot_is_physically_whole(trot):
     assert box.min() >= -1e-6
     # Stance feet at the start (trot: FL and HR at phase 0) on the ground.
     np.testing.assert_allclose(feet[0, [0, 3]], 0.0, atol=1e-6)
-    # The gait is a trot: each diagonal pair leaves the ground at some knot, the other pair
-    # being down then.
-    assert feet[:, 1].max() > 0.005 and feet[:, 0].max() > 0.005
+    # The foot sequence is a trot's (diagonal pairs in phase, half a cycle apart), knot by knot
+    # from Drake's feet: 21 knots, phase k/20; FL and HR stand for phases [0, 0.5) and FR and
+    # HL for [0.5, 1); each stance and swing without its first and last 0.1 of a cycle (the
+    # schedule_margin, where touchdown and lift-off are free): knots 2-8 and 12-18.
+    first, second = [2, 3, 4, 5, 6, 7, 8], [12, 13, 14, 15, 16, 17, 18]
+    lift = 0.02 * model.home[names.index("base_z")] - 1e-6  # SWING_CLEARANCE home heights
+    for down, up in ((first, second), (second, first)):
+        pair, other = ([0, 3], [1, 2]) if down is first else ([1, 2], [0, 3])
+        np.testing.assert_allclose(feet[np.ix_(down, pair)], 0.0, atol=1e-6)
+        assert feet[np.ix_(down, other)].min() >= lift
+        assert feet[np.ix_(up, pair)].min() >= lift
 
 
 def test_guard_points_hold_the_base_collision_box_corners():
