@@ -26,8 +26,9 @@ robot is its mirror image D/2 further (an alternating walk or trot, not any peri
 A floating base (`base: floating_rpy`) is planned whole: a gait's start is anchored in x, y and
 yaw (y and yaw periodic, so the end equals the start; x advances D); every body a joint moves
 keeps its origin above the ground at every knot, and so do the 8 corners of the box that bounds
-the base's collision geometry (GuardPoints, `guard[k]`; the legs' links by their origins: a
-box about a shank reaches below its foot); joint limits hold at every knot; with `gait`
+the base's collision geometry and those of every leg link that carries no foot (GuardPoints,
+`guard[k]`; a link that carries a foot by its origin: a box about a shank reaches below its
+foot); joint limits hold at every knot; with `gait`
 (legged_gaits: trot, pace, bound, pronk, walk, legs found from the model) the legs' phases shape the
 warm start (feet lifted in swing, forces on stance feet) and fix the foot sequence (the core of
 each stance on the ground, of each swing SWING_CLEARANCE of the home height above it; touchdown
@@ -543,11 +544,13 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     """(bodies, points, names): the points kept above the ground at every knot of a floating
     base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
     link; not the parts welded to them), one of any set whose origins coincide in every
-    configuration (a hip's abduction and flexion links), none that is a contact point; and the
-    8 corners of the box bounding the base's collision geometry (_BaseCollisionCorners). The
-    legs' links keep origins, not boxes: the box about a shank that ends in the foot reaches
-    below the foot's contact point, so it could not stand; a knee's origin below the ground is
-    what a folded leg does."""
+    configuration (a hip's abduction and flexion links), none that is a contact point; the
+    8 corners of the box bounding the base's collision geometry (_CollisionCorners); and the 8
+    corners of each moved link's collision box where nothing welded to the link is a contact and
+    the box clears the ground at the home pose (hips, thighs). A link that carries a foot keeps
+    its origin only: the box about a shank that ends in the foot reaches below the foot's
+    contact point, so it could not stand; a knee's origin below the ground is what a folded leg
+    does."""
     plant = model.plant
     world = int(plant.world_body().index())
     contacts = {
@@ -586,24 +589,59 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     bodies = [int(candidates[i].index()) for i in kept]
     points = [np.zeros(3)] * len(kept)
     names = [candidates[i].name() for i in kept]
-    # The base's collision geometry whole: the corners of its bounding box (a body sinking or
-    # rolling into the ground touches with a corner first; its origin is the box's inside).
-    base = plant.GetBodyByName(model.robot.base_body)
-    for corner_index, corner in enumerate(_BaseCollisionCorners(model.robot)):
-        bodies.append(int(base.index()))
-        points.append(corner)
-        names.append(f"{base.name()}_box_corner_{corner_index}")
+    # The base's collision geometry whole: the 8 corners of the box, in the base's frame,
+    # bounding its geometry and that of the bodies welded to it (a trunk, cameras, an IMU on a
+    # frame-only base link): a body sinking or rolling into the ground touches with a corner
+    # first, its origin is the box's inside. The legs' links that carry no contact (hips,
+    # thighs: nothing welded to them touches the ground) keep their boxes' corners above the
+    # ground too, where those clear the ground at the home pose (a box that does not cannot be
+    # held above it by any plan).
+    base = int(plant.GetBodyByName(model.robot.base_body).index())
+    corners = _CollisionCorners(model.robot)
+    touching = {name for name, _ in model.robot.contacts}
+    plant.SetPositions(context, model.home)
+    unit = np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).T.reshape(-1, 3)
+    for b in [base] + sorted(moved - {base}):
+        body = plant.get_body(BodyIndexOf(b))
+        group = plant.GetBodiesWeldedTo(body)
+        if b != base and any(other.name() in touching for other in group):
+            continue
+        inside = [
+            plant.CalcPointsPositions(
+                context, other.body_frame(), corners[other.name()].T, body.body_frame()
+            ).T
+            for other in group
+            if other.name() in corners
+        ]
+        if not inside:
+            continue
+        inside = np.vstack(inside)
+        lower, upper = inside.min(axis=0), inside.max(axis=0)
+        box = lower + unit * (upper - lower)
+        heights = plant.CalcPointsPositions(context, body.body_frame(), box.T, plant.world_frame())
+        if b != base and heights[2].min() < 0.0:
+            continue
+        for corner_index, corner in enumerate(box):
+            bodies.append(b)
+            points.append(corner)
+            names.append(f"{body.name()}_box_corner_{corner_index}")
     return np.array(bodies, int), np.array(points, float).reshape(-1, 3), names
 
 
-def _BaseCollisionCorners(robot) -> np.ndarray:
-    """The 8 corners of the robot's base body's collision-geometry bounding box, base frame (from
-    a probe plant with its SceneGraph: the transcription's plant has no geometry)."""
+def _CollisionCorners(robot) -> dict:
+    """{body name: (8, 3) corners, body frame} of the box bounding each body's collision
+    geometry, for the bodies that have some (from a probe plant with its SceneGraph: the
+    transcription's plant has no geometry)."""
     from drakebots.robots.base import CollisionBoxCorners, MakeRobotModelDiagram
 
     probe = MakeRobotModelDiagram(robot)
-    body = probe.plant.GetBodyByName(robot.base_body, probe.instance)
-    return CollisionBoxCorners(probe.plant, probe.scene_graph, body)
+    out = {}
+    for body in probe.plant.GetBodyIndices(probe.instance):
+        body = probe.plant.get_body(body)
+        box = CollisionBoxCorners(probe.plant, probe.scene_graph, body)
+        if len(box):
+            out[body.name()] = box
+    return out
 
 
 def BodyIndexOf(i: int):

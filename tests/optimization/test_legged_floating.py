@@ -333,6 +333,56 @@ def test_guard_points_hold_the_base_collision_box_corners():
     assert sum(n.startswith("base_box_corner") for n in names) == 8
 
 
+def test_solo12_guards_hold_every_link_that_carries_no_foot():
+    """Solo-12 as published: the base and each leg's shoulder and upper leg (the links that
+    carry no foot, from its URDF) are guarded by a box; at random configurations every vertex
+    of each such link's collision mesh (read with trimesh from the file Drake was given, posed
+    by Drake's SceneGraph and kinematics) is at or above the lowest of its guard corners."""
+    import trimesh
+    from pydrake.geometry import Role
+
+    from drakebots.optimization.legged import GuardPoints
+    from drakebots.robots.base import MakeRobotModelDiagram
+    from drakebots.robots.published import CmeelPrefix
+
+    solo = PUBLISHED / "solo12.yaml"
+    if not (CmeelPrefix() / "share" / "example-robot-data" / "robots").is_dir():
+        pytest.skip("example-robot-data not installed")
+    model = Model(solo)
+    bodies, points, names = GuardPoints(model)
+    plant = model.plant
+    from drakebots.optimization.legged import BodyIndexOf
+
+    boxed = {
+        plant.get_body(BodyIndexOf(int(b))).name() for b, n in zip(bodies, names) if "box" in n
+    }
+    legs = [f"{g}_{part}" for g in LEGS for part in ("SHOULDER", "UPPER_LEG")]
+    assert boxed == {"base_link", *legs}
+    probe = MakeRobotModelDiagram(model.robot)
+    inspector = probe.scene_graph.model_inspector()
+    context = plant.CreateDefaultContext()
+    rng = np.random.default_rng(1)
+    lower = np.maximum(plant.GetPositionLowerLimits(), -np.pi)
+    upper = np.minimum(plant.GetPositionUpperLimits(), np.pi)
+    for _ in range(5):
+        plant.SetPositions(context, rng.uniform(lower, upper))
+        for name in ["base_link", *legs]:
+            body = plant.GetBodyByName(name)
+            frame = probe.plant.GetBodyFrameIdIfExists(probe.plant.GetBodyByName(name).index())
+            for geometry in inspector.GetGeometries(frame, Role.kProximity):
+                mesh = trimesh.load(str(inspector.GetShape(geometry).source().path()), force="mesh")
+                X_BG = inspector.GetPoseInFrame(geometry)
+                p_B = (X_BG.rotation().matrix() @ mesh.vertices.T).T + X_BG.translation()
+                z = plant.CalcPointsPositions(
+                    context, body.body_frame(), p_B.T, plant.world_frame()
+                )
+                mine = points[np.flatnonzero(bodies == int(body.index()))].T
+                z_guard = plant.CalcPointsPositions(
+                    context, body.body_frame(), mine, plant.world_frame()
+                )
+                assert z[2].min() >= z_guard[2].min() - 1e-9, name
+
+
 def test_solve_reports_iterations_and_violation(trot):
     *_, outcome, _, _, messages = trot
     lines = [e.message for e in messages if e.message and "IPOPT iteration" in e.message]
