@@ -540,17 +540,18 @@ def _Floating(model: RobotTrajoptModel) -> bool:
     return getattr(model.robot, "base", None) == "floating_rpy"
 
 
-def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]:
+def GuardPoints(model: RobotTrajoptModel, links=()) -> tuple[np.ndarray, np.ndarray, list]:
     """(bodies, points, names): the points kept above the ground at every knot of a floating
     base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
     link; not the parts welded to them), one of any set whose origins coincide in every
     configuration (a hip's abduction and flexion links), none that is a contact point; the
-    8 corners of the box bounding the base's collision geometry (_CollisionCorners); and the 8
-    corners of each moved link's collision box where nothing welded to the link is a contact and
-    the box clears the ground at the home pose (hips, thighs). A link that carries a foot keeps
-    its origin only: the box about a shank that ends in the foot reaches below the foot's
-    contact point, so it could not stand; a knee's origin below the ground is what a folded leg
-    does."""
+    8 corners of the box bounding the base's collision geometry and that of the bodies welded
+    to it (_CollisionCorners); and the 8 box corners of each of `links` (LinkBoxes' names).
+
+    The links' boxes are added where a plan needs them (OptimizeGait / OptimizeJump re-solve
+    with the links whose boxes dipped): 64 more rows a knot on Solo-12 made its trot's KKT
+    factorisations four times as costly (95 s of CPU against 34 s, measured), for a constraint
+    the plans rarely touch."""
     plant = model.plant
     world = int(plant.world_body().index())
     contacts = {
@@ -592,15 +593,39 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     # The base's collision geometry whole: the 8 corners of the box, in the base's frame,
     # bounding its geometry and that of the bodies welded to it (a trunk, cameras, an IMU on a
     # frame-only base link): a body sinking or rolling into the ground touches with a corner
-    # first, its origin is the box's inside. The legs' links that carry no contact (hips,
-    # thighs: nothing welded to them touches the ground) keep their boxes' corners above the
-    # ground too, where those clear the ground at the home pose (a box that does not cannot be
-    # held above it by any plan).
-    base = int(plant.GetBodyByName(model.robot.base_body).index())
+    # first, its origin is the box's inside.
+    boxes = _GroupBoxes(model)
+    wanted = {model.robot.base_body, *links}
+    for name, (b, box) in boxes.items():
+        if name not in wanted:
+            continue
+        for corner_index, corner in enumerate(box):
+            bodies.append(b)
+            points.append(corner)
+            names.append(f"{name}_box_corner_{corner_index}")
+    return np.array(bodies, int), np.array(points, float).reshape(-1, 3), names
+
+
+def _GroupBoxes(model: RobotTrajoptModel) -> dict:
+    """{body name: (body index, (8, 3) corners in its frame)}: for the base and for every body a
+    joint moves that carries no contact (nothing welded to it is a contact's body: hips and
+    thighs, not a shank with its foot), the box in its frame bounding its collision geometry
+    and that of the bodies welded to it. A link's box is left out where it does not clear the
+    ground at the home pose (no plan could hold it above); a shank's box ends in the foot and
+    reaches below its contact point, so it could not stand."""
+    plant = model.plant
     corners = _CollisionCorners(model.robot)
     touching = {name for name, _ in model.robot.contacts}
+    base = int(plant.GetBodyByName(model.robot.base_body).index())
+    moved = {
+        int(plant.get_joint(j).child_body().index())
+        for j in plant.GetJointIndices()
+        if plant.get_joint(j).num_positions() > 0
+    }
+    context = plant.CreateDefaultContext()
     plant.SetPositions(context, model.home)
     unit = np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).T.reshape(-1, 3)
+    out = {}
     for b in [base] + sorted(moved - {base}):
         body = plant.get_body(BodyIndexOf(b))
         group = plant.GetBodiesWeldedTo(body)
@@ -621,11 +646,32 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
         heights = plant.CalcPointsPositions(context, body.body_frame(), box.T, plant.world_frame())
         if b != base and heights[2].min() < 0.0:
             continue
-        for corner_index, corner in enumerate(box):
-            bodies.append(b)
-            points.append(corner)
-            names.append(f"{body.name()}_box_corner_{corner_index}")
-    return np.array(bodies, int), np.array(points, float).reshape(-1, 3), names
+        out[body.name()] = (b, box)
+    return out
+
+
+def LinkBoxes(model: RobotTrajoptModel) -> dict:
+    """{link name: (body index, (8, 3) box corners)}: the legs' links whose collision boxes a
+    floating base's plan must keep above the ground (_GroupBoxes but the base's)."""
+    if not _Floating(model):
+        return {}
+    return {k: v for k, v in _GroupBoxes(model).items() if k != model.robot.base_body}
+
+
+def DippingLinks(model: RobotTrajoptModel, q: np.ndarray, tolerance: float = 1e-6) -> dict:
+    """{link name: lowest corner height} of the LinkBoxes whose boxes reach more than
+    `tolerance` below the ground at some knot of `q` (N, positions)."""
+    plant = model.plant
+    context = plant.CreateDefaultContext()
+    lowest = {}
+    boxes = LinkBoxes(model)
+    for qk in q:
+        plant.SetPositions(context, qk)
+        for name, (b, box) in boxes.items():
+            frame = plant.get_body(BodyIndexOf(b)).body_frame()
+            z = plant.CalcPointsPositions(context, frame, box.T, plant.world_frame())[2].min()
+            lowest[name] = min(lowest.get(name, np.inf), float(z))
+    return {name: z for name, z in lowest.items() if z < -tolerance}
 
 
 def _CollisionCorners(robot) -> dict:
@@ -650,13 +696,14 @@ def BodyIndexOf(i: int):
     return BodyIndex(i)
 
 
-def _AddGuards(problem, model: RobotTrajoptModel) -> None:
-    """Every guard point (GuardPoints) above the ground at every knot (a floating base)."""
+def _AddGuards(problem, model: RobotTrajoptModel, links=()) -> None:
+    """Every guard point (GuardPoints, with the boxes of `links`) above the ground at every
+    knot (a floating base)."""
     from drakebots.optimization.contact_implicit_constraints import AddGuardHeightConstraints
 
     if not _Floating(model):
         return
-    bodies, points, _ = GuardPoints(model)
+    bodies, points, _ = GuardPoints(model, links)
     problem.bindings["guard"] = AddGuardHeightConstraints(
         problem.prog, problem.vars, model.dynamics, bodies, points
     )
@@ -668,7 +715,7 @@ def _Clearance(problem):
     )
 
 
-def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
+def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()):
     """The periodic gait of the module docstring, its warm start set.
 
     A floating base's start is anchored in x, y and yaw (y and yaw are periodic: the end
@@ -690,7 +737,7 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
         start[model.x_index + 1], start[yaw] = 0.0, 0.0
     problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, anchored)]
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, end, [model.x_index])]
-    _AddGuards(problem, model)
+    _AddGuards(problem, model, guard_links)
     times = np.linspace(0.0, 1.0, N)
     q = np.tile(model.home, (N, 1))
     q[:, model.x_index] = np.linspace(0.0, config.distance, N)
@@ -791,7 +838,7 @@ def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config, legs=None) ->
     return [positions, velocity]
 
 
-def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
+def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig, guard_links=()):
     """The jump of the module docstring, its warm start set."""
     from drakebots.optimization.contact_implicit_constraints import AddFixedPositions
     from drakebots.optimization.contact_implicit_costs import AddFinalStateCost
@@ -805,7 +852,7 @@ def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
     apex = model.home.copy()
     apex[model.z_index] += config.height
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, apex, [model.z_index])]
-    _AddGuards(problem, model)
+    _AddGuards(problem, model, guard_links)
     flight = int(config.flight_knots) if _Floating(model) else 0
     if flight:
         # contact[k] holds phi(q_k+1): knots N-1-flight .. N-1 (the apex) off the ground.
@@ -1045,6 +1092,48 @@ class MotionResult(WorkflowResult):
         )
 
 
+def _GuardDippingLinks(model, config, make_problem, problem, outcome, check, stages, x, traj, say):
+    """Where the plan's legs' links (LinkBoxes) dip below the ground, the problem again with
+    those links' boxes guarded (GuardPoints), repaired from the plan (SolveProximalFeasibility,
+    its costs kept), until no link dips (at most as many rounds as there are links). Returns
+    (problem, outcome, check, x, traj) of the last solve; `stages` gains each repair."""
+    from drakebots.optimization.contact_implicit import (
+        CheckContactImplicitSolution,
+        ReconstructTrajectory,
+        SolveProximalFeasibility,
+        SolverConfig,
+    )
+
+    guarded: list[str] = []
+    for _ in range(len(LinkBoxes(model))):
+        dipping = DippingLinks(model, traj.q)
+        if not dipping:
+            break
+        guarded += sorted(dipping)
+        say.Say(
+            "  links below the ground: "
+            + ", ".join(f"{name} {z:.3g}" for name, z in sorted(dipping.items()))
+            + f"; guarding their collision boxes and repairing ({len(guarded)} links)"
+        )
+        problem = make_problem(model, config, guard_links=tuple(guarded))
+        problem.prog.SetInitialGuessForAllVariables(x)
+        problem.on_iteration = _IterationReporter(say)
+        name = _Solver(config.solver.solver, problem)
+        solver = SolverConfig(solver=name, major_iterations=int(config.solver.iterations))
+        weight = problem.dynamics.force_scale
+        slack = min(SLACK_STAGES[-1], 0.5 * config.solver.complementarity_tolerance / weight)
+        earlier = outcome
+        outcome = SolveProximalFeasibility(problem, x, solver, keep_costs=True, slack=slack)
+        stages.append(("link guards", outcome.status, outcome.solve_time_s))
+        outcome.solve_time_s += earlier.solve_time_s
+        outcome.cpu_time_s += earlier.cpu_time_s
+        outcome.iterations = (outcome.iterations or 0) + (earlier.iterations or 0)
+        x = outcome.result.get_x_val()
+        check = CheckContactImplicitSolution(problem, x)
+        traj = ReconstructTrajectory(problem, x)
+    return problem, outcome, check, x, traj
+
+
 def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     """The common body of OptimizeGait and OptimizeJump."""
     from drakebots.optimization.contact_implicit import ReconstructTrajectory
@@ -1073,6 +1162,9 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     outcome, check, stages = SolveMotion(problem, config.solver, reporter)
     x = outcome.result.get_x_val()
     traj = ReconstructTrajectory(problem, x)
+    problem, outcome, check, x, traj = _GuardDippingLinks(
+        model, config, make_problem, problem, outcome, check, stages, x, traj, reporter
+    )
     reporter.Say(
         f"  {outcome.status}; {outcome.solve_time_s:.1f} s; complementarity "
         f"{check.max_complementarity_violation:.1e}, violation {check.max_violation:.1e}"

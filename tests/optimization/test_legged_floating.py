@@ -333,54 +333,117 @@ def test_guard_points_hold_the_base_collision_box_corners():
     assert sum(n.startswith("base_box_corner") for n in names) == 8
 
 
-def test_solo12_guards_hold_every_link_that_carries_no_foot():
-    """Solo-12 as published: the base and each leg's shoulder and upper leg (the links that
-    carry no foot, from its URDF) are guarded by a box; at random configurations every vertex
-    of each such link's collision mesh (read with trimesh from the file Drake was given, posed
-    by Drake's SceneGraph and kinematics) is at or above the lowest of its guard corners."""
+def _SoloMeshVertices(model, names):
+    """{link: (vertices, 3) in the link's frame} of Solo-12's collision meshes, read with
+    trimesh from the files Drake was given and posed by Drake's SceneGraph."""
     import trimesh
     from pydrake.geometry import Role
 
-    from drakebots.optimization.legged import GuardPoints
     from drakebots.robots.base import MakeRobotModelDiagram
-    from drakebots.robots.published import CmeelPrefix
 
-    solo = PUBLISHED / "solo12.yaml"
-    if not (CmeelPrefix() / "share" / "example-robot-data" / "robots").is_dir():
-        pytest.skip("example-robot-data not installed")
-    model = Model(solo)
-    bodies, points, names = GuardPoints(model)
-    plant = model.plant
-    from drakebots.optimization.legged import BodyIndexOf
-
-    boxed = {
-        plant.get_body(BodyIndexOf(int(b))).name() for b, n in zip(bodies, names) if "box" in n
-    }
-    legs = [f"{g}_{part}" for g in LEGS for part in ("SHOULDER", "UPPER_LEG")]
-    assert boxed == {"base_link", *legs}
     probe = MakeRobotModelDiagram(model.robot)
     inspector = probe.scene_graph.model_inspector()
+    out = {}
+    for name in names:
+        frame = probe.plant.GetBodyFrameIdIfExists(probe.plant.GetBodyByName(name).index())
+        parts = []
+        for geometry in inspector.GetGeometries(frame, Role.kProximity):
+            path = str(inspector.GetShape(geometry).source().path())
+            mesh = trimesh.load(path, force="mesh")
+            X_BG = inspector.GetPoseInFrame(geometry)
+            parts.append((X_BG.rotation().matrix() @ mesh.vertices.T).T + X_BG.translation())
+        out[name] = np.vstack(parts)
+    return out
+
+
+def _Solo():
+    from drakebots.robots.published import CmeelPrefix
+
+    if not (CmeelPrefix() / "share" / "example-robot-data" / "robots").is_dir():
+        pytest.skip("example-robot-data not installed")
+    return Model(PUBLISHED / "solo12.yaml")
+
+
+SOLO_LINKS = [f"{g}_{part}" for g in LEGS for part in ("SHOULDER", "UPPER_LEG")]
+
+
+def test_solo12_guards_hold_every_link_that_carries_no_foot():
+    """Solo-12 as published: the links that carry no foot (from its URDF: each leg's shoulder
+    and upper leg) have guard boxes (LinkBoxes), the base's is always guarded and theirs when
+    named; at random configurations every vertex of each link's collision mesh is at or above
+    the lowest of its box's corners (the box bounds the mesh)."""
+    from drakebots.optimization.legged import BodyIndexOf, GuardPoints, LinkBoxes
+
+    model = _Solo()
+    plant = model.plant
+    assert set(LinkBoxes(model)) == set(SOLO_LINKS)
+
+    def Boxed(links):
+        bodies, _, names = GuardPoints(model, links)
+        return {
+            plant.get_body(BodyIndexOf(int(b))).name() for b, n in zip(bodies, names) if "box" in n
+        }
+
+    assert Boxed(()) == {"base_link"}
+    assert Boxed(("FL_UPPER_LEG",)) == {"base_link", "FL_UPPER_LEG"}
+    vertices = _SoloMeshVertices(model, ["base_link", *SOLO_LINKS])
+    bodies, points, _ = GuardPoints(model, SOLO_LINKS)
     context = plant.CreateDefaultContext()
     rng = np.random.default_rng(1)
     lower = np.maximum(plant.GetPositionLowerLimits(), -np.pi)
     upper = np.minimum(plant.GetPositionUpperLimits(), np.pi)
     for _ in range(5):
         plant.SetPositions(context, rng.uniform(lower, upper))
-        for name in ["base_link", *legs]:
+        for name, p_B in vertices.items():
             body = plant.GetBodyByName(name)
-            frame = probe.plant.GetBodyFrameIdIfExists(probe.plant.GetBodyByName(name).index())
-            for geometry in inspector.GetGeometries(frame, Role.kProximity):
-                mesh = trimesh.load(str(inspector.GetShape(geometry).source().path()), force="mesh")
-                X_BG = inspector.GetPoseInFrame(geometry)
-                p_B = (X_BG.rotation().matrix() @ mesh.vertices.T).T + X_BG.translation()
-                z = plant.CalcPointsPositions(
-                    context, body.body_frame(), p_B.T, plant.world_frame()
-                )
-                mine = points[np.flatnonzero(bodies == int(body.index()))].T
-                z_guard = plant.CalcPointsPositions(
-                    context, body.body_frame(), mine, plant.world_frame()
-                )
-                assert z[2].min() >= z_guard[2].min() - 1e-9, name
+            z = plant.CalcPointsPositions(context, body.body_frame(), p_B.T, plant.world_frame())
+            mine = points[np.flatnonzero(bodies == int(body.index()))].T
+            z_guard = plant.CalcPointsPositions(
+                context, body.body_frame(), mine, plant.world_frame()
+            )
+            assert z[2].min() >= z_guard[2].min() - 1e-9, name
+
+
+def test_dipping_links_are_found_and_guarded():
+    """Solo-12 at its home pose lowered until its upper legs' meshes reach 5 mm below the
+    ground (from the meshes' vertices): DippingLinks names the upper legs (their boxes reach at
+    least as low), not the shoulders, which stay above; a problem built with those links adds
+    8 guard rows for each at every knot."""
+    from drakebots.optimization.legged import DippingLinks, GaitConfig, MakeGaitProblem
+
+    model = _Solo()
+    plant = model.plant
+    vertices = _SoloMeshVertices(model, SOLO_LINKS)
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, model.home)
+    lowest = {}
+    for name, p_B in vertices.items():
+        frame = plant.GetBodyByName(name).body_frame()
+        lowest[name] = plant.CalcPointsPositions(context, frame, p_B.T, plant.world_frame())[
+            2
+        ].min()
+    thighs = min(lowest[f"{g}_UPPER_LEG"] for g in LEGS)
+    q = model.home.copy()
+    q[model.z_index] -= thighs + 0.005
+    dipping = DippingLinks(model, q[None])
+    assert {f"{g}_UPPER_LEG" for g in LEGS} <= set(dipping)
+    assert all(
+        dipping[f"{g}_UPPER_LEG"] <= lowest[f"{g}_UPPER_LEG"] - thighs - 0.005 + 1e-9 for g in LEGS
+    )
+    for g in LEGS:
+        if lowest[f"{g}_SHOULDER"] - thighs - 0.005 > 0.01:
+            assert f"{g}_SHOULDER" not in dipping
+    assert DippingLinks(model, model.home[None]) == {}
+    config = GaitConfig(robot=str(PUBLISHED / "solo12.yaml"), knots=21, gait="trot")
+
+    def GuardRows(problem):
+        return sum(b.evaluator().num_outputs() for b in problem.bindings["guard"])
+
+    plain = GuardRows(MakeGaitProblem(model, config))
+    guarded = GuardRows(
+        MakeGaitProblem(model, config, guard_links=("FL_UPPER_LEG", "HR_UPPER_LEG"))
+    )
+    assert guarded - plain == 2 * 8 * 21
 
 
 def test_solve_reports_iterations_and_violation(trot):
