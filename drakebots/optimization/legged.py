@@ -778,6 +778,7 @@ def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -
     from drakebots.optimization import legged_gaits
 
     stance, swing = legged_gaits.ScheduleMasks(offsets, duty, times, margin)
+    vars_ = problem.vars
     standing = np.zeros(len(legs), bool)
     for leg in legs:
         same = [other.contact for other in legs if other.name == leg.name]
@@ -800,6 +801,15 @@ def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -
         binding.evaluator().UpdateLowerBound(lower)
         binding.evaluator().UpdateUpperBound(upper)
         bounded.append(binding)
+        # A foot in the air carries no force: its normal and friction forces at knot k + 1
+        # are zero (what complementarity implies there, given to the solver as bounds).
+        for c in np.flatnonzero(off):
+            width = vars_.beta.shape[1] // nc
+            for v in (
+                vars_.gamma[knot - 1, c : c + 1],
+                vars_.beta[knot - 1, c * width : (c + 1) * width],
+            ):
+                bounded.append(problem.prog.AddBoundingBoxConstraint(0.0, 0.0, v))
     return bounded
 
 
