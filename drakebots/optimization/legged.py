@@ -91,6 +91,8 @@ SOLVERS = ("auto", "fast", "snopt", "ipopt")
 SLIDING_SPEED_BOUND = 10.0
 # Weight of the least-psi cost per base height per motion duration of psi (see _AddCosts).
 PSI_REGULARIZATION = 1e-3
+# The shortest time between two knots of a plan, s (HAMR-VI's plans: hamr.workflows.MIN_KNOT_MS).
+MIN_KNOT_S = 1e-6
 # A jump's flight: every contact at least this many home base heights above the ground.
 FLIGHT_CLEARANCE = 0.01
 # Progress during a solve: IPOPT's iteration and violation at most this often (wall clock, s).
@@ -270,6 +272,13 @@ def _CheckScale(kind: str, config, robot) -> None:
     CheckWork(
         "duration", getattr(config, field) * to_seconds, f"{field} {getattr(config, field):g}"
     )
+    knot_s = getattr(config, field) * to_seconds / (int(config.knots) - 1)
+    if knot_s < MIN_KNOT_S:
+        # 1e-300 overflowed in the transcription's scaling: a traceback or 69 warnings (issue 68).
+        raise InputError(
+            f"{field} {getattr(config, field):g} {units.get('time', 's')}: a knot every "
+            f"{knot_s:.3g} s, below {MIN_KNOT_S:g} s, the finest step one plan may take"
+        )
     height = float(getattr(robot, "nominal_base_height", 0.0) or 0.0)
     field = "distance" if kind == "gait" else "height"
     value = abs(getattr(config, field))

@@ -534,6 +534,7 @@ def test_guard_rows_in_the_fast_path_match_drake_and_differences():
     [
         (["--gait", "trot", "--knots", "20"], "--knots: must be odd with gait trot"),
         (["--gait", "gallop"], "invalid choice: 'gallop'"),
+        (["--period", "1e-300"], "period 1e-300 s: a knot every"),
         (["--gait", "trot", "--knots", "21", "--schedule-margin", "0.7"], "--schedule-margin: a"),
         (["--gait", "trot", "--knots", "21", "--schedule-margin", "nan"], "--schedule-margin: m"),
     ],
