@@ -2,10 +2,11 @@
 
 Workload (the issue's, on the robots as users have them: scripts/examples/published/*.yaml):
 for Solo-12 at its real 2.7 N m, A1 and ANYmal C at their URDF effort limits, a trot (0.4 s
-period, 0.1 m per cycle, `gait: trot`, its left-right symmetry as a constraint) and a 0.1 m
-jump with a flight phase, each planned by drakebots.optimization.legged (MakeGaitProblem /
-MakeJumpProblem, SolveMotion: IPOPT on the fast path's Gauss-Newton Hessian, the slack
-homotopy, the proximal repair) from its gait-shaped warm start, no tuning per robot.
+period, 0.1 m per cycle, `gait: trot`, its left-right symmetry and foot sequence as constraints)
+and a 0.1 m jump with a flight phase, each planned by drakebots.optimization.legged
+(MakeGaitProblem / MakeJumpProblem, SolveMotion: IPOPT on the fast path's Gauss-Newton
+Hessian, the slack homotopy, the proximal repair) from its gait-shaped warm start, no tuning
+per robot.
 
 For each robot and motion it records the solve's wall and CPU time, IPOPT iterations, status,
 the largest constraint violation, the true complementarity (force x length, the robot's units),
@@ -133,6 +134,11 @@ def Plan(robot_file: Path, motion: str, knots: int, say) -> dict:
     if motion == "trot":
         row["distance_per_cycle_m"] = float(q[-1, model.x_index] - q[0, model.x_index])
         row["base_y_range_m"] = float(np.ptp(q[:, names.index("base_y")]))
+        # Each foot's sequence over the knots: "#" on the ground (within 0.1 mm), "." above.
+        row["feet_down"] = {
+            name: "".join("#" if h < 1e-4 else "." for h in traj.phi[:, c])
+            for c, name in enumerate(model.contact_names)
+        }
     else:
         row["apex_m"] = float(q[-1, z] - model.home[z])
         airborne = np.all(traj.phi > 0.005 * model.home[z], axis=1)

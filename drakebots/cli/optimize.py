@@ -87,6 +87,7 @@ GENERAL_FLAGS = {
     "effort_fraction": "effort_fraction",
     "mirror": "mirror",
     "gait": "gait",
+    "schedule_margin": "schedule_margin",
     "flight_knots": "flight_knots",
     "solver": "solver.solver",
     "iterations": "solver.iterations",
@@ -190,10 +191,17 @@ def _AddGeneralProblems(problems) -> None:
     gait.add_argument(
         "--gait",
         choices=("trot", "pace", "bound", "pronk", "walk"),
-        help="a quadruped's gait: its legs' phase offsets shape the warm start, its stance feet "
-        "start on the ground, trot and pace keep their left-right symmetry (odd --knots); "
-        "e.g. drakebots optimize gait scripts/examples/published/solo12.yaml --gait trot "
-        "--period 0.4 --distance 0.1 --knots 21",
+        help="a quadruped's gait: its legs' phase offsets shape the warm start and fix the foot "
+        "sequence, its stance feet start on the ground, trot and pace keep their left-right "
+        "symmetry (odd --knots); e.g. drakebots optimize gait "
+        "scripts/examples/published/solo12.yaml --gait trot --period 0.4 --distance 0.1 "
+        "--knots 21",
+    )
+    gait.add_argument(
+        "--schedule-margin",
+        type=float,
+        help="with --gait: fraction of a cycle at each end of a stance and a swing left to the "
+        "solver (touchdown and lift-off timing; default 0.1, 0.5: the gait only seeds the guess)",
     )
     jump = problems.add_parser(
         "jump",

@@ -26,10 +26,13 @@ robot is its mirror image D/2 further (an alternating walk or trot, not any peri
 A floating base (`base: floating_rpy`) is planned whole: a gait's start is anchored in x, y and
 yaw (y and yaw periodic, so the end equals the start; x advances D); every body a joint moves
 keeps its origin above the ground at every knot, and so do the 8 corners of the box that bounds
-the base's collision geometry (GuardPoints, `guard[k]`; the legs' links by their origins: a
-box about a shank reaches below its foot); joint limits hold at every knot; with `gait`
+the base's collision geometry and those of every leg link that carries no foot (GuardPoints,
+`guard[k]`; a link that carries a foot by its origin: a box about a shank reaches below its
+foot); joint limits hold at every knot; with `gait`
 (legged_gaits: trot, pace, bound, pronk, walk, legs found from the model) the legs' phases shape the
-warm start (feet lifted in swing, forces on stance feet), the stance feet touch the ground at
+warm start (feet lifted in swing, forces on stance feet) and fix the foot sequence (the core of
+each stance on the ground, of each swing SWING_CLEARANCE of the home height above it; touchdown
+and lift-off free within `schedule_margin` of a cycle), the stance feet touch the ground at
 knot 0, and trot and pace are constrained to the TRUE left-right reflection half a cycle on
 (abduction joints and base y, roll, yaw change sign). A jump has a flight phase: every contact
 FLIGHT_CLEARANCE of the home height above the ground at the `flight_knots` knots before the
@@ -88,6 +91,8 @@ SOLVERS = ("auto", "fast", "snopt", "ipopt")
 SLIDING_SPEED_BOUND = 10.0
 # Weight of the least-psi cost per base height per motion duration of psi (see _AddCosts).
 PSI_REGULARIZATION = 1e-3
+# The shortest time between two knots of a plan, s (HAMR-VI's plans: hamr.workflows.MIN_KNOT_MS).
+MIN_KNOT_S = 1e-6
 # A jump's flight: every contact at least this many home base heights above the ground.
 FLIGHT_CLEARANCE = 0.01
 # Progress during a solve: IPOPT's iteration and violation at most this often (wall clock, s).
@@ -181,10 +186,17 @@ class GaitConfig(MotionConfig):
     # A joint whose axis is a roll axis changes sign (the true reflection, legged_gaits).
     mirror: list[list[str]] = dataclasses.field(default_factory=list)
     # A quadruped's gait (legged_gaits.GAITS: trot, pace, bound, pronk, walk; "" none): the
-    # legs' phase offsets shape the warm start, its stance feet start on the ground, and trot
-    # and pace are constrained to their left-right symmetry half a cycle on (legs paired from
-    # the model). Needs four contacts front-left, front-right, hind-left, hind-right.
+    # legs' phase offsets shape the warm start and fix the foot sequence (each stance's core on
+    # the ground, each swing's core at least SWING_CLEARANCE home heights above it), its stance
+    # feet start on the ground, and trot and pace are constrained to their left-right symmetry
+    # half a cycle on (legs paired from the model). Needs four contacts front-left,
+    # front-right, hind-left, hind-right.
     gait: str = ""
+    # With `gait`: the fraction of a cycle at each end of every stance and swing where the
+    # contact is left to the solver (touchdown and lift-off found contact-implicitly); 0.5 or
+    # more: the schedule only seeds the warm start (the foot sequence is the solver's, which
+    # on Solo-12 turned a trot into a lateral sequence).
+    schedule_margin: float = 0.1
 
     def Check(self) -> None:
         _CheckCommon(self)
@@ -192,6 +204,10 @@ class GaitConfig(MotionConfig):
 
         if self.gait and self.gait not in GAITS:
             raise InputError(f"gait: one of {', '.join(GAITS)}, got {self.gait!r}")
+        if not 0.0 <= self.schedule_margin <= 0.5:
+            raise InputError(
+                f"schedule_margin: a fraction of a cycle in [0, 0.5], got {self.schedule_margin}"
+            )
         if self.mirror and int(self.knots) % 2 == 0:
             raise InputError(f"knots: must be odd with mirror (T/2 on a knot), got {self.knots}")
         if self.gait in SYMMETRIC_GAITS and int(self.knots) % 2 == 0:
@@ -256,6 +272,13 @@ def _CheckScale(kind: str, config, robot) -> None:
     CheckWork(
         "duration", getattr(config, field) * to_seconds, f"{field} {getattr(config, field):g}"
     )
+    knot_s = getattr(config, field) * to_seconds / (int(config.knots) - 1)
+    if knot_s < MIN_KNOT_S:
+        # 1e-300 overflowed in the transcription's scaling: a traceback or 69 warnings (issue 68).
+        raise InputError(
+            f"{field} {getattr(config, field):g} {units.get('time', 's')}: a knot every "
+            f"{knot_s:.3g} s, below {MIN_KNOT_S:g} s, the finest step one plan may take"
+        )
     height = float(getattr(robot, "nominal_base_height", 0.0) or 0.0)
     field = "distance" if kind == "gait" else "height"
     value = abs(getattr(config, field))
@@ -526,15 +549,18 @@ def _Floating(model: RobotTrajoptModel) -> bool:
     return getattr(model.robot, "base", None) == "floating_rpy"
 
 
-def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]:
+def GuardPoints(model: RobotTrajoptModel, links=()) -> tuple[np.ndarray, np.ndarray, list]:
     """(bodies, points, names): the points kept above the ground at every knot of a floating
     base's plan: the origin of every body a joint moves (the base's centre, each hip and knee
     link; not the parts welded to them), one of any set whose origins coincide in every
-    configuration (a hip's abduction and flexion links), none that is a contact point; and the
-    8 corners of the box bounding the base's collision geometry (_BaseCollisionCorners). The
-    legs' links keep origins, not boxes: the box about a shank that ends in the foot reaches
-    below the foot's contact point, so it could not stand; a knee's origin below the ground is
-    what a folded leg does."""
+    configuration (a hip's abduction and flexion links), none that is a contact point; the
+    8 corners of the box bounding the base's collision geometry and that of the bodies welded
+    to it (_CollisionCorners); and the 8 box corners of each of `links` (LinkBoxes' names).
+
+    The links' boxes are added where a plan needs them (OptimizeGait / OptimizeJump re-solve
+    with the links whose boxes dipped): 64 more rows a knot on Solo-12 made its trot's KKT
+    factorisations four times as costly (95 s of CPU against 34 s, measured), for a constraint
+    the plans rarely touch."""
     plant = model.plant
     world = int(plant.world_body().index())
     contacts = {
@@ -573,24 +599,104 @@ def GuardPoints(model: RobotTrajoptModel) -> tuple[np.ndarray, np.ndarray, list]
     bodies = [int(candidates[i].index()) for i in kept]
     points = [np.zeros(3)] * len(kept)
     names = [candidates[i].name() for i in kept]
-    # The base's collision geometry whole: the corners of its bounding box (a body sinking or
-    # rolling into the ground touches with a corner first; its origin is the box's inside).
-    base = plant.GetBodyByName(model.robot.base_body)
-    for corner_index, corner in enumerate(_BaseCollisionCorners(model.robot)):
-        bodies.append(int(base.index()))
-        points.append(corner)
-        names.append(f"{base.name()}_box_corner_{corner_index}")
+    # The base's collision geometry whole: the 8 corners of the box, in the base's frame,
+    # bounding its geometry and that of the bodies welded to it (a trunk, cameras, an IMU on a
+    # frame-only base link): a body sinking or rolling into the ground touches with a corner
+    # first, its origin is the box's inside.
+    boxes = _GroupBoxes(model)
+    wanted = {model.robot.base_body, *links}
+    for name, (b, box) in boxes.items():
+        if name not in wanted:
+            continue
+        for corner_index, corner in enumerate(box):
+            bodies.append(b)
+            points.append(corner)
+            names.append(f"{name}_box_corner_{corner_index}")
     return np.array(bodies, int), np.array(points, float).reshape(-1, 3), names
 
 
-def _BaseCollisionCorners(robot) -> np.ndarray:
-    """The 8 corners of the robot's base body's collision-geometry bounding box, base frame (from
-    a probe plant with its SceneGraph: the transcription's plant has no geometry)."""
+def _GroupBoxes(model: RobotTrajoptModel) -> dict:
+    """{body name: (body index, (8, 3) corners in its frame)}: for the base and for every body a
+    joint moves that carries no contact (nothing welded to it is a contact's body: hips and
+    thighs, not a shank with its foot), the box in its frame bounding its collision geometry
+    and that of the bodies welded to it. A link's box is left out where it does not clear the
+    ground at the home pose (no plan could hold it above); a shank's box ends in the foot and
+    reaches below its contact point, so it could not stand."""
+    plant = model.plant
+    corners = _CollisionCorners(model.robot)
+    touching = {name for name, _ in model.robot.contacts}
+    base = int(plant.GetBodyByName(model.robot.base_body).index())
+    moved = {
+        int(plant.get_joint(j).child_body().index())
+        for j in plant.GetJointIndices()
+        if plant.get_joint(j).num_positions() > 0
+    }
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, model.home)
+    unit = np.array(np.meshgrid([0, 1], [0, 1], [0, 1])).T.reshape(-1, 3)
+    out = {}
+    for b in [base] + sorted(moved - {base}):
+        body = plant.get_body(BodyIndexOf(b))
+        group = plant.GetBodiesWeldedTo(body)
+        if b != base and any(other.name() in touching for other in group):
+            continue
+        inside = [
+            plant.CalcPointsPositions(
+                context, other.body_frame(), corners[other.name()].T, body.body_frame()
+            ).T
+            for other in group
+            if other.name() in corners
+        ]
+        if not inside:
+            continue
+        inside = np.vstack(inside)
+        lower, upper = inside.min(axis=0), inside.max(axis=0)
+        box = lower + unit * (upper - lower)
+        heights = plant.CalcPointsPositions(context, body.body_frame(), box.T, plant.world_frame())
+        if b != base and heights[2].min() < 0.0:
+            continue
+        out[body.name()] = (b, box)
+    return out
+
+
+def LinkBoxes(model: RobotTrajoptModel) -> dict:
+    """{link name: (body index, (8, 3) box corners)}: the legs' links whose collision boxes a
+    floating base's plan must keep above the ground (_GroupBoxes but the base's)."""
+    if not _Floating(model):
+        return {}
+    return {k: v for k, v in _GroupBoxes(model).items() if k != model.robot.base_body}
+
+
+def DippingLinks(model: RobotTrajoptModel, q: np.ndarray, tolerance: float = 1e-6) -> dict:
+    """{link name: lowest corner height} of the LinkBoxes whose boxes reach more than
+    `tolerance` below the ground at some knot of `q` (N, positions)."""
+    plant = model.plant
+    context = plant.CreateDefaultContext()
+    lowest = {}
+    boxes = LinkBoxes(model)
+    for qk in q:
+        plant.SetPositions(context, qk)
+        for name, (b, box) in boxes.items():
+            frame = plant.get_body(BodyIndexOf(b)).body_frame()
+            z = plant.CalcPointsPositions(context, frame, box.T, plant.world_frame())[2].min()
+            lowest[name] = min(lowest.get(name, np.inf), float(z))
+    return {name: z for name, z in lowest.items() if z < -tolerance}
+
+
+def _CollisionCorners(robot) -> dict:
+    """{body name: (8, 3) corners, body frame} of the box bounding each body's collision
+    geometry, for the bodies that have some (from a probe plant with its SceneGraph: the
+    transcription's plant has no geometry)."""
     from drakebots.robots.base import CollisionBoxCorners, MakeRobotModelDiagram
 
     probe = MakeRobotModelDiagram(robot)
-    body = probe.plant.GetBodyByName(robot.base_body, probe.instance)
-    return CollisionBoxCorners(probe.plant, probe.scene_graph, body)
+    out = {}
+    for body in probe.plant.GetBodyIndices(probe.instance):
+        body = probe.plant.get_body(body)
+        box = CollisionBoxCorners(probe.plant, probe.scene_graph, body)
+        if len(box):
+            out[body.name()] = box
+    return out
 
 
 def BodyIndexOf(i: int):
@@ -599,13 +705,14 @@ def BodyIndexOf(i: int):
     return BodyIndex(i)
 
 
-def _AddGuards(problem, model: RobotTrajoptModel) -> None:
-    """Every guard point (GuardPoints) above the ground at every knot (a floating base)."""
+def _AddGuards(problem, model: RobotTrajoptModel, links=()) -> None:
+    """Every guard point (GuardPoints, with the boxes of `links`) above the ground at every
+    knot (a floating base)."""
     from drakebots.optimization.contact_implicit_constraints import AddGuardHeightConstraints
 
     if not _Floating(model):
         return
-    bodies, points, _ = GuardPoints(model)
+    bodies, points, _ = GuardPoints(model, links)
     problem.bindings["guard"] = AddGuardHeightConstraints(
         problem.prog, problem.vars, model.dynamics, bodies, points
     )
@@ -617,7 +724,7 @@ def _Clearance(problem):
     )
 
 
-def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
+def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()):
     """The periodic gait of the module docstring, its warm start set.
 
     A floating base's start is anchored in x, y and yaw (y and yaw are periodic: the end
@@ -639,7 +746,7 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
         start[model.x_index + 1], start[yaw] = 0.0, 0.0
     problem.bindings["start"] = [AddFixedPositions(prog, vars, 0, start, anchored)]
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, end, [model.x_index])]
-    _AddGuards(problem, model)
+    _AddGuards(problem, model, guard_links)
     times = np.linspace(0.0, 1.0, N)
     q = np.tile(model.home, (N, 1))
     q[:, model.x_index] = np.linspace(0.0, config.distance, N)
@@ -662,11 +769,57 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig):
         upper = np.where(stance, 0.0, np.inf)
         clearance.UpdateUpperBound(upper)
         problem.bindings["stance_start"] = [_Clearance(problem)]
+        problem.bindings["schedule"] = _AddSchedule(
+            problem, model, legs, offsets, duty, times, config.schedule_margin, phi_home
+        )
     if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
         problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
     _AddCosts(problem, model, config.costs, config.period)
     _SetGuess(problem, model, q, h)
     return problem
+
+
+def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -> list:
+    """The gait's foot sequence as bounds on contact[k] (phi(q_k+1)): in a leg's stance core
+    (legged_gaits.ScheduleMasks) its standing contact on the ground (phi = 0; a leg's other
+    contacts only above it), in its swing core every contact of the leg at least
+    SWING_CLEARANCE home base heights above the ground. Returns the bindings bounded."""
+    from drakebots.optimization import legged_gaits
+
+    stance, swing = legged_gaits.ScheduleMasks(offsets, duty, times, margin)
+    vars_ = problem.vars
+    standing = np.zeros(len(legs), bool)
+    for leg in legs:
+        same = [other.contact for other in legs if other.name == leg.name]
+        standing[leg.contact] = leg.contact == min(same, key=lambda c: phi_home[c])
+    lift = legged_gaits.SWING_CLEARANCE * max(model.home[model.z_index], 1e-9)
+    nc = model.dynamics.num_contacts
+    bounded = []
+    for binding in problem.bindings["contact"]:
+        name = binding.evaluator().get_description()
+        if not name.startswith("contact["):
+            continue
+        knot = int(name[8:-1]) + 1
+        on, off = stance[knot] & standing, swing[knot]
+        if not (on.any() or off.any()):
+            continue
+        lower = np.array(binding.evaluator().lower_bound(), float)
+        upper = np.array(binding.evaluator().upper_bound(), float)
+        lower[:nc] = np.where(off, lift, lower[:nc])
+        upper[:nc] = np.where(on, 0.0, upper[:nc])
+        binding.evaluator().UpdateLowerBound(lower)
+        binding.evaluator().UpdateUpperBound(upper)
+        bounded.append(binding)
+        # A foot in the air carries no force: its normal and friction forces at knot k + 1
+        # are zero (what complementarity implies there, given to the solver as bounds).
+        for c in np.flatnonzero(off):
+            width = vars_.beta.shape[1] // nc
+            for v in (
+                vars_.gamma[knot - 1, c : c + 1],
+                vars_.beta[knot - 1, c * width : (c + 1) * width],
+            ):
+                bounded.append(problem.prog.AddBoundingBoxConstraint(0.0, 0.0, v))
+    return bounded
 
 
 def MirrorMatrix(model: RobotTrajoptModel, pairs=None, legs=None) -> np.ndarray:
@@ -704,7 +857,7 @@ def _AddHalfCycleMirror(problem, model: RobotTrajoptModel, config, legs=None) ->
     return [positions, velocity]
 
 
-def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
+def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig, guard_links=()):
     """The jump of the module docstring, its warm start set."""
     from drakebots.optimization.contact_implicit_constraints import AddFixedPositions
     from drakebots.optimization.contact_implicit_costs import AddFinalStateCost
@@ -718,7 +871,7 @@ def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig):
     apex = model.home.copy()
     apex[model.z_index] += config.height
     problem.bindings["goal"] = [AddFixedPositions(prog, vars, N - 1, apex, [model.z_index])]
-    _AddGuards(problem, model)
+    _AddGuards(problem, model, guard_links)
     flight = int(config.flight_knots) if _Floating(model) else 0
     if flight:
         # contact[k] holds phi(q_k+1): knots N-1-flight .. N-1 (the apex) off the ground.
@@ -958,6 +1111,48 @@ class MotionResult(WorkflowResult):
         )
 
 
+def _GuardDippingLinks(model, config, make_problem, problem, outcome, check, stages, x, traj, say):
+    """Where the plan's legs' links (LinkBoxes) dip below the ground, the problem again with
+    those links' boxes guarded (GuardPoints), repaired from the plan (SolveProximalFeasibility,
+    its costs kept), until no link dips (at most as many rounds as there are links). Returns
+    (problem, outcome, check, x, traj) of the last solve; `stages` gains each repair."""
+    from drakebots.optimization.contact_implicit import (
+        CheckContactImplicitSolution,
+        ReconstructTrajectory,
+        SolveProximalFeasibility,
+        SolverConfig,
+    )
+
+    guarded: list[str] = []
+    for _ in range(len(LinkBoxes(model))):
+        dipping = DippingLinks(model, traj.q)
+        if not dipping:
+            break
+        guarded += sorted(dipping)
+        say.Say(
+            "  links below the ground: "
+            + ", ".join(f"{name} {z:.3g}" for name, z in sorted(dipping.items()))
+            + f"; guarding their collision boxes and repairing ({len(guarded)} links)"
+        )
+        problem = make_problem(model, config, guard_links=tuple(guarded))
+        problem.prog.SetInitialGuessForAllVariables(x)
+        problem.on_iteration = _IterationReporter(say)
+        name = _Solver(config.solver.solver, problem)
+        solver = SolverConfig(solver=name, major_iterations=int(config.solver.iterations))
+        weight = problem.dynamics.force_scale
+        slack = min(SLACK_STAGES[-1], 0.5 * config.solver.complementarity_tolerance / weight)
+        earlier = outcome
+        outcome = SolveProximalFeasibility(problem, x, solver, keep_costs=True, slack=slack)
+        stages.append(("link guards", outcome.status, outcome.solve_time_s))
+        outcome.solve_time_s += earlier.solve_time_s
+        outcome.cpu_time_s += earlier.cpu_time_s
+        outcome.iterations = (outcome.iterations or 0) + (earlier.iterations or 0)
+        x = outcome.result.get_x_val()
+        check = CheckContactImplicitSolution(problem, x)
+        traj = ReconstructTrajectory(problem, x)
+    return problem, outcome, check, x, traj
+
+
 def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     """The common body of OptimizeGait and OptimizeJump."""
     from drakebots.optimization.contact_implicit import ReconstructTrajectory
@@ -986,6 +1181,9 @@ def _Solve(kind: str, config, make_problem, *, progress, meshcat):
     outcome, check, stages = SolveMotion(problem, config.solver, reporter)
     x = outcome.result.get_x_val()
     traj = ReconstructTrajectory(problem, x)
+    problem, outcome, check, x, traj = _GuardDippingLinks(
+        model, config, make_problem, problem, outcome, check, stages, x, traj, reporter
+    )
     reporter.Say(
         f"  {outcome.status}; {outcome.solve_time_s:.1f} s; complementarity "
         f"{check.max_complementarity_violation:.1e}, violation {check.max_violation:.1e}"

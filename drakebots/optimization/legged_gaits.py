@@ -21,6 +21,10 @@ gait without the user naming its joints:
   fixed on the ground in stance and lifted (half a sine, SWING_HEIGHT of the base height) and
   carried forward in swing, the legs' joints found by damped least squares on Drake's
   kinematics.
+- `ScheduleMasks`: where a gait holds a leg on the ground and where in the air: the core of
+  each stance (its first and last `margin` of a cycle left free) and the core of each swing.
+  OptimizeGait bounds the contacts there (legged.MakeGaitProblem): the foot sequence is the
+  gait's, while touchdown and lift-off stay contact-implicit inside the margins.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ DUTY_FACTORS = {"trot": 0.5, "pace": 0.5, "bound": 0.5, "pronk": 0.5, "walk": 0.
 SYMMETRIC_GAITS = ("trot", "pace")
 # Swing foot lift of the warm start, in home base heights.
 SWING_HEIGHT = 0.15
+# The swing core's lowest foot height, in home base heights (Solo-12: 4.7 mm).
+SWING_CLEARANCE = 0.02
+# Fraction of a cycle at each end of a stance and of a swing left to the solver (touchdown and
+# lift-off timing; on Solo-12's 21-knot trot, 2 knots each side of each event).
+SCHEDULE_MARGIN = 0.1
 # Mirrored contacts match within this fraction of the largest contact distance from the base
 # (the nearest one; contacts found from collision shapes, as the lowest points at the home pose,
 # sit up to a few mm off their partners' mirror images: Solo-12's 0.8 mm in 0.4 m).
@@ -163,6 +172,24 @@ def Phases(offsets: np.ndarray, times: np.ndarray) -> np.ndarray:
 def StanceMask(offsets: np.ndarray, duty: float, times: np.ndarray) -> np.ndarray:
     """(knots, contacts) True where a leg is in stance at `times` (fractions of a cycle)."""
     return Phases(offsets, times) < duty - 1e-9
+
+
+def ScheduleMasks(
+    offsets: np.ndarray, duty: float, times: np.ndarray, margin: float = SCHEDULE_MARGIN
+) -> tuple[np.ndarray, np.ndarray]:
+    """(stance_core, swing_core): (knots, contacts) masks of where a gait holds each leg on the
+    ground and off it, at `times` (fractions of a cycle).
+
+    A leg's phase p (Phases) is stance for 0 <= p < duty and swing for duty <= p < 1. The core
+    leaves `margin` (a fraction of a cycle) free at both ends of each: stance core
+    margin <= p <= duty - margin, swing core duty + margin <= p <= 1 - margin. Where the margin
+    leaves no core (a margin of half a phase or more), that phase is unconstrained.
+    """
+    p = Phases(offsets, times)
+    eps = 1e-9
+    stance = (p >= margin - eps) & (p <= duty - margin + eps)
+    swing = (p >= duty + margin - eps) & (p <= 1.0 - margin + eps)
+    return stance, swing
 
 
 def _Axis(plant, context, joint, base_frame) -> np.ndarray:

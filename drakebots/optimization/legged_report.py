@@ -479,7 +479,8 @@ def PlotMotion(result):
     for ax in fig.axes:
         ax.grid(alpha=0.3)
     f = result.figures
-    title = f"{f['robot']}: {f['problem']}"
+    gait = getattr(result.config, "gait", "") if result.config is not None else ""
+    title = f"{f['robot']}: {gait + ' ' if gait else ''}{f['problem']}"
     if f["problem"] == "gait":
         title += f", {f['distance_per_cycle']:.3g} {length} per {f['period']:g} {time_unit}"
     else:

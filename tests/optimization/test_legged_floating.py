@@ -147,6 +147,77 @@ def test_gait_offsets_per_leg(gait):
     np.testing.assert_array_equal(offsets, [EXPECTED_OFFSETS[gait][g] for g in LEGS])
 
 
+# Each gait's foot sequence on 21 knots (phase k/20), derived by hand from its offsets and
+# duty factor with the default margin 0.1 of a cycle: at knots 0-19 (knot 20 is knot 0 a cycle
+# on) where each leg (FL, FR, HL, HR) must stand ("S") or be in the air ("A"); "." free.
+EXPECTED_SEQUENCES = {
+    "trot": (
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..AAAAAAA...SSSSSSS.",
+        "..SSSSSSS...AAAAAAA.",
+    ),
+    "pace": (
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+    ),
+    "bound": (
+        "..SSSSSSS...AAAAAAA.",
+        "..SSSSSSS...AAAAAAA.",
+        "..AAAAAAA...SSSSSSS.",
+        "..AAAAAAA...SSSSSSS.",
+    ),
+    "pronk": ("..SSSSSSS...AAAAAAA.",) * 4,
+    # walk: offsets HL 0, FL 0.25, HR 0.5, FR 0.75, duty 0.75 (stance core 0.1-0.65 of its own
+    # phase, swing core 0.85-0.9).
+    "walk": (
+        "..AA...SSSSSSSSSSSS.",
+        "SSSSSSSSS...AA...SSS",
+        "..SSSSSSSSSSSS...AA.",
+        "SSSS...AA...SSSSSSSS",
+    ),
+}
+
+
+@pytest.mark.parametrize("gait", sorted(EXPECTED_SEQUENCES))
+def test_gait_schedule_bounds_every_leg_as_its_gait(gait):
+    """MakeGaitProblem's bounds on contact[k] (phi at knot k + 1, and clearance[0] at knot 0)
+    hold each leg on the ground in its stance core and SWING_CLEARANCE (0.02) home heights
+    above it in its swing core: against the sequences derived by hand above."""
+    from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
+
+    model = Model()
+    config = GaitConfig(robot=str(QUAD), period=0.4, distance=0.1, knots=21, gait=gait)
+    problem = MakeGaitProblem(model, config)
+    lift = 0.02 * model.home[model.z_index]
+    lower, upper = np.zeros((21, 4)), np.full((21, 4), np.inf)
+    for binding in problem.bindings["contact"]:
+        name = binding.evaluator().get_description()
+        if name.startswith("contact["):
+            knot = int(name[8:-1]) + 1
+            lower[knot] = binding.evaluator().lower_bound()[:4]
+            upper[knot] = binding.evaluator().upper_bound()[:4]
+    for leg, sequence in enumerate(EXPECTED_SEQUENCES[gait]):
+        for knot in range(1, 21):  # contact[k] bounds knots 1..20
+            mark = sequence[knot % 20]
+            stands, flies = upper[knot, leg] == 0.0, lower[knot, leg] == pytest.approx(lift)
+            assert (stands, flies) == (mark == "S", mark == "A"), (gait, leg, knot)
+
+
+def test_a_schedule_margin_of_half_a_cycle_only_seeds_the_guess():
+    from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
+
+    config = GaitConfig(
+        robot=str(QUAD), period=0.4, distance=0.1, knots=21, gait="trot", schedule_margin=0.5
+    )
+    problem = MakeGaitProblem(Model(), config)
+    assert problem.bindings["schedule"] == []
+    with pytest.raises(InputError, match="schedule_margin"):
+        GaitConfig(robot=str(QUAD), gait="trot", schedule_margin=0.6).Check()
+
+
 def test_a_gait_needs_four_legs():
     from drakebots.optimization.legged_gaits import FindLegs, GaitOffsets
 
@@ -233,9 +304,17 @@ def test_floating_trot_is_physically_whole(trot):
     assert box.min() >= -1e-6
     # Stance feet at the start (trot: FL and HR at phase 0) on the ground.
     np.testing.assert_allclose(feet[0, [0, 3]], 0.0, atol=1e-6)
-    # The gait is a trot: each diagonal pair leaves the ground at some knot, the other pair
-    # being down then.
-    assert feet[:, 1].max() > 0.005 and feet[:, 0].max() > 0.005
+    # The foot sequence is a trot's (diagonal pairs in phase, half a cycle apart), knot by knot
+    # from Drake's feet: 21 knots, phase k/20; FL and HR stand for phases [0, 0.5) and FR and
+    # HL for [0.5, 1); each stance and swing without its first and last 0.1 of a cycle (the
+    # schedule_margin, where touchdown and lift-off are free): knots 2-8 and 12-18.
+    first, second = [2, 3, 4, 5, 6, 7, 8], [12, 13, 14, 15, 16, 17, 18]
+    lift = 0.02 * model.home[names.index("base_z")] - 1e-6  # SWING_CLEARANCE home heights
+    for down, up in ((first, second), (second, first)):
+        pair, other = ([0, 3], [1, 2]) if down is first else ([1, 2], [0, 3])
+        np.testing.assert_allclose(feet[np.ix_(down, pair)], 0.0, atol=1e-6)
+        assert feet[np.ix_(down, other)].min() >= lift
+        assert feet[np.ix_(up, pair)].min() >= lift
 
 
 def test_guard_points_hold_the_base_collision_box_corners():
@@ -252,6 +331,119 @@ def test_guard_points_hold_the_base_collision_box_corners():
     key = lambda a: sorted(map(tuple, np.round(a, 9)))  # noqa: E731
     assert key(on_base[np.abs(on_base).sum(axis=1) > 0]) == key(expected)
     assert sum(n.startswith("base_box_corner") for n in names) == 8
+
+
+def _SoloMeshVertices(model, names):
+    """{link: (vertices, 3) in the link's frame} of Solo-12's collision meshes, read with
+    trimesh from the files Drake was given and posed by Drake's SceneGraph."""
+    import trimesh
+    from pydrake.geometry import Role
+
+    from drakebots.robots.base import MakeRobotModelDiagram
+
+    probe = MakeRobotModelDiagram(model.robot)
+    inspector = probe.scene_graph.model_inspector()
+    out = {}
+    for name in names:
+        frame = probe.plant.GetBodyFrameIdIfExists(probe.plant.GetBodyByName(name).index())
+        parts = []
+        for geometry in inspector.GetGeometries(frame, Role.kProximity):
+            path = str(inspector.GetShape(geometry).source().path())
+            mesh = trimesh.load(path, force="mesh")
+            X_BG = inspector.GetPoseInFrame(geometry)
+            parts.append((X_BG.rotation().matrix() @ mesh.vertices.T).T + X_BG.translation())
+        out[name] = np.vstack(parts)
+    return out
+
+
+def _Solo():
+    from drakebots.robots.published import CmeelPrefix
+
+    if not (CmeelPrefix() / "share" / "example-robot-data" / "robots").is_dir():
+        pytest.skip("example-robot-data not installed")
+    return Model(PUBLISHED / "solo12.yaml")
+
+
+SOLO_LINKS = [f"{g}_{part}" for g in LEGS for part in ("SHOULDER", "UPPER_LEG")]
+
+
+def test_solo12_guards_hold_every_link_that_carries_no_foot():
+    """Solo-12 as published: the links that carry no foot (from its URDF: each leg's shoulder
+    and upper leg) have guard boxes (LinkBoxes), the base's is always guarded and theirs when
+    named; at random configurations every vertex of each link's collision mesh is at or above
+    the lowest of its box's corners (the box bounds the mesh)."""
+    from drakebots.optimization.legged import BodyIndexOf, GuardPoints, LinkBoxes
+
+    model = _Solo()
+    plant = model.plant
+    assert set(LinkBoxes(model)) == set(SOLO_LINKS)
+
+    def Boxed(links):
+        bodies, _, names = GuardPoints(model, links)
+        return {
+            plant.get_body(BodyIndexOf(int(b))).name() for b, n in zip(bodies, names) if "box" in n
+        }
+
+    assert Boxed(()) == {"base_link"}
+    assert Boxed(("FL_UPPER_LEG",)) == {"base_link", "FL_UPPER_LEG"}
+    vertices = _SoloMeshVertices(model, ["base_link", *SOLO_LINKS])
+    bodies, points, _ = GuardPoints(model, SOLO_LINKS)
+    context = plant.CreateDefaultContext()
+    rng = np.random.default_rng(1)
+    lower = np.maximum(plant.GetPositionLowerLimits(), -np.pi)
+    upper = np.minimum(plant.GetPositionUpperLimits(), np.pi)
+    for _ in range(5):
+        plant.SetPositions(context, rng.uniform(lower, upper))
+        for name, p_B in vertices.items():
+            body = plant.GetBodyByName(name)
+            z = plant.CalcPointsPositions(context, body.body_frame(), p_B.T, plant.world_frame())
+            mine = points[np.flatnonzero(bodies == int(body.index()))].T
+            z_guard = plant.CalcPointsPositions(
+                context, body.body_frame(), mine, plant.world_frame()
+            )
+            assert z[2].min() >= z_guard[2].min() - 1e-9, name
+
+
+def test_dipping_links_are_found_and_guarded():
+    """Solo-12 at its home pose lowered until its upper legs' meshes reach 5 mm below the
+    ground (from the meshes' vertices): DippingLinks names the upper legs (their boxes reach at
+    least as low), not the shoulders, which stay above; a problem built with those links adds
+    8 guard rows for each at every knot."""
+    from drakebots.optimization.legged import DippingLinks, GaitConfig, MakeGaitProblem
+
+    model = _Solo()
+    plant = model.plant
+    vertices = _SoloMeshVertices(model, SOLO_LINKS)
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, model.home)
+    lowest = {}
+    for name, p_B in vertices.items():
+        frame = plant.GetBodyByName(name).body_frame()
+        lowest[name] = plant.CalcPointsPositions(context, frame, p_B.T, plant.world_frame())[
+            2
+        ].min()
+    thighs = min(lowest[f"{g}_UPPER_LEG"] for g in LEGS)
+    q = model.home.copy()
+    q[model.z_index] -= thighs + 0.005
+    dipping = DippingLinks(model, q[None])
+    assert {f"{g}_UPPER_LEG" for g in LEGS} <= set(dipping)
+    assert all(
+        dipping[f"{g}_UPPER_LEG"] <= lowest[f"{g}_UPPER_LEG"] - thighs - 0.005 + 1e-9 for g in LEGS
+    )
+    for g in LEGS:
+        if lowest[f"{g}_SHOULDER"] - thighs - 0.005 > 0.01:
+            assert f"{g}_SHOULDER" not in dipping
+    assert DippingLinks(model, model.home[None]) == {}
+    config = GaitConfig(robot=str(PUBLISHED / "solo12.yaml"), knots=21, gait="trot")
+
+    def GuardRows(problem):
+        return sum(b.evaluator().num_outputs() for b in problem.bindings["guard"])
+
+    plain = GuardRows(MakeGaitProblem(model, config))
+    guarded = GuardRows(
+        MakeGaitProblem(model, config, guard_links=("FL_UPPER_LEG", "HR_UPPER_LEG"))
+    )
+    assert guarded - plain == 2 * 8 * 21
 
 
 def test_solve_reports_iterations_and_violation(trot):
@@ -342,6 +534,9 @@ def test_guard_rows_in_the_fast_path_match_drake_and_differences():
     [
         (["--gait", "trot", "--knots", "20"], "--knots: must be odd with gait trot"),
         (["--gait", "gallop"], "invalid choice: 'gallop'"),
+        (["--period", "1e-300"], "period 1e-300 s: a knot every"),
+        (["--gait", "trot", "--knots", "21", "--schedule-margin", "0.7"], "--schedule-margin: a"),
+        (["--gait", "trot", "--knots", "21", "--schedule-margin", "nan"], "--schedule-margin: m"),
     ],
 )
 def test_gait_flag_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
@@ -349,7 +544,8 @@ def test_gait_flag_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, word
 
     out = tmp_path / "out"
     argv = ["optimize", "gait", str(QUAD), "--period", "0.4", "--distance", "0.1", *args]
-    with pytest.raises(SystemExit) if "gallop" in args else _NoRaise():
+    parse_time = "gallop" in args or "nan" in args  # argparse's own exit 2
+    with pytest.raises(SystemExit) if parse_time else _NoRaise():
         assert cli_main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert words in err[-1], err

@@ -51,6 +51,23 @@ def _Heights(plant, q, points):
     return out
 
 
+def _Positions(plant, q, points):
+    """(points, 3) world positions of (body, point) pairs at configuration q."""
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, q)
+    return np.array(
+        [
+            plant.CalcPointsPositions(
+                context,
+                plant.GetBodyByName(body).body_frame(),
+                np.reshape(p, (3, 1)),
+                plant.world_frame(),
+            )[:, 0]
+            for body, p in points
+        ]
+    )
+
+
 @pytest.mark.paper
 @pytest.mark.parametrize("robot,motion", CASES)
 def test_published_quadruped_plans(robot, motion):
@@ -107,6 +124,21 @@ def test_published_quadruped_plans(robot, motion):
         assert abs(q[0, y]) <= 1e-9 and abs(q[0, yaw]) <= 1e-9
         others = [i for i in range(len(names)) if i != x]
         np.testing.assert_allclose(q[-1, others], q[0, others], atol=1e-6)
+        # A trot's foot sequence, from Drake's feet: the diagonal pair of the front-left foot
+        # (front and left by the feet's positions at the start, not by the code's leg finder)
+        # on the ground at knots 2-8 and the other pair at least 2 % of the home height above
+        # it; at knots 12-18 the other way round (21 knots; 0.1 of a cycle left free at each
+        # touchdown and lift-off).
+        start = _Positions(plant, q[0], loaded.contacts) - q[0, [x, y, z]]
+        front, left = start[:, 0] > 0, start[:, 1] > 0
+        first = np.flatnonzero(front == left)  # front-left and hind-right
+        second = np.flatnonzero(front != left)
+        assert len(first) == len(second) == 2
+        lift = 0.02 * model.home[z] - 1e-6
+        for down, up in ((first, second), (second, first)):
+            knots = [2, 3, 4, 5, 6, 7, 8] if down is first else [12, 13, 14, 15, 16, 17, 18]
+            np.testing.assert_allclose(feet[np.ix_(knots, down)], 0.0, atol=1e-6)
+            assert feet[np.ix_(knots, up)].min() >= lift
         assert run_t[-1] == pytest.approx(3 * 0.4, abs=1e-3)  # three cycles tracked
         distance = (np.interp(3 * 0.4, run_t, run_q[:, x]) - run_q[0, x]) / 3
         assert distance == pytest.approx(0.1, rel=0.25)
