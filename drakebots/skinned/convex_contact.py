@@ -133,8 +133,13 @@ class ContactProblem:
         """A + Jᵀ G J (G block diagonal, one 3 × 3 block a point)."""
         if not len(G):
             return self.A
-        B = sla.block_diag(*G)
-        return self.A + (B if self.J is None else self.J.T @ B @ self.J)
+        if self.J is None:
+            H = self.A.copy()
+            rows = 3 * np.arange(len(G))[:, None, None] + np.arange(3)[None, :, None]
+            H[rows, rows.transpose(0, 2, 1)] += G
+            return H
+        GJ = np.einsum("pij,pjk->pik", G, self.J.reshape(len(G), 3, -1)).reshape(len(self.J), -1)
+        return self.A + self.J.T @ GJ
 
     def Solve(self, v0=None, tolerance=1e-10, max_iterations=100):
         """(v (3m,), γ (m, 3), iterations): Newton with exact line search from v0 (v_star)."""
