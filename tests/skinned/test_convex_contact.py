@@ -8,6 +8,8 @@ active-set simulator and Drake's DeformableModel + SAP on the same scene
 (drakebots.skinned.drake_scenes).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -332,3 +334,61 @@ def test_a_sliding_box_obeys_coulombs_law_in_the_cone():
     steady = -np.diff(speeds[3:][speeds[3:] > 0.05]) / h
     assert steady.mean() == pytest.approx(mu * g, rel=0.05)
     assert abs(speeds[-1]) < 0.01
+
+
+def _CompliantTriangles():
+    """The convex contact at the clipped triangles' centroids on a compliant ground (Findings
+    19: C = 2e8 Pa/m, about what Drake 1.51's deformable contact gives the validation block)."""
+    return dict(contact="convex", contact_points="triangles", contact_stiffness=2e8)
+
+
+def test_at_friction_08_drakes_sag_moves_with_its_step_and_the_compliant_triangles_meet_its_limit():
+    """The validation block dropped at friction 0.8 (drake_scenes "drop"): Drake's own sag moves
+    with its time step (5 ms to 1 ms: measured -8.7 %; at friction 0 and 2 under 0.5 %), so the
+    issue's 2 % against Drake at 5 ms is inside Drake's own step error. Against Drake at 1 ms
+    the compliant triangles at 5 ms: sag measured -0.4 % (asserted 2 %), the compression (sag
+    less each one's mean sinking) -3.9 % (asserted 6 %: Drake's block is 3-3.6 % softer without
+    friction, Findings 17). Regression bounds of what was measured, not the issue's targets."""
+    scene = Scene(kind="drop", mass_damping=10.0)
+    fine = dataclasses.replace(scene, time_step=1e-3, steps=600)
+    drake, drake_fine = RunDrake(scene), RunDrake(fine)
+    ours = RunDrakebots(scene, **_CompliantTriangles())
+    sx, sy, sz = scene.size
+    weight = (scene.plate_mass + scene.mass_density * sx * sy * sz) * 9.81
+    assert ours.contact_force == pytest.approx(weight, rel=1e-4)
+    assert drake_fine.sag / drake.sag - 1.0 < -0.05
+    assert ours.sag == pytest.approx(drake_fine.sag, rel=0.02)
+    compression = drake_fine.sag - drake_fine.penetration
+    assert ours.sag - ours.penetration == pytest.approx(compression, rel=0.06)
+
+
+# (friction, scene) -> the compliant triangles' relative error at 5 ms against Drake at 1 ms,
+# measured 2026-11-27 (Findings 19), and Drake's own change from 5 ms to 1 ms.
+_MEASURED = {
+    (0.0, "drop"): (-0.014, -0.002),
+    (0.0, "indent"): (0.030, 0.005),
+    (0.0, "force"): (-0.029, -0.005),
+    (0.8, "drop"): (-0.004, -0.087),
+    (0.8, "indent"): (0.060, 0.050),
+    (0.8, "force"): (-0.031, -0.078),
+    (2.0, "drop"): (-0.026, 0.003),
+    (2.0, "indent"): (0.051, -0.001),
+    (2.0, "force"): (-0.045, 0.002),
+}
+
+
+@pytest.mark.paper  # about 3 min a friction at load 5
+@pytest.mark.parametrize("friction", [0.0, 0.8, 2.0])
+def test_the_compliant_triangles_errors_against_drake_stay_where_measured(friction):
+    """Regression bounds (1.5 points either side of the measured, _MEASURED) on the three
+    validation scenes: the compliant triangles at 5 ms against Drake at 1 ms, and Drake's own
+    change between 5 ms and 1 ms (large only at friction 0.8)."""
+    for kind, field in (("drop", "sag"), ("indent", "contact_force"), ("force", "sag")):
+        scene = Scene(kind=kind, mass_damping=10.0, friction=friction)
+        fine = dataclasses.replace(scene, time_step=1e-3, steps=600)
+        drake, drake_fine = RunDrake(scene), RunDrake(fine)
+        ours = RunDrakebots(scene, **_CompliantTriangles())
+        error, drake_step = _MEASURED[(friction, kind)]
+        reference = getattr(drake_fine, field)
+        assert getattr(ours, field) / reference - 1.0 == pytest.approx(error, abs=0.015), kind
+        assert reference / getattr(drake, field) - 1.0 == pytest.approx(drake_step, abs=0.015)
