@@ -47,6 +47,16 @@ solution: the others' impulses are zero). A step that converged in under `convex
 iterations hands its factorisation and columns to the next (modified Newton across steps, as the
 active set's Schur path does), which refactorises only if it reaches that many iterations.
 
+Contact points (`contact_points` = "triangles", `contact_stiffness`; issue 69, Findings 19): as
+Drake's deformable contact, the ground may push at points on the skin's ground-facing surface
+triangles instead (ContactPoints: the centroid of a triangle's part below the ground, or its
+three quadrature points), each moving with its triangle's vertices by barycentric weights, J
+(3P × 3m). The unknowns stay the candidates' velocities: ℓ(v_c) = ½ (v_c - v_c*)ᵀ A_c (v_c -
+v_c*) + Σ_j ℓ_j(J_j v_c), gradient A_c (v_c - v_c*) - Jᵀ γ, Hessian A_c + Jᵀ G J, the forces on
+the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, and with a finite
+stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
+(PointRegularisation).
+
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
 """
