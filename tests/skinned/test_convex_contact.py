@@ -249,8 +249,11 @@ def test_a_resting_block_sags_as_the_active_set_and_drake():
     assert convex.sag == pytest.approx(drake.sag, rel=0.2)
 
 
-def test_an_unknown_contact_formulation_is_refused():
-    stepper, _ = Stepper(Scene(), contact="lcp")
+@pytest.mark.parametrize(
+    "config", [{"contact": "lcp"}, {"contact": "convex", "contact_points": "tets"}]
+)
+def test_an_unknown_contact_formulation_is_refused(config):
+    stepper, _ = Stepper(Scene(), **config)
     with pytest.raises(ValueError, match="contact"):
         stepper.Step(stepper.DefaultState())
 
