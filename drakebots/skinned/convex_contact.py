@@ -347,8 +347,9 @@ def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, 
     times its pressure gradient, τ its dissipation time constant, 0.1 s by default); at rest
     the point then carries -k_j φ_j whatever h and τ. With C = inf only the near-rigid term,
     τ = β h / π."""
-    D = J @ W @ J.T / h**2
-    w = np.diag(D).reshape(-1, 3).mean(axis=1)
+    with threadpool_limits(1):
+        diagonal = np.sum((J @ W) * J, axis=1) / h**2  # diag(J W Jᵀ) / h²
+    w = diagonal.reshape(-1, 3).mean(axis=1)
     R_n = beta**2 / (4 * np.pi**2) * w
     if np.isfinite(stiffness):
         k = stiffness * points.area
