@@ -47,6 +47,16 @@ solution: the others' impulses are zero). A step that converged in under `convex
 iterations hands its factorisation and columns to the next (modified Newton across steps, as the
 active set's Schur path does), which refactorises only if it reaches that many iterations.
 
+Contact points (`contact_points` = "triangles", `contact_stiffness`; issue 69, Findings 19): as
+Drake's deformable contact, the ground may push at points on the skin's ground-facing surface
+triangles instead (ContactPoints: the centroid of a triangle's part below the ground, or its
+three quadrature points), each moving with its triangle's vertices by barycentric weights, J
+(3P × 3m). The unknowns stay the candidates' velocities: ℓ(v_c) = ½ (v_c - v_c*)ᵀ A_c (v_c -
+v_c*) + Σ_j ℓ_j(J_j v_c), gradient A_c (v_c - v_c*) - Jᵀ γ, Hessian A_c + Jᵀ G J, the forces on
+the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, and with a finite
+stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
+(PointRegularisation).
+
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
 """
@@ -76,10 +86,14 @@ class ContactProblem:
     R: np.ndarray
     v_hat: np.ndarray
     mu: float
+    # The contact points' velocities J v (3P, 3m), None: the vertices themselves (P = m, J = I);
+    # R and v_hat are then per point (P, 3) (ContactPoints).
+    J: np.ndarray | None = None
 
     def Impulses(self, v: np.ndarray, hessian: bool = False):
-        """(γ (m, 3), G (m, 3, 3) = -∂γ/∂v per vertex, or None): the projection in R-norm."""
-        V = v.reshape(-1, 3)
+        """(γ (P, 3), G (P, 3, 3) = -∂γ/∂v_c per point, or None): the projection in R-norm, at
+        the points' velocities v_c = J v."""
+        V = (v if self.J is None else self.J @ v).reshape(-1, 3)
         sqrtR = np.sqrt(self.R)
         y_hat = -(V - self.v_hat) / sqrtR  # R^{1/2} y with y = -R^{-1} (v - v_hat)
         mu_hat = self.mu * np.sqrt(self.R[:, 0] / self.R[:, 2])
@@ -119,7 +133,23 @@ class ContactProblem:
 
     def Gradient(self, v: np.ndarray) -> np.ndarray:
         gamma, _ = self.Impulses(v)
-        return self.A @ (v - self.v_star) - gamma.ravel()
+        return self.A @ (v - self.v_star) - self._Generalized(gamma.ravel())
+
+    def _Generalized(self, gamma: np.ndarray) -> np.ndarray:
+        """Jᵀ γ: the points' impulses on the vertices."""
+        return gamma if self.J is None else self.J.T @ gamma
+
+    def _Hessian(self, G: np.ndarray) -> np.ndarray:
+        """A + Jᵀ G J (G block diagonal, one 3 × 3 block a point)."""
+        if not len(G):
+            return self.A
+        if self.J is None:
+            H = self.A.copy()
+            rows = 3 * np.arange(len(G))[:, None, None] + np.arange(3)[None, :, None]
+            H[rows, rows.transpose(0, 2, 1)] += G
+            return H
+        GJ = np.einsum("pij,pjk->pik", G, self.J.reshape(len(G), 3, -1)).reshape(len(self.J), -1)
+        return self.A + self.J.T @ GJ
 
     def Solve(self, v0=None, tolerance=1e-10, max_iterations=100):
         """(v (3m,), γ (m, 3), iterations): Newton with exact line search from v0 (v_star)."""
@@ -127,10 +157,10 @@ class ContactProblem:
         scale = max(float(np.abs(self.A @ self.v_star).max(initial=0.0)), 1e-12)
         for iteration in range(1, max_iterations + 1):
             gamma, G = self.Impulses(v, hessian=True)
-            g = self.A @ (v - self.v_star) - gamma.ravel()
+            g = self.A @ (v - self.v_star) - self._Generalized(gamma.ravel())
             if np.abs(g).max() <= tolerance * (scale + np.abs(gamma).max(initial=0.0)):
                 return v, gamma, iteration - 1
-            H = self.A + sla.block_diag(*G) if len(G) else self.A
+            H = self._Hessian(G)
             d = -sla.solve(H, g, assume_a="pos")
             v = v + self._LineSearch(v, d, g @ d) * d
         gamma, _ = self.Impulses(v)
@@ -213,6 +243,151 @@ def _SolveColumns(kkt: ReducedKkt, dofs):
     return dq, du, lam
 
 
+CONTACT_POINTS = ("vertices", "triangles")
+# The 3-point rule of a triangle (exact for linear fields), in barycentric coordinates.
+_TRIANGLE_RULE = np.array([[2 / 3, 1 / 6, 1 / 6], [1 / 6, 2 / 3, 1 / 6], [1 / 6, 1 / 6, 2 / 3]])
+
+
+@dataclasses.dataclass
+class ContactPoints:
+    """The ground contact points of one step (CouplingConfig.contact_points), fixed at its start
+    as Drake fixes its contact geometry: point j moves with the skin as Σ_k bary[j, k] x of
+    vertices[j, k] (its Jacobian the barycentric interpolation of their velocities), stands for
+    a piece of the contact surface of `area` (m², projected onto the ground) and starts at the
+    signed distance `phi` (m, < 0 below the ground)."""
+
+    vertices: np.ndarray  # (P, k) skin vertices (k = 1, 3 or 4)
+    bary: np.ndarray  # (P, k) barycentric weights, summing to 1
+    area: np.ndarray  # (P,)
+    phi: np.ndarray  # (P,)
+
+    def Jacobian(self, candidates: np.ndarray) -> np.ndarray:
+        """J (3P, 3m): the points' velocities from the candidates' (a vertex not among them,
+        a glued one, contributes nothing: Drake's rule for a vertex under a boundary condition)."""
+        position = {int(c): i for i, c in enumerate(candidates)}
+        J = np.zeros((3 * len(self.area), 3 * len(candidates)))
+        for j, (verts, weights) in enumerate(zip(self.vertices, self.bary)):
+            for vertex, b in zip(verts, weights):
+                i = position.get(int(vertex))
+                if i is not None and b != 0.0:
+                    J[3 * j : 3 * j + 3, 3 * i : 3 * i + 3] += b * np.eye(3)
+        return J
+
+
+def _PolygonAreaCentroid(P2: np.ndarray):
+    """(area, centroid weights (k,)) of a convex planar polygon whose corners P2 (k, 2) are in
+    order: its centroid is Σ weights · corners (a fan from corner 0)."""
+    k = len(P2)
+    weights = np.zeros(k)
+    total = 0.0
+    for i in range(1, k - 1):
+        a, b = P2[i] - P2[0], P2[i + 1] - P2[0]
+        area = 0.5 * abs(a[0] * b[1] - a[1] * b[0])
+        total += area
+        weights[[0, i, i + 1]] += area / 3.0
+    return total, (weights / total if total > 0.0 else np.full(k, 1.0 / k))
+
+
+def TriangleContactPoints(X: np.ndarray, faces: np.ndarray, low: np.ndarray, margin: float):
+    """ContactPoints on the skin's ground-facing surface triangles `faces` (outward normals)
+    with a corner within `margin` of the ground (`low`: each vertex's lower height of the step's
+    start and predictor): a triangle that crosses the ground gives the centroid of its part below
+    (the triangle clipped against z ≤ 0, Sutherland-Hodgman in barycentric coordinates), one
+    wholly below or above gives its three quadrature points (2/3, 1/6, 1/6), a third of its area
+    each (above: speculative points with phi > 0, as the vertex formulation's margin)."""
+    T = X[faces]
+    normal_z = np.cross(T[:, 1] - T[:, 0], T[:, 2] - T[:, 0])[:, 2]
+    near = (low[faces].min(axis=1) < margin) & (normal_z < 0.0)
+    verts, bary, area, phi = [], [], [], []
+    for f, P in zip(faces[near], T[near]):
+        z = P[:, 2]
+        e1, e2 = P[1] - P[0], P[2] - P[0]
+        a = 0.5 * abs(e1[0] * e2[1] - e1[1] * e2[0])
+        if np.all(z <= 0.0) or np.all(z > 0.0):
+            for b in _TRIANGLE_RULE:
+                verts.append(f), bary.append(b), area.append(a / 3.0), phi.append(b @ z)
+            continue
+        corners = []
+        E = np.eye(3)
+        for i in range(3):
+            j = (i + 1) % 3
+            if z[i] <= 0.0:
+                corners.append(E[i])
+            if (z[i] <= 0.0) != (z[j] <= 0.0):
+                t = z[i] / (z[i] - z[j])
+                corners.append((1 - t) * E[i] + t * E[j])
+        C = np.array(corners)
+        polygon_area, w = _PolygonAreaCentroid(C @ P[:, :2])
+        b = w @ C
+        verts.append(f), bary.append(b), area.append(polygon_area), phi.append(b @ z)
+    return ContactPoints(
+        np.array(verts, np.int64).reshape(-1, 3),
+        np.array(bary).reshape(-1, 3),
+        np.array(area),
+        np.array(phi),
+    )
+
+
+def VertexContactPoints(
+    X: np.ndarray, candidates: np.ndarray, tributary: np.ndarray
+) -> ContactPoints:
+    """The vertex formulation as ContactPoints (a point a candidate vertex, its area the third
+    of its ground-facing surface triangles' projected rest areas: `tributary` (n,))."""
+    return ContactPoints(
+        candidates[:, None], np.ones((len(candidates), 1)), tributary[candidates], X[candidates, 2]
+    )
+
+
+def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, tau=0.1):
+    """(R (P, 3), v̂ (P, 3)) of SAP's friction cone constraints at the points (Castro et al.
+    2022, Eq. 29 as Drake's SapFrictionConeConstraint has it): w_j the mean diagonal of the
+    point's 3 × 3 block of the Delassus operator J W Jᵀ / h², R_t = σ w_j, R_n = max(β²/(4π²)
+    w_j, 1 / (h k_j (h + τ))), v̂_n = -φ_j / (h + τ). With a finite `stiffness` C (Pa/m) the
+    point's k_j = C area_j and τ = `tau`, s (Drake's deformable driver: k the polygon's area
+    times its pressure gradient, τ its dissipation time constant, 0.1 s by default); at rest
+    the point then carries -k_j φ_j whatever h and τ. With C = inf only the near-rigid term,
+    τ = β h / π."""
+    with threadpool_limits(1):
+        diagonal = np.sum((J @ W) * J, axis=1) / h**2  # diag(J W Jᵀ) / h²
+    w = diagonal.reshape(-1, 3).mean(axis=1)
+    R_n = beta**2 / (4 * np.pi**2) * w
+    if np.isfinite(stiffness):
+        k = stiffness * points.area
+        with np.errstate(divide="ignore"):
+            R_n = np.maximum(R_n, 1.0 / (h * k * (h + tau)))
+    else:
+        tau = beta * h / np.pi
+    R = np.stack([sigma * w, sigma * w, R_n], axis=1)
+    v_hat = np.zeros((len(w), 3))
+    v_hat[:, 2] = -points.phi / (h + tau)
+    return R, v_hat
+
+
+def _StepContactPoints(stepper, X, low):
+    """This step's ContactPoints (CouplingConfig.contact_points) from the skin's ground-facing
+    surface triangles, found once and kept on the stepper (with each vertex's tributary area)."""
+    from drakebots.fem.mesh import BoundaryFaces
+
+    cfg = stepper.config
+    cache = getattr(stepper, "_contact_point_data", None)
+    if cache is None:
+        mesh = stepper.skin.mesh
+        faces = BoundaryFaces(mesh.tets)
+        faces = faces[np.all(stepper.skin.outer[faces], axis=1)]
+        rest = mesh.vertices
+        normal_z = np.cross(
+            rest[faces[:, 1]] - rest[faces[:, 0]], rest[faces[:, 2]] - rest[faces[:, 0]]
+        )[:, 2]
+        tributary = np.zeros(len(rest))
+        down = normal_z < 0.0
+        np.add.at(tributary, faces[down].ravel(), np.repeat(-normal_z[down] / 6.0, 3))
+        cache = stepper._contact_point_data = (faces, tributary)
+    faces, tributary = cache
+    if cfg.contact_points == "triangles":
+        return TriangleContactPoints(X, faces, low, cfg.contact_margin)
+    return VertexContactPoints(X, np.flatnonzero(low < cfg.contact_margin), tributary)
+
+
 def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     """One coupled step with the convex ground contact (module docstring); returns (state,
     StepInfo) as CoupledSkinSkeleton._Step does."""
@@ -246,7 +421,17 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     glue_vertex[stepper.glue.vertices] = True
     # The candidates: free vertices near the ground at the start or at the predictor.
     low = np.minimum(X[:, 2], y.reshape(-1, 3)[:, 2])
-    candidates = np.flatnonzero((low < cfg.contact_margin) & ~glue_vertex)
+    if cfg.contact_points not in CONTACT_POINTS:
+        raise ValueError(f"unknown contact_points '{cfg.contact_points}' ({CONTACT_POINTS})")
+    # Contact at points on the skin's surface or slices (ContactPoints), or with a compliant
+    # ground: the candidates are the vertices those points move with.
+    points = None
+    if cfg.contact_points != "vertices" or np.isfinite(cfg.contact_stiffness):
+        points = _StepContactPoints(stepper, X, low)
+        touched = np.unique(points.vertices)
+        candidates = touched[~glue_vertex[touched]]
+    else:
+        candidates = np.flatnonzero((low < cfg.contact_margin) & ~glue_vertex)
     dofs = (3 * candidates[:, None] + np.arange(3)).ravel()
     m = len(candidates)
 
@@ -330,6 +515,21 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         v_hat[:, 2] = -X[candidates, 2] / (h + tau_d)
         return R, v_hat
 
+    if points is not None:
+        J_points = points.Jacobian(candidates)
+
+        def Regularisation(W):  # noqa: F811 (the points' regularisation)
+            return PointRegularisation(
+                J_points,
+                W,
+                h,
+                points,
+                cfg.near_rigid,
+                cfg.friction_regularization,
+                cfg.contact_stiffness,
+                cfg.contact_dissipation_time,
+            )
+
     if m:
         R, v_hat = Regularisation(W)
     forces = np.zeros((n, 3))
@@ -357,7 +557,20 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         r_d_full = r_d - glue_force
         dv, dy, dlam = factor.kkt.Solve(-r_r_full, -r_d_full, -C)
         f = np.zeros(3 * m)
-        if m:
+        if m and points is not None:
+            # All the step's points in one problem, in the candidates' velocities.
+            v_star = (y[dofs] + dy[dofs] - x[dofs]) / h
+            one_thread = threadpool_limits(1)
+            A_s = h**2 * np.linalg.inv(W)
+            problem = ContactProblem(0.5 * (A_s + A_s.T), v_star, R, v_hat, cfg.friction, J_points)
+            v_c, gamma, its = problem.Solve(v_star if v_c is None else v_c)
+            one_thread.restore_original_limits()
+            sap_iterations += its
+            f = J_points.T @ gamma.ravel() / h
+            dv = dv + cols_v @ f
+            dy = dy + cols_y @ f
+            dlam = dlam + cols_l @ f
+        elif m:
             u_star = y[dofs] + dy[dofs]
             v_star = (u_star - x[dofs]) / h
             # The problem holds the candidates whose free motion ends (or which start) within

@@ -139,6 +139,19 @@ class CouplingConfig:
     # friction regularisation sigma (sigma w), Drake's defaults.
     near_rigid: float = 1.0
     friction_regularization: float = 1e-3
+    # "convex": where the ground pushes (convex_contact.ContactPoints): "vertices", the skin's
+    # vertices near the ground; "triangles", as Drake's deformable contact: the centroids of the
+    # skin's ground-facing surface triangles clipped against the ground (a triangle wholly below
+    # or above: its three quadrature points), each with its area (issue 69, Findings 19).
+    contact_points: str = "vertices"
+    # "convex": the ground's stiffness per unit contact area, Pa/m: a point's k = C * area (a
+    # vertex's area: a third of its ground-facing triangles'), at rest it carries k times its
+    # depth; inf: SAP's near-rigid regularisation alone. Drake 1.51's deformable contact on the
+    # validation block behaves as about 2e8 (Findings 19).
+    contact_stiffness: float = float("inf")
+    # "convex" with a finite contact_stiffness: SAP's dissipation time scale tau, s (R_n = 1 /
+    # (h k (h + tau)), bias -phi / (h + tau)); Drake's default dissipation time constant.
+    contact_dissipation_time: float = 0.1
     # "convex": modified-Newton iterations a step at most.
     convex_iterations: int = 60
     # "convex": a step that took fewer modified-Newton iterations than this hands its

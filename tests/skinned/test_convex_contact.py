@@ -8,10 +8,17 @@ active-set simulator and Drake's DeformableModel + SAP on the same scene
 (drakebots.skinned.drake_scenes).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from drakebots.skinned.convex_contact import ContactProblem
+from drakebots.skinned.convex_contact import (
+    ContactPoints,
+    ContactProblem,
+    PointRegularisation,
+    TriangleContactPoints,
+)
 from drakebots.skinned.drake_scenes import RunDrake, RunDrakebots, Scene, Stepper
 
 
@@ -82,6 +89,97 @@ def test_the_convex_problems_solution_is_its_minimum():
     np.testing.assert_allclose(problem.A @ (v - problem.v_star), gamma.ravel(), atol=1e-8)
 
 
+def test_a_clipped_triangle_gives_the_centroid_and_area_of_its_part_below_the_ground():
+    """The triangle (0,0,-1), (1,0,-1), (0,1,1): z = 2y - 1, below the ground for y < 1/2, a
+    trapezoid of area ∫(1 - y) dy = 3/8 over [0, 1/2], centroid (x, y) = (7/18, 2/9) by the
+    same integrals, depth there 2 (2/9) - 1; a triangle wholly below gives three points, a
+    third of its area each, at its quadrature points (their mean the centroid)."""
+    X = np.array([[0, 0, -1], [1, 0, -1], [0, 1, 1], [2, 0, -1], [2, 1, -2], [3, 0, -1.5]], float)
+    # Both oriented with their outward normals down (toward the ground).
+    faces = np.array([[0, 2, 1], [3, 4, 5]])
+    points = TriangleContactPoints(X, faces, X[:, 2], 1e-3)
+    assert len(points.area) == 4
+    clipped = points.bary[0] @ X[points.vertices[0]]
+    np.testing.assert_allclose(clipped[:2], [7 / 18, 2 / 9], rtol=1e-12)
+    assert points.area[0] == pytest.approx(3 / 8, rel=1e-12)
+    assert points.phi[0] == pytest.approx(2 * 2 / 9 - 1, rel=1e-12)
+    np.testing.assert_allclose(points.area[1:], 0.5 / 3, rtol=1e-12)
+    below = np.array([b @ X[v] for b, v in zip(points.bary[1:], points.vertices[1:])])
+    np.testing.assert_allclose(below.mean(axis=0), X[3:6].mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(points.phi[1:], below[:, 2], rtol=1e-12)
+    # A triangle facing up (the skin's top) gives none.
+    assert len(TriangleContactPoints(X, faces[:, ::-1], X[:, 2], 1e-3).area) == 0
+
+
+def test_the_point_contact_cost_gradient_and_hessian_are_its_derivatives():
+    """The problem on points that move with the vertices through J (the barycentric Jacobian of
+    clipped skin triangles, more points than vertices): ∇ℓ = A (v - v*) - Jᵀ γ and the Hessian
+    A + Jᵀ G J against central differences of the cost and of the gradient."""
+    rng = np.random.default_rng(4)
+    X = np.array([[0, 0, -1e-4], [0.01, 0, 2e-4], [0, 0.01, -2e-4], [0.01, 0.01, -1e-4]])
+    points = TriangleContactPoints(X, np.array([[0, 2, 1], [0, 2, 3]]), X[:, 2], 1e-3)
+    candidates = np.arange(4)
+    J = points.Jacobian(candidates)
+    assert J.shape == (12, 12)  # one clipped centroid and three quadrature points
+    B = rng.normal(size=(12, 12))
+    W = np.linalg.inv(B @ B.T + 12 * np.eye(12)) * 1e-3
+    h = 0.005
+    R, v_hat = PointRegularisation(J, W, h, points, 1.0, 1e-3, 2e8)
+    A = h**2 * np.linalg.inv(W)
+    problem = ContactProblem(0.5 * (A + A.T), rng.normal(size=12) * 0.01, R, v_hat, 0.6, J)
+    # Random velocities, and five whose points all stick (y = (0, 0, 1) at each: J is square).
+    stuck = [v_hat - R * [0, 0, 1] * rng.uniform(0.5, 2) for _ in range(5)]
+    samples = [problem.v_star + rng.normal(size=12) * 0.02 for _ in range(15)]
+    samples += [np.linalg.solve(J, c.ravel()) for c in stuck]
+    regions = set()
+    for v in samples:
+        gamma, G = problem.Impulses(v, hessian=True)
+        for g in gamma:
+            t = np.linalg.norm(g[:2])
+            regions.add(
+                "separate"
+                if np.allclose(g, 0)
+                else ("stick" if t < problem.mu * g[2] * (1 - 1e-9) else "slide")
+            )
+        eps = 1e-7
+        fd = np.array(
+            [
+                (problem.Cost(v + eps * e) - problem.Cost(v - eps * e)) / (2 * eps)
+                for e in np.eye(12)
+            ]
+        )
+        grad = problem.Gradient(v)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
+        H = problem._Hessian(G)
+        fd_H = np.array(
+            [
+                (problem.Gradient(v + eps * e) - problem.Gradient(v - eps * e)) / (2 * eps)
+                for e in np.eye(12)
+            ]
+        ).T
+        np.testing.assert_allclose(H, fd_H, rtol=1e-4, atol=1e-5 * np.abs(fd_H).max())
+    assert regions == {"separate", "stick", "slide"}
+    # Jᵀ γ: the points' impulses reach the vertices with the points' barycentric weights.
+    v, gamma, _ = problem.Solve()
+    pushed = J.T @ gamma.ravel()
+    expected = np.zeros((4, 3))
+    for verts, bary, g in zip(points.vertices, points.bary, gamma):
+        for vertex, b in zip(verts, bary):
+            expected[vertex] += b * g
+    np.testing.assert_allclose(pushed, expected.ravel(), rtol=1e-12, atol=1e-20)
+
+
+def test_a_compliant_point_rests_at_its_stiffness_depth():
+    """PointRegularisation with a finite stiffness: at rest (v = 0) a point's normal impulse
+    -(v - v̂_n) / R_n over h is k φ's magnitude, k = C area, whatever h and τ (when the
+    stiffness term dominates R_n: Drake's max)."""
+    points = ContactPoints(np.array([[0]]), np.array([[1.0]]), np.array([2e-5]), np.array([-1e-5]))
+    for h, tau in ((0.005, 0.1), (0.001, 0.005)):
+        R, v_hat = PointRegularisation(np.eye(3), 1e-9 * np.eye(3), h, points, 1.0, 1e-3, 2e8, tau)
+        assert R[0, 2] == pytest.approx(1.0 / (h * 2e8 * 2e-5 * (h + tau)), rel=1e-12)
+        assert v_hat[0, 2] / R[0, 2] / h == pytest.approx(2e8 * 2e-5 * 1e-5, rel=1e-12)
+
+
 def test_one_sticking_vertex_meets_its_closed_form():
     """A (3, 3) = a I, a vertex pressed into the ground (v̂_n > v*_n) with no tangential motion:
     stiction, γ = -R⁻¹ (v - v̂), so a (v - v*) = R⁻¹ (v̂ - v): v = (a v* + v̂ / R) / (a + 1 / R)."""
@@ -100,11 +198,21 @@ def test_one_sticking_vertex_meets_its_closed_form():
     np.testing.assert_allclose(v[:2], 0.0, atol=1e-15)
 
 
-def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground():
+@pytest.mark.parametrize(
+    "points",
+    [
+        {},
+        {"contact_points": "triangles"},
+        {"contact_points": "triangles", "contact_stiffness": 2e8},
+        {"contact_stiffness": 2e8},
+    ],
+)
+def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground(points):
     """Newton's second law per step (no damping): (p+ - p) / h = m g + Σ f_ground, for the plate
-    and the skin together (today's tests ask 0.3 N; this holds to 1e-6 N)."""
+    and the skin together (today's tests ask 0.3 N; this holds to 1e-6 N), with the contact at
+    the vertices or at the clipped triangles' points, rigid or compliant."""
     scene = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
-    stepper, _ = Stepper(scene, contact="convex")
+    stepper, _ = Stepper(scene, contact="convex", **points)
     state = stepper.DefaultState()
     state.x[2::3] += 0.002  # 2 mm up: a fall, an impact, a bounce
     h = scene.time_step
@@ -141,8 +249,11 @@ def test_a_resting_block_sags_as_the_active_set_and_drake():
     assert convex.sag == pytest.approx(drake.sag, rel=0.2)
 
 
-def test_an_unknown_contact_formulation_is_refused():
-    stepper, _ = Stepper(Scene(), contact="lcp")
+@pytest.mark.parametrize(
+    "config", [{"contact": "lcp"}, {"contact": "convex", "contact_points": "tets"}]
+)
+def test_an_unknown_contact_formulation_is_refused(config):
+    stepper, _ = Stepper(Scene(), **config)
     with pytest.raises(ValueError, match="contact"):
         stepper.Step(stepper.DefaultState())
 
@@ -226,3 +337,61 @@ def test_a_sliding_box_obeys_coulombs_law_in_the_cone():
     steady = -np.diff(speeds[3:][speeds[3:] > 0.05]) / h
     assert steady.mean() == pytest.approx(mu * g, rel=0.05)
     assert abs(speeds[-1]) < 0.01
+
+
+def _CompliantTriangles():
+    """The convex contact at the clipped triangles' centroids on a compliant ground (Findings
+    19: C = 2e8 Pa/m, about what Drake 1.51's deformable contact gives the validation block)."""
+    return dict(contact="convex", contact_points="triangles", contact_stiffness=2e8)
+
+
+def test_at_friction_08_drakes_sag_moves_with_its_step_and_the_compliant_triangles_meet_its_limit():
+    """The validation block dropped at friction 0.8 (drake_scenes "drop"): Drake's own sag moves
+    with its time step (5 ms to 1 ms: measured -8.7 %; at friction 0 and 2 under 0.5 %), so the
+    issue's 2 % against Drake at 5 ms is inside Drake's own step error. Against Drake at 1 ms
+    the compliant triangles at 5 ms: sag measured -0.4 % (asserted 2 %), the compression (sag
+    less each one's mean sinking) -3.9 % (asserted 6 %: Drake's block is 3-3.6 % softer without
+    friction, Findings 17). Regression bounds of what was measured, not the issue's targets."""
+    scene = Scene(kind="drop", mass_damping=10.0)
+    fine = dataclasses.replace(scene, time_step=1e-3, steps=600)
+    drake, drake_fine = RunDrake(scene), RunDrake(fine)
+    ours = RunDrakebots(scene, **_CompliantTriangles())
+    sx, sy, sz = scene.size
+    weight = (scene.plate_mass + scene.mass_density * sx * sy * sz) * 9.81
+    assert ours.contact_force == pytest.approx(weight, rel=1e-4)
+    assert drake_fine.sag / drake.sag - 1.0 < -0.05
+    assert ours.sag == pytest.approx(drake_fine.sag, rel=0.02)
+    compression = drake_fine.sag - drake_fine.penetration
+    assert ours.sag - ours.penetration == pytest.approx(compression, rel=0.06)
+
+
+# (friction, scene) -> the compliant triangles' relative error at 5 ms against Drake at 1 ms,
+# measured 2026-11-27 (Findings 19), and Drake's own change from 5 ms to 1 ms.
+_MEASURED = {
+    (0.0, "drop"): (-0.014, -0.002),
+    (0.0, "indent"): (0.030, 0.005),
+    (0.0, "force"): (-0.029, -0.005),
+    (0.8, "drop"): (-0.004, -0.087),
+    (0.8, "indent"): (0.060, 0.050),
+    (0.8, "force"): (-0.031, -0.078),
+    (2.0, "drop"): (-0.026, 0.003),
+    (2.0, "indent"): (0.051, -0.001),
+    (2.0, "force"): (-0.045, 0.002),
+}
+
+
+@pytest.mark.paper  # about 3 min a friction at load 5
+@pytest.mark.parametrize("friction", [0.0, 0.8, 2.0])
+def test_the_compliant_triangles_errors_against_drake_stay_where_measured(friction):
+    """Regression bounds (1.5 points either side of the measured, _MEASURED) on the three
+    validation scenes: the compliant triangles at 5 ms against Drake at 1 ms, and Drake's own
+    change between 5 ms and 1 ms (large only at friction 0.8)."""
+    for kind, field in (("drop", "sag"), ("indent", "contact_force"), ("force", "sag")):
+        scene = Scene(kind=kind, mass_damping=10.0, friction=friction)
+        fine = dataclasses.replace(scene, time_step=1e-3, steps=600)
+        drake, drake_fine = RunDrake(scene), RunDrake(fine)
+        ours = RunDrakebots(scene, **_CompliantTriangles())
+        error, drake_step = _MEASURED[(friction, kind)]
+        reference = getattr(drake_fine, field)
+        assert getattr(ours, field) / reference - 1.0 == pytest.approx(error, abs=0.015), kind
+        assert reference / getattr(drake, field) - 1.0 == pytest.approx(drake_step, abs=0.015)
