@@ -144,3 +144,45 @@ def test_feasibility_and_complementarity_failures_name_their_figures():
     _, reason = Figures("jump", model, config, None, None, outcome, check, [], traj, None)
     assert "constraints violated by up to 3.00e-03 (> 0.0001): dynamics[3]" in reason
     assert "true complementarity 2.00e-03 > 0.0001" in reason
+
+
+def _Planar(z_plan, z_run):
+    """A planar model (x, z, pitch) and a plan / run pair of base heights over one cycle."""
+    from types import SimpleNamespace
+
+    model = SimpleNamespace(
+        home=np.array([0.0, HOME, 0.0]), x_index=0, z_index=1, orientation_indices=[2]
+    )
+    times = np.linspace(0.0, 1.0, len(z_plan))
+
+    def Q(z):
+        q = np.zeros((len(z), 3))
+        q[:, 0] = 0.1 * times
+        q[:, 1] = z
+        return q
+
+    plan = SimpleNamespace(times=times, q=Q(z_plan))
+    run = SimpleNamespace(times=times, q=Q(z_run))
+    return model, plan, run
+
+
+@pytest.mark.parametrize(
+    "z_plan,z_run,fell",
+    [
+        # A plan that crouches to 0.3 of the home height, followed exactly: no fall.
+        ([HOME, 0.3 * HOME, HOME], [HOME, 0.3 * HOME, HOME], False),
+        # The run at 0.45 of the plan's height at the crouch: a fall.
+        ([HOME, 0.3 * HOME, HOME], [HOME, 0.45 * 0.3 * HOME, HOME], True),
+        # The plan at home height, the run down to 0.45 of it: a fall (as before).
+        ([HOME, HOME, HOME], [HOME, 0.45 * HOME, HOME], True),
+        # The run at 0.55 of the plan: not a fall by height.
+        ([HOME, HOME, HOME], [HOME, 0.55 * HOME, HOME], False),
+    ],
+)
+def test_a_fall_is_the_base_below_half_the_plans_height_at_the_same_time(z_plan, z_run, fell):
+    from drakebots.optimization.legged_report import _Compare
+
+    model, plan, run = _Planar(z_plan, z_run)
+    out = _Compare(model, "gait", plan, None, plan, run, 1, 0.0)
+    assert out["fell"] is fell
+    assert out["lowest_base_height"] == pytest.approx(min(z_run))
