@@ -225,22 +225,14 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
 
     cfg = stepper.config
     wall = time.perf_counter()
-    plant, ctx = stepper.plant, stepper.context
     q, v, x, w = state.q, state.v, state.x, state.w
     n, nu = stepper.n, stepper.nu
-    tau_ff = np.zeros(nu) if tau_ff is None else np.asarray(tau_ff, float)
+    start = stepper._StepStart(state, tau_ff, desired, h)  # as the active set's step starts
+    tau_ff, q_d, v_d, y = start.tau_ff, start.q_d, start.v_d, start.y
+    M, bias, tau_g = start.M, start.bias, start.tau_g
     servo = desired is not None
-    if servo:
-        q_d, v_d = np.asarray(desired[:nu]), np.asarray(desired[nu:])
-    plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
-    M = plant.CalcMassMatrix(ctx)
-    bias = plant.CalcBiasTerm(ctx)
-    tau_g = plant.CalcGravityGeneralizedForces(ctx)
     info = StepInfo()
     v_next = v.copy()
-    y = x + h * w
-    if stepper.fem.Jacobians(y).min() <= _MIN_JACOBIAN:
-        y = x.copy()
     X = x.reshape(-1, 3)
     glue_vertex = np.zeros(n, dtype=bool)
     glue_vertex[stepper.glue.vertices] = True
