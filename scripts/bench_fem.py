@@ -47,12 +47,16 @@ Usage:
        [--replay-cases exact_near_solution,eigh_projection] [--replay-rounds 2]]
       # default: exact_near_solution (the default config) and fresh_factorizations, once each
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
-  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH
-      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN --replay-frames 50]
-      # issue 69 alone: the validation scenes against Drake (drake_*_rel_error), the coarse
-      # beetle standing with the convex contact and the active set (standing_*), and with a
-      # design the replay with both (coupled_frame_s, coupled_frame_reference_s,
-      # torso_path_difference_mm); it does not make a missing skin or design yet
+  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH [--inputs DIR]
+      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN] [--replay-frames 50]
+      [--skip-scenes] [--profile-frame K]
+      # issue 69 alone: the monster's 0.06 m/s walk replayed with the convex contact and the
+      # active set (coupled_frame_s and coupled_frame_reference_s: the median of the first 20
+      # frames; torso_path_difference_mm over the frames replayed, 50 by default), the
+      # validation scenes against Drake (drake_*_rel_error) and the coarse beetle standing with
+      # both (standing_*). Without --replay-design it makes the monster's folded skin and the
+      # walk's design under --inputs (default: bench_fem_inputs beside PATH, or the checkout's
+      # ignored runs/), about 13 minutes on the loaded 2-core machine, and reuses them later
 """
 
 import argparse
