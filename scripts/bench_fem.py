@@ -47,12 +47,16 @@ Usage:
        [--replay-cases exact_near_solution,eigh_projection] [--replay-rounds 2]]
       # default: exact_near_solution (the default config) and fresh_factorizations, once each
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
-  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH
-      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN --replay-frames 50]
-      # issue 69 alone: the validation scenes against Drake (drake_*_rel_error), the coarse
-      # beetle standing with the convex contact and the active set (standing_*), and with a
-      # design the replay with both (coupled_frame_s, coupled_frame_reference_s,
-      # torso_path_difference_mm); it does not make a missing skin or design yet
+  python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH [--inputs DIR]
+      [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN] [--replay-frames 50]
+      [--skip-scenes] [--profile-frame K]
+      # issue 69 alone: the monster's 0.06 m/s walk replayed with the convex contact and the
+      # active set (coupled_frame_s and coupled_frame_reference_s: the median of the first 20
+      # frames; torso_path_difference_mm over the frames replayed, 50 by default), the
+      # validation scenes against Drake (drake_*_rel_error) and the coarse beetle standing with
+      # both (standing_*). Without --replay-design it makes the monster's folded skin and the
+      # walk's design under --inputs (default: bench_fem_inputs beside PATH, or the checkout's
+      # ignored runs/), about 13 minutes on the loaded 2-core machine, and reuses them later
 """
 
 import argparse
@@ -313,14 +317,22 @@ DEFAULT_REPLAY_CASES = ("exact_near_solution", "fresh_factorizations", "numpy_ke
 
 
 def _Replay(
-    skin, design_dir: Path, frames: int, seconds: float, names=DEFAULT_REPLAY_CASES, rounds=1
+    skin,
+    design_dir: Path,
+    frames: int,
+    seconds: float,
+    names=DEFAULT_REPLAY_CASES,
+    rounds=1,
+    profile=None,
 ):
     """Table 4: the design's first `frames` frames replayed open loop in the coupled simulator
     from the state its pass started from (as `drakebots design` does), for up to `seconds`
     each: the default config against the projected Newton matrix throughout and against no
     line search (the `names` of REPLAY_CASES; a ratio where both of its cases ran). With
     `rounds` > 1 the cases alternate (forward, then backward order) and each figure is the
-    median over the rounds, CPU seconds of this process beside the wall seconds."""
+    median over the rounds, CPU seconds of this process beside the wall seconds. `profile`
+    (case, step index, path): that case's step profiled by cProfile in its first round, the
+    statistics written to path."""
     import dataclasses
 
     from drakebots.skinned.design import _Factory
@@ -357,10 +369,24 @@ def _Replay(
             sim.fem.kernel = changes.pop("kernel", sim.fem.kernel)
             sim.config = dataclasses.replace(sim.config, **changes)
             steps = []  # (StepInfo, skin positions) of each step
+            step_walls = []  # wall seconds of each step
             step = sim.Step
+            profiled = profile if profile and profile[0] == name and round_ == 0 else None
 
-            def Recorded(*a, _step=step, _steps=steps, **k):
+            def Recorded(*a, _step=step, _steps=steps, _walls=step_walls, _p=profiled, **k):
+                profiler = None
+                if _p is not None and len(_steps) == _p[1]:
+                    import cProfile
+
+                    profiler = cProfile.Profile()
+                    profiler.enable()
+                begin = time.perf_counter()
                 new, info = _step(*a, **k)
+                _walls.append(time.perf_counter() - begin)
+                if profiler is not None:
+                    profiler.disable()
+                    profiler.dump_stats(str(_p[2]))
+                    print(f"   profile of {_p[0]}'s step {_p[1]}: {_p[2]}", flush=True)
                 _steps.append((info, new.x.copy()))
                 return new, info
 
@@ -379,6 +405,11 @@ def _Replay(
                 "seconds_per_frame": float(np.median(walls[name])),
                 "cpu_seconds_per_frame": float(np.median(cpus[name])),
                 "seconds_per_frame_each_round": walls[name],
+                # The steps' own wall seconds (a frame is a step of the design's 5 ms unless a
+                # step was cut), the last round's: their median is issue 69's figure.
+                "step_s": step_walls,
+                "median_step_s": float(np.median(step_walls)) if step_walls else None,
+                "steps": len(step_walls),
                 "factorizations_per_frame": _PerFrame(steps, "factorizations", replayed),
                 "exact_factorizations_per_frame": _PerFrame(
                     steps, "exact_factorizations", replayed
@@ -538,7 +569,12 @@ def main(argv=None) -> int:
         default=None,
         help="table 4: a `drakebots design --skin` results folder (made with --skin's skin)",
     )
-    parser.add_argument("--replay-frames", type=int, default=4)
+    parser.add_argument(
+        "--replay-frames",
+        type=int,
+        default=None,
+        help=f"table 4: frames replayed (default 4; with --coupled {TORSO_PATH_FRAMES})",
+    )
     parser.add_argument(
         "--replay-seconds",
         type=float,
@@ -551,6 +587,24 @@ def main(argv=None) -> int:
         action="store_true",
         help="issue 69 alone: the validation scenes against Drake and, with --replay-design, "
         "the replay with the convex contact against the active set",
+    )
+    parser.add_argument(
+        "--inputs",
+        default=None,
+        help="--coupled without --replay-design: the folder that keeps the monster's skin and "
+        "walk design, made there where missing (default: bench_fem_inputs beside --out, or "
+        "runs/bench_fem_inputs when that would be in this checkout)",
+    )
+    parser.add_argument(
+        "--skip-scenes",
+        action="store_true",
+        help="--coupled: not the validation scenes against Drake",
+    )
+    parser.add_argument(
+        "--profile-frame",
+        type=int,
+        default=None,
+        help="--coupled: profile this step of the convex replay (cProfile; OUT.prof)",
     )
     parser.add_argument(
         "--replay-rounds",
@@ -573,6 +627,8 @@ def main(argv=None) -> int:
             f"known: {', '.join(REPLAY_CASES)}"
         )
 
+    if args.replay_frames is None:
+        args.replay_frames = TORSO_PATH_FRAMES if args.coupled else 4
     if args.coupled:
         return _Write(_Coupled69(args), args.out)
 
@@ -800,15 +856,163 @@ def _Table4(args, skin, results) -> None:
         )
 
 
+# Issue 69's monster workload, made where missing: the folded skin of Findings 9-16
+# ("monster_skin_067_cut_folded": `drakebots skin monster --pieces --youngs-modulus 6.7e5
+# --folding-regions knees,ankles --fold-depth 0.012 --fold-pitch 0.024 --voxel 0.008`, the
+# skin of tests/paper/test_skinned_fem_design.py) and the 0.06 m/s walk it replays (`drakebots
+# design monster --motion walk --speed 0.06 --motor-limit 5.9 --skin ...`, the paper test's
+# run, "monster_walk006"; "mw011_f067_59_v4" was the 0.11 m/s walk). The walk agrees with its
+# plan in one iteration (Findings 9), so one iteration (the first plan and its frame-by-frame
+# pass, no alternation) is the same design; the replay needs that pass's frames and torques.
+# No coupled open-loop check and no Drake playback: the bench replays it itself.
+MONSTER_SKIN = {
+    "robot": "monster",
+    "pieces": True,
+    "youngs_modulus": 6.7e5,
+    "folding_regions": ("knees", "ankles"),
+    "fold_depth": 0.012,
+    "fold_pitch": 0.024,
+    "voxel": 0.008,
+}
+MONSTER_WALK = {
+    "robot": "monster",
+    "motion": "walk",
+    "speed": 0.06,
+    "motor_limit": 5.9,
+    "iterations": 1,
+    "coupled_replay_seconds": 0.0,
+    "replay": False,
+}
+
+
+def _InputsFolder(args) -> Path:
+    """Where the monster's skin and design are kept: --inputs, else `bench_fem_inputs` beside
+    --out, unless that lies in this checkout outside its ignored runs/ (then runs/ there)."""
+    if args.inputs:
+        return Path(args.inputs)
+    repo = Path(__file__).resolve().parents[1]
+    folder = Path(args.out).resolve().parent / "bench_fem_inputs"
+    if folder.is_relative_to(repo) and not folder.is_relative_to(repo / "runs"):
+        folder = repo / "runs" / "bench_fem_inputs"
+    return folder
+
+
+def _MonsterInputs(folder: Path) -> dict:
+    """The monster's folded skin and its walk's design under `folder`, each made by the
+    library's own calls (those of `drakebots skin` and `drakebots design`) where it is missing
+    and reused where present: their paths and the seconds each took (0 when reused)."""
+    from drakebots.cli._progress import CliProgress
+    from drakebots.skinned.design import Design, DesignConfig
+    from drakebots.skinned.make_skin import MakeSkin, MakeSkinConfig
+
+    skin_dir, design_dir = folder / "monster_skin_067_cut_folded", folder / "monster_walk006"
+    rows = {"folder": str(folder), "skin": str(skin_dir), "design": str(design_dir)}
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if not (skin_dir / "skin.vtk").is_file():
+        print(f"making the monster's folded skin in {skin_dir}", flush=True)
+        MakeSkin(MakeSkinConfig(**MONSTER_SKIN), progress=CliProgress(bars=False)).Save(
+            skin_dir, command="scripts/bench_fem.py --coupled (the monster's skin)"
+        )
+    rows["skin_made_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    if not (design_dir / "log.npz").is_file():
+        print(f"designing the monster's 0.06 m/s walk in {design_dir}", flush=True)
+        config = DesignConfig(**MONSTER_WALK, skin=str(skin_dir))
+        result = Design(config, progress=CliProgress(bars=False))
+        result.Save(
+            design_dir,
+            command="scripts/bench_fem.py --coupled (the monster's walk)",
+            reads=[str(skin_dir)],
+        )
+        rows["design_success"] = bool(result.success)
+        rows["design_reason"] = result.reason
+    rows["design_made_s"] = time.perf_counter() - start
+    print(
+        f"monster inputs: skin {rows['skin_made_s']:.0f} s, design {rows['design_made_s']:.0f} s "
+        "(0: reused)",
+        flush=True,
+    )
+    return rows
+
+
 def _Coupled69(args) -> dict:
-    """Issue 69's figures: the validation scenes shared with Drake (drakebots.skinned.
-    drake_scenes; the convex contact's relative errors against Drake's DeformableModel + SAP,
-    and today's active set's beside them) and, with --replay-design and --skin, the design's
-    first --replay-frames frames replayed with the convex contact and with today's active set
-    (table 4's cases convex_contact and exact_near_solution)."""
+    """Issue 69's figures: the design's first --replay-frames frames replayed open loop with the
+    convex contact and with today's active set (table 4's cases convex_contact and
+    exact_near_solution; without --replay-design the monster's folded skin and 0.06 m/s walk,
+    made under --inputs where missing), the validation scenes shared with Drake
+    (drakebots.skinned.drake_scenes; the convex contact's relative errors against Drake's
+    DeformableModel + SAP, and today's active set's beside them; not with --skip-scenes) and
+    the coarse beetle standing with each (--coupled-steps; none with 0)."""
+    results = {"load_average_start": os.getloadavg()[0]}
+    if args.replay_frames > 0:
+        _CoupledReplay69(args, results)
+    else:
+        results["coupled_frame_s"] = None
+        results["coupled_frame_reference_s"] = None
+        results["torso_path_difference_mm"] = None
+        results["coupled_frame_workload"] = "not measured: --replay-frames 0"
+    if not args.skip_scenes:
+        _Scenes69(results)
+    if args.coupled_steps > 0:
+        _Standing69(args, results)
+    results["load_average_end"] = os.getloadavg()[0]
+    return results
+
+
+# Issue 69's figures are the median over the first this many frames (steps) of the replay.
+MEDIAN_FRAMES = 20
+# ... and the torso paths are compared over the first this many.
+TORSO_PATH_FRAMES = 50
+
+
+def _CoupledReplay69(args, results) -> None:
+    from drakebots.skinned.skin import LoadSkin
+
+    if not args.replay_design:
+        # The monster's walk, made where missing (issue 69's target workload).
+        inputs = _MonsterInputs(_InputsFolder(args))
+        results["monster_inputs"] = inputs
+        args.skin, args.replay_design = inputs["skin"], inputs["design"]
+    skin = LoadSkin(Path(args.skin))
+    profile = None
+    if args.profile_frame is not None:
+        profile = ("convex_contact", args.profile_frame, Path(args.out).with_suffix(".prof"))
+    replay = _Replay(
+        skin,
+        Path(args.replay_design),
+        args.replay_frames,
+        args.replay_seconds,
+        ("convex_contact", "exact_near_solution"),
+        args.replay_rounds,
+        profile=profile,
+    )
+    results["coupled_replay"] = replay
+    new, ref = replay["convex_contact"], replay["exact_near_solution"]
+    results["coupled_frame_s"] = float(np.median(new["step_s"][:MEDIAN_FRAMES]))
+    results["coupled_frame_reference_s"] = float(np.median(ref["step_s"][:MEDIAN_FRAMES]))
+    results["coupled_frame_median_over"] = min(len(new["step_s"]), MEDIAN_FRAMES)
+    results["coupled_frame_reference_median_over"] = min(len(ref["step_s"]), MEDIAN_FRAMES)
+    results["torso_path_difference_mm"] = replay.get("torso_path_difference_mm")
+    results["torso_path_frames"] = min(new["frames_replayed"], ref["frames_replayed"])
+    results["coupled_frame_workload"] = (
+        f"{new['frames_replayed']} frames (convex) and {ref['frames_replayed']} (active set) of "
+        f"{args.replay_design} replayed open loop on {args.skin} ({skin.mesh.num_vertices} "
+        f"vertices); coupled_frame_s: the median of the first {MEDIAN_FRAMES} steps' wall time"
+    )
+    print(
+        f"replay: convex {results['coupled_frame_s']:.2f} s a frame (median of "
+        f"{results['coupled_frame_median_over']}), active set "
+        f"{results['coupled_frame_reference_s']:.2f} s; torso paths "
+        f"{results['torso_path_difference_mm']} mm apart over {results['torso_path_frames']} "
+        "frames",
+        flush=True,
+    )
+
+
+def _Scenes69(results) -> None:
     from drakebots.skinned.drake_scenes import RunDrake, RunDrakebots, Scene
 
-    results = {"load_average_start": os.getloadavg()[0]}
     scenes = {
         "drake_rest_sag_rel_error": (Scene(kind="drop", mass_damping=10.0), "sag"),
         "drake_contact_force_rel_error": (
@@ -831,31 +1035,9 @@ def _Coupled69(args) -> dict:
             f"{rows['active_set_rel_error']:+.4f} ({field}: Drake {getattr(drake, field):.6g})",
             flush=True,
         )
-    if args.replay_design:
-        from drakebots.skinned.skin import LoadSkin
 
-        skin = LoadSkin(Path(args.skin))
-        replay = _Replay(
-            skin,
-            Path(args.replay_design),
-            args.replay_frames,
-            args.replay_seconds,
-            ("convex_contact", "exact_near_solution"),
-            args.replay_rounds,
-        )
-        results["coupled_replay"] = replay
-        results["coupled_frame_s"] = replay["convex_contact"]["seconds_per_frame"]
-        results["coupled_frame_reference_s"] = replay["exact_near_solution"]["seconds_per_frame"]
-        results["torso_path_difference_mm"] = replay.get("torso_path_difference_mm")
-        results["coupled_frame_workload"] = (
-            f"{replay['convex_contact']['frames_replayed']} frames of {args.replay_design} "
-            f"replayed open loop on {args.skin} ({skin.mesh.num_vertices} vertices)"
-        )
-    else:
-        results["coupled_frame_s"] = None
-        results["coupled_frame_reference_s"] = None
-        results["torso_path_difference_mm"] = None
-        results["coupled_frame_workload"] = "not measured: no --replay-design given"
+
+def _Standing69(args, results) -> None:
     # A skin every checkout can make: the beetle's coarse whole-body skin (16 mm voxels, 0.67
     # MPa, tests/conftest.py's beetle_skin_coarse) landing on its soles and standing under its
     # servos for --coupled-steps steps, with each contact formulation.
@@ -880,8 +1062,6 @@ def _Coupled69(args) -> dict:
         f"{results['standing_torso_path_difference_mm']:.4f} mm apart",
         flush=True,
     )
-    results["load_average_end"] = os.getloadavg()[0]
-    return results
 
 
 def _Write(results, path) -> int:

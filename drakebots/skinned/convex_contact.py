@@ -191,56 +191,159 @@ class ContactProblem:
         return lo
 
 
-class _Factor:
-    """A factorisation of the step's glued KKT matrix and the Schur columns K⁻¹ Sᵀ solved with
-    it so far (skeleton, skin and glue parts, one column per skin coordinate). Read-only once
-    made: `With` returns a new one when columns are added (a StepMemory may share it)."""
+def _BlockDiagonal(G: np.ndarray) -> np.ndarray:
+    """scipy.linalg.block_diag(*G) of (m, 3, 3) blocks by one scatter: its Python loop over the
+    blocks took 14 of the 155 s of a monster frame's 1610 contact Newton iterations (Findings
+    18)."""
+    B = np.zeros((3 * len(G), 3 * len(G)))
+    index = 3 * np.arange(len(G))[:, None] + np.arange(3)
+    B[index[:, :, None], index[:, None, :]] = G
+    return B
 
-    def __init__(self, kkt: ReducedKkt, h: float, dofs=None, cols=None):
+
+class _Factor:
+    """A factorisation of the step's glued KKT matrix and the candidates' compliance W = S K⁻¹ Sᵀ
+    solved with it so far (one row and column per skin coordinate in `dofs`). Read-only once
+    made: `With` returns a new one when coordinates are added (a StepMemory may share it).
+
+    Only W is kept, not the columns K⁻¹ Sᵀ over the whole skeleton and skin: on the monster's
+    folded skin (128k skin coordinates) the feet give thousands of candidate coordinates, and
+    their columns took gigabytes (15 GB resident in the first step, issue 69's replay, Findings
+    18); their product with the contact forces is one solve instead (`_ContactColumns`)."""
+
+    def __init__(self, kkt: ReducedKkt, h: float, dofs=None, W=None):
         self.kkt, self.h = kkt, h
         self.dofs = np.zeros(0, np.int64) if dofs is None else dofs
-        nl = len(kkt.pinned)
-        self.cols = cols or (np.zeros((kkt.nr, 0)), np.zeros((kkt.nd, 0)), np.zeros((nl, 0)))
+        self.W = np.zeros((0, 0)) if W is None else W
         self.index = {int(d): k for k, d in enumerate(self.dofs)}
 
     def With(self, dofs):
-        """(a _Factor holding the columns of `dofs`, the number of new column solves)."""
+        """(a _Factor holding W for `dofs` too, the number of new column solves)."""
         new = np.array([d for d in dofs if int(d) not in self.index], dtype=np.int64)
         if not len(new):
             return self, 0
-        cv, cy, cl = _SolveColumns(self.kkt, new)
-        cols = tuple(np.hstack([a, b]) for a, b in zip(self.cols, (cv, cy, cl)))
-        return _Factor(self.kkt, self.h, np.concatenate([self.dofs, new]), cols), len(new)
+        held = np.concatenate([self.dofs, new])
+        k0 = len(self.dofs)
+        columns = None
+        if not k0:
+            # The first coordinates of a new factorisation: W = Yᵀ Y by forward half-solves.
+            columns = _HalfSolveColumns(self.kkt, new)
+        if columns is None:
+            columns = _SolveColumns(self.kkt, new, held)  # (len(held), len(new))
+        W = np.empty((len(held), len(held)))
+        W[:k0, :k0] = self.W
+        W[:, k0:] = columns
+        W[k0:, :k0] = columns[:k0].T  # W is symmetric
+        return _Factor(self.kkt, self.h, held, W), len(new)
 
     def Columns(self, dofs):
-        """(cols_v, cols_y, cols_l, W) of `dofs` (all held: `With` first)."""
+        """(cols_v, cols_y, cols_l, W) of `dofs` (all held: `With` first): K⁻¹ Sᵀ's skeleton,
+        skin and glue parts as operators (`cols_y @ f`; `_ContactColumns`) and W."""
         k = np.array([self.index[int(d)] for d in dofs], dtype=np.int64)
-        cv, cy, cl = (c[:, k] for c in self.cols)
-        W = cy[dofs]
-        return cv, cy, cl, 0.5 * (W + W.T)
+        W = self.W[np.ix_(k, k)]
+        columns = _ContactColumns(self.kkt, dofs)
+        return columns.Part(0), columns.Part(1), columns.Part(2), 0.5 * (W + W.T)
 
 
-def _SolveColumns(kkt: ReducedKkt, dofs):
-    """K⁻¹ Sᵀ for unit forces on free skin coordinates `dofs`, in one block solve:
-    (skeleton (nr, k), skin (nd, k), glue multipliers (p, k)) as ReducedKkt.Solve gives them."""
-    k = len(dofs)
+class _ContactColumns:
+    """K⁻¹ Sᵀ of the candidate coordinates `dofs`, applied and not stored: its product with
+    forces f on them is one solve with the factorisation, (dv, dy, dlam) = K⁻¹ (0, Sᵀ f, 0),
+    the same as the product with the solved columns (`_SolveColumns`). `Part(i)` is the
+    skeleton (0), skin (1) or glue (2) rows as an operator, `part @ f`; the three products
+    with the same f share the one solve."""
+
+    def __init__(self, kkt: ReducedKkt, dofs):
+        self.kkt, self.dofs = kkt, np.asarray(dofs, np.int64)
+        self._last = None  # (f's bytes, (dv, dy, dlam))
+
+    def Apply(self, f):
+        f = np.asarray(f, float)
+        key = f.tobytes()
+        if self._last is None or self._last[0] != key:
+            F = np.zeros(self.kkt.nd)
+            F[self.dofs] = f
+            parts = self.kkt.Solve(np.zeros(self.kkt.nr), F, np.zeros(len(self.kkt.pinned)))
+            self._last = (key, parts)
+        return self._last[1]
+
+    def Part(self, i: int) -> "_ColumnsPart":
+        return _ColumnsPart(self, i)
+
+
+@dataclasses.dataclass
+class _ColumnsPart:
+    columns: _ContactColumns
+    part: int
+
+    def __matmul__(self, f):
+        return self.columns.Apply(f)[self.part]
+
+
+# Columns solved at once: a block of this many right-hand sides over the monster's 128k-row
+# reduced matrix is 260 MB (with its solution).
+_COLUMN_BLOCK = 128
+
+
+def _HalfSolveColumns(kkt: ReducedKkt, dofs):
+    """W = S K⁻¹ Sᵀ of free skin coordinates `dofs` as Yᵀ Y, Y = L⁻¹ P Sᵀ the forward
+    half-solve with a positive-definite factorisation (half a solve a column, as the active
+    set's Schur path makes its columns; profiled on the monster's first convex step, the full
+    solves were 16 of its 43 s: Findings 18), checked against one full solve of a random
+    combination of the columns; None where the factorisation has no half-solve (SuperLU, an
+    indefinite LDLᵀ) or the check fails (then the full solves, `_SolveColumns`)."""
+    factor = kkt._lu
+    if kkt.factorized_by not in ("pardiso", "cholmod") or not hasattr(factor, "HalfSolve"):
+        return None
     position = np.full(kkt.nd, -1, dtype=np.int64)
     position[kkt.free] = np.arange(len(kkt.free))
     rows = position[dofs]
     if np.any(rows < 0):
         raise ValueError("a contact candidate is a glued coordinate")
-    rhs = np.zeros((len(kkt.free) + kkt.nr, k))
-    rhs[rows, np.arange(k)] = 1.0
-    z = kkt._lu.solve(rhs)
-    du_f, dq = z[: len(kkt.free)], z[len(kkt.free) :]
-    du_P = kkt.G @ dq
-    du = np.empty((kkt.nd, k))
-    du[kkt.free] = du_f
-    du[kkt.pinned] = du_P
-    lam = kkt._A_Pf @ du_f + kkt._A_PP @ du_P
-    if kkt._A_dr_P is not None:
-        lam = lam + kkt._A_dr_P @ dq
-    return dq, du, lam
+    W = np.zeros((len(rows), len(rows)))
+    blocks = [rows[a : a + _COLUMN_BLOCK] for a in range(0, len(rows), _COLUMN_BLOCK)]
+    halves = []
+    for block in blocks:
+        rhs = np.zeros((len(kkt.free) + kkt.nr, len(block)), order="F")  # PARDISO's order
+        rhs[block, np.arange(len(block))] = 1.0
+        halves.append(factor.HalfSolve(rhs))
+    # L⁻¹ P eⱼ is zero outside the elimination tree's path from eⱼ to the root: the products
+    # over the rows that are not zero in some column.
+    used = np.zeros(len(rhs), dtype=bool)
+    for Y in halves:
+        used |= np.any(Y != 0.0, axis=1)
+    halves = [np.ascontiguousarray(Y[used]) for Y in halves]
+    for i, Yi in enumerate(halves):  # W's blocks Yᵢᵀ Yⱼ, j ≥ i
+        a = i * _COLUMN_BLOCK
+        for j in range(i, len(halves)):
+            b = j * _COLUMN_BLOCK
+            block = Yi.T @ halves[j]
+            W[a : a + block.shape[0], b : b + block.shape[1]] = block
+            W[b : b + block.shape[1], a : a + block.shape[0]] = block.T
+    weights = np.random.default_rng(0).standard_normal(len(rows))
+    rhs = np.zeros(len(kkt.free) + kkt.nr)
+    rhs[rows] = weights
+    full = factor.solve(rhs)[rows]
+    if np.abs(W @ weights - full).max() > 1e-8 * max(np.abs(full).max(), 1e-300):
+        return None
+    return W
+
+
+def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
+    """The rows `rows_at` (free skin coordinates) of K⁻¹ Sᵀ for unit forces on free skin
+    coordinates `dofs`: (len(rows_at), len(dofs)), W's columns; block solves of at most
+    `_COLUMN_BLOCK` right-hand sides."""
+    position = np.full(kkt.nd, -1, dtype=np.int64)
+    position[kkt.free] = np.arange(len(kkt.free))
+    rows, at = position[dofs], position[rows_at]
+    if np.any(rows < 0) or np.any(at < 0):
+        raise ValueError("a contact candidate is a glued coordinate")
+    out = np.empty((len(at), len(rows)))
+    for start in range(0, len(rows), _COLUMN_BLOCK):
+        block = rows[start : start + _COLUMN_BLOCK]
+        rhs = np.zeros((len(kkt.free) + kkt.nr, len(block)), order="F")  # PARDISO's order
+        rhs[block, np.arange(len(block))] = 1.0
+        out[:, start : start + len(block)] = kkt._lu.solve(rhs)[at]
+    return out
 
 
 CONTACT_POINTS = ("vertices", "triangles")
@@ -400,22 +503,14 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
 
     cfg = stepper.config
     wall = time.perf_counter()
-    plant, ctx = stepper.plant, stepper.context
     q, v, x, w = state.q, state.v, state.x, state.w
     n, nu = stepper.n, stepper.nu
-    tau_ff = np.zeros(nu) if tau_ff is None else np.asarray(tau_ff, float)
+    start = stepper._StepStart(state, tau_ff, desired, h)  # as the active set's step starts
+    tau_ff, q_d, v_d, y = start.tau_ff, start.q_d, start.v_d, start.y
+    M, bias, tau_g = start.M, start.bias, start.tau_g
     servo = desired is not None
-    if servo:
-        q_d, v_d = np.asarray(desired[:nu]), np.asarray(desired[nu:])
-    plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
-    M = plant.CalcMassMatrix(ctx)
-    bias = plant.CalcBiasTerm(ctx)
-    tau_g = plant.CalcGravityGeneralizedForces(ctx)
     info = StepInfo()
     v_next = v.copy()
-    y = x + h * w
-    if stepper.fem.Jacobians(y).min() <= _MIN_JACOBIAN:
-        y = x.copy()
     X = x.reshape(-1, 3)
     glue_vertex = np.zeros(n, dtype=bool)
     glue_vertex[stepper.glue.vertices] = True
@@ -503,6 +598,10 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     factor, new_columns = factor.With(dofs)
     info.column_solves += new_columns
     cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+    # h² W⁻¹ of each set of vertices the contact problem held, while W stays: modified Newton
+    # solves the same problem's set again in most iterations (the monster's walk: 292 inverses
+    # of up to 1000 rows in one frame, 15 of its 155 s; Findings 18).
+    inverses = {}
     lam = np.zeros(len(stepper.glue.dofs))
 
     def Regularisation(W):
@@ -549,6 +648,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             factor, new_columns = factor.With(dofs)
             info.column_solves += new_columns
             cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+            inverses = {}
             if m:
                 R, v_hat = Regularisation(W)
         glue_force = np.zeros(3 * n)
@@ -589,10 +689,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 if not len(held):
                     break
                 held_dofs = (3 * held[:, None] + np.arange(3)).ravel()
-                A_s = h**2 * np.linalg.inv(W[np.ix_(held_dofs, held_dofs)])
-                problem = ContactProblem(
-                    0.5 * (A_s + A_s.T), v_star[held_dofs], R[held], v_hat[held], cfg.friction
-                )
+                A_s = inverses.get(held.tobytes())
+                if A_s is None:
+                    A_s = h**2 * np.linalg.inv(W[np.ix_(held_dofs, held_dofs)])
+                    A_s = inverses[held.tobytes()] = 0.5 * (A_s + A_s.T)
+                problem = ContactProblem(A_s, v_star[held_dofs], R[held], v_hat[held], cfg.friction)
                 _, gamma, its = problem.Solve(v_c[held_dofs])
                 sap_iterations += its
                 gamma_all[:] = 0.0

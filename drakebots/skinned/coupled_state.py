@@ -67,6 +67,22 @@ class CoupledState:
 
 
 @dataclasses.dataclass
+class StepStart:
+    """What every contact formulation's step starts from (CoupledSkinSkeleton._StepStart): the
+    feed-forward torques (nu,), the servo's targets (None without a servo), the skeleton's
+    mass matrix, bias and gravity terms at the step's start (the step is semi-implicit in the
+    configuration), and the skin's predictor y (3n,), m."""
+
+    tau_ff: np.ndarray
+    q_d: np.ndarray | None
+    v_d: np.ndarray | None
+    M: np.ndarray
+    bias: np.ndarray
+    tau_g: np.ndarray
+    y: np.ndarray
+
+
+@dataclasses.dataclass
 class StepInfo:
     """Diagnostics of one coupled step."""
 

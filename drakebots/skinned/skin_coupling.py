@@ -65,6 +65,7 @@ from drakebots.skinned.coupled_state import (  # noqa: F401 - re-exported
     CoupledStepFailure,
     StepInfo,
     StepMemory,
+    StepStart,
 )
 
 _DEBUG = bool(__import__("os").environ.get("DRAKEBOTS_COUPLING_DEBUG"))
@@ -890,6 +891,33 @@ class CoupledSkinSkeleton:
     def _Memory(self, state: CoupledState) -> StepMemory:
         return state.memory if state.memory is not None else StepMemory.Fresh(self.n)
 
+    def _StepStart(self, state, tau_ff, desired, h) -> StepStart:
+        """The first lines of a step, whichever the contact (the active set's `_Step` and
+        convex_contact.ConvexStep): the torques and servo targets, the skeleton's terms at the
+        step's start, and the skin's predictor (coupled_state.StepStart)."""
+        nu = self.nu
+        tau_ff = np.zeros(nu) if tau_ff is None else np.asarray(tau_ff, float)
+        q_d = v_d = None
+        if desired is not None:
+            q_d, v_d = np.asarray(desired[:nu]), np.asarray(desired[nu:])
+        # Skeleton terms at the start of the step (semi-implicit in the configuration).
+        plant, ctx = self.plant, self.context
+        plant.SetPositionsAndVelocities(ctx, np.concatenate([state.q, state.v]))
+        M = plant.CalcMassMatrix(ctx)
+        bias = plant.CalcBiasTerm(ctx)
+        tau_g = plant.CalcGravityGeneralizedForces(ctx)
+        y = state.x + h * state.w
+        if self.fem.Jacobians(y).min() <= _MIN_JACOBIAN:
+            # The predictor (each vertex coasting at its velocity) folds an element: a fast
+            # skin over a sharp fold, the monster's trot starting at 0.45 m/s on its settled
+            # folded skin. No step along the Newton update from there is valid (the line search
+            # halves it in vain), and cutting the step only shortened the coast: the trot's
+            # first replayed frame took three cuts, 22 s of failed solves. Newton starts from
+            # the current positions instead (the contact labels are still predicted from the
+            # coast).
+            y = state.x.copy()
+        return StepStart(tau_ff, q_d, v_d, M, bias, tau_g, y)
+
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
         if cfg.contact == "convex":
@@ -899,36 +927,19 @@ class CoupledSkinSkeleton:
         if cfg.contact != "active_set":
             raise ValueError(f"unknown contact '{cfg.contact}' (active_set or convex)")
         wall = time.perf_counter()
-        plant, ctx = self.plant, self.context
         q, v, x, w = state.q, state.v, state.x, state.w
-        nu = self.nu
-        tau_ff = np.zeros(nu) if tau_ff is None else np.asarray(tau_ff, float)
-        servo = desired is not None
-        if servo:
-            q_d, v_d = np.asarray(desired[:nu]), np.asarray(desired[nu:])
-        # Skeleton terms at the start of the step (semi-implicit in the configuration).
-        plant.SetPositionsAndVelocities(ctx, np.concatenate([q, v]))
-        M = plant.CalcMassMatrix(ctx)
-        bias = plant.CalcBiasTerm(ctx)
-        tau_g = plant.CalcGravityGeneralizedForces(ctx)
+        start = self._StepStart(state, tau_ff, desired, h)
+        tau_ff, q_d, v_d, y = start.tau_ff, start.q_d, start.v_d, start.y
+        M, bias, tau_g = start.M, start.bias, start.tau_g
+        servo, nu = desired is not None, self.nu
         # Collision penalties: at the step's start, then (implicit) re-evaluated at every later
         # Newton iterate, or (explicit, the paper's section 4.2) constant through the step.
         implicit_penalties = cfg.implicit_penalties
         faces = {}  # the box face each penalised vertex is pushed through, kept for the step
         penalties = self.Penalties(q, x, faces)
         mu = cfg.friction
-        # Unknowns and the contact active set (0 free, 1 stick, 2 slide).
+        # Unknowns and the contact active set (0 free, 1 stick, 2 slide); y is the predictor.
         v_next = v.copy()
-        y = x + h * w
-        if self.fem.Jacobians(y).min() <= _MIN_JACOBIAN:
-            # The predictor (each vertex coasting at its velocity) folds an element: a fast
-            # skin over a sharp fold, the monster's trot starting at 0.45 m/s on its settled
-            # folded skin. No step along the Newton update from there is valid (the line search
-            # below halves it in vain), and cutting the step only shortened the coast: the
-            # trot's first replayed frame took three cuts, 22 s of failed solves. Newton starts
-            # from the current positions instead (the contact labels are still predicted from
-            # the coast).
-            y = x.copy()
         X = x.reshape(-1, 3)
         memory = self._Memory(state)
         # Warm start of the contact labels: last step's, plus new penetrations (keeps the
