@@ -114,10 +114,10 @@ def SkinOptionsOf(config: MakeSkinConfig):
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
             f"{config.poissons_ratio}"
         )
-    if not 0.0 < config.youngs_modulus <= MAX_YOUNGS_MODULUS:  # 1e308 was a traceback
+    if not MIN_YOUNGS_MODULUS <= config.youngs_modulus <= MAX_YOUNGS_MODULUS:  # 1e308: traceback
         raise InputError(
-            f"--youngs-modulus must be in (0, {MAX_YOUNGS_MODULUS:g}] Pa (diamond's is about "
-            f"1.2e12), got {config.youngs_modulus}"
+            f"--youngs-modulus must be in [{MIN_YOUNGS_MODULUS:g}, {MAX_YOUNGS_MODULUS:g}] Pa "
+            f"(a gel's is about 1e2, diamond's about 1.2e12), got {config.youngs_modulus}"
         )
     soft_regions = None
     if config.soft_regions is not None:
@@ -151,6 +151,8 @@ def SkinOptionsOf(config: MakeSkinConfig):
 
 # The stiffest skin material, Pa: above diamond's (1.2e12 Pa) the FEM's stiffness overflows.
 MAX_YOUNGS_MODULUS = 1e13
+# The softest, Pa: below a gel's (about 1e2 Pa) nothing is a solid skin; 1e-300 ran (issue 68).
+MIN_YOUNGS_MODULUS = 1.0
 
 # The skin's thickness bounds, m: below 0.1 mm no tetrahedron fits across the shell; above 0.25 m
 # the shell leaves the 0.25 m margin the skin's grid keeps around the skeleton (MakeShellSurface).
