@@ -55,6 +55,8 @@ from drakebots.sweeps.table import (
 )
 
 CASE_MARKER = "sweep_case.json"
+# The shortest --case-timeout, s: a case's hand-off to its worker process takes about this long.
+MIN_CASE_TIMEOUT_S = 0.1
 STATUSES = ("done", "failed", "error", "lost", "missing")
 CASES_FILE = "cases.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -871,6 +873,12 @@ class SweepOptions:
         """InputError for options that contradict each other (before any case runs)."""
         if self.case_timeout is not None and self.in_process:
             raise InputError("--case-timeout cannot stop a case run --in-process; drop one of them")
+        if self.case_timeout is not None and not self.case_timeout >= MIN_CASE_TIMEOUT_S:
+            # 1e-300 ran the sweep, every case stopped before it started (issue 68).
+            raise InputError(
+                f"--case-timeout {self.case_timeout:g} s: below {MIN_CASE_TIMEOUT_S:g} s, no case "
+                f"can start in it (a worker's hand-off alone takes about that)"
+            )
         if self.scheduler and self.workers:
             raise InputError("--workers applies to the local cluster, not to --scheduler")
         if self.scheduler and self.allowed_failures is not None:

@@ -535,6 +535,8 @@ CASES += [
       ["--duration 1e-300 ms", "below 0.001 ms"]),
     C("sweep", ["sweep", "{sweep_a.yaml}", "--case-timeout", "1e308", "--out", "{out}"],
       ["--case-timeout", "DRAKEBOTS_MAX_CASE_TIMEOUT"]),
+    C("sweep", ["sweep", "{sweep_a.yaml}", "--case-timeout", "1e-300", "--out", "{out}"],
+      ["--case-timeout 1e-300 s", "below 0.1 s"]),
     C("view", ["view", "{tmp}", "--seconds", "1e308"],
       ["--seconds", "DRAKEBOTS_MAX_REPLAY_SECONDS"]),
 ] + ENV_CASES
