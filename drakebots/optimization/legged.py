@@ -667,13 +667,15 @@ def LinkBoxes(model: RobotTrajoptModel) -> dict:
     return {k: v for k, v in _GroupBoxes(model).items() if k != model.robot.base_body}
 
 
-def DippingLinks(model: RobotTrajoptModel, q: np.ndarray, tolerance: float = 1e-6) -> dict:
-    """{link name: lowest corner height} of the LinkBoxes whose boxes reach more than
-    `tolerance` below the ground at some knot of `q` (N, positions)."""
+def DippingLinks(
+    model: RobotTrajoptModel, q: np.ndarray, tolerance: float = 1e-6, boxes: dict | None = None
+) -> dict:
+    """{link name: lowest corner height} of the LinkBoxes (or `boxes`, LinkBoxes' result) whose
+    boxes reach more than `tolerance` below the ground at some knot of `q` (N, positions)."""
     plant = model.plant
     context = plant.CreateDefaultContext()
     lowest = {}
-    boxes = LinkBoxes(model)
+    boxes = LinkBoxes(model) if boxes is None else boxes
     for qk in q:
         plant.SetPositions(context, qk)
         for name, (b, box) in boxes.items():
@@ -757,20 +759,14 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()
         duty = legged_gaits.DUTY_FACTORS[config.gait]
         q = legged_gaits.ScheduleGuess(model, legs, offsets, duty, times, config.distance)
         q[:, model.x_index] = np.linspace(0.0, config.distance, N)
-        stance = legged_gaits.StanceMask(offsets, duty, times[:1])[0]
-        # A leg with several contacts (a foot's collision shapes) stands on its lowest one at
-        # the home pose; the others only stay above the ground.
-        phi_home = model.dynamics.SignedDistances(model.home)
-        for leg in legs:
-            same = [other.contact for other in legs if other.name == leg.name]
-            if leg.contact != min(same, key=lambda c: phi_home[c]):
-                stance[leg.contact] = False
+        standing = _StandingContacts(model, legs)
+        stance = legged_gaits.StanceMask(offsets, duty, times[:1])[0] & standing
         clearance = _Clearance(problem).evaluator()
         upper = np.where(stance, 0.0, np.inf)
         clearance.UpdateUpperBound(upper)
         problem.bindings["stance_start"] = [_Clearance(problem)]
         problem.bindings["schedule"] = _AddSchedule(
-            problem, model, legs, offsets, duty, times, config.schedule_margin, phi_home
+            problem, model, standing, offsets, duty, times, config.schedule_margin
         )
     if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
         problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
@@ -779,7 +775,27 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()
     return problem
 
 
-def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -> list:
+def _StandingContacts(model: RobotTrajoptModel, legs) -> np.ndarray:
+    """(contacts,) True for the contact each leg stands on: a leg with several contacts (a
+    foot's collision shapes) stands on its lowest one at the home pose; the others only stay
+    above the ground."""
+    phi_home = model.dynamics.SignedDistances(model.home)
+    standing = np.zeros(len(legs), bool)
+    for leg in legs:
+        same = [other.contact for other in legs if other.name == leg.name]
+        standing[leg.contact] = leg.contact == min(same, key=lambda c: phi_home[c])
+    return standing
+
+
+def _ContactBindings(problem):
+    """(knot, binding) of each contact[k] binding: it bounds phi at knot k + 1."""
+    for binding in problem.bindings["contact"]:
+        name = binding.evaluator().get_description()
+        if name.startswith("contact["):
+            yield int(name[8:-1]) + 1, binding
+
+
+def _AddSchedule(problem, model, standing, offsets, duty, times, margin) -> list:
     """The gait's foot sequence as bounds on contact[k] (phi(q_k+1)): in a leg's stance core
     (legged_gaits.ScheduleMasks) its standing contact on the ground (phi = 0; a leg's other
     contacts only above it), in its swing core every contact of the leg at least
@@ -788,18 +804,11 @@ def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -
 
     stance, swing = legged_gaits.ScheduleMasks(offsets, duty, times, margin)
     vars_ = problem.vars
-    standing = np.zeros(len(legs), bool)
-    for leg in legs:
-        same = [other.contact for other in legs if other.name == leg.name]
-        standing[leg.contact] = leg.contact == min(same, key=lambda c: phi_home[c])
     lift = legged_gaits.SWING_CLEARANCE * max(model.home[model.z_index], 1e-9)
     nc = model.dynamics.num_contacts
     bounded = []
-    for binding in problem.bindings["contact"]:
-        name = binding.evaluator().get_description()
-        if not name.startswith("contact["):
-            continue
-        knot = int(name[8:-1]) + 1
+    width = vars_.beta.shape[1] // nc
+    for knot, binding in _ContactBindings(problem):
         on, off = stance[knot] & standing, swing[knot]
         if not (on.any() or off.any()):
             continue
@@ -813,7 +822,6 @@ def _AddSchedule(problem, model, legs, offsets, duty, times, margin, phi_home) -
         # A foot in the air carries no force: its normal and friction forces at knot k + 1
         # are zero (what complementarity implies there, given to the solver as bounds).
         for c in np.flatnonzero(off):
-            width = vars_.beta.shape[1] // nc
             for v in (
                 vars_.gamma[knot - 1, c : c + 1],
                 vars_.beta[knot - 1, c * width : (c + 1) * width],
@@ -878,9 +886,8 @@ def MakeJumpProblem(model: RobotTrajoptModel, config: JumpConfig, guard_links=()
         clearance = FLIGHT_CLEARANCE * max(model.home[model.z_index], 1e-9)
         nc = model.dynamics.num_contacts
         problem.bindings["flight"] = []
-        for binding in problem.bindings["contact"]:
-            name = binding.evaluator().get_description()
-            if name.startswith("contact[") and int(name[8:-1]) + 1 >= N - 1 - flight:
+        for knot, binding in _ContactBindings(problem):
+            if knot >= N - 1 - flight:
                 lower = np.array(binding.evaluator().lower_bound(), float)
                 lower[:nc] = clearance
                 binding.evaluator().UpdateLowerBound(lower)
@@ -1124,8 +1131,9 @@ def _GuardDippingLinks(model, config, make_problem, problem, outcome, check, sta
     )
 
     guarded: list[str] = []
-    for _ in range(len(LinkBoxes(model))):
-        dipping = DippingLinks(model, traj.q)
+    boxes = LinkBoxes(model)
+    for _ in range(len(boxes)):
+        dipping = DippingLinks(model, traj.q, boxes=boxes)
         if not dipping:
             break
         guarded += sorted(dipping)
