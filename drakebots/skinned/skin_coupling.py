@@ -155,10 +155,26 @@ class CouplingConfig:
     contact_dissipation_time: float = 0.1
     # "convex": modified-Newton iterations a step at most.
     convex_iterations: int = 60
-    # "convex": a step that took fewer modified-Newton iterations than this hands its
-    # factorisation (and Schur columns) to the next step, which refactorises only when it reaches
-    # this many iterations with it (its linearisation then is too far from the step's).
-    convex_refresh_after: int = 6
+    # "convex": the step refactorises at its iterate (the exact Hessian there once the skin's
+    # update is below exact_hessian_below) when the updates with its factorisation contract by
+    # more than convex_contraction an iteration (measured from the second iteration with it),
+    # or after convex_refresh_after iterations with it, at most convex_refreshes times a step;
+    # a step that converges with its last updates contracting by convex_contraction or better
+    # hands its factorisation (and W) to the next step. Issue 69, the monster's walk (Findings
+    # 20): a factorisation of the predictor's matrix contracted by 0.7-0.8 an iteration, one
+    # carried from the last step's solution by 0.2-0.4; a refactorisation with W costs 3-6 s
+    # there, an iteration 0.15-0.3 s.
+    convex_contraction: float = 0.5
+    convex_refresh_after: int = 12
+    convex_refreshes: int = 3
+    # "convex": the collision penalties' change since the factorisation (a vertex entering or
+    # leaving a skeleton box, a self-collision pair) enters each iteration's solve and W by
+    # Woodbury's identity, skin and skeleton parts together (convex_contact._PenaltyUpdate);
+    # False: the penalties of the factorisation's iterate in the matrix (explicit in their
+    # changes). Off by default: on the monster's walk it took 15.5 iterations and 2.5
+    # factorisations a frame instead of 25.8 and 3.4, but its columns (1900 solves a frame)
+    # made the frame slower, 19.8 s against 13.8 s (median of 20; Findings 20).
+    penalty_update: bool = False
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"

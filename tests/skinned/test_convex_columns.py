@@ -61,3 +61,70 @@ def test_w_and_the_applied_columns_are_the_dense_kkt_solves(backend):
 def test_the_block_diagonal_is_scipys():
     G = np.random.default_rng(4).normal(size=(5, 3, 3))
     assert np.array_equal(_BlockDiagonal(G), sla.block_diag(*G))
+
+
+def _Penalties(nd, nr, vertices, h_seed):
+    """Skin-skeleton penalties on `vertices` as Penalties carries them: per vertex a stiffness
+    K_b = k n nᵀ and a (3, nr) Jacobian J_b of its box: stiffness Σ K_b, coupling Σ K_b J_b,
+    skeleton_stiffness Σ J_bᵀ K_b J_b (so the (skin, skeleton) block is PSD)."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(h_seed)
+    P = np.zeros((nd, nd))
+    C = np.zeros((nd, nr))
+    S = np.zeros((nr, nr))
+    for vertex in vertices:
+        n = rng.normal(size=3)
+        n /= np.linalg.norm(n)
+        K_b = rng.uniform(500.0, 2000.0) * np.outer(n, n)
+        J_b = rng.normal(size=(3, nr))
+        rows = 3 * vertex + np.arange(3)
+        P[np.ix_(rows, rows)] += K_b
+        C[rows] += K_b @ J_b
+        S += J_b.T @ K_b @ J_b
+    return SimpleNamespace(
+        stiffness=sp.csr_matrix(P), tangential=None, coupling=sp.csr_matrix(C), skeleton_stiffness=S
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_penalty_update_solves_the_refactorised_matrix(backend):
+    """_PenaltyUpdate (Woodbury on the penalties' change since the factorisation, skin and
+    skeleton parts together) against a factorisation of the matrix with the new penalties in it
+    (ReducedKkt with A_d + P, A_r + h² S, A_dr - h C, Penalties.StepBlocks): the same solves,
+    and W the same, where vertices entered and left the boxes."""
+    from drakebots.skinned.convex_contact import _PenaltyUpdate
+
+    h, nr, nd, pinned = 0.005, 4, 30, [0, 1, 2, 7]
+    kkt0, _ = _Kkt(backend, nr, nd, tuple(pinned))
+    before = _Penalties(nd, nr, [3, 5], 1)  # in the factorised matrix
+    after = _Penalties(nd, nr, [5, 6, 8], 2)  # vertex 3 left, 6 and 8 entered, 5 moved
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(nr, nr))
+    A_r = B @ B.T + nr * np.eye(nr)
+    Cm = sp.random(nd, nd, density=0.2, random_state=0).toarray()
+    A_d = Cm @ Cm.T + nd * np.eye(nd)
+    G_q = rng.normal(size=(len(pinned), nr))
+
+    def Kkt(p):
+        return ReducedKkt(
+            A_r + h**2 * p.skeleton_stiffness,
+            sp.csr_matrix(A_d + p.stiffness.toarray()),
+            G_q,
+            pinned,
+            A_dr=sp.csr_matrix(-h * p.coupling.toarray()),
+            factorization=backend,
+        )
+
+    base, reference = Kkt(before), Kkt(after)
+    update = _PenaltyUpdate(base, before, False, nr).Update(after, h)
+    T, Z_r, Z_d, Z_l, M = update
+    assert set(T.tolist()) == set(range(9, 12)) | set(range(15, 21)) | set(range(24, 27))
+    b_r, b_d, c = rng.normal(size=nr), rng.normal(size=nd), rng.normal(size=len(pinned))
+    a_r, a_d, a_l = base.Solve(b_r, b_d, c)
+    w = M @ np.concatenate([a_d[T], a_r])
+    expected = reference.Solve(b_r, b_d, c)
+    for got, want in zip((a_r - Z_r @ w, a_d - Z_d @ w, a_l - Z_l @ w), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+    # Nothing changed: no update.
+    assert _PenaltyUpdate(base, before, False, nr).Update(before, h) is None

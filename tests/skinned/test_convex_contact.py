@@ -231,6 +231,32 @@ def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground(points):
     assert touched
 
 
+def test_the_newton_policy_changes_the_path_to_the_step_not_its_solution():
+    """The convex step's globalisation (the line search once updates grow, the trust region,
+    the exact Hessian near the solution, refactorisation when updates contract slowly; issue
+    69, Findings 20) against plain modified Newton on the projected matrix of the step's start
+    (none of them): the dropped block's fall, impact and bounce end in the same states to the
+    solver's tolerance (position_tolerance 1e-7 m a step, 10 steps)."""
+    scene = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
+    plain = dict(
+        exact_hessian_below=0.0,
+        convex_contraction=float("inf"),
+        overshoot=float("inf"),
+        max_update=0.0,
+    )
+    paths = {}
+    for name, options in {"default": {}, "plain": plain}.items():
+        stepper, _ = Stepper(scene, contact="convex", **options)
+        state = stepper.DefaultState()
+        state.x[2::3] += 0.002
+        path = []
+        for _ in range(10):
+            state, info = stepper.Step(state)
+            path.append(state.x.copy())
+        paths[name] = np.array(path)
+    assert np.abs(paths["default"] - paths["plain"]).max() < 1e-6
+
+
 def test_a_resting_block_sags_as_the_active_set_and_drake():
     """The validation block (drake_scenes.Scene "drop", friction 0.8) at rest: the ground
     carries the weight; the sag is within 10 % of the active set's (measured +5.7 %: SAP's
