@@ -713,7 +713,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # The candidates' Schur columns: K⁻¹ Sᵀ (skeleton, skin, glue parts) and W = S K⁻¹ Sᵀ.
     factor, new_columns = factor.With(dofs)
     info.column_solves += new_columns
-    cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+    W = factor.Columns(dofs)[3]
     # h² W⁻¹ of each set of vertices the contact problem held, while W stays: modified Newton
     # solves the same problem's set again in most iterations (the monster's walk: 292 inverses
     # of up to 1000 rows in one frame, 15 of its 155 s; Findings 18).
@@ -794,7 +794,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             used, refreshes, contraction = 0, refreshes + 1, 0.0
             factor, new_columns = factor.With(dofs)
             info.column_solves += new_columns
-            cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+            W = factor.Columns(dofs)[3]
             inverses = {}
             if m:
                 R, v_hat = Regularisation(W)
