@@ -609,8 +609,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         CoupledStepFailure,
         StepInfo,
         StepMemory,
+        _LineSearch,
     )
-    from drakebots.skinned.skin_coupling import _LineSearch
 
     cfg = stepper.config
     wall = time.perf_counter()

@@ -1,6 +1,6 @@
 """The coupled skin-skeleton simulation's state and step records (drakebots.skinned.skin_coupling),
-apart from its stepper so that the contact formulations each step may use
-(drakebots.skinned.convex_contact) share them without importing the stepper."""
+and the line search of its Newton step, apart from its stepper so that the contact formulations
+each step may use (drakebots.skinned.convex_contact) share them without importing the stepper."""
 
 import dataclasses
 
@@ -112,3 +112,63 @@ class StepInfo:
     glue_forces: np.ndarray | None = None  # (k, 3) N on the skin
     contact_forces: np.ndarray | None = None  # (n, 3) N on the skin from the ground
     actuation: np.ndarray | None = None  # (nu,) N*m
+
+
+class _LineSearch:
+    """The line search along one Newton update of the coupled step.
+
+    The step's residuals are the gradient of its incremental potential Φ in (v+, y): r_r in v+
+    (impulses, inertia and the skeleton's forces, the penalties' reactions through q+ = q + h
+    v+) and r_d in y (the skin's inertia, elasticity, damping, gravity and penalties; Coulomb
+    friction and the servo's damping are the non-conservative exceptions), both with the glue
+    and contact multipliers. Along the update d = (dv, dy) the slope of Φ is φ'(a) = dvᵀ r_r +
+    dyᵀ r_d at the point a d; where the constraints hold at a = 0, φ'(0) = -dᵀ A d < 0 for
+    Newton's matrix A positive definite (otherwise the constraints' restoring term adds to it,
+    or the exact matrix is indefinite along d, and a search starts only where φ'(0) < 0). A
+    full step is kept unless it overshoots the minimum along d, φ'(1) > c |φ'(0)| (the strong
+    Wolfe curvature condition, c = CouplingConfig.overshoot); then the root of φ' in [0, 1] is
+    bracketed and found by regula falsi (the Illinois variant) to |φ'(a)| <= c |φ'(0)|, with
+    at most `evaluations` residual evaluations (no factorisation); out of them, the bracket's
+    lower end is kept (short of the minimum, never past it). The contact labels are those of
+    the update's end, which a search needs unchanged from its start.
+
+    Why: where Newton's matrix misses curvature the update overshoots, and a skin vertex that a
+    skeleton box penalises only once it is inside (stiffness 0 outside, k in) cycled in and
+    out of the box: the monster's replay stepped for 40 iterations at ±2 mm and cut the step.
+    """
+
+    def __init__(self, dv, dy, dlam, pinned, slope0, overshoot, evaluations=8):
+        self.dv, self.dy, self.dlam, self.pinned = dv, dy, dlam, pinned
+        self.slope0 = slope0
+        self.tolerance = overshoot * -slope0
+        self.lo, self.hi = (0.0, slope0), None
+        self.at = 1.0
+        self.left = evaluations
+        self.kept = None  # the bracket's end moved by the last update ("lo" or "hi")
+
+    def Next(self, slope: float) -> float | None:
+        """φ'(a) at the current fraction a → the next fraction to evaluate, or None: keep a."""
+        if self.left <= 0:
+            return None  # out of evaluations (the point is where the last call sent it)
+        if self.hi is None and slope <= self.tolerance:
+            return None  # a full step that does not overshoot (or falls short: Newton's part)
+        if self.hi is not None and abs(slope) <= self.tolerance:
+            return None
+        side = "hi" if slope > 0.0 else "lo"
+        setattr(self, side, (self.at, slope))
+        self.left -= 1
+        if self.left <= 0:
+            # Out of evaluations: the bracket's lower end, short of the minimum (φ falls all the
+            # way there), if it moved at all.
+            return self.lo[0] if self.lo[0] > 0.0 else None
+        if side == self.kept:
+            # Illinois: the same end moved twice (the slope is far from linear between the
+            # ends: a penalty met along the way); halve the other end's slope so the next point
+            # moves toward it.
+            other = "lo" if side == "hi" else "hi"
+            a, value = getattr(self, other)
+            setattr(self, other, (a, 0.5 * value))
+        self.kept = side
+        (a0, s0), (a1, s1) = self.lo, self.hi
+        self.at = a0 + (a1 - a0) * (-s0) / (s1 - s0)
+        return self.at
