@@ -263,11 +263,14 @@ class ReducedKkt:
         return self._lu.backend
 
     def Solve(self, b_r, b_d, c):
-        """(dq (nr,), du (nd,), lam (p,)) solving Eq. (2) with right-hand side (b_r, b_d, c)."""
+        """(dq (nr,), du (nd,), lam (p,)) solving Eq. (2) with right-hand side (b_r, b_d, c);
+        with k right-hand sides as columns (b_r (nr, k), b_d (nd, k), c (p, k)) the solutions
+        as columns too, in one block solve."""
         b_r = np.asarray(b_r, float)
         b_d = np.asarray(b_d, float)
         c = np.asarray(c, float)
-        return self._Finish(self._lu.solve(self._Rhs(b_r, b_d, c)), b_d, c)
+        z = np.asarray(self._lu.solve(self._Rhs(b_r, b_d, c)))
+        return self._Finish(z.reshape((len(z),) + b_d.shape[1:]), b_d, c)
 
     def _Rhs(self, b_r, b_d, c):
         """Right-hand side of the reduced system in z = (du_free, dq)."""
@@ -281,7 +284,7 @@ class ReducedKkt:
         du_f = z[: len(self.free)]
         dq = z[len(self.free) :]
         du_P = self.G @ dq - c
-        du = np.empty(self.nd)
+        du = np.empty((self.nd,) + du_f.shape[1:])
         du[self.free] = du_f
         du[self.pinned] = du_P
         lam = self._A_Pf @ du_f + self._A_PP @ du_P - b_d[self.pinned]

@@ -330,29 +330,11 @@ class _PenaltyUpdate:
             B_r = np.zeros((kkt.nr, len(new)))
             for i, (part, index) in enumerate(new):
                 (B_d if part == "d" else B_r)[index, i] = 1.0
-            Z_r, Z_d, Z_l = _BlockSolve(kkt, B_r, B_d)
+            Z_r, Z_d, Z_l = kkt.Solve(B_r, B_d, np.zeros((len(kkt.pinned), len(new))))
             for i, key in enumerate(new):
                 self.columns[key] = (Z_r[:, i], Z_d[:, i], Z_l[:, i])
         parts = [self.columns[k] for k in keys]
         return tuple(np.stack([p[i] for p in parts], axis=1) for i in range(3))
-
-
-def _BlockSolve(kkt: ReducedKkt, B_r, B_d):
-    """ReducedKkt.Solve(B_r, B_d, 0) for k right-hand sides at once (columns of B_r (nr, k) and
-    B_d (nd, k)): (dq (nr, k), du (nd, k), lam (p, k))."""
-    nf = len(kkt.free)
-    rhs = np.zeros((nf + kkt.nr, B_d.shape[1]), order="F")
-    rhs[:nf] = B_d[kkt.free]
-    rhs[nf:] = B_r + kkt.G.T @ B_d[kkt.pinned]
-    z = np.asarray(kkt._lu.solve(rhs)).reshape(len(rhs), -1)
-    du_f, dq = z[:nf], z[nf:]
-    du = np.empty((kkt.nd, B_d.shape[1]))
-    du[kkt.free] = du_f
-    du[kkt.pinned] = kkt.G @ dq
-    lam = kkt._A_Pf @ du_f + kkt._A_PP @ du[kkt.pinned] - B_d[kkt.pinned]
-    if kkt._A_dr_P is not None:
-        lam = lam + kkt._A_dr_P @ dq
-    return dq, du, lam
 
 
 class _ContactColumns:

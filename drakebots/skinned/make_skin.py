@@ -114,11 +114,7 @@ def SkinOptionsOf(config: MakeSkinConfig):
             f"--poissons-ratio must be in (-1, 0.5) (0.5 is incompressible), got "
             f"{config.poissons_ratio}"
         )
-    if not MIN_YOUNGS_MODULUS <= config.youngs_modulus <= MAX_YOUNGS_MODULUS:  # 1e308: traceback
-        raise InputError(
-            f"--youngs-modulus must be in [{MIN_YOUNGS_MODULUS:g}, {MAX_YOUNGS_MODULUS:g}] Pa "
-            f"(a gel's is about 1e2, diamond's about 1.2e12), got {config.youngs_modulus}"
-        )
+    CheckYoungsModulus(config.youngs_modulus)  # 1e308 was a traceback, 1e-300 ran
     soft_regions = None
     if config.soft_regions is not None:
         soft_regions = tuple(config.soft_regions)
@@ -153,6 +149,17 @@ def SkinOptionsOf(config: MakeSkinConfig):
 MAX_YOUNGS_MODULUS = 1e13
 # The softest, Pa: below a gel's (about 1e2 Pa) nothing is a solid skin; 1e-300 ran (issue 68).
 MIN_YOUNGS_MODULUS = 1.0
+
+
+def CheckYoungsModulus(value: float) -> None:
+    """InputError unless --youngs-modulus is within [MIN_YOUNGS_MODULUS, MAX_YOUNGS_MODULUS] Pa
+    (`drakebots skin` and `drakebots skin-bend` alike)."""
+    if not MIN_YOUNGS_MODULUS <= value <= MAX_YOUNGS_MODULUS:
+        raise InputError(
+            f"--youngs-modulus must be in [{MIN_YOUNGS_MODULUS:g}, {MAX_YOUNGS_MODULUS:g}] Pa "
+            f"(a gel's is about 1e2, diamond's about 1.2e12), got {value:g}"
+        )
+
 
 # The skin's thickness bounds, m: below 0.1 mm no tetrahedron fits across the shell; above 0.25 m
 # the shell leaves the 0.25 m margin the skin's grid keeps around the skeleton (MakeShellSurface).
