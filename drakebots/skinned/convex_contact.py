@@ -70,6 +70,20 @@ the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, an
 stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
 (PointRegularisation).
 
+Collisions in the problem (`convex_collisions`; issue 69, Findings 21): the skeleton boxes and
+the self-collision pairs of section 4.2 join the ground as SAP constraints (CollisionContacts),
+frictionless, compliant with the penalty's stiffness k (τ = 0: R_n = max(β²/(4π²) w, 1/(h² k)),
+v̂_n = -φ / h, so γ_n = h k (-(φ + h v_n))⁺, the penalty k z at the step's end), with the
+penalty's C¹ onset δ replaced by its tangent k (z - δ/2) (φ shifted by δ/2). A box constraint's
+velocity is n · (v_a - J_box v): the skeleton's velocities join the unknowns, ξ = ((y_c - x_c) /
+h, v), with the compliance W_ξ = D S K⁻¹ Sᵀ D over the candidates' coordinates and the
+skeleton's (the skeleton rows of the same factorisation; D = 1/h on the skin's, 1 on the
+skeleton's), A = W_ξ⁻¹, and the impulses Γ = Jᵀ γ return through K⁻¹ as forces Γ_skin / h on
+the skin and impulses Γ_skel on the skeleton. The factorised matrix then holds no penalty
+stiffness: a vertex crossing a box face changes the convex problem, whose solution Newton finds
+exactly, not the matrix (_SolveGrowing: the problem on the points within `contact_active` of
+contact, grown by those its solution pushes).
+
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
 """
@@ -563,8 +577,9 @@ def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, 
 def _DelassusDiagonal(J, W):
     """w_j (P,): the mean diagonal of each point's 3 × 3 block of the Delassus operator J W Jᵀ
     (W the compliance in the problem's velocities per impulse)."""
+    J = sp.csr_matrix(J)  # a point moves with 1-4 vertices (and the skeleton): J is sparse
     with threadpool_limits(1):
-        diagonal = np.sum((J @ W) * J, axis=1)  # diag(J W Jᵀ)
+        diagonal = np.asarray(J.multiply(J @ W).sum(axis=1)).ravel()  # diag(J W Jᵀ)
     return diagonal.reshape(-1, 3).mean(axis=1)
 
 
@@ -1056,14 +1071,20 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # Near the step's solution the exact Hessian (modified Newton with the projected one
             # contracts by about 0.77 an iteration there; CouplingConfig.exact_hessian_below).
             exact = step_norm < cfg.exact_hessian_below
+            old = factor
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
+            if cfg.convex_keep_compliance:
+                # The contact problem keeps the compliance it had (the fixed point does not
+                # depend on it: only how fast the iterates reach it).
+                factor = _Factor(factor.kkt, h, old.dofs, old.W, factor.penalty)
             factor, new_columns = factor.With(problem_dofs)
             info.column_solves += new_columns
-            W = Compliance(factor)
-            inverses = {}
-            if m:
-                R, v_hat = Regularisation(W)
+            if not cfg.convex_keep_compliance or new_columns:
+                W = Compliance(factor)
+                inverses = {}
+                if m:
+                    R, v_hat = Regularisation(W)
         # The penalties' change since the factorisation, by Woodbury (_PenaltyUpdate).
         update = None
         W_it = W
