@@ -1071,20 +1071,17 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # Near the step's solution the exact Hessian (modified Newton with the projected one
             # contracts by about 0.77 an iteration there; CouplingConfig.exact_hessian_below).
             exact = step_norm < cfg.exact_hessian_below
-            old = factor
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
-            if cfg.convex_keep_compliance:
-                # The contact problem keeps the compliance it had (the fixed point does not
-                # depend on it: only how fast the iterates reach it).
-                factor = _Factor(factor.kkt, h, old.dofs, old.W, factor.penalty)
+            # W is solved again with the new factorisation: the update is zero only where the
+            # contact problem's W is the factorised matrix's S K⁻¹ Sᵀ (with another W the
+            # impulses are those of ξ* + W Γ, not of the state reached; tried, Findings 21).
             factor, new_columns = factor.With(problem_dofs)
             info.column_solves += new_columns
-            if not cfg.convex_keep_compliance or new_columns:
-                W = Compliance(factor)
-                inverses = {}
-                if m:
-                    R, v_hat = Regularisation(W)
+            W = Compliance(factor)
+            inverses = {}
+            if m:
+                R, v_hat = Regularisation(W)
         # The penalties' change since the factorisation, by Woodbury (_PenaltyUpdate).
         update = None
         W_it = W

@@ -183,12 +183,6 @@ class CouplingConfig:
     # of their stiffness in the factorised matrix, so nothing stiff switches outside the
     # problem. False: the penalties of section 4.2 outside it, as the active set has them.
     convex_collisions: bool = False
-    # "convex": a refactorisation inside a step keeps the contact problem's compliance W (and
-    # the regularisation) of the step's first factorisation instead of solving its columns
-    # again. The step's solution does not depend on W (at the fixed point the update is zero
-    # whatever W the contact problem used), only the iterates' path to it; W's columns were
-    # 2-4 s of each 3-6 s refactorisation on the monster's walk (Findings 20).
-    convex_keep_compliance: bool = False
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"
