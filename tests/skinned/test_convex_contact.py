@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from drakebots.skinned.convex_contact import (
     ContactPoints,
@@ -158,6 +159,12 @@ def test_the_point_contact_cost_gradient_and_hessian_are_its_derivatives():
             ]
         ).T
         np.testing.assert_allclose(H, fd_H, rtol=1e-4, atol=1e-5 * np.abs(fd_H).max())
+        # J as a sparse matrix (the collisions' problem, _SolveGrowing): the same Hessian.
+        sparse = dataclasses.replace(problem, J=sp.csr_matrix(J))
+        np.testing.assert_allclose(
+            sparse._Hessian(G), fd_H, rtol=1e-4, atol=1e-5 * np.abs(fd_H).max()
+        )
+        np.testing.assert_allclose(sparse.Gradient(v), grad, rtol=1e-12, atol=1e-15)
     assert regions == {"separate", "stick", "slide"}
     # Jᵀ γ: the points' impulses reach the vertices with the points' barycentric weights.
     v, gamma, _ = problem.Solve()
