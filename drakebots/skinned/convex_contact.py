@@ -769,57 +769,61 @@ def _StepCollisions(stepper, q, X, q_pred, Y_pred, margin: float) -> CollisionCo
     )
 
 
-def _SolveGrowing(J, W, xi_star, xi0, R, v_hat, mu, phi, h, active, inverses):
-    """(Γ = Jᵀ γ (d,), γ (P, 3), SAP's Newton iterations): the convex problem of the points with
-    Jacobian J (3P × d) in the unknowns ξ (d,), compliance W (d × d, velocity per impulse),
+def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond):
+    """(Γ = Jᵀ γ (d,), γ (P, 3), SAP's Newton iterations, the response to Γ or None, ξ): the
+    convex problem of the points with Jacobian J (3P × d, sparse) in the unknowns ξ (d,),
     free velocities ξ*: min ½ (ξ - ξ*)ᵀ W⁻¹ (ξ - ξ*) + Σ_j ℓ_j(J_j ξ) (ContactProblem, the
-    module docstring), with per-point friction mu (P,) and regularisation (R, v̂).
+    module docstring), W the compliance in ξ per impulse, with per-point friction mu (P,) and
+    regularisation (R, v̂) (R's rows of the points held are set here, from W).
 
     Solved on the points held: those within `active` of contact at the step's start or at the
     free motion's end (φ_j, or φ_j + h (J_j ξ*)_n), in the unknowns S they move (J's nonzero
-    columns over them), with A_S = W_SS⁻¹ (kept in `inverses` while W stays); then grown by
-    every other point its solution ξ = ξ* + W_{:S} Γ_S leaves with an impulse. The problem on a
-    subset is the whole problem with the others' impulses zero, so the growth stops at the
-    whole problem's solution: the vertex formulation's growth (ConvexStep) for any points.
-    Warm-started at xi0 (None: ξ*)."""
+    columns over them). `Block(S, held)` gives W_SS (solving W's columns only for the
+    coordinates held: on the monster's walk a third of the candidates' were, and W's columns
+    were 17.6 of a 40 s step) and sets R's rows of the held points; `Respond(S, Γ_S)` gives
+    the whole response to the impulses on S by one solve with the factorisation, (Δξ (d,),
+    the solution). The problem is then grown by every point that ξ = ξ* + Δξ leaves with an
+    impulse (whether a point pushes, μ |v_t| > v_n - v̂_n, does not depend on its R). The
+    problem on a subset is the whole problem with the others' impulses zero, so the growth
+    stops at the whole problem's solution. Warm-started at xi0 (None: ξ*)."""
     P, d = len(J) // 3, len(xi_star)
+    J = sp.csr_matrix(J)
     Gamma, gamma_all, iterations = np.zeros(d), np.zeros((P, 3)), 0
+    xi = xi_star.copy() if xi0 is None else xi0.copy()
     if not P:
-        return Gamma, gamma_all, 0
+        return Gamma, gamma_all, 0, None, xi_star
     near = np.minimum(phi, phi + h * (J[2::3] @ xi_star)) < active
-    xi = xi_star.copy() if xi0 is None else xi0
+    response = None
     # Small dense algebra: one BLAS thread (ConvexStep's vertex problem: two threads made a
     # 225-row Cholesky solve 20 times slower on the shared 2-core machine).
-    with threadpool_limits(1):
-        for _ in range(P + 1):
-            held = np.flatnonzero(near)
-            if not len(held):
-                break
-            J_h = J[(3 * held[:, None] + np.arange(3)).ravel()]
-            S = np.flatnonzero(np.any(J_h != 0.0, axis=0))
-            A = inverses.get(S.tobytes())
-            if A is None:
-                A = np.linalg.inv(W[np.ix_(S, S)])
-                A = inverses[S.tobytes()] = 0.5 * (A + A.T)
-            J_S = sp.csr_matrix(J_h[:, S])
+    for _ in range(P + 1):
+        held = np.flatnonzero(near)
+        if not len(held):
+            break
+        J_h = J[(3 * held[:, None] + np.arange(3)).ravel()]
+        S = np.unique(J_h.indices)
+        A = Block(S, held)
+        J_S = J_h[:, S]
+        with threadpool_limits(1):
             problem = ContactProblem(A, xi_star[S], R[held], v_hat[held], mu[held], J_S)
             _, gamma, its = problem.Solve(xi[S])
-            iterations += its
-            Gamma[:] = 0.0
-            Gamma[S] = J_S.T @ gamma.ravel()
-            gamma_all[:] = 0.0
-            gamma_all[held] = gamma
-            xi = xi_star + W[:, S] @ Gamma[S]
-            out = np.flatnonzero(~near)
-            if not len(out):
-                break
-            J_out = J[(3 * out[:, None] + np.arange(3)).ravel()]
-            left, _ = ContactProblem(None, None, R[out], v_hat[out], mu[out], J_out).Impulses(xi)
-            pushed = out[np.any(left != 0.0, axis=1)]
-            if not len(pushed):
-                break
-            near[pushed] = True
-    return Gamma, gamma_all, iterations
+        iterations += its
+        Gamma[:] = 0.0
+        Gamma[S] = J_S.T @ gamma.ravel()
+        gamma_all[:] = 0.0
+        gamma_all[held] = gamma
+        change, response = Respond(S, Gamma[S])
+        xi = xi_star + change
+        out = np.flatnonzero(~near)
+        if not len(out):
+            break
+        J_out = J[(3 * out[:, None] + np.arange(3)).ravel()]
+        left, _ = ContactProblem(None, None, R[out], v_hat[out], mu[out], J_out).Impulses(xi)
+        pushed = out[np.any(left != 0.0, axis=1)]
+        if not len(pushed):
+            break
+        near[pushed] = True
+    return Gamma, gamma_all, iterations, response, xi
 
 
 def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
@@ -964,9 +968,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         D[: len(dofs)] = 1.0 / h
         return D[:, None] * W * D[None, :]
 
-    factor, new_columns = factor.With(problem_dofs)
-    info.column_solves += new_columns
-    W = Compliance(factor)
+    W = None
+    if collisions is None:
+        factor, new_columns = factor.With(problem_dofs)
+        info.column_solves += new_columns
+        W = Compliance(factor)
     # h² W⁻¹ of each set of vertices the contact problem held, while W stays: modified Newton
     # solves the same problem's set again in most iterations (the monster's walk: 292 inverses
     # of up to 1000 rows in one frame, 15 of its 155 s; Findings 18).
@@ -1011,8 +1017,16 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         # value beyond the onset.
         phi_all = np.concatenate([points.phi, collisions.phi + 0.5 * cfg.penalty_onset])
 
+        # The points' Delassus diagonals, known once a point has been held with the present
+        # factorisation (_SolveGrowing solves W only where it holds; the others' R is a
+        # stand-in, which decides nothing there).
+        w_known = np.full(len(J_all) // 3, np.nan)
+
         def Regularisation(W):  # noqa: F811 (the ground's and the collisions' points)
-            w_all = _DelassusDiagonal(J_all, W)
+            w_all = w_known.copy()
+            if np.all(np.isnan(w_all)):
+                w_all[:] = 1.0
+            w_all[np.isnan(w_all)] = np.nanmean(w_all)
             w_g, w_c = w_all[:ground_points], w_all[ground_points:]
             beta, sigma = cfg.near_rigid, cfg.friction_regularization
             k_g = cfg.contact_stiffness * points.area
@@ -1085,12 +1099,16 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # W is solved again with the new factorisation: the update is zero only where the
             # contact problem's W is the factorised matrix's S K⁻¹ Sᵀ (with another W the
             # impulses are those of ξ* + W Γ, not of the state reached; tried, Findings 21).
-            factor, new_columns = factor.With(problem_dofs)
-            info.column_solves += new_columns
-            W = Compliance(factor)
             inverses = {}
-            if m:
-                R, v_hat = Regularisation(W)
+            if collisions is not None:
+                w_known[:] = np.nan  # W is solved where the problem holds (_SolveGrowing)
+                R, v_hat = Regularisation(None)
+            else:
+                factor, new_columns = factor.With(problem_dofs)
+                info.column_solves += new_columns
+                W = Compliance(factor)
+                if m:
+                    R, v_hat = Regularisation(W)
         # The penalties' change since the factorisation, by Woodbury (_PenaltyUpdate).
         update = None
         W_it = W
@@ -1121,9 +1139,40 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             xi_star = (y[dofs] + dy[dofs] - x[dofs]) / h
             if with_skeleton:
                 xi_star = np.concatenate([xi_star, v_next + dv])
-            Gamma, gamma_all, its = _SolveGrowing(
+
+            def Block(S, held, inverses=inverses, R=R):
+                """W_ξ on the problem's coordinates S (their columns solved where missing),
+                inverted, and R of the points held from it."""
+                nonlocal factor
+                factor, new = factor.With(problem_dofs[S])
+                info.column_solves += new
+                A = inverses.get(S.tobytes())
+                if A is None:
+                    k = np.array([factor.index[int(c)] for c in problem_dofs[S]], np.int64)
+                    D = np.where(S < 3 * m, 1.0 / h, 1.0)
+                    W_S = factor.W[np.ix_(k, k)]
+                    W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
+                    J_h = J_all[(3 * held[:, None] + np.arange(3)).ravel()][:, S]
+                    w_known[held] = _DelassusDiagonal(J_h, W_S)
+                    A = np.linalg.inv(W_S)
+                    A = inverses[S.tobytes()] = 0.5 * (A + A.T)
+                    R[:] = Regularisation(None)[0]  # in place: _SolveGrowing holds R
+                return A
+
+            def Respond(S, Gamma_S, Solve=Solve):
+                """(Δξ of impulses Γ_S on the coordinates S, the solve's (Δv, Δy, Δλ))."""
+                F, B = np.zeros(3 * n), np.zeros(nv)
+                skin = S < 3 * m
+                F[dofs[S[skin]]] = Gamma_S[skin] / h
+                B[S[~skin] - 3 * m] = Gamma_S[~skin]
+                parts = Solve(B, F, np.zeros(len(stepper.glue.dofs)))
+                change = parts[1][dofs] / h
+                if with_skeleton:
+                    change = np.concatenate([change, parts[0]])
+                return change, parts
+
+            Gamma, gamma_all, its, parts, v_c = _SolveGrowing(
                 J_all,
-                W_it,
                 xi_star,
                 v_c,
                 R,
@@ -1132,16 +1181,13 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 phi_all,
                 h,
                 cfg.contact_active,
-                inverses,
+                Block,
+                Respond,
             )
-            v_c = xi_star + W_it @ Gamma
             sap_iterations += its
             f = J_ground[:, : 3 * m].T @ gamma_all[:ground_points].ravel() / h  # the ground's
-            F = np.zeros(3 * n)
-            F[dofs] = Gamma[: 3 * m] / h
-            B = Gamma[3 * m :] if with_skeleton else np.zeros(nv)
-            c_v, c_y, c_l = Solve(B, F, np.zeros(len(lam)))
-            dv, dy, dlam = dv + c_v, dy + c_y, dlam + c_l
+            if parts is not None:
+                dv, dy, dlam = dv + parts[0], dy + parts[1], dlam + parts[2]
         elif m and points is not None:
             # All the step's points in one problem, in the candidates' velocities.
             v_star = (y[dofs] + dy[dofs] - x[dofs]) / h
