@@ -1313,6 +1313,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     mode = np.zeros(n, dtype=np.int8)
     mode[candidates[forces[candidates, 2] > 0.0]] = 1
     info.glue_residual = residual
+    info.final_update = step_norm
     info.glue_forces = lam.reshape(-1, 3)
     info.contact_forces = forces
     info.contacts = int(np.sum(mode > 0))

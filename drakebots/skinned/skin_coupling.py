@@ -951,6 +951,7 @@ class CoupledSkinSkeleton:
         # Contraction of the Newton updates (ratio of successive update norms while the labels
         # stay the same): modified Newton that contracts slowly gets a fresh factorisation.
         contraction, previous_norm, labels_changed = 0.0, None, True
+        step_norm = np.inf
         # The exact Hessian is for the end of a step: a factor of it is not carried into the
         # next step, nor used again in this one once a step with it needed a cut.
         # The factor carried in is shared with the memory it came from: read-only here (a
@@ -1273,6 +1274,7 @@ class CoupledSkinSkeleton:
             kkt_exact,
         )
         info.glue_residual = residual
+        info.final_update = step_norm
         info.glue_forces = lam_dof[self.glue.dofs].reshape(-1, 3)
         info.contact_forces = forces
         info.contacts = int(np.sum(mode > 0))
