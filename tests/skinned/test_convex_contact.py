@@ -548,3 +548,46 @@ def test_collisions_in_the_convex_problem_push_as_the_penalties_do():
     assert reference_depth.max() > 2e-4 and depth.max() > 2e-4  # in the box (past the onset)
     assert depth[-1] < -5e-4  # and out again
     assert np.abs(path - reference).max() < 0.5 * 2.5e-4
+
+
+def test_the_growing_problem_is_the_whole_problems_solution():
+    """_SolveGrowing (the collisions' problem: solved on the points near contact in the unknowns
+    they move, W's block there alone, grown by every other point its solution pushes) against
+    the whole problem solved at once (ContactProblem over every point, A = W⁻¹): the same
+    impulses, with points that only the growth finds (far at the start, pushed by the others'
+    impulses) and per-point friction (0 for the collisions)."""
+    from drakebots.skinned.convex_contact import _SolveGrowing
+
+    rng = np.random.default_rng(0)
+    d, P, h = 24, 10, 0.005
+    B = rng.normal(size=(d, d))
+    W = np.linalg.inv(B @ B.T + d * np.eye(d))
+    J = np.zeros((3 * P, d))
+    for p in range(P):
+        columns = rng.choice(d, size=3 if p % 3 else 6, replace=False)
+        J[3 * p : 3 * p + 3, columns] = rng.normal(size=(3, len(columns)))
+    xi_star = rng.normal(size=d) * 0.05
+    R = np.abs(rng.normal(size=(P, 1))) * [1e-3, 1e-3, 2e-2] + 1e-3
+    mu = np.where(np.arange(P) < 6, 0.8, 0.0)
+    phi = np.where(np.arange(P) < 4, -1e-4, 2e-4)  # four touching, six 0.2 mm away
+    v_hat = np.zeros((P, 3))
+    v_hat[:, 2] = -phi / h
+    whole = ContactProblem(np.linalg.inv(W), xi_star, R, v_hat, mu, J)
+    xi, gamma, _ = whole.Solve()
+    near = np.minimum(phi, phi + h * (J[2::3] @ xi_star)) < 1e-4  # where _SolveGrowing starts
+    assert np.any(~near & (np.abs(gamma).sum(1) > 0))  # a point only the growth finds
+
+    def Block(S, held):
+        return np.linalg.inv(W[np.ix_(S, S)])
+
+    def Respond(S, Gamma_S):
+        return W[:, S] @ Gamma_S, None
+
+    Gamma, gamma_grown, _, _, xi_grown = _SolveGrowing(
+        J, xi_star, None, R, v_hat, mu, phi, h, 1e-4, Block, Respond
+    )
+    np.testing.assert_allclose(gamma_grown, gamma, rtol=1e-6, atol=1e-9 * np.abs(gamma).max())
+    np.testing.assert_allclose(
+        Gamma, J.T @ gamma.ravel(), rtol=1e-6, atol=1e-9 * np.abs(gamma).max()
+    )
+    np.testing.assert_allclose(xi_grown, xi, rtol=1e-6, atol=1e-9)
