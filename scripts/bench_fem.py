@@ -418,6 +418,14 @@ def _Replay(
                 "contact_column_solves_per_frame": _PerFrame(steps, "column_solves", replayed),
                 "krylov_iterations_per_frame": _PerFrame(steps, "krylov_iterations", replayed),
                 "low_rank_solves_per_frame": _PerFrame(steps, "low_rank_solves", replayed),
+                # Steps accepted at the iteration cap with the glue holding (StepInfo.
+                # final_update above the position tolerance), and their largest last update.
+                "unconverged_steps": sum(
+                    info.final_update > sim.config.position_tolerance for info, _ in steps
+                ),
+                "largest_final_update_m": max(
+                    (info.final_update for info, _ in steps), default=0.0
+                ),
                 "max_torso_error_m": figures["max_torso_position_error_m"],
                 "max_joint_error_deg": figures["max_joint_error_deg"],
                 "failure": figures["failure"],

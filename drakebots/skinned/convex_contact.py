@@ -70,6 +70,20 @@ the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, an
 stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
 (PointRegularisation).
 
+Collisions in the problem (`convex_collisions`; issue 69, Findings 21): the skeleton boxes and
+the self-collision pairs of section 4.2 join the ground as SAP constraints (CollisionContacts),
+frictionless, compliant with the penalty's stiffness k (τ = 0: R_n = max(β²/(4π²) w, 1/(h² k)),
+v̂_n = -φ / h, so γ_n = h k (-(φ + h v_n))⁺, the penalty k z at the step's end), with the
+penalty's C¹ onset δ replaced by its tangent k (z - δ/2) (φ shifted by δ/2). A box constraint's
+velocity is n · (v_a - J_box v): the skeleton's velocities join the unknowns, ξ = ((y_c - x_c) /
+h, v), with the compliance W_ξ = D S K⁻¹ Sᵀ D over the candidates' coordinates and the
+skeleton's (the skeleton rows of the same factorisation; D = 1/h on the skin's, 1 on the
+skeleton's), A = W_ξ⁻¹, and the impulses Γ = Jᵀ γ return through K⁻¹ as forces Γ_skin / h on
+the skin and impulses Γ_skel on the skeleton. The factorised matrix then holds no penalty
+stiffness: a vertex crossing a box face changes the convex problem, whose solution Newton finds
+exactly, not the matrix (_SolveGrowing: the problem on the points within `contact_active` of
+contact, grown by those its solution pushes).
+
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
 """
@@ -80,6 +94,7 @@ import time
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from pydrake.multibody.tree import JacobianWrtVariable
 from threadpoolctl import threadpool_limits
 
 from drakebots.fem.coupling import ReducedKkt
@@ -162,6 +177,14 @@ class ContactProblem:
             rows = 3 * np.arange(len(G))[:, None, None] + np.arange(3)[None, :, None]
             H[rows, rows.transpose(0, 2, 1)] += G
             return H
+        if sp.issparse(self.J):
+            # G block diagonal as a sparse matrix: a point moves with few unknowns, so Jᵀ G J
+            # is sparse (the monster's collisions: the dense product was 7 of a 40 s step).
+            index = 3 * np.arange(len(G))[:, None, None] + np.zeros((1, 3, 3), np.int64)
+            rows, cols = index + np.arange(3)[None, :, None], index + np.arange(3)[None, None, :]
+            size = 3 * len(G)
+            Gs = sp.csr_matrix((G.ravel(), (rows.ravel(), cols.ravel())), shape=(size, size))
+            return self.A + (self.J.T @ (Gs @ self.J)).toarray()
         GJ = np.einsum("pij,pjk->pik", G, self.J.reshape(len(G), 3, -1)).reshape(len(self.J), -1)
         return self.A + self.J.T @ GJ
 
@@ -352,9 +375,12 @@ class _ContactColumns:
         f = np.asarray(f, float)
         key = f.tobytes()
         if self._last is None or self._last[0] != key:
-            F = np.zeros(self.kkt.nd)
-            F[self.dofs] = f
-            parts = self.kkt.Solve(np.zeros(self.kkt.nr), F, np.zeros(len(self.kkt.pinned)))
+            nd = self.kkt.nd
+            F, B = np.zeros(nd), np.zeros(self.kkt.nr)
+            skin = self.dofs < nd
+            F[self.dofs[skin]] = f[skin]
+            B[self.dofs[~skin] - nd] = f[~skin]  # impulses on the skeleton's velocities
+            parts = self.kkt.Solve(B, F, np.zeros(len(self.kkt.pinned)))
             self._last = (key, parts)
         return self._last[1]
 
@@ -386,11 +412,7 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
     factor = kkt._lu
     if kkt.factorized_by not in ("pardiso", "cholmod") or not hasattr(factor, "HalfSolve"):
         return None
-    position = np.full(kkt.nd, -1, dtype=np.int64)
-    position[kkt.free] = np.arange(len(kkt.free))
-    rows = position[dofs]
-    if np.any(rows < 0):
-        raise ValueError("a contact candidate is a glued coordinate")
+    rows = _ReducedRows(kkt, dofs)
     W = np.zeros((len(rows), len(rows)))
     blocks = [rows[a : a + _COLUMN_BLOCK] for a in range(0, len(rows), _COLUMN_BLOCK)]
     halves = []
@@ -420,15 +442,28 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
     return W
 
 
-def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
-    """The rows `rows_at` (free skin coordinates) of K⁻¹ Sᵀ for unit forces on free skin
-    coordinates `dofs`: (len(rows_at), len(dofs)), W's columns; block solves of at most
-    `_COLUMN_BLOCK` right-hand sides."""
-    position = np.full(kkt.nd, -1, dtype=np.int64)
+def _ReducedRows(kkt: ReducedKkt, dofs) -> np.ndarray:
+    """The rows of the reduced system (free skin coordinates in their order, then the skeleton's)
+    of coordinates `dofs`: a skin coordinate d < nd, or the skeleton's velocity j as nd + j (the
+    candidates of a convex problem with collisions, CouplingConfig.convex_collisions). A unit
+    right-hand side on such a row is a unit force on the skin coordinate (N) or a unit impulse
+    on the skeleton's (N s), and the solution's row the skin's position (m) or the skeleton's
+    velocity (m/s or rad/s) (ReducedKkt._Rhs, _Finish)."""
+    dofs = np.asarray(dofs, np.int64)
+    position = np.full(kkt.nd + kkt.nr, -1, dtype=np.int64)
     position[kkt.free] = np.arange(len(kkt.free))
-    rows, at = position[dofs], position[rows_at]
-    if np.any(rows < 0) or np.any(at < 0):
+    position[kkt.nd :] = len(kkt.free) + np.arange(kkt.nr)
+    rows = position[dofs]
+    if np.any(rows < 0):
         raise ValueError("a contact candidate is a glued coordinate")
+    return rows
+
+
+def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
+    """The rows `rows_at` of K⁻¹ Sᵀ for unit loads on coordinates `dofs` (free skin coordinates
+    or skeleton velocities, _ReducedRows): (len(rows_at), len(dofs)), W's columns; block solves
+    of at most `_COLUMN_BLOCK` right-hand sides."""
+    rows, at = _ReducedRows(kkt, dofs), _ReducedRows(kkt, rows_at)
     out = np.empty((len(at), len(rows)))
     for start in range(0, len(rows), _COLUMN_BLOCK):
         block = rows[start : start + _COLUMN_BLOCK]
@@ -542,19 +577,36 @@ def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, 
     times its pressure gradient, τ its dissipation time constant, 0.1 s by default); at rest
     the point then carries -k_j φ_j whatever h and τ. With C = inf only the near-rigid term,
     τ = β h / π."""
+    w = _DelassusDiagonal(J, W / h**2)
+    k = stiffness * points.area if np.isfinite(stiffness) else np.full(len(w), np.inf)
+    return _Regularisation(w, h, points.phi, k, beta, sigma, tau)
+
+
+def _DelassusDiagonal(J, W):
+    """w_j (P,): the mean diagonal of each point's 3 × 3 block of the Delassus operator J W Jᵀ
+    (W the compliance in the problem's velocities per impulse)."""
+    J = sp.csr_matrix(J)  # a point moves with 1-4 vertices (and the skeleton): J is sparse
     with threadpool_limits(1):
-        diagonal = np.sum((J @ W) * J, axis=1) / h**2  # diag(J W Jᵀ) / h²
-    w = diagonal.reshape(-1, 3).mean(axis=1)
+        diagonal = np.asarray(J.multiply(J @ W).sum(axis=1)).ravel()  # diag(J W Jᵀ)
+    return diagonal.reshape(-1, 3).mean(axis=1)
+
+
+def _Regularisation(w, h, phi, k, beta, sigma, tau):
+    """(R (P, 3), v̂ (P, 3)) of SAP's friction cone constraints with Delassus diagonals w (P,),
+    signed distances phi (P,), m, and stiffnesses k (P,), N/m (PointRegularisation): R_t = σ w,
+    R_n = max(β²/(4π²) w, 1 / (h k (h + τ))), v̂_n = -φ / (h + τ) where k is finite; where it is
+    infinite the near-rigid term alone, with τ = β h / π."""
+    k = np.asarray(k, float)
+    finite = np.isfinite(k)
+    tau = np.where(finite, tau, beta * h / np.pi)
     R_n = beta**2 / (4 * np.pi**2) * w
-    if np.isfinite(stiffness):
-        k = stiffness * points.area
-        with np.errstate(divide="ignore"):
-            R_n = np.maximum(R_n, 1.0 / (h * k * (h + tau)))
-    else:
-        tau = beta * h / np.pi
+    with np.errstate(divide="ignore"):
+        R_n = np.where(
+            finite, np.maximum(R_n, 1.0 / (h * np.where(finite, k, 1.0) * (h + tau))), R_n
+        )
     R = np.stack([sigma * w, sigma * w, R_n], axis=1)
     v_hat = np.zeros((len(w), 3))
-    v_hat[:, 2] = -points.phi / (h + tau)
+    v_hat[:, 2] = -phi / (h + tau)
     return R, v_hat
 
 
@@ -581,6 +633,197 @@ def _StepContactPoints(stepper, X, low):
     if cfg.contact_points == "triangles":
         return TriangleContactPoints(X, faces, low, cfg.contact_margin)
     return VertexContactPoints(X, np.flatnonzero(low < cfg.contact_margin), tributary)
+
+
+def _ContactFrames(n: np.ndarray) -> np.ndarray:
+    """(P, 3, 3) orthonormal frames whose rows are (t1, t2, n) for unit normals n (P, 3)."""
+    helper = np.where(np.abs(n[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+    t1 = np.cross(n, helper)
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    return np.stack([t1, np.cross(n, t1), n], axis=1)
+
+
+@dataclasses.dataclass
+class CollisionContacts:
+    """The skin's collisions of one step as constraints of the convex problem
+    (CouplingConfig.convex_collisions; section 4.2's penalties, issue 69): skin vertex `a`
+    against a skeleton box (b = -1) or against skin vertex b (a self-collision pair). Each is a
+    frictionless SAP constraint on the relative velocity v_a - J_box v (box) or v_a - v_b (pair)
+    in the frame `frame` (rows t1, t2, n; n the direction a is pushed along), with signed
+    distance `phi` (m, < 0 in collision) and the stiffness of the penalty it replaces, k per
+    vertex: SAP's compliant constraint with τ = 0 (R_n = 1 / (h² k), v̂_n = -φ / h) is the
+    penalty k z at the step's end, implicit (backward Euler), as the active set's implicit
+    penalties are, but with its switching inside the convex problem. The geometry (normal,
+    distance, the box point's Jacobian J_box (3, nv)) is fixed at the step's start, as SAP
+    fixes its contact geometry."""
+
+    a: np.ndarray  # (P,)
+    b: np.ndarray  # (P,), -1: a skeleton box
+    frame: np.ndarray  # (P, 3, 3)
+    phi: np.ndarray  # (P,)
+    skeleton: np.ndarray  # (P, 3, nv): J_box at a (zeros for a pair)
+
+    def __len__(self):
+        return len(self.a)
+
+    @property
+    def vertices(self) -> np.ndarray:
+        return np.unique(np.concatenate([self.a, self.b[self.b >= 0]]))
+
+    def Jacobian(self, candidates: np.ndarray, nv: int) -> np.ndarray:
+        """(3P, 3m + nv): the constraints' velocities (rows t1, t2, n of each) from the
+        candidates' velocities and, in the last nv columns, the skeleton's."""
+        position = np.full(
+            int(max(candidates.max(initial=-1), self.a.max(initial=-1), self.b.max(initial=-1)))
+            + 1,
+            -1,
+            np.int64,
+        )
+        position[candidates] = np.arange(len(candidates))
+        m = len(candidates)
+        J = np.zeros((len(self), 3, 3 * m + nv))
+        index = np.arange(len(self))
+        ia = position[self.a]
+        for k in range(3):
+            J[index, :, 3 * ia + k] = self.frame[:, :, k]
+        pair = self.b >= 0
+        ib = position[self.b[pair]]
+        for k in range(3):
+            J[index[pair], :, 3 * ib + k] -= self.frame[pair, :, k]
+        box = ~pair
+        if nv and box.any():
+            J[box, :, 3 * m :] = -np.einsum("pij,pjv->piv", self.frame[box], self.skeleton[box])
+        return J.reshape(3 * len(self), 3 * m + nv)
+
+
+def _StepCollisions(stepper, q, X, q_pred, Y_pred, margin: float) -> CollisionContacts:
+    """This step's CollisionContacts: every (inner-surface vertex, skeleton box) pair the
+    penalties would consider (not exempt) with the vertex within `margin` of the box (its local
+    coordinates within the box grown by margin) at the step's start or at the predictor
+    (q_pred, Y_pred), pushed through the face of its largest local excess at the start (inside:
+    the nearest face, as Penalties takes it), φ that excess; and every pair of outer vertices
+    closer than self_collision_distance + margin at the start that were more than 4 r apart at
+    rest, φ = distance - r. Glued vertices take no part (the penalties' rule)."""
+    from scipy.spatial import cKDTree
+
+    cfg = stepper.config
+    nv = stepper.nv
+    a, b, normals, phi, skeleton = [], [], [], [], []
+    if stepper._boxes and cfg.penalty_stiffness > 0.0:
+        half = np.stack([box[3] for box in stepper._boxes])
+        _, _, _, local_pred = stepper.BoxFrames(q_pred, Y_pred[stepper.box_vertices])
+        near = (np.abs(local_pred) - half[None]).max(axis=2) < margin
+        poses, R_all, _, local = stepper.BoxFrames(q, X[stepper.box_vertices])  # context at q
+        excess = np.abs(local) - half[None]
+        near |= excess.max(axis=2) < margin
+        near &= ~stepper._box_exempt.T
+        world = stepper.plant.world_frame()
+        for box in np.flatnonzero(near.any(axis=0)):
+            rows = np.flatnonzero(near[:, box])
+            vertices = stepper.box_vertices[rows]
+            axis = np.argmax(excess[rows, box], axis=1)
+            sign = np.sign(local[rows, box, axis])
+            sign[sign == 0.0] = 1.0
+            normals.append(R_all[box][:, axis].T * sign[:, None])
+            phi.append(excess[rows, box, axis])
+            body = stepper._boxes[box][0]
+            p_BV = poses[box].inverse().multiply(X[vertices].T)
+            Jv = stepper.plant.CalcJacobianTranslationalVelocity(
+                stepper.context, JacobianWrtVariable.kV, body.body_frame(), p_BV, world, world
+            )
+            skeleton.append(Jv.reshape(len(rows), 3, nv))
+            a.append(vertices)
+            b.append(np.full(len(rows), -1, np.int64))
+    r = cfg.self_collision_distance
+    outer = stepper._outer
+    if cfg.penalty_stiffness > 0.0 and r > 0.0 and len(outer):
+        O = X[outer]
+        pairs = cKDTree(O).query_pairs(r + margin, output_type="ndarray").reshape(-1, 2)
+        rest = stepper.skin.mesh.vertices[outer]
+        pairs = pairs[np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r]
+        glued = np.zeros(stepper.n, bool)
+        glued[stepper.glue.vertices] = True
+        pairs = pairs[~glued[outer[pairs]].any(axis=1)]
+        if len(pairs):
+            d = O[pairs[:, 0]] - O[pairs[:, 1]]
+            dist = np.maximum(np.linalg.norm(d, axis=1), 1e-9)
+            normals.append(d / dist[:, None])
+            phi.append(dist - r)
+            skeleton.append(np.zeros((len(pairs), 3, nv)))
+            a.append(outer[pairs[:, 0]])
+            b.append(outer[pairs[:, 1]])
+    if not a:
+        return CollisionContacts(
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros((0, 3, 3)),
+            np.zeros(0),
+            np.zeros((0, 3, nv)),
+        )
+    return CollisionContacts(
+        np.concatenate(a),
+        np.concatenate(b),
+        _ContactFrames(np.concatenate(normals)),
+        np.concatenate(phi),
+        np.concatenate(skeleton),
+    )
+
+
+def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond):
+    """(Γ = Jᵀ γ (d,), γ (P, 3), SAP's Newton iterations, the response to Γ or None, ξ): the
+    convex problem of the points with Jacobian J (3P × d, sparse) in the unknowns ξ (d,),
+    free velocities ξ*: min ½ (ξ - ξ*)ᵀ W⁻¹ (ξ - ξ*) + Σ_j ℓ_j(J_j ξ) (ContactProblem, the
+    module docstring), W the compliance in ξ per impulse, with per-point friction mu (P,) and
+    regularisation (R, v̂) (R's rows of the points held are set here, from W).
+
+    Solved on the points held: those within `active` of contact at the step's start or at the
+    free motion's end (φ_j, or φ_j + h (J_j ξ*)_n), in the unknowns S they move (J's nonzero
+    columns over them). `Block(S, held)` gives W_SS (solving W's columns only for the
+    coordinates held: on the monster's walk a third of the candidates' were, and W's columns
+    were 17.6 of a 40 s step) and sets R's rows of the held points; `Respond(S, Γ_S)` gives
+    the whole response to the impulses on S by one solve with the factorisation, (Δξ (d,),
+    the solution). The problem is then grown by every point that ξ = ξ* + Δξ leaves with an
+    impulse (whether a point pushes, μ |v_t| > v_n - v̂_n, does not depend on its R). The
+    problem on a subset is the whole problem with the others' impulses zero, so the growth
+    stops at the whole problem's solution. Warm-started at xi0 (None: ξ*)."""
+    P, d = len(J) // 3, len(xi_star)
+    J = sp.csr_matrix(J)
+    Gamma, gamma_all, iterations = np.zeros(d), np.zeros((P, 3)), 0
+    xi = xi_star.copy() if xi0 is None else xi0.copy()
+    if not P:
+        return Gamma, gamma_all, 0, None, xi_star
+    near = np.minimum(phi, phi + h * (J[2::3] @ xi_star)) < active
+    response = None
+    # Small dense algebra: one BLAS thread (ConvexStep's vertex problem: two threads made a
+    # 225-row Cholesky solve 20 times slower on the shared 2-core machine).
+    for _ in range(P + 1):
+        held = np.flatnonzero(near)
+        if not len(held):
+            break
+        J_h = J[(3 * held[:, None] + np.arange(3)).ravel()]
+        S = np.unique(J_h.indices)
+        A = Block(S, held)
+        J_S = J_h[:, S]
+        with threadpool_limits(1):
+            problem = ContactProblem(A, xi_star[S], R[held], v_hat[held], mu[held], J_S)
+            _, gamma, its = problem.Solve(xi[S])
+        iterations += its
+        Gamma[:] = 0.0
+        Gamma[S] = J_S.T @ gamma.ravel()
+        gamma_all[:] = 0.0
+        gamma_all[held] = gamma
+        change, response = Respond(S, Gamma[S])
+        xi = xi_star + change
+        out = np.flatnonzero(~near)
+        if not len(out):
+            break
+        J_out = J[(3 * out[:, None] + np.arange(3)).ravel()]
+        left, _ = ContactProblem(None, None, R[out], v_hat[out], mu[out], J_out).Impulses(xi)
+        pushed = out[np.any(left != 0.0, axis=1)]
+        if not len(pushed):
+            break
+        near[pushed] = True
+    return Gamma, gamma_all, iterations, response, xi
 
 
 def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
@@ -614,14 +857,31 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # Contact at points on the skin's surface or slices (ContactPoints), or with a compliant
     # ground: the candidates are the vertices those points move with.
     points = None
+    collisions = None
+    nv = len(v)
     if cfg.contact_points != "vertices" or np.isfinite(cfg.contact_stiffness):
         points = _StepContactPoints(stepper, X, low)
         touched = np.unique(points.vertices)
         candidates = touched[~glue_vertex[touched]]
+    elif cfg.convex_collisions:
+        # The ground's vertices as ContactPoints, one problem with the collisions' points.
+        points = _StepContactPoints(stepper, X, low)
+        candidates = points.vertices[:, 0][~glue_vertex[points.vertices[:, 0]]]
     else:
         candidates = np.flatnonzero((low < cfg.contact_margin) & ~glue_vertex)
+    if cfg.convex_collisions:
+        q_pred = stepper._Integrate(q, v, h)
+        collisions = _StepCollisions(stepper, q, X, q_pred, y.reshape(-1, 3), cfg.contact_margin)
+        candidates = np.union1d(candidates, collisions.vertices)
     dofs = (3 * candidates[:, None] + np.arange(3)).ravel()
     m = len(candidates)
+    # The problem's unknowns: the candidates' velocities and, with a skeleton box among the
+    # collisions, the skeleton's (coordinates 3n + j of the factorisation, _ReducedRows).
+    with_skeleton = collisions is not None and bool(np.any(collisions.b < 0))
+    problem_dofs = np.concatenate([dofs, 3 * n + np.arange(nv)]) if with_skeleton else dofs
+    # Penalties outside the convex problem: re-evaluated at the iterates (implicit) unless the
+    # collisions are in it.
+    implicit = cfg.implicit_penalties and collisions is None
 
     def Residuals(v_next, y, penalties):
         q_next = stepper._Integrate(q, v_next, h)
@@ -676,10 +936,12 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # The exact Hessian is indefinite (a compressed fold): SAP's A = h² W⁻¹ needs W
             # positive definite, so the projected one instead.
             return Factor(v_next, y, penalties, slope, J, exact=False)
-        penalty = _PenaltyUpdate(kkt, penalties, exact, len(v)) if cfg.penalty_update else None
+        penalty = None
+        if cfg.penalty_update and collisions is None:
+            penalty = _PenaltyUpdate(kkt, penalties, exact, len(v))
         return _Factor(kkt, h, penalty=penalty)
 
-    penalties = stepper.Penalties(q, x, {})
+    penalties = stepper.NoPenalties() if collisions is not None else stepper.Penalties(q, x, {})
     q_next, p_WG, J, C, r_r, r_d, tau, slope = Residuals(v_next, y, penalties)
     memory = state.memory
     factor = memory.factor if memory is not None else None
@@ -692,10 +954,25 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     if not reusable:
         factor = Factor(v_next, y, penalties, slope, J)
     age = memory.factor_age if reusable else 0
+
     # The candidates' Schur columns: K⁻¹ Sᵀ (skeleton, skin, glue parts) and W = S K⁻¹ Sᵀ.
-    factor, new_columns = factor.With(dofs)
-    info.column_solves += new_columns
-    W = factor.Columns(dofs)[3]
+    def Compliance(factor):
+        """The problem's compliance: W = S K⁻¹ Sᵀ (m/N) on the candidates' coordinates, or with
+        collisions W_ξ = D S K⁻¹ Sᵀ D in the problem's velocities per impulse (D = 1/h on the
+        skin's coordinates, whose velocities are (y - x) / h and whose impulses are h f; 1 on
+        the skeleton's velocities and impulses)."""
+        W = factor.Columns(problem_dofs)[3]
+        if collisions is None:
+            return W
+        D = np.ones(len(problem_dofs))
+        D[: len(dofs)] = 1.0 / h
+        return D[:, None] * W * D[None, :]
+
+    W = None
+    if collisions is None:
+        factor, new_columns = factor.With(problem_dofs)
+        info.column_solves += new_columns
+        W = Compliance(factor)
     # h² W⁻¹ of each set of vertices the contact problem held, while W stays: modified Newton
     # solves the same problem's set again in most iterations (the monster's walk: 292 inverses
     # of up to 1000 rows in one frame, 15 of its 155 s; Findings 18).
@@ -728,6 +1005,40 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 cfg.contact_dissipation_time,
             )
 
+    if collisions is not None:
+        # One problem: the ground's points, then the collisions', in the unknowns ξ.
+        J_ground = points.Jacobian(candidates)
+        J_all = np.zeros((len(J_ground) + 3 * len(collisions), len(problem_dofs)))
+        J_all[: len(J_ground), : 3 * m] = J_ground
+        J_all[len(J_ground) :] = collisions.Jacobian(candidates, nv if with_skeleton else 0)
+        ground_points = len(J_ground) // 3
+        mu_all = np.concatenate([np.full(ground_points, cfg.friction), np.zeros(len(collisions))])
+        # The penalty law's C¹ onset (penalty_onset δ) in a linear law: k (z - δ/2), its
+        # value beyond the onset.
+        phi_all = np.concatenate([points.phi, collisions.phi + 0.5 * cfg.penalty_onset])
+
+        # The points' Delassus diagonals, known once a point has been held with the present
+        # factorisation (_SolveGrowing solves W only where it holds; the others' R is a
+        # stand-in, which decides nothing there).
+        w_known = np.full(len(J_all) // 3, np.nan)
+
+        def Regularisation(W):  # noqa: F811 (the ground's and the collisions' points)
+            w_all = w_known.copy()
+            if np.all(np.isnan(w_all)):
+                w_all[:] = 1.0
+            w_all[np.isnan(w_all)] = np.nanmean(w_all)
+            w_g, w_c = w_all[:ground_points], w_all[ground_points:]
+            beta, sigma = cfg.near_rigid, cfg.friction_regularization
+            k_g = cfg.contact_stiffness * points.area
+            if not np.isfinite(cfg.contact_stiffness):
+                k_g = np.full(ground_points, np.inf)
+            R_g, v_g = _Regularisation(
+                w_g, h, points.phi, k_g, beta, sigma, cfg.contact_dissipation_time
+            )
+            k_c = np.full(len(collisions), cfg.penalty_stiffness)
+            R_c, v_c_hat = _Regularisation(w_c, h, phi_all[ground_points:], k_c, beta, sigma, 0.0)
+            return np.concatenate([R_g, R_c]), np.concatenate([v_g, v_c_hat])
+
     if m:
         R, v_hat = Regularisation(W)
     forces = np.zeros((n, 3))
@@ -740,28 +1051,39 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     evaluated = None
     damped = False
 
-    def ContactForce(y_at):
-        """The ground's force on the skin (3n,) at skin positions y_at: SAP's impulses at the
-        candidates' velocities (y_at - x) / h, divided by h (the gradient of its cost ℓ)."""
-        F = np.zeros(3 * n)
-        if m:
+    def ContactLoads(v_at, y_at):
+        """(impulse on the skeleton (nv,), N s; force on the skin (3n,), N) of the contact at
+        skeleton velocities v_at and skin positions y_at: SAP's impulses at the problem's
+        velocities (the candidates' (y_at - x) / h, and v_at with collisions), the gradient
+        of its cost ℓ (the skin's part divided by h)."""
+        F, B = np.zeros(3 * n), np.zeros(nv)
+        if not m:
+            return B, F
+        xi = (y_at[dofs] - x[dofs]) / h
+        if collisions is not None:
+            xi = np.concatenate([xi, v_at]) if with_skeleton else xi
+            law = ContactProblem(None, None, R, v_hat, mu_all, J_all)
+        else:
             law = ContactProblem(None, None, R, v_hat, cfg.friction, J_points)
-            gamma, _ = law.Impulses((y_at[dofs] - x[dofs]) / h)
-            F[dofs] = law._Generalized(gamma.ravel()) / h
-        return F
+        gamma, _ = law.Impulses(xi)
+        Gamma = law._Generalized(gamma.ravel())
+        F[dofs] = Gamma[: 3 * m] / h
+        B[:] = Gamma[3 * m :] if len(Gamma) > 3 * m else 0.0
+        return B, F
 
-    def Slope(d_v, d_y, r_r_, r_d_, lam_, y_at):
+    def Slope(d_v, d_y, r_r_, r_d_, lam_, y_at, v_at):
         """The slope of the step's potential (with SAP's contact cost) along (d_v, d_y)."""
         g = np.zeros(3 * n)
         g[stepper.glue.dofs] = lam_
-        return float(d_v @ (r_r_ + (h * J).T @ lam_) + d_y @ (r_d_ - g - ContactForce(y_at)))
+        B, F = ContactLoads(v_at, y_at)
+        return float(d_v @ (r_r_ + (h * J).T @ lam_ - B) + d_y @ (r_d_ - g - F))
 
     for iteration in range(cfg.convex_iterations):
         stepper._CheckDeadline(time_s)
         if iteration > 0 and evaluated is not None:
             penalties, (q_next, p_WG, J, C, r_r, r_d, tau, slope) = evaluated
         elif iteration > 0:
-            penalties = stepper.Penalties(q_next, y, {}) if cfg.implicit_penalties else penalties
+            penalties = stepper.Penalties(q_next, y, {}) if implicit else penalties
             q_next, p_WG, J, C, r_r, r_d, tau, slope = Residuals(v_next, y, penalties)
         evaluated = None
         # A factorisation whose updates contract slowly (by more than convex_contraction, two
@@ -774,16 +1096,23 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             exact = step_norm < cfg.exact_hessian_below
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
-            factor, new_columns = factor.With(dofs)
-            info.column_solves += new_columns
-            W = factor.Columns(dofs)[3]
+            # W is solved again with the new factorisation: the update is zero only where the
+            # contact problem's W is the factorised matrix's S K⁻¹ Sᵀ (with another W the
+            # impulses are those of ξ* + W Γ, not of the state reached; tried, Findings 21).
             inverses = {}
-            if m:
-                R, v_hat = Regularisation(W)
+            if collisions is not None:
+                w_known[:] = np.nan  # W is solved where the problem holds (_SolveGrowing)
+                R, v_hat = Regularisation(None)
+            else:
+                factor, new_columns = factor.With(problem_dofs)
+                info.column_solves += new_columns
+                W = Compliance(factor)
+                if m:
+                    R, v_hat = Regularisation(W)
         # The penalties' change since the factorisation, by Woodbury (_PenaltyUpdate).
         update = None
         W_it = W
-        if cfg.implicit_penalties and factor.penalty is not None:
+        if implicit and factor.penalty is not None:
             update = factor.penalty.Update(penalties, h)
             if update is not None:
                 inverses = {}
@@ -806,7 +1135,60 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         r_d_full = r_d - glue_force
         dv, dy, dlam = Solve(-r_r_full, -r_d_full, -C)
         f = np.zeros(3 * m)
-        if m and points is not None:
+        if m and collisions is not None:
+            xi_star = (y[dofs] + dy[dofs] - x[dofs]) / h
+            if with_skeleton:
+                xi_star = np.concatenate([xi_star, v_next + dv])
+
+            def Block(S, held, inverses=inverses, R=R):
+                """W_ξ on the problem's coordinates S (their columns solved where missing),
+                inverted, and R of the points held from it."""
+                nonlocal factor
+                factor, new = factor.With(problem_dofs[S])
+                info.column_solves += new
+                A = inverses.get(S.tobytes())
+                if A is None:
+                    k = np.array([factor.index[int(c)] for c in problem_dofs[S]], np.int64)
+                    D = np.where(S < 3 * m, 1.0 / h, 1.0)
+                    W_S = factor.W[np.ix_(k, k)]
+                    W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
+                    J_h = J_all[(3 * held[:, None] + np.arange(3)).ravel()][:, S]
+                    w_known[held] = _DelassusDiagonal(J_h, W_S)
+                    A = np.linalg.inv(W_S)
+                    A = inverses[S.tobytes()] = 0.5 * (A + A.T)
+                    R[:] = Regularisation(None)[0]  # in place: _SolveGrowing holds R
+                return A
+
+            def Respond(S, Gamma_S, Solve=Solve):
+                """(Δξ of impulses Γ_S on the coordinates S, the solve's (Δv, Δy, Δλ))."""
+                F, B = np.zeros(3 * n), np.zeros(nv)
+                skin = S < 3 * m
+                F[dofs[S[skin]]] = Gamma_S[skin] / h
+                B[S[~skin] - 3 * m] = Gamma_S[~skin]
+                parts = Solve(B, F, np.zeros(len(stepper.glue.dofs)))
+                change = parts[1][dofs] / h
+                if with_skeleton:
+                    change = np.concatenate([change, parts[0]])
+                return change, parts
+
+            Gamma, gamma_all, its, parts, v_c = _SolveGrowing(
+                J_all,
+                xi_star,
+                v_c,
+                R,
+                v_hat,
+                mu_all,
+                phi_all,
+                h,
+                cfg.contact_active,
+                Block,
+                Respond,
+            )
+            sap_iterations += its
+            f = J_ground[:, : 3 * m].T @ gamma_all[:ground_points].ravel() / h  # the ground's
+            if parts is not None:
+                dv, dy, dlam = dv + parts[0], dy + parts[1], dlam + parts[2]
+        elif m and points is not None:
             # All the step's points in one problem, in the candidates' velocities.
             v_star = (y[dofs] + dy[dofs] - x[dofs]) / h
             one_thread = threadpool_limits(1)
@@ -874,7 +1256,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             alpha *= 0.5
         else:
             raise ElementInversion(int(np.argmin(stepper.fem.Jacobians(y + dy))), time_s)
-        slope0 = alpha * Slope(dv, dy, r_r, r_d, lam, y) if np.isfinite(cfg.overshoot) else 0.0
+        slope0 = 0.0
+        if np.isfinite(cfg.overshoot):
+            slope0 = alpha * Slope(dv, dy, r_r, r_d, lam, y, v_next)
         v0, y0, lam0 = v_next, y, lam
         v_next = v0 + alpha * dv
         y = y0 + alpha * dy
@@ -886,11 +1270,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             at = 1.0
             q_next = stepper._Integrate(q, v_next, h)
             while True:
-                pen = stepper.Penalties(q_next, y, {}) if cfg.implicit_penalties else penalties
+                pen = stepper.Penalties(q_next, y, {}) if implicit else penalties
                 res = Residuals(v_next, y, pen)
                 evaluated = (pen, res)
                 q_next, p_WG, J = res[0], res[1], res[2]
-                a = search.Next(Slope(search.dv, search.dy, res[4], res[5], lam, y))
+                a = search.Next(Slope(search.dv, search.dy, res[4], res[5], lam, y, v_next))
                 if a is None:
                     break
                 info.backtracks += 1
@@ -929,6 +1313,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     mode = np.zeros(n, dtype=np.int8)
     mode[candidates[forces[candidates, 2] > 0.0]] = 1
     info.glue_residual = residual
+    info.final_update = step_norm
     info.glue_forces = lam.reshape(-1, 3)
     info.contact_forces = forces
     info.contacts = int(np.sum(mode > 0))

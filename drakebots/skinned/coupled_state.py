@@ -105,6 +105,10 @@ class StepInfo:
     # Updates of the exact matrix that climbed the step's potential, discarded (_Step).
     rejected_updates: int = 0
     glue_residual: float = 0.0
+    # The largest skin update of the step's last Newton iteration, m: above
+    # CouplingConfig.position_tolerance the step was accepted unconverged (its iteration cap
+    # reached with the glue holding), and its error is about this over (1 - the contraction).
+    final_update: float = 0.0
     max_penetration: float = 0.0
     contacts: int = 0
     sliding: int = 0

@@ -176,6 +176,13 @@ class CouplingConfig:
     # factorisations a frame instead of 25.8 and 3.4, but its columns (1900 solves a frame)
     # made the frame slower, 19.8 s against 13.8 s (median of 20; Findings 20).
     penalty_update: bool = False
+    # "convex": the skeleton boxes and the self-collision pairs as constraints of the convex
+    # problem, beside the ground (convex_contact.CollisionContacts): frictionless, compliant
+    # with penalty_stiffness per vertex (SAP's R_n = 1 / (h^2 k)), their geometry fixed at the
+    # step's start, their vertices and the skeleton's velocities in the condensed system; none
+    # of their stiffness in the factorised matrix, so nothing stiff switches outside the
+    # problem. False: the penalties of section 4.2 outside it, as the active set has them.
+    convex_collisions: bool = False
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"
@@ -578,22 +585,12 @@ class CoupledSkinSkeleton:
         X = x.reshape(-1, 3)
         F = f.reshape(-1, 3)
         plant, ctx = self.plant, self.context
-        plant.SetPositions(ctx, q)
         P = X[self.box_vertices]
         world = plant.world_frame()
-        poses = [plant.EvalBodyPoseInWorld(ctx, body) for body, *_ in self._boxes]
-        # Every box's frame at once (one pass over the inner surface, where a loop over the
-        # boxes made 33 passes on the monster's skin: 46 ms of a 70 ms evaluation).
+        poses, R_all, c_all, local_all = self.BoxFrames(q, P)
         inside_all = np.zeros((len(self._boxes), len(P)), dtype=bool)
         if self._boxes:
-            R_all = np.stack(
-                [X_WB.rotation().matrix() @ box[2] for X_WB, box in zip(poses, self._boxes)]
-            )
-            c_all = np.stack([X_WB.multiply(box[1]) for X_WB, box in zip(poses, self._boxes)])
             half_all = np.stack([box[3] for box in self._boxes])
-            # (vertex, box, axis): one matrix product with the boxes' axes side by side.
-            local_all = (P @ R_all.transpose(1, 0, 2).reshape(3, -1)).reshape(len(P), -1, 3)
-            local_all -= np.einsum("bk,bkj->bj", c_all, R_all)[None]
             np.abs(local_all, out=local_all)
             inside_all = (
                 (local_all[:, :, 0] < half_all[:, 0])
@@ -707,6 +704,32 @@ class CoupledSkinSkeleton:
             pair_list,
             box_stiffness,
         )
+
+    def NoPenalties(self) -> "Penalties":
+        """Penalties with no force and no stiffness (the convex step with its collisions in the
+        contact problem, CouplingConfig.convex_collisions)."""
+        size = 3 * self.n
+        return Penalties(np.zeros(size), np.zeros(self.nv), sp.csr_matrix((size, size)), None, None)
+
+    def BoxFrames(self, q, P: np.ndarray):
+        """(poses X_WB of the boxes' bodies, R_WBox (b, 3, 3), box centres in the world (b, 3),
+        the points P (k, 3) in every box's frame (k, b, 3), signed) at skeleton configuration q
+        (the plant's context is left at q). Every box at once: one pass over the inner surface,
+        where a loop over the boxes made 33 passes on the monster's skin (46 ms of a 70 ms
+        penalty evaluation)."""
+        plant, ctx = self.plant, self.context
+        plant.SetPositions(ctx, q)
+        poses = [plant.EvalBodyPoseInWorld(ctx, body) for body, *_ in self._boxes]
+        if not self._boxes:
+            return poses, np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((len(P), 0, 3))
+        R_all = np.stack(
+            [X_WB.rotation().matrix() @ box[2] for X_WB, box in zip(poses, self._boxes)]
+        )
+        c_all = np.stack([X_WB.multiply(box[1]) for X_WB, box in zip(poses, self._boxes)])
+        # (vertex, box, axis): one matrix product with the boxes' axes side by side.
+        local_all = (P @ R_all.transpose(1, 0, 2).reshape(3, -1)).reshape(len(P), -1, 3)
+        local_all -= np.einsum("bk,bkj->bj", c_all, R_all)[None]
+        return poses, R_all, c_all, local_all
 
     def _SelfCollisionPairs(self, O: np.ndarray, r: float) -> np.ndarray:
         """The pairs (i, j), i < j, of outer vertices (rows of O) at most r apart now and more
@@ -928,6 +951,7 @@ class CoupledSkinSkeleton:
         # Contraction of the Newton updates (ratio of successive update norms while the labels
         # stay the same): modified Newton that contracts slowly gets a fresh factorisation.
         contraction, previous_norm, labels_changed = 0.0, None, True
+        step_norm = np.inf
         # The exact Hessian is for the end of a step: a factor of it is not carried into the
         # next step, nor used again in this one once a step with it needed a cut.
         # The factor carried in is shared with the memory it came from: read-only here (a
@@ -1250,6 +1274,7 @@ class CoupledSkinSkeleton:
             kkt_exact,
         )
         info.glue_residual = residual
+        info.final_update = step_norm
         info.glue_forces = lam_dof[self.glue.dofs].reshape(-1, 3)
         info.contact_forces = forces
         info.contacts = int(np.sum(mode > 0))

@@ -58,6 +58,37 @@ def test_w_and_the_applied_columns_are_the_dense_kkt_solves(backend):
     np.testing.assert_allclose(cols_l @ f, expected[nr + nd :], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_w_with_the_skeletons_velocities_is_the_dense_kkt_solve(backend):
+    """With collisions in the convex problem (CouplingConfig.convex_collisions) the skeleton's
+    velocities join the candidates as coordinates nd + j: a unit impulse on velocity j, and W's
+    rows there are the skeleton's velocity. Against K⁻¹ of the dense glued KKT matrix, for a new
+    factorisation (forward half-solves where PARDISO has them) and for coordinates added later
+    (full solves), and the applied columns for loads on skin and skeleton together."""
+    kkt, K = _Kkt(backend)
+    nr, nd = kkt.nr, kkt.nd
+    first = np.array([3, 4, 5, nd + 0, nd + 2])
+    factor, solves = _Factor(kkt, 0.005).With(first)
+    assert solves == 5
+    factor, solves = factor.With(np.array([20, 21, nd + 1, nd + 3, 4]))
+    assert solves == 4
+    dofs = np.array([nd + 1, 20, nd + 0, 3, nd + 3, 21])
+    cols_v, cols_y, cols_l, W = factor.Columns(dofs)
+    rows = np.where(dofs < nd, nr + dofs, dofs - nd)  # K's rows: (v, u, λ)
+    S = np.zeros((len(K), len(dofs)))
+    S[rows, np.arange(len(dofs))] = 1.0
+    columns = np.linalg.solve(K, S)
+    np.testing.assert_allclose(W, columns[rows], rtol=1e-9, atol=1e-14)
+    f = np.random.default_rng(5).normal(size=len(dofs))
+    expected = columns @ f
+    np.testing.assert_allclose(cols_v @ f, expected[:nr], rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(cols_y @ f, expected[nr : nr + nd], rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(cols_l @ f, expected[nr + nd :], rtol=1e-9, atol=1e-12)
+    # A glued coordinate is refused by name.
+    with pytest.raises(ValueError, match="glued"):
+        factor.With(np.array([1]))  # pinned=(0, 1, 2, 7)
+
+
 def test_the_block_diagonal_is_scipys():
     G = np.random.default_rng(4).normal(size=(5, 3, 3))
     assert np.array_equal(_BlockDiagonal(G), sla.block_diag(*G))

@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from drakebots.skinned.convex_contact import (
     ContactPoints,
@@ -158,6 +159,12 @@ def test_the_point_contact_cost_gradient_and_hessian_are_its_derivatives():
             ]
         ).T
         np.testing.assert_allclose(H, fd_H, rtol=1e-4, atol=1e-5 * np.abs(fd_H).max())
+        # J as a sparse matrix (the collisions' problem, _SolveGrowing): the same Hessian.
+        sparse = dataclasses.replace(problem, J=sp.csr_matrix(J))
+        np.testing.assert_allclose(
+            sparse._Hessian(G), fd_H, rtol=1e-4, atol=1e-5 * np.abs(fd_H).max()
+        )
+        np.testing.assert_allclose(sparse.Gradient(v), grad, rtol=1e-12, atol=1e-15)
     assert regions == {"separate", "stick", "slide"}
     # Jᵀ γ: the points' impulses reach the vertices with the points' barycentric weights.
     v, gamma, _ = problem.Solve()
@@ -421,3 +428,166 @@ def test_the_compliant_triangles_errors_against_drake_stay_where_measured(fricti
         reference = getattr(drake_fine, field)
         assert getattr(ours, field) / reference - 1.0 == pytest.approx(error, abs=0.015), kind
         assert reference / getattr(drake, field) - 1.0 == pytest.approx(drake_step, abs=0.015)
+
+
+def _ShellStepper(**config):
+    """The torso shell of test_skin_coupling (2 cm radius, glued to the beetle's torso, its
+    lowest inner vertex k 3.5 mm above the torso box) with the skin's own weight off, no
+    damping, 2 ms steps: (stepper, plant, instance, the box's top point, k)."""
+    from drakebots.skinned.skin_coupling import CoupledSkinSkeleton, CouplingConfig
+    from tests.skinned.test_skin_coupling import _TorsoShell
+
+    plant, instance, skin, top, k = _TorsoShell(0.016 + 0.0025 + 0.001)
+    config = CouplingConfig(
+        self_collision_distance=1e-9,
+        time_step=0.002,
+        max_cuts=0,
+        position_tolerance=1e-10,
+        mass_damping=0.0,
+        **config,
+    )
+    stepper = CoupledSkinSkeleton(plant, instance, skin, config)
+    stepper.gravity = np.zeros_like(stepper.gravity)
+    return stepper, plant, instance, top, k
+
+
+def test_a_collisions_jacobian_is_the_rate_of_its_signed_distance():
+    """The collisions in the convex problem (CouplingConfig.convex_collisions): the normal row
+    of each constraint's Jacobian, applied to the skin's and the skeleton's velocities, is the
+    rate of its signed distance, against central differences of the distance itself (the
+    box's pose from Drake's kinematics at q ± ε N(q) v, the vertices at x ± ε w): a vertex
+    0.3 mm above the torso box's top face and a self-collision pair 2 mm apart (r = 3 mm);
+    the constraint frames are orthonormal with the normal last."""
+    from drakebots.skinned.convex_contact import _StepCollisions
+
+    stepper, plant, instance, top, k = _ShellStepper(convex_collisions=True, contact="convex")
+    stepper.config.self_collision_distance = 0.003
+    q = plant.GetPositions(plant.CreateDefaultContext())
+    X = stepper.fem.RestPositions().reshape(-1, 3)
+    X[k] = top + [0.0, 0.0, 3e-4]
+    outer = stepper._outer
+    a, b = outer[0], outer[np.argmax(np.linalg.norm(X[outer] - X[outer[0]], axis=1))]
+    X[a] = X[b] + [0.002, 0.0, 0.0]  # far apart at rest, 2 mm apart now
+    margin = stepper.config.contact_margin
+    contacts = _StepCollisions(stepper, q, X, q, X, margin)
+    box = np.flatnonzero((contacts.a == k) & (contacts.b < 0))
+    pair = np.flatnonzero(
+        (contacts.a == a) & (contacts.b == b) | (contacts.a == b) & (contacts.b == a)
+    )
+    assert len(box) == 1 and len(pair) == 1
+    np.testing.assert_allclose(contacts.phi[box], 3e-4, atol=1e-12)
+    np.testing.assert_allclose(contacts.phi[pair], 0.002 - 0.003, atol=1e-12)
+    frames = contacts.frame
+    np.testing.assert_allclose(
+        frames @ frames.transpose(0, 2, 1), np.broadcast_to(np.eye(3), frames.shape), atol=1e-12
+    )
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=X.shape)
+    v = rng.normal(size=plant.num_velocities())
+    candidates = contacts.vertices
+    J = contacts.Jacobian(candidates, len(v))
+    rate = (J @ np.concatenate([w[candidates].ravel(), v]))[2::3]
+    eps = 1e-7
+
+    def Phi(sign):
+        moved = _StepCollisions(
+            stepper,
+            stepper._Integrate(q, sign * v, eps),
+            X + sign * eps * w,
+            q,
+            X,
+            margin,
+        )
+        at = {(int(i), int(j)): p for i, j, p in zip(moved.a, moved.b, moved.phi)}
+        return np.array([at[(int(i), int(j))] for i, j in zip(contacts.a, contacts.b)])
+
+    numeric = (Phi(1.0) - Phi(-1.0)) / (2 * eps)
+    np.testing.assert_allclose(rate, numeric, rtol=1e-5, atol=1e-8)
+    assert (
+        abs(rate[box[0]]) > 1e-2 and np.abs(J[3 * box[0] : 3 * box[0] + 3, -len(v) :]).max() > 0.1
+    )
+
+
+def test_collisions_in_the_convex_problem_push_as_the_penalties_do():
+    """A patch of the shell's bottom thrown at the torso box at 3 m/s (the skin softened to
+    10 kPa so that it arrives): with the collisions as compliant constraints of the convex
+    problem (2000 N/m a vertex, the geometry fixed at each step's start, the penalty law's C¹
+    onset replaced by its tangent k (z - δ/2)), the skin follows the active set's implicit
+    penalties to within δ/2 = 0.125 mm (the two laws' largest gap; measured 0.079 mm), the
+    vertex enters the box and is pushed back out, and the momentum of skeleton and skin
+    changes by the skeleton's weight alone (the collisions are internal: 1e-13 N s measured)."""
+    runs = {}
+    for name, extra in [
+        ("penalties", {}),
+        ("convex", {"contact": "convex", "convex_collisions": True}),
+    ]:
+        stepper, plant, instance, top, k = _ShellStepper(youngs_scale=0.01, **extra)
+        rest = stepper.fem.RestPositions().reshape(-1, 3)
+        state = stepper.DefaultState()
+        shape = np.exp(-((np.linalg.norm(rest - rest[k], axis=1) / 0.008) ** 2))
+        state.w.reshape(-1, 3)[:, 2] -= 3.0 * shape
+        context = plant.CreateDefaultContext()
+
+        def Momentum(state, plant=plant, context=context, stepper=stepper):
+            plant.SetPositions(context, state.q)
+            plant.SetVelocities(context, state.v)
+            p = plant.CalcSpatialMomentumInWorldAboutPoint(context, np.zeros(3)).translational()
+            return p + (stepper.mass.reshape(-1, 3) * state.w.reshape(-1, 3)).sum(0)
+
+        p0 = Momentum(state)
+        path, depth = [], []
+        for i in range(8):
+            state, _ = stepper.Step(state, time_s=0.002 * i)
+            path.append(state.x.copy())
+            depth.append(top[2] - state.x.reshape(-1, 3)[k, 2])
+        runs[name] = np.array(path), np.array(depth)
+        mass = sum(plant.get_body(b).default_mass() for b in plant.GetBodyIndices(instance))
+        gravity = plant.gravity_field().gravity_vector()
+        np.testing.assert_allclose(Momentum(state) - p0, mass * gravity * 0.016, atol=1e-9)
+    (reference, reference_depth), (path, depth) = runs["penalties"], runs["convex"]
+    assert reference_depth.max() > 2e-4 and depth.max() > 2e-4  # in the box (past the onset)
+    assert depth[-1] < -5e-4  # and out again
+    assert np.abs(path - reference).max() < 0.5 * 2.5e-4
+
+
+def test_the_growing_problem_is_the_whole_problems_solution():
+    """_SolveGrowing (the collisions' problem: solved on the points near contact in the unknowns
+    they move, W's block there alone, grown by every other point its solution pushes) against
+    the whole problem solved at once (ContactProblem over every point, A = W⁻¹): the same
+    impulses, with points that only the growth finds (far at the start, pushed by the others'
+    impulses) and per-point friction (0 for the collisions)."""
+    from drakebots.skinned.convex_contact import _SolveGrowing
+
+    rng = np.random.default_rng(0)
+    d, P, h = 24, 10, 0.005
+    B = rng.normal(size=(d, d))
+    W = np.linalg.inv(B @ B.T + d * np.eye(d))
+    J = np.zeros((3 * P, d))
+    for p in range(P):
+        columns = rng.choice(d, size=3 if p % 3 else 6, replace=False)
+        J[3 * p : 3 * p + 3, columns] = rng.normal(size=(3, len(columns)))
+    xi_star = rng.normal(size=d) * 0.05
+    R = np.abs(rng.normal(size=(P, 1))) * [1e-3, 1e-3, 2e-2] + 1e-3
+    mu = np.where(np.arange(P) < 6, 0.8, 0.0)
+    phi = np.where(np.arange(P) < 4, -1e-4, 2e-4)  # four touching, six 0.2 mm away
+    v_hat = np.zeros((P, 3))
+    v_hat[:, 2] = -phi / h
+    whole = ContactProblem(np.linalg.inv(W), xi_star, R, v_hat, mu, J)
+    xi, gamma, _ = whole.Solve()
+    near = np.minimum(phi, phi + h * (J[2::3] @ xi_star)) < 1e-4  # where _SolveGrowing starts
+    assert np.any(~near & (np.abs(gamma).sum(1) > 0))  # a point only the growth finds
+
+    def Block(S, held):
+        return np.linalg.inv(W[np.ix_(S, S)])
+
+    def Respond(S, Gamma_S):
+        return W[:, S] @ Gamma_S, None
+
+    Gamma, gamma_grown, _, _, xi_grown = _SolveGrowing(
+        J, xi_star, None, R, v_hat, mu, phi, h, 1e-4, Block, Respond
+    )
+    np.testing.assert_allclose(gamma_grown, gamma, rtol=1e-6, atol=1e-9 * np.abs(gamma).max())
+    np.testing.assert_allclose(
+        Gamma, J.T @ gamma.ravel(), rtol=1e-6, atol=1e-9 * np.abs(gamma).max()
+    )
+    np.testing.assert_allclose(xi_grown, xi, rtol=1e-6, atol=1e-9)
