@@ -10,7 +10,7 @@ The step (size h; skeleton velocities v+, skin positions y, glue multipliers λ)
 once at the predictor y₀ = x + h w (x where that folds an element), v₀ = v:
 
     K = [[A_r, 0, G_qᵀ], [0, A_d, G_uᵀ], [G_q, G_u, 0]]   (the glued KKT matrix of Eq. 2,
-    A_d = M/h² + D/h + ∂²E(y₀) projected PSD (+ the penalties' stiffness), A_r = M(q) + h D_j
+    A_d = M/h² + D/h + ∂²E(y₀) projected PSD, A_r = M(q) + h D_j
     + h K_d + h² K_p)
 
 factorised once (drakebots.fem.coupling.ReducedKkt). The candidates are the free skin vertices
@@ -19,7 +19,7 @@ predictor. Their compliance with the glue enforced, W = S K⁻¹ Sᵀ (3m × 3m,
 coordinates), is made by 3m solves with the factorisation (the columns kept: Schur columns).
 
 Then modified Newton on the nonlinear step with K fixed: at the iterate (v+, y, λ) the
-residuals r (those of today's step: inertia, elasticity, damping, gravity, penalties, servo,
+residuals r (those of today's step: inertia, elasticity, damping, gravity, servo,
 glue rows; no contact) give the contact-free update Δ* = -K⁻¹ r and the candidates' free
 positions u* = y_c + Δy*_c. The contact forces f (3m, N on the skin) solve the convex problem
 in the candidates' velocities v_c = (u - x_c)/h, with u = u* + W f:
@@ -70,7 +70,8 @@ the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, an
 stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
 (PointRegularisation).
 
-Collisions in the problem (`convex_collisions`; issue 69, Findings 21): the skeleton boxes and
+Collisions in the problem (`convex_collisions`, the default; issue 69, Findings 21; with it
+off, the penalties of section 4.2 enter r and K as in the active set): the skeleton boxes and
 the self-collision pairs of section 4.2 join the ground as SAP constraints (CollisionContacts),
 frictionless, compliant with the penalty's stiffness k (τ = 0: R_n = max(β²/(4π²) w, 1/(h² k)),
 v̂_n = -φ / h, so γ_n = h k (-(φ + h v_n))⁺, the penalty k z at the step's end), with the
