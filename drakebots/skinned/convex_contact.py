@@ -1147,18 +1147,23 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 nonlocal factor
                 factor, new = factor.With(problem_dofs[S])
                 info.column_solves += new
-                A = inverses.get(S.tobytes())
-                if A is None:
+                kept = inverses.get(S.tobytes())
+                if kept is None:
                     k = np.array([factor.index[int(c)] for c in problem_dofs[S]], np.int64)
                     D = np.where(S < 3 * m, 1.0 / h, 1.0)
                     W_S = factor.W[np.ix_(k, k)]
                     W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
-                    J_h = J_all[(3 * held[:, None] + np.arange(3)).ravel()][:, S]
-                    w_known[held] = _DelassusDiagonal(J_h, W_S)
                     A = np.linalg.inv(W_S)
-                    A = inverses[S.tobytes()] = 0.5 * (A + A.T)
+                    kept = inverses[S.tobytes()] = (0.5 * (A + A.T), W_S)
+                # The Delassus diagonals of the held points not yet known (other points may
+                # have held the same coordinates first: a self-collision pair on two ground
+                # vertices), and R from them.
+                new_points = held[np.isnan(w_known[held])]
+                if len(new_points):
+                    J_h = J_all[(3 * new_points[:, None] + np.arange(3)).ravel()][:, S]
+                    w_known[new_points] = _DelassusDiagonal(J_h, kept[1])
                     R[:] = Regularisation(None)[0]  # in place: _SolveGrowing holds R
-                return A
+                return kept[0]
 
             def Respond(S, Gamma_S, Solve=Solve):
                 """(Δξ of impulses Γ_S on the coordinates S, the solve's (Δv, Δy, Δλ))."""
