@@ -579,8 +579,14 @@ def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, 
     the point then carries -k_j φ_j whatever h and τ. With C = inf only the near-rigid term,
     τ = β h / π."""
     w = _DelassusDiagonal(J, W / h**2)
-    k = stiffness * points.area if np.isfinite(stiffness) else np.full(len(w), np.inf)
-    return _Regularisation(w, h, points.phi, k, beta, sigma, tau)
+    return _Regularisation(w, h, points.phi, _PointStiffness(points, stiffness), beta, sigma, tau)
+
+
+def _PointStiffness(points: ContactPoints, stiffness: float) -> np.ndarray:
+    """k_j = C area_j (N/m) of the points on a ground of stiffness C (Pa/m; inf: near-rigid)."""
+    if not np.isfinite(stiffness):
+        return np.full(len(points.area), np.inf)
+    return stiffness * points.area
 
 
 def _DelassusDiagonal(J, W):
@@ -705,8 +711,6 @@ def _StepCollisions(stepper, q, X, q_pred, Y_pred, margin: float) -> CollisionCo
     the nearest face, as Penalties takes it), φ that excess; and every pair of outer vertices
     closer than self_collision_distance + margin at the start that were more than 4 r apart at
     rest, φ = distance - r. Glued vertices take no part (the penalties' rule)."""
-    from scipy.spatial import cKDTree
-
     cfg = stepper.config
     nv = stepper.nv
     a, b, normals, phi, skeleton = [], [], [], [], []
@@ -739,9 +743,8 @@ def _StepCollisions(stepper, q, X, q_pred, Y_pred, margin: float) -> CollisionCo
     outer = stepper._outer
     if cfg.penalty_stiffness > 0.0 and r > 0.0 and len(outer):
         O = X[outer]
-        pairs = cKDTree(O).query_pairs(r + margin, output_type="ndarray").reshape(-1, 2)
-        rest = stepper.skin.mesh.vertices[outer]
-        pairs = pairs[np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r]
+        # The penalties' pairs (far apart at rest as theirs: 4 r), within r + margin now.
+        pairs = stepper._SelfCollisionPairs(O, r + margin, apart=4 * r)
         glued = np.zeros(stepper.n, bool)
         glued[stepper.glue.vertices] = True
         pairs = pairs[~glued[outer[pairs]].any(axis=1)]
@@ -958,16 +961,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
 
     # The candidates' Schur columns: K⁻¹ Sᵀ (skeleton, skin, glue parts) and W = S K⁻¹ Sᵀ.
     def Compliance(factor):
-        """The problem's compliance: W = S K⁻¹ Sᵀ (m/N) on the candidates' coordinates, or with
-        collisions W_ξ = D S K⁻¹ Sᵀ D in the problem's velocities per impulse (D = 1/h on the
-        skin's coordinates, whose velocities are (y - x) / h and whose impulses are h f; 1 on
-        the skeleton's velocities and impulses)."""
-        W = factor.Columns(problem_dofs)[3]
-        if collisions is None:
-            return W
-        D = np.ones(len(problem_dofs))
-        D[: len(dofs)] = 1.0 / h
-        return D[:, None] * W * D[None, :]
+        """The problem's compliance W = S K⁻¹ Sᵀ (m/N) on the candidates' coordinates (without
+        collisions; with them W_ξ is made where the problem holds, in _SolveGrowing's Block)."""
+        return factor.Columns(dofs)[3]
 
     W = None
     if collisions is None:
@@ -983,12 +979,10 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     def Regularisation(W):
         """(R, v̂) of the contact problem with compliance W (module docstring)."""
         w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
-        beta, sigma = cfg.near_rigid, cfg.friction_regularization
-        tau_d = beta * h / np.pi
-        R = np.stack([sigma * w_diag, sigma * w_diag, beta**2 / (4 * np.pi**2) * w_diag], axis=1)
-        v_hat = np.zeros((m, 3))
-        v_hat[:, 2] = -X[candidates, 2] / (h + tau_d)
-        return R, v_hat
+        rigid = np.full(m, np.inf)  # near-rigid: τ = β h / π
+        return _Regularisation(
+            w_diag, h, X[candidates, 2], rigid, cfg.near_rigid, cfg.friction_regularization, 0.0
+        )
 
     J_points = None
     if points is not None:
@@ -1030,9 +1024,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             w_all[np.isnan(w_all)] = np.nanmean(w_all)
             w_g, w_c = w_all[:ground_points], w_all[ground_points:]
             beta, sigma = cfg.near_rigid, cfg.friction_regularization
-            k_g = cfg.contact_stiffness * points.area
-            if not np.isfinite(cfg.contact_stiffness):
-                k_g = np.full(ground_points, np.inf)
+            k_g = _PointStiffness(points, cfg.contact_stiffness)
             R_g, v_g = _Regularisation(
                 w_g, h, points.phi, k_g, beta, sigma, cfg.contact_dissipation_time
             )

@@ -671,10 +671,10 @@ class CoupledSkinSkeleton:
                 blocks += more
             # d e / d x_a = (I - e eᵀ) / d: the push turns with the pair's line, which the
             # directions u of two unit vectors orthogonal to e span.
-            helper = np.where(np.abs(e[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
-            u1 = np.cross(e, helper)
-            u1 /= np.linalg.norm(u1, axis=1)[:, None]
-            u2 = np.cross(e, u1)
+            from drakebots.skinned.convex_contact import _ContactFrames
+
+            frames = _ContactFrames(e)
+            u1, u2 = frames[:, 0], frames[:, 1]
             turn = -magnitude / dist
             for u in (u1, u2):
                 for blocks, more in zip(tangential_blocks, PairBlocks(a, b, u, turn)):
@@ -735,9 +735,9 @@ class CoupledSkinSkeleton:
         local_all -= np.einsum("bk,bkj->bj", c_all, R_all)[None]
         return poses, R_all, c_all, local_all
 
-    def _SelfCollisionPairs(self, O: np.ndarray, r: float) -> np.ndarray:
+    def _SelfCollisionPairs(self, O: np.ndarray, r: float, apart: float | None = None):
         """The pairs (i, j), i < j, of outer vertices (rows of O) at most r apart now and more
-        than 4 r apart at rest, in lexicographic order.
+        than `apart` (default 4 r) apart at rest, in lexicographic order ((k, 2) indices).
 
         A Verlet list: a k-d tree finds the pairs within r + m (m = r) once, with the rest
         filter, and while no outer vertex has moved m / 2 from where they were found, every
@@ -750,20 +750,22 @@ class CoupledSkinSkeleton:
         several frames.
         """
         margin = r
+        apart = 4 * r if apart is None else apart
         cache = self._pair_candidates
         if cache is not None:
-            # Found for another distance (the config changed), or a vertex moved m / 2.
+            # Found for another distance (the config changed, or the convex step's collisions
+            # ask for r + contact_margin), or a vertex moved m / 2.
             moved = np.einsum("ij,ij->i", O - cache[0], O - cache[0]).max(initial=0.0)
-            if cache[2] != r or moved > (margin / 2) ** 2:
+            if cache[2] != (r, apart) or moved > (margin / 2) ** 2:
                 cache = None
         if cache is None:
             pairs = cKDTree(O).query_pairs(r + margin, output_type="ndarray")
             if len(pairs):
                 rest = self.skin.mesh.vertices[self._outer]
-                far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > 4 * r
+                far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > apart
                 pairs = pairs[far]
                 pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-            cache = self._pair_candidates = (O.copy(), pairs.reshape(-1, 2), r)
+            cache = self._pair_candidates = (O.copy(), pairs.reshape(-1, 2), (r, apart))
         candidates = cache[1]
         d = O[candidates[:, 0]] - O[candidates[:, 1]]
         return candidates[np.einsum("ij,ij->i", d, d) <= r * r]
