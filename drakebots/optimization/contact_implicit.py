@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import tempfile
 import time
@@ -315,7 +316,18 @@ def SolveContactImplicit(
         )
     prog = problem.prog
     options = SolverOptions()
-    log_file = Path(tempfile.mkstemp(prefix=f"{config.solver}-", suffix=".out")[1])
+    handle, name = tempfile.mkstemp(prefix=f"{config.solver}-", suffix=".out")
+    os.close(handle)
+    log_file = Path(name)
+    try:
+        return _SolveLogged(problem, config, prog, options, log_file, print_to_console)
+    finally:
+        log_file.unlink(missing_ok=True)  # also when Ctrl-C or an error ends the solve
+
+
+def _SolveLogged(problem, config, prog, options, log_file, print_to_console) -> SolveOutcome:
+    """SolveContactImplicit's body for SNOPT and IPOPT through Drake, writing the solver's log to
+    `log_file` (which the caller removes)."""
     if config.solver == "snopt":
         solver = SnoptSolver()
         sid = solver.solver_id()
@@ -393,7 +405,6 @@ def SolveContactImplicit(
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     log = log_file.read_text(errors="replace") if log_file.exists() else ""
-    log_file.unlink(missing_ok=True)
     status, iterations = _ParseSolverLog(config.solver, result, log)
     return SolveOutcome(
         result=result,

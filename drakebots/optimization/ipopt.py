@@ -470,41 +470,44 @@ def SolveIpopt(
     lib.IpoptSolve.restype = ctypes.c_int
     lib.IpoptSolve.argtypes = [ctypes.c_void_p] + [c_double_p] * 6 + [ctypes.c_void_p]
     temporary = log_file is None
-    if temporary:
-        import tempfile
+    # Ctrl-C is deferred from the log file's creation to its removal (not only during
+    # IpoptSolve): a signal landing between them, e.g. while the options are set or the log
+    # is read, would otherwise leave the temporary file behind (seen once in CI).
+    with _BlasThreads(1), interrupt:
+        if temporary:
+            import tempfile
 
-        fd, log_file = tempfile.mkstemp(prefix="ipopt-", suffix=".out")
-        os.close(fd)
-    try:
-        options = dict(options or {})
-        options.setdefault("print_level", 0)
-        options.setdefault("sb", "yes")  # no banner on stdout
-        if hessian_structure is None:
-            options["hessian_approximation"] = "limited-memory"
-        for key, value in options.items():
-            k = key.encode()
-            if isinstance(value, bool):
-                ok = lib.AddIpoptStrOption(handle, k, b"yes" if value else b"no")
-            elif isinstance(value, (int, np.integer)):
-                ok = lib.AddIpoptIntOption(handle, k, int(value))
-            elif isinstance(value, (float, np.floating)):
-                ok = lib.AddIpoptNumOption(handle, k, float(value))
-            else:
-                ok = lib.AddIpoptStrOption(handle, k, str(value).encode())
-            if not ok:
-                raise RuntimeError(f"IPOPT rejected the option {key} = {value!r}")
-        lib.OpenIpoptOutputFile(handle, str(log_file).encode(), int(log_level))
-        lib.SetIntermediateCallback(handle, inter_cb)
-        x, x_p = Array(np.clip(x0, -infinity, infinity))
-        x = x.copy()
-        x_p = x.ctypes.data_as(c_double_p)
-        g = np.zeros(m)
-        obj = np.zeros(1)
-        mult_g = np.zeros(m)
-        mult_l = np.zeros(n)
-        mult_u = np.zeros(n)
-        start, cpu_start = time.perf_counter(), time.process_time()
-        with _BlasThreads(1), interrupt:
+            fd, log_file = tempfile.mkstemp(prefix="ipopt-", suffix=".out")
+            os.close(fd)
+        try:
+            options = dict(options or {})
+            options.setdefault("print_level", 0)
+            options.setdefault("sb", "yes")  # no banner on stdout
+            if hessian_structure is None:
+                options["hessian_approximation"] = "limited-memory"
+            for key, value in options.items():
+                k = key.encode()
+                if isinstance(value, bool):
+                    ok = lib.AddIpoptStrOption(handle, k, b"yes" if value else b"no")
+                elif isinstance(value, (int, np.integer)):
+                    ok = lib.AddIpoptIntOption(handle, k, int(value))
+                elif isinstance(value, (float, np.floating)):
+                    ok = lib.AddIpoptNumOption(handle, k, float(value))
+                else:
+                    ok = lib.AddIpoptStrOption(handle, k, str(value).encode())
+                if not ok:
+                    raise RuntimeError(f"IPOPT rejected the option {key} = {value!r}")
+            lib.OpenIpoptOutputFile(handle, str(log_file).encode(), int(log_level))
+            lib.SetIntermediateCallback(handle, inter_cb)
+            x, x_p = Array(np.clip(x0, -infinity, infinity))
+            x = x.copy()
+            x_p = x.ctypes.data_as(c_double_p)
+            g = np.zeros(m)
+            obj = np.zeros(1)
+            mult_g = np.zeros(m)
+            mult_l = np.zeros(n)
+            mult_u = np.zeros(n)
+            start, cpu_start = time.perf_counter(), time.process_time()
             status = lib.IpoptSolve(
                 handle,
                 x_p,
@@ -515,13 +518,13 @@ def SolveIpopt(
                 mult_u.ctypes.data_as(c_double_p),
                 None,
             )
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    finally:
-        lib.FreeIpoptProblem(handle)  # closes the output file
-        # Read and removed here, so that an interrupted solve leaves no temporary log behind.
-        log = Path(log_file).read_text(errors="replace") if Path(log_file).exists() else ""
-        if temporary:
-            Path(log_file).unlink(missing_ok=True)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        finally:
+            lib.FreeIpoptProblem(handle)  # closes the output file
+            # Read and removed here, so that an interrupted solve leaves no temporary log behind.
+            log = Path(log_file).read_text(errors="replace") if Path(log_file).exists() else ""
+            if temporary:
+                Path(log_file).unlink(missing_ok=True)
     errors = [e for e in failure if not isinstance(e, KeyboardInterrupt)]
     if any(isinstance(e, KeyboardInterrupt) for e in failure):
         raise KeyboardInterrupt
