@@ -76,7 +76,6 @@ import importlib
 import logging
 import math
 import os
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -878,25 +877,3 @@ def _CollisionContacts(plant, scene_graph, context, instance, bodies, source: st
             for point in np.unique(np.round(lowest, 12), axis=0):
                 contacts.append((body.name(), point))
     return contacts
-
-
-def WriteTextIfChanged(path: Path, text: str) -> bool:
-    """Writes `text` to `path` atomically (temporary file, then rename) unless it is already there.
-
-    Returns:
-        True when the file was written.
-    """
-    path = Path(path)
-    if path.is_file() and path.read_text() == text:
-        return False
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    ) as handle:
-        handle.write(text)
-        temporary = Path(handle.name)
-    try:
-        os.replace(temporary, path)
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        raise
-    return True
