@@ -43,6 +43,7 @@ from drakebots.fem.solvers import (
     FactorSymmetric,
     InfinityNorm,
     NestedDissection,
+    PardisoFactor,
     ResolveBackend,
 )
 
@@ -124,9 +125,13 @@ class FactorPool:
         self.size = int(size)
         self._entries = []  # [factor, weakref to its owner or None]
 
-    def Take(self):
-        """A factorisation nobody uses (its numeric factor is yours to overwrite), or None."""
+    def Take(self, key=None):
+        """A factorisation nobody uses (its numeric factor is yours to overwrite), or None; with
+        `key`, only one made for that key (`pool_key`: a PARDISO handle bordered by a Schur
+        block, ReducedKkt's `schur_dofs`), without, only one made for none."""
         for entry in self._entries:
+            if getattr(entry[0], "pool_key", None) != key:
+                continue
             if entry[1] is None or entry[1]() is None:
                 entry[1] = None
                 return entry[0]
@@ -164,6 +169,12 @@ class ReducedKkt:
             a FactorPool to take such a factorisation from (and to give this one to).
         lazy: factorise at the first solve, not here (a PinnedCorrection whose contact rows
             are solved in place may never need the glue-only factorisation).
+        schur_dofs: coordinates (free skin coordinates d < nd, the skeleton's velocities as
+            nd + j; `Rows`) whose block of the reduced matrix's inverse, `schur_complement` =
+            S M⁻¹ Sᵀ, the factorisation gives as well: PARDISO's Cholesky bordered by their
+            rows' unit columns (drakebots.fem.pardiso, `schur_columns`, in PARDISO's own METIS
+            order; sorted here). Ignored by the other factorisations and where the matrix is
+            indefinite (`schur_complement` is then None).
 
     `factorized_by` says what factorised the reduced matrix: "pardiso", "cholmod", "splu" or
     "dense" (it is positive definite), or "ldlt" / "lu" (it is not: PARDISO's pivoted LDLᵀ or
@@ -183,6 +194,7 @@ class ReducedKkt:
         factorization="auto",
         reuse: "ReducedKkt | FactorPool | None" = None,
         lazy: bool = False,
+        schur_dofs=None,
     ):
         if factorization not in FACTORIZATIONS:
             raise ValueError(
@@ -226,6 +238,10 @@ class ReducedKkt:
         self._reuse = None if reuse is None or self._pool is not None else reuse._factor
         self._factor = None
         self.factorizations = 0
+        self.schur_dofs = (
+            None if schur_dofs is None else np.unique(np.asarray(schur_dofs, np.int64))
+        )
+        self.schur_rows = None if schur_dofs is None else self.Rows(self.schur_dofs)
         if not lazy:
             self._Factorize()
         self._A_fP = A_fP
@@ -233,9 +249,21 @@ class ReducedKkt:
         self._A_Pf = plan.Block("Pf", A_d.data)
 
     def _Factorize(self):
-        old = self._pool.Take() if self._pool is not None else None
+        key = None if self.schur_dofs is None else self.schur_dofs.tobytes()
+        old = self._pool.Take(key) if self._pool is not None else None
         if self._reuse is not None:
-            old, self._reuse = self._reuse.positive_definite_factor, None
+            reused = self._reuse.positive_definite_factor
+            if getattr(reused, "pool_key", None) == key:
+                old = reused
+            self._reuse = None
+        if old is None and key is not None and ResolveBackend(self.factorization) == "pardiso":
+            n = self._M.shape[0]
+            border = sp.csc_matrix(
+                (np.ones(len(self.schur_rows)), (self.schur_rows, np.arange(len(self.schur_rows)))),
+                shape=(n, len(self.schur_rows)),
+            )
+            old = PardisoFactor(positive_definite=True, schur_columns=border)
+            old.pool_key = key
         self._factor = FactorSymmetric(
             self._M,
             self.factorization,
@@ -253,6 +281,29 @@ class ReducedKkt:
         if self._factor is None:
             self._Factorize()
         return self._factor
+
+    def Rows(self, dofs) -> np.ndarray:
+        """The rows of the reduced system (free skin coordinates in `free`'s order, then the
+        skeleton's) of coordinates `dofs`: a skin coordinate d < nd, or the skeleton's velocity
+        j as nd + j. A unit right-hand side on such a row is a unit force on the skin coordinate
+        (N) or a unit impulse on the skeleton's (N s), and the solution's row the skin's
+        position (m) or the skeleton's velocity (m/s or rad/s) (`_Rhs`, `_Finish`). Raises
+        ValueError for a pinned (glued) coordinate."""
+        dofs = np.asarray(dofs, np.int64)
+        position = np.full(self.nd + self.nr, -1, dtype=np.int64)
+        position[self.free] = np.arange(len(self.free))
+        position[self.nd :] = len(self.free) + np.arange(self.nr)
+        rows = position[dofs]
+        if np.any(rows < 0):
+            raise ValueError("a contact candidate is a glued coordinate")
+        return rows
+
+    @property
+    def schur_complement(self) -> np.ndarray | None:
+        """S M⁻¹ Sᵀ of `schur_dofs` (their order), where the factorisation made it, else None."""
+        if self.schur_rows is None or self._lu.backend != "pardiso":
+            return None
+        return getattr(self._lu, "schur_complement", None)
 
     @property
     def factorized(self) -> bool:

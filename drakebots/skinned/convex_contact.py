@@ -100,7 +100,7 @@ from threadpoolctl import threadpool_limits
 
 from drakebots.fem.coupling import ReducedKkt
 from drakebots.fem.model import ElementInversion
-from drakebots.fem.solvers import NestedDissection
+from drakebots.fem.solvers import NestedDissection, ResolveBackend
 
 _MIN_JACOBIAN = 1e-3
 
@@ -265,6 +265,11 @@ class _Factor:
             return self, 0
         held = np.concatenate([self.dofs, new])
         k0 = len(self.dofs)
+        at = _BorderIndex(self.kkt, held)
+        if at is not None:
+            # All in the factorisation's Schur block (ReducedKkt.schur_dofs): W without a solve.
+            W = self.kkt.schur_complement[np.ix_(at, at)]
+            return _Factor(self.kkt, self.h, held, W, self.penalty), 0
         columns = None
         if not k0:
             # The first coordinates of a new factorisation: W = Yᵀ Y by forward half-solves.
@@ -284,6 +289,18 @@ class _Factor:
         W = self.W[np.ix_(k, k)]
         columns = _ContactColumns(self.kkt, dofs)
         return columns.Part(0), columns.Part(1), columns.Part(2), 0.5 * (W + W.T)
+
+
+def _BorderIndex(kkt: ReducedKkt, dofs) -> np.ndarray | None:
+    """The positions of coordinates `dofs` in kkt's Schur block (ReducedKkt.schur_dofs), or
+    None where it has none or one of them is not in it."""
+    if kkt.schur_dofs is None or kkt.schur_complement is None:
+        return None
+    border = kkt.schur_dofs
+    at = np.minimum(np.searchsorted(border, dofs), len(border) - 1)
+    if not np.array_equal(border[at], dofs):
+        return None
+    return at
 
 
 class _PenaltyUpdate:
@@ -444,20 +461,10 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
 
 
 def _ReducedRows(kkt: ReducedKkt, dofs) -> np.ndarray:
-    """The rows of the reduced system (free skin coordinates in their order, then the skeleton's)
-    of coordinates `dofs`: a skin coordinate d < nd, or the skeleton's velocity j as nd + j (the
-    candidates of a convex problem with collisions, CouplingConfig.convex_collisions). A unit
-    right-hand side on such a row is a unit force on the skin coordinate (N) or a unit impulse
-    on the skeleton's (N s), and the solution's row the skin's position (m) or the skeleton's
-    velocity (m/s or rad/s) (ReducedKkt._Rhs, _Finish)."""
-    dofs = np.asarray(dofs, np.int64)
-    position = np.full(kkt.nd + kkt.nr, -1, dtype=np.int64)
-    position[kkt.free] = np.arange(len(kkt.free))
-    position[kkt.nd :] = len(kkt.free) + np.arange(kkt.nr)
-    rows = position[dofs]
-    if np.any(rows < 0):
-        raise ValueError("a contact candidate is a glued coordinate")
-    return rows
+    """The rows of the reduced system of coordinates `dofs` (ReducedKkt.Rows): a free skin
+    coordinate d < nd, or the skeleton's velocity j as nd + j (the candidates of a convex
+    problem with collisions, CouplingConfig.convex_collisions)."""
+    return kkt.Rows(dofs)
 
 
 def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
@@ -620,9 +627,18 @@ def _Regularisation(w, h, phi, k, beta, sigma, tau):
 def _StepContactPoints(stepper, X, low):
     """This step's ContactPoints (CouplingConfig.contact_points) from the skin's ground-facing
     surface triangles, found once and kept on the stepper (with each vertex's tributary area)."""
+    cfg = stepper.config
+    faces, tributary = _OuterSurface(stepper)
+    if cfg.contact_points == "triangles":
+        return TriangleContactPoints(X, faces, low, cfg.contact_margin)
+    return VertexContactPoints(X, np.flatnonzero(low < cfg.contact_margin), tributary)
+
+
+def _OuterSurface(stepper):
+    """(the skin's outer surface triangles (F, 3), each vertex's tributary ground-facing area
+    (n,)), found once and kept on the stepper."""
     from drakebots.fem.mesh import BoundaryFaces
 
-    cfg = stepper.config
     cache = getattr(stepper, "_contact_point_data", None)
     if cache is None:
         mesh = stepper.skin.mesh
@@ -636,10 +652,7 @@ def _StepContactPoints(stepper, X, low):
         down = normal_z < 0.0
         np.add.at(tributary, faces[down].ravel(), np.repeat(-normal_z[down] / 6.0, 3))
         cache = stepper._contact_point_data = (faces, tributary)
-    faces, tributary = cache
-    if cfg.contact_points == "triangles":
-        return TriangleContactPoints(X, faces, low, cfg.contact_margin)
-    return VertexContactPoints(X, np.flatnonzero(low < cfg.contact_margin), tributary)
+    return cache
 
 
 def _ContactFrames(n: np.ndarray) -> np.ndarray:
@@ -914,6 +927,33 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         )
         return q_next, p_WG, J, C, r_r, r_d, tau, slope
 
+    def Border():
+        """The coordinates of the factorisation's Schur block (CouplingConfig.convex_schur_margin):
+        the last block while it holds the problem's coordinates, else a new one; None for the
+        half-solves."""
+        if cfg.convex_schur_margin <= 0 or ResolveBackend(cfg.factorization) != "pardiso":
+            return None
+        border = getattr(stepper, "_schur_border", None)
+        if border is not None and np.all(np.isin(problem_dofs, border)):
+            return border
+        near = np.zeros(n, dtype=bool)
+        near[np.unique(_OuterSurface(stepper)[0])] = True
+        near &= (low < cfg.convex_schur_margin) & ~glue_vertex
+        vertices = np.flatnonzero(near)
+        if collisions is not None:
+            wide = _StepCollisions(stepper, q, X, q_pred, y.reshape(-1, 3), cfg.convex_schur_margin)
+            vertices = np.union1d(vertices, wide.vertices[~glue_vertex[wide.vertices]])
+        grown = (3 * vertices[:, None] + np.arange(3)).ravel()
+        if collisions is not None:
+            grown = np.concatenate([grown, 3 * n + np.arange(nv)])
+        border = np.union1d(problem_dofs, grown)
+        if len(border) > cfg.convex_schur_max:
+            border = np.unique(problem_dofs)
+        if len(border) > cfg.convex_schur_max:
+            return None
+        stepper._schur_border = border
+        return border
+
     def Factor(v_next, y, penalties, slope, J, exact=False):
         """The linearisation at (v_next, y): a _Factor of the glued KKT matrix."""
         A_r = M + h * np.diag(stepper.joint_damping)
@@ -934,6 +974,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             A_dr=A_dr,
             factorization=cfg.factorization,
             reuse=stepper._pool,
+            schur_dofs=Border(),
         )
         info.factorizations += 1
         if exact and kkt.factorized_by not in ("pardiso", "cholmod", "splu", "dense"):

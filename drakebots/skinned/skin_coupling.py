@@ -187,6 +187,19 @@ class CouplingConfig:
     # iterations and 2.6 factorisations a frame against 25.75 and 3.4, 15.8 s against 17.7 s
     # (median of 20), the torso path the same to 0.01 mm.
     convex_collisions: bool = True
+    # "convex": W = S K⁻¹ Sᵀ from the factorisation itself. PARDISO's Cholesky is bordered by
+    # the unit columns of a block of coordinates (ReducedKkt.schur_dofs) and gives that block of
+    # K⁻¹ in its numeric phase, instead of a forward half-solve per held coordinate
+    # (convex_contact._HalfSolveColumns, about 3 ms a column on the monster). The block is the
+    # problem's coordinates with the outer surface's free vertices within convex_schur_margin
+    # of the ground and the collisions within it, kept while it holds each new problem's
+    # coordinates (its analysis, METIS in PARDISO, is redone when it grows). 0: the half-solves
+    # (the reference; CHOLMOD and SuperLU always take them). Issue 69, Findings 22.
+    convex_schur_margin: float = 2e-3
+    # The most coordinates such a block takes (its numeric cost grows with it: 0.4 s at 422,
+    # 0.7 s at 2000, 1.4 s at 4000 against 0.35 s without, the monster's 128k-row matrix); a
+    # larger one takes the problem's coordinates alone, or the half-solves beyond this.
+    convex_schur_max: int = 3000
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"

@@ -15,7 +15,7 @@ from drakebots.skinned.convex_contact import _BlockDiagonal, _Factor
 BACKENDS = ["splu"] + (["pardiso"] if PardisoAvailable() else [])
 
 
-def _Kkt(backend, nr=4, nd=30, pinned=(0, 1, 2, 7), seed=0):
+def _Kkt(backend, nr=4, nd=30, pinned=(0, 1, 2, 7), seed=0, **options):
     """A small glued KKT system: (ReducedKkt, its dense matrix K with rows (v, u, λ))."""
     rng = np.random.default_rng(seed)
     B = rng.normal(size=(nr, nr))
@@ -23,7 +23,7 @@ def _Kkt(backend, nr=4, nd=30, pinned=(0, 1, 2, 7), seed=0):
     C = sp.random(nd, nd, density=0.2, random_state=seed).toarray()
     A_d = C @ C.T + nd * np.eye(nd)
     G_q = rng.normal(size=(len(pinned), nr))
-    kkt = ReducedKkt(A_r, sp.csr_matrix(A_d), G_q, list(pinned), factorization=backend)
+    kkt = ReducedKkt(A_r, sp.csr_matrix(A_d), G_q, list(pinned), factorization=backend, **options)
     G_u = np.zeros((len(pinned), nd))
     G_u[np.arange(len(pinned)), list(pinned)] = -1.0
     K = np.block(
@@ -87,6 +87,53 @@ def test_w_with_the_skeletons_velocities_is_the_dense_kkt_solve(backend):
     # A glued coordinate is refused by name.
     with pytest.raises(ValueError, match="glued"):
         factor.With(np.array([1]))  # pinned=(0, 1, 2, 7)
+
+
+@pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
+def test_w_from_the_factorisations_schur_block_is_the_dense_kkt_solve():
+    """CouplingConfig.convex_schur_margin: PARDISO's Cholesky bordered by the unit columns of a
+    block of coordinates (skin and skeleton) gives that block of K⁻¹ in its numeric phase, and
+    `With` takes W from it without a solve while every held coordinate is in the block; one
+    outside it is solved as before. Against K⁻¹ of the dense glued KKT matrix; the pool hands a
+    bordered factorisation only to a matrix with the same block."""
+    from drakebots.fem.coupling import FactorPool
+
+    pool = FactorPool()
+    nd = 30
+    border = np.array([nd + 2, 3, 4, 5, 20, 21, 22, nd + 0, 12])  # sorted by ReducedKkt
+    kkt, K = _Kkt("pardiso", schur_dofs=border, reuse=pool)
+    nr = kkt.nr
+    assert np.array_equal(kkt.schur_dofs, np.sort(border))
+
+    def Dense(dofs):
+        rows = np.where(dofs < nd, nr + dofs, dofs - nd)  # K's rows: (v, u, λ)
+        S = np.zeros((len(K), len(dofs)))
+        S[rows, np.arange(len(dofs))] = 1.0
+        return np.linalg.solve(K, S)[rows]
+
+    np.testing.assert_allclose(kkt.schur_complement, Dense(kkt.schur_dofs), rtol=1e-9, atol=1e-14)
+    factor, solves = _Factor(kkt, 0.005).With(np.array([3, 4, 5, nd + 0, nd + 2]))
+    assert solves == 0  # all in the block
+    factor, solves = factor.With(np.array([20, 21, 22]))
+    assert solves == 0
+    dofs = np.array([nd + 2, 21, 3, nd + 0, 22])
+    np.testing.assert_allclose(factor.Columns(dofs)[3], Dense(dofs), rtol=1e-9, atol=1e-14)
+    factor, solves = factor.With(np.array([13, 12]))  # 13 is outside the block: solved
+    assert solves == 2
+    dofs = np.array([13, 12, nd + 2, 4])
+    np.testing.assert_allclose(factor.Columns(dofs)[3], Dense(dofs), rtol=1e-9, atol=1e-14)
+    # The pool: a matrix with another block (or none) gets a factorisation of its own, one with
+    # the same block the released one, its analysis kept.
+    bordered = kkt._lu.positive_definite_factor
+    del kkt, factor
+    other, _ = _Kkt("pardiso", seed=1, schur_dofs=border[:4], reuse=pool)
+    plain, _ = _Kkt("pardiso", seed=1, reuse=pool)
+    again, K = _Kkt("pardiso", seed=2, schur_dofs=border, reuse=pool)
+    assert other._lu.positive_definite_factor is not bordered
+    assert plain._lu.positive_definite_factor is not bordered
+    assert plain.schur_complement is None
+    assert again._lu.positive_definite_factor is bordered
+    np.testing.assert_allclose(again.schur_complement, Dense(again.schur_dofs), rtol=1e-9)
 
 
 def test_the_block_diagonal_is_scipys():
