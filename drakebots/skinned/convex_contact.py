@@ -1128,6 +1128,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # Near the step's solution the exact Hessian (modified Newton with the projected one
             # contracts by about 0.77 an iteration there; CouplingConfig.exact_hessian_below).
             exact = step_norm < cfg.exact_hessian_below
+            # Nothing of this step holds the last factorisation any more (a state may: the
+            # last step's memory), so the pool can hand its handle, and with it the analysis
+            # of its pattern and Schur block, to the new one (FactorPool; a second handle for
+            # a new block cost a second analysis, 1-1.5 s on the monster).
+            factor = Solve = Block = Respond = None
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
             # W is solved again with the new factorisation: the update is zero only where the
