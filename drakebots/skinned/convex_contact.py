@@ -995,6 +995,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         and factor.h == h
         and memory.factor_age < cfg.max_factor_age
         and memory.factor_key == "converged"
+        # A carried factorisation with a Schur block (convex_schur_margin) that lacks some of
+        # this step's coordinates would solve their columns in full (16 ms a column on the
+        # monster, 4 of a 15 s step's seconds, cProfile); a new one with a block that holds
+        # them costs 1-2.5 s.
+        and (factor.kkt.schur_dofs is None or _BorderIndex(factor.kkt, problem_dofs) is not None)
     )
     if not reusable:
         factor = Factor(v_next, y, penalties, slope, J)
