@@ -16,7 +16,8 @@ once at the predictor y₀ = x + h w (x where that folds an element), v₀ = v:
 factorised once (drakebots.fem.coupling.ReducedKkt). The candidates are the free skin vertices
 that may touch the ground in the step: z < `contact_margin` at the step's start or at the
 predictor. Their compliance with the glue enforced, W = S K⁻¹ Sᵀ (3m × 3m, m/N; S picks their
-coordinates), is made by 3m solves with the factorisation (the columns kept: Schur columns).
+coordinates), is made by 3m solves with the factorisation (or, by default, in the
+factorisation itself: below).
 
 Then modified Newton on the nonlinear step with K fixed: at the iterate (v+, y, λ) the
 residuals r (those of today's step: inertia, elasticity, damping, gravity, servo,
@@ -84,6 +85,18 @@ the skin and impulses Γ_skel on the skeleton. The factorised matrix then holds 
 stiffness: a vertex crossing a box face changes the convex problem, whose solution Newton finds
 exactly, not the matrix (_SolveGrowing: the problem on the points within `contact_active` of
 contact, grown by those its solution pushes).
+
+W from the factorisation (`convex_schur_margin`, the default with PARDISO; issue 69, Findings
+22): K⁻¹'s block on the coordinates near contact is the Schur complement PARDISO computes when
+the reduced matrix M is factorised bordered by their unit columns E, [[M, E], [Eᵀ, 0]] with the
+border last (drakebots.fem.pardiso): its numeric phase returns -Eᵀ M⁻¹ E, which is W on those
+coordinates, at about the cost of M's own factorisation, instead of a forward half-solve per
+held coordinate. The block (ReducedKkt.schur_dofs) is the problem's coordinates, the outer
+surface's free vertices within the margin of the ground, the collisions' within it and the
+skeleton's velocities; it is kept while it holds each new problem's coordinates (PARDISO
+analyses a new block; the pool keeps one analysis per block), W on a coordinate outside it is
+solved as before, and a carried factorisation whose block lacks a step's coordinates is not
+reused.
 
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
