@@ -135,6 +135,20 @@ class _Checked:
         self._matrix = A
         self._norm = None
 
+    @property
+    def positive_definite_factor(self):
+        """The positive-definite factorisation this one came from (FactorSymmetric): itself,
+        or, for a pivoted factorisation, the one that refused the matrix. Not stored as a
+        reference to itself: that cycle kept a dropped factorisation (0.4-0.5 GB of PARDISO's
+        memory on the monster) alive until Python's cyclic collector ran, and a replay whose
+        Schur blocks changed every step grew by a handle a step (issue 69, measured)."""
+        spd = self.__dict__.get("_positive_definite_factor")
+        return self if spd is None else spd
+
+    @positive_definite_factor.setter
+    def positive_definite_factor(self, spd):
+        self.__dict__["_positive_definite_factor"] = None if spd is self else spd
+
     def _Error(self, x, b) -> float:
         if self._norm is None:
             self._norm = InfinityNorm(self._matrix)
