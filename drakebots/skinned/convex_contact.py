@@ -962,7 +962,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         border = np.union1d(problem_dofs, grown)
         if len(border) > cfg.convex_schur_max:
             border = np.unique(problem_dofs)
-        if len(border) > cfg.convex_schur_max:
+        if not len(border) or len(border) > cfg.convex_schur_max:
             return None
         stepper._schur_border = border
         return border
