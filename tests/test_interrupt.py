@@ -142,6 +142,16 @@ def test_ctrl_c_during_skin_meshing_kills_gmsh(tmp_path):
     _AssertClean(*result, "skin")
 
 
+def _Rosenbrock(x) -> float:
+    return float(100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2)
+
+
+def _RosenbrockGradient(x):
+    import numpy as np
+
+    return np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
+
+
 def test_ctrl_c_inside_ipopt_stops_it_as_a_user_request_then_raises(tmp_path):
     """In-process: SIGINT arrives while IPOPT calls the objective (ctypes). IPOPT must stop at
     the end of that iteration as a user request (its log says so: User_Requested_Stop), not
@@ -160,12 +170,7 @@ def test_ctrl_c_inside_ipopt_stops_it_as_a_user_request_then_raises(tmp_path):
         calls["n"] += 1
         if calls["n"] == 5:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives mid-solve
-        return float(100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2)
-
-    def Gradient(x):
-        return np.array(
-            [-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)]
-        )
+        return _Rosenbrock(x)
 
     log = tmp_path / "ipopt.out"
     empty_int, empty = np.zeros(0, int), np.zeros(0)
@@ -177,7 +182,7 @@ def test_ctrl_c_inside_ipopt_stops_it_as_a_user_request_then_raises(tmp_path):
                 x_bounds=(np.full(2, -1e20), np.full(2, 1e20)),
                 g_bounds=(empty, empty),
                 objective=Objective,
-                gradient=Gradient,
+                gradient=_RosenbrockGradient,
                 constraints=lambda x: empty,
                 jacobian_structure=(empty_int, empty_int),
                 jacobian=lambda x: empty,
@@ -218,10 +223,8 @@ def test_ctrl_c_at_any_moment_of_an_ipopt_solve_leaves_no_temporary_log(tmp_path
             x0=np.array([-1.2, 1.0]),
             x_bounds=(np.full(2, -1e20), np.full(2, 1e20)),
             g_bounds=(empty, empty),
-            objective=lambda x: float(100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2),
-            gradient=lambda x: np.array(
-                [-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)]
-            ),
+            objective=_Rosenbrock,
+            gradient=_RosenbrockGradient,
             constraints=lambda x: empty,
             jacobian_structure=(empty_int, empty_int),
             jacobian=lambda x: empty,

@@ -320,12 +320,12 @@ def SolveContactImplicit(
     os.close(handle)
     log_file = Path(name)
     try:
-        return _SolveLogged(problem, config, prog, options, log_file, print_to_console)
+        return _SolveLogged(config, prog, options, log_file, print_to_console)
     finally:
         log_file.unlink(missing_ok=True)  # also when Ctrl-C or an error ends the solve
 
 
-def _SolveLogged(problem, config, prog, options, log_file, print_to_console) -> SolveOutcome:
+def _SolveLogged(config, prog, options, log_file, print_to_console) -> SolveOutcome:
     """SolveContactImplicit's body for SNOPT and IPOPT through Drake, writing the solver's log to
     `log_file` (which the caller removes)."""
     if config.solver == "snopt":

@@ -443,7 +443,7 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
     factor = kkt._lu
     if kkt.factorized_by not in ("pardiso", "cholmod") or not hasattr(factor, "HalfSolve"):
         return None
-    rows = _ReducedRows(kkt, dofs)
+    rows = kkt.Rows(dofs)
     W = np.zeros((len(rows), len(rows)))
     blocks = [rows[a : a + _COLUMN_BLOCK] for a in range(0, len(rows), _COLUMN_BLOCK)]
     halves = []
@@ -473,18 +473,11 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
     return W
 
 
-def _ReducedRows(kkt: ReducedKkt, dofs) -> np.ndarray:
-    """The rows of the reduced system of coordinates `dofs` (ReducedKkt.Rows): a free skin
-    coordinate d < nd, or the skeleton's velocity j as nd + j (the candidates of a convex
-    problem with collisions, CouplingConfig.convex_collisions)."""
-    return kkt.Rows(dofs)
-
-
 def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
     """The rows `rows_at` of K⁻¹ Sᵀ for unit loads on coordinates `dofs` (free skin coordinates
-    or skeleton velocities, _ReducedRows): (len(rows_at), len(dofs)), W's columns; block solves
+    or skeleton velocities, ReducedKkt.Rows): (len(rows_at), len(dofs)), W's columns; block solves
     of at most `_COLUMN_BLOCK` right-hand sides."""
-    rows, at = _ReducedRows(kkt, dofs), _ReducedRows(kkt, rows_at)
+    rows, at = kkt.Rows(dofs), kkt.Rows(rows_at)
     out = np.empty((len(at), len(rows)))
     for start in range(0, len(rows), _COLUMN_BLOCK):
         block = rows[start : start + _COLUMN_BLOCK]
@@ -906,7 +899,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     dofs = (3 * candidates[:, None] + np.arange(3)).ravel()
     m = len(candidates)
     # The problem's unknowns: the candidates' velocities and, with a skeleton box among the
-    # collisions, the skeleton's (coordinates 3n + j of the factorisation, _ReducedRows).
+    # collisions, the skeleton's (coordinates 3n + j of the factorisation, ReducedKkt.Rows).
     with_skeleton = collisions is not None and bool(np.any(collisions.b < 0))
     problem_dofs = np.concatenate([dofs, 3 * n + np.arange(nv)]) if with_skeleton else dofs
     # Penalties outside the convex problem: re-evaluated at the iterates (implicit) unless the
@@ -950,7 +943,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         if border is not None and np.all(np.isin(problem_dofs, border)):
             return border
         near = np.zeros(n, dtype=bool)
-        near[np.unique(_OuterSurface(stepper)[0])] = True
+        near[_OuterSurface(stepper)[0]] = True
         near &= (low < cfg.convex_schur_margin) & ~glue_vertex
         vertices = np.flatnonzero(near)
         if collisions is not None:

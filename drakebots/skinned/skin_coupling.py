@@ -461,7 +461,7 @@ class CoupledSkinSkeleton:
         # The self-collision candidates (_SelfCollisionPairs): the outer positions they were
         # found at, the pairs within the distance plus a margin there (far apart at rest), and
         # the distance they were found for.
-        self._pair_candidates = None
+        self._pair_candidates = {}  # (r, apart) -> (O, candidate pairs): _SelfCollisionPairs
         self.lift = float(lift)
         self.floating = [
             plant.get_body(index).floating_positions_start()
@@ -764,12 +764,15 @@ class CoupledSkinSkeleton:
         """
         margin = r
         apart = 4 * r if apart is None else apart
-        cache = self._pair_candidates
+        # One list per (distance, rest filter): the penalties ask for r, the convex step's
+        # collisions for r + contact_margin and its Schur block for r + convex_schur_margin,
+        # and one list for all three would be rebuilt at each change of asker.
+        key = (r, apart)
+        cache = self._pair_candidates.get(key)
         if cache is not None:
-            # Found for another distance (the config changed, or the convex step's collisions
-            # ask for r + contact_margin), or a vertex moved m / 2.
+            # A vertex moved m / 2 since the list was made.
             moved = np.einsum("ij,ij->i", O - cache[0], O - cache[0]).max(initial=0.0)
-            if cache[2] != (r, apart) or moved > (margin / 2) ** 2:
+            if moved > (margin / 2) ** 2:
                 cache = None
         if cache is None:
             pairs = cKDTree(O).query_pairs(r + margin, output_type="ndarray")
@@ -778,7 +781,9 @@ class CoupledSkinSkeleton:
                 far = np.linalg.norm(rest[pairs[:, 0]] - rest[pairs[:, 1]], axis=1) > apart
                 pairs = pairs[far]
                 pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-            cache = self._pair_candidates = (O.copy(), pairs.reshape(-1, 2), (r, apart))
+            if len(self._pair_candidates) >= 4 and key not in self._pair_candidates:
+                self._pair_candidates.pop(next(iter(self._pair_candidates)))  # the oldest
+            cache = self._pair_candidates[key] = (O.copy(), pairs.reshape(-1, 2))
         candidates = cache[1]
         d = O[candidates[:, 0]] - O[candidates[:, 1]]
         return candidates[np.einsum("ij,ij->i", d, d) <= r * r]

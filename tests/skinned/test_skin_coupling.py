@@ -689,7 +689,7 @@ def test_self_collision_pairs_kept_between_evaluations_are_the_trees_pairs(ball)
         O = O + scale * rng.uniform(-0.5, 0.5, O.shape) / np.sqrt(3)
         pairs = stepper._SelfCollisionPairs(O, r)
         assert sorted(map(tuple, pairs.tolist())) == TreePairs(O)
-        lists.append(stepper._pair_candidates)
+        lists.append(stepper._pair_candidates[(r, 4 * r)])
     assert len(TreePairs(O)) > 0
     assert lists[1] is lists[0] and lists[3] is not lists[2]  # kept, then found again
     # Two vertices just beyond the candidates' reach (r + margin = 2 r), far apart at rest.
@@ -697,7 +697,7 @@ def test_self_collision_pairs_kept_between_evaluations_are_the_trees_pairs(ball)
     O = O.copy()
     O[b] = O[a] + np.array([2.05 * r, 0.0, 0.0])
     stepper._SelfCollisionPairs(O, r)
-    assert (a, b) not in map(tuple, stepper._pair_candidates[1].tolist())
+    assert (a, b) not in map(tuple, stepper._pair_candidates[(r, 4 * r)][1].tolist())
     O = O.copy()
     O[a] += [0.55 * r, 0.0, 0.0]
     O[b] -= [0.55 * r, 0.0, 0.0]
