@@ -152,14 +152,36 @@ def _RosenbrockGradient(x):
     return np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
 
 
+def _SolveRosenbrock(objective, **options):
+    """SolveIpopt on the unconstrained Rosenbrock problem from (-1.2, 1), IPOPT's limited-memory
+    Hessian, with `objective` (the Rosenbrock function or a wrapper of it)."""
+    import numpy as np
+
+    from drakebots.optimization.ipopt import SolveIpopt
+
+    empty_int, empty = np.zeros(0, int), np.zeros(0)
+    return SolveIpopt(
+        x0=np.array([-1.2, 1.0]),
+        x_bounds=(np.full(2, -1e20), np.full(2, 1e20)),
+        g_bounds=(empty, empty),
+        objective=objective,
+        gradient=_RosenbrockGradient,
+        constraints=lambda x: empty,
+        jacobian_structure=(empty_int, empty_int),
+        jacobian=lambda x: empty,
+        hessian_structure=None,
+        hessian=None,
+        **options,
+    )
+
+
 def test_ctrl_c_inside_ipopt_stops_it_as_a_user_request_then_raises(tmp_path):
     """In-process: SIGINT arrives while IPOPT calls the objective (ctypes). IPOPT must stop at
     the end of that iteration as a user request (its log says so: User_Requested_Stop), not
     fail an evaluation (which sends it into restoration, or on, as before issue 68), and
     SolveIpopt raises KeyboardInterrupt after IPOPT returned."""
-    import numpy as np
 
-    from drakebots.optimization.ipopt import IpoptAvailable, SolveIpopt
+    from drakebots.optimization.ipopt import IpoptAvailable
 
     available, why = IpoptAvailable()
     if not available:
@@ -173,21 +195,11 @@ def test_ctrl_c_inside_ipopt_stops_it_as_a_user_request_then_raises(tmp_path):
         return _Rosenbrock(x)
 
     log = tmp_path / "ipopt.out"
-    empty_int, empty = np.zeros(0, int), np.zeros(0)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            SolveIpopt(
-                x0=np.array([-1.2, 1.0]),
-                x_bounds=(np.full(2, -1e20), np.full(2, 1e20)),
-                g_bounds=(empty, empty),
-                objective=Objective,
-                gradient=_RosenbrockGradient,
-                constraints=lambda x: empty,
-                jacobian_structure=(empty_int, empty_int),
-                jacobian=lambda x: empty,
-                hessian_structure=None,
-                hessian=None,
+            _SolveRosenbrock(
+                Objective,
                 options={"max_iter": 3000, "tol": 1e-30, "acceptable_iter": 0},
                 log_file=log,
             )
@@ -208,7 +220,7 @@ def test_ctrl_c_at_any_moment_of_an_ipopt_solve_leaves_no_temporary_log(tmp_path
 
     import numpy as np
 
-    from drakebots.optimization.ipopt import IpoptAvailable, SolveIpopt
+    from drakebots.optimization.ipopt import IpoptAvailable
 
     available, why = IpoptAvailable()
     if not available:
@@ -216,22 +228,9 @@ def test_ctrl_c_at_any_moment_of_an_ipopt_solve_leaves_no_temporary_log(tmp_path
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
-    empty_int, empty = np.zeros(0, int), np.zeros(0)
 
     def Solve():
-        SolveIpopt(
-            x0=np.array([-1.2, 1.0]),
-            x_bounds=(np.full(2, -1e20), np.full(2, 1e20)),
-            g_bounds=(empty, empty),
-            objective=_Rosenbrock,
-            gradient=_RosenbrockGradient,
-            constraints=lambda x: empty,
-            jacobian_structure=(empty_int, empty_int),
-            jacobian=lambda x: empty,
-            hessian_structure=None,
-            hessian=None,
-            options={"max_iter": 2},
-        )
+        _SolveRosenbrock(_Rosenbrock, options={"max_iter": 2})
 
     start = time.perf_counter()
     for _ in range(10):
