@@ -17,16 +17,25 @@ and nu = 0.46, section 7):
   psi = mu ||F - R||^2 + lambda/2 (J - 1)^2, R the rotation of the polar decomposition F = R S.
 - `linear`: small-strain linear elasticity, psi = mu eps:eps + lambda/2 tr(eps)^2 with
   eps = (F + F^T)/2 - I (not invariant under rotations; for comparison only).
+- `stable_neohookean`: the stable neo-Hookean solid of Smith, de Goes and Kim (ACM TOG 37(2)
+  2018, Eq. 13) as Drake's `MaterialModel.kNeoHookean` computes it (its NeoHookeanModel),
+  psi = mu/2 (tr(F^T F) - 3) - mu (J - 1) + lambda/2 (J - 1)^2 (Drake writes it as
+  mu/2 (tr(F^T F) - 3) + lambda/2 (J - 1 - mu/lambda)^2, which differs by a constant). It is
+  finite for J <= 0. Smith et al. reparameterise (lambda + mu) so that it linearises to the
+  given moduli; Drake does not, and neither is it here, so at F = I it is linear elasticity with
+  Lamé parameters (mu, lambda - mu): a slab bonded at one face and pressed is 3-4 % softer
+  than the other three (issue 69, Findings 23). It is here to simulate Drake's material, not
+  as the skin's.
 
-All three have the same linearisation at F = I, with Lamé parameters from Young's modulus and
-Poisson's ratio (`LameParameters`).
+`neohookean`, `corotated` and `linear` have the same linearisation at F = I, with Lamé
+parameters from Young's modulus and Poisson's ratio (`LameParameters`).
 """
 
 import dataclasses
 
 import numpy as np
 
-MATERIAL_MODELS = ("neohookean", "corotated", "linear")
+MATERIAL_MODELS = ("neohookean", "corotated", "linear", "stable_neohookean")
 # PSD projections of the element Hessians (FemModel(projection=...)): "analytic" is the
 # closed-form eigensystem of the neo-Hookean dP/dF, "eigh" the 9x9 eigendecomposition (the
 # reference, every model), "auto" the first where it applies.
@@ -181,6 +190,37 @@ def _PolarRotation(F):
     return R, U, s, V
 
 
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
+_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
+
+
+def _CofactorDerivative(F):
+    """d cof(F) / dF (m, 9, 9): cof_ij = 1/2 e_ikl e_jmn F_km F_ln, so dcof_ij/dF_ab =
+    e_iak e_jbl F_kl."""
+    e = _LEVI_CIVITA
+    return np.einsum("iak,jbl,mkl->mijab", e, e, F).reshape(F.shape[0], 9, 9)
+
+
+def StableNeoHookean(F: np.ndarray, mu, lam, *, hessian: bool = True):
+    """Drake's neo-Hookean (module docstring; Smith et al. 2018, Eq. 13 and its stress, Eq. 18
+    with alpha = 1 + mu/lambda): (psi, P, dPdF), with P = mu F + lambda (J - alpha) cof F and
+    dP/dF = mu I + lambda cof F (x) cof F + lambda (J - alpha) d cof F / dF."""
+    J = _Det(F)
+    cof = _Cofactor(F)  # dJ/dF
+    shift = J - 1.0 - mu / lam  # J - alpha
+    Ic = np.einsum("mij,mij->m", F, F)
+    psi = 0.5 * mu * (Ic - 3.0) - mu * (J - 1.0) + 0.5 * lam * (J - 1.0) ** 2
+    P = _PerElement(mu) * F + (lam * shift)[:, None, None] * cof
+    if not hessian:
+        return psi, P, None
+    c = cof.reshape(F.shape[0], 9)
+    dPdF = (lam * shift)[:, None, None] * _CofactorDerivative(F)
+    dPdF += (c * _PerElement(lam, 1))[:, :, None] * c[:, None, :]
+    dPdF.reshape(-1, 81)[:, _DIAG9] += _PerElement(mu, 1)
+    return psi, P, dPdF
+
+
 def Corotated(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
     """Fixed-corotated (Stomakhin 2012): (psi, P, dPdF)."""
     R, U, s, V = _PolarRotation(F)
@@ -192,11 +232,7 @@ def Corotated(F: np.ndarray, mu: float, lam: float, *, hessian: bool = True):
     if not hessian:
         return psi, P, None
     m = F.shape[0]
-    # d(cof)/dF: cof_ij = 1/2 e_ikl e_jmn F_km F_ln -> dcof_ij/dF_ab = e_iak e_jbl F_kl.
-    eps = np.zeros((3, 3, 3))
-    eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
-    eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
-    dcof = np.einsum("iak,jbl,mkl->mijab", eps, eps, F).reshape(m, 9, 9)
+    dcof = _CofactorDerivative(F)
     c = cof.reshape(m, 9)
     # dR/dF via the SVD: with M = U^T dF V, dR = U W V^T, W_ij = (M_ij - M_ji)/(s_i + s_j).
     dR = np.empty((m, 9, 9))
@@ -244,6 +280,8 @@ def Evaluate(model: str, F: np.ndarray, mu, lam, *, hessian: bool = True):
         return Corotated(F, mu, lam, hessian=hessian)
     if model == "linear":
         return Linear(F, mu, lam, hessian=hessian)
+    if model == "stable_neohookean":
+        return StableNeoHookean(F, mu, lam, hessian=hessian)
     raise ValueError(f"unknown material model '{model}'")
 
 

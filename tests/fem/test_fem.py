@@ -10,13 +10,13 @@ from drakebots.fem.materials import Material
 from drakebots.fem.mesh import BoxMesh, CheckClosedManifold, TetMesh
 from drakebots.fem.model import ElementInversion, FemModel
 
-MODELS = ("neohookean", "corotated", "linear")
+MODELS = ("neohookean", "corotated", "linear", "stable_neohookean")
 
 
-def _Model(model="neohookean", divisions=(3, 2, 2), **kw):
+def _Model(model="neohookean", divisions=(3, 2, 2), youngs_modulus=1e6, nu=0.4, **kw):
     mesh = BoxMesh((0.10, 0.03, 0.03), divisions)
     material = Material(
-        youngs_modulus=1e6, poissons_ratio=0.4, mass_density=1000.0, model=model, **kw
+        youngs_modulus=youngs_modulus, poissons_ratio=nu, mass_density=1000.0, model=model, **kw
     )
     return FemModel(mesh, material)
 
@@ -30,7 +30,7 @@ def test_zero_elastic_force_and_energy_at_rest(model):
     assert np.max(np.abs(fem.ElasticForces(x0))) < 1e-9
 
 
-@pytest.mark.parametrize("model", ("neohookean", "corotated"))
+@pytest.mark.parametrize("model", ("neohookean", "corotated", "stable_neohookean"))
 def test_energy_forces_stiffness_invariant_under_rigid_motion(model):
     rng = np.random.default_rng(1)
     fem = _Model(model)
@@ -79,6 +79,29 @@ def test_gradient_and_hessian_match_finite_differences(model):
         assert abs(fd - grad @ d) <= 1e-7 * np.linalg.norm(grad) * np.linalg.norm(d)
         gd = (fem.Gradient(x + eps * d) - fem.Gradient(x - eps * d)) / (2 * eps)
         np.testing.assert_allclose(K @ d, gd, atol=1e-5 * np.abs(gd).max())
+
+
+def test_drakes_neohookean_linearises_to_lame_mu_and_lambda_minus_mu():
+    """Drake's kNeoHookean (Smith et al. 2018, Eq. 13, not reparameterised) at F = I: the
+    stiffness of small-strain elasticity with Lamé parameters (mu, lambda - mu), while the
+    classic neo-Hookean's is that of (mu, lambda) (reference: the `linear` material)."""
+    E, nu = 1e6, 0.4
+    mu, lam = E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+
+    def Linear(mu, lam):
+        nu = lam / (2 * (lam + mu))
+        return _Model("linear", youngs_modulus=mu * (3 * lam + 2 * mu) / (lam + mu), nu=nu)
+
+    def RestStiffness(fem):
+        return fem.Hessian(fem.RestPositions()).toarray()
+
+    stable = RestStiffness(_Model("stable_neohookean"))
+    scale = np.abs(stable).max()
+    np.testing.assert_allclose(stable, RestStiffness(Linear(mu, lam - mu)), atol=1e-9 * scale)
+    np.testing.assert_allclose(
+        RestStiffness(_Model("neohookean")), RestStiffness(Linear(mu, lam)), atol=1e-9 * scale
+    )
+    assert np.abs(stable - RestStiffness(Linear(mu, lam))).max() > 0.05 * scale
 
 
 def test_lumped_mass_sums_to_density_times_volume():
