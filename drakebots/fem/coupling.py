@@ -203,6 +203,9 @@ class ReducedKkt:
         self.factorization = factorization
         A_d = sp.csr_matrix(A_d)
         self.nd = A_d.shape[0]
+        # diag(A_d) (nd,): the skin block's diagonal (SAP's Delassus estimate from it:
+        # drakebots.skinned.convex_contact, CouplingConfig.contact_delassus).
+        self.skin_diagonal = A_d.diagonal()
         self.nr = np.shape(A_r)[0]
         self.pinned = np.asarray(pinned, dtype=np.int64)
         if len(np.unique(self.pinned)) != len(self.pinned):

@@ -488,6 +488,8 @@ def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
 
 
 CONTACT_POINTS = ("vertices", "triangles")
+# CouplingConfig.contact_delassus: the ground points' Delassus diagonal (_DiagonalDelassus).
+CONTACT_DELASSUS = ("exact", "diagonal")
 # The 3-point rule of a triangle (exact for linear fields), in barycentric coordinates.
 _TRIANGLE_RULE = np.array([[2 / 3, 1 / 6, 1 / 6], [1 / 6, 2 / 3, 1 / 6], [1 / 6, 1 / 6, 2 / 3]])
 
@@ -582,24 +584,55 @@ def VertexContactPoints(
     )
 
 
-def PointRegularisation(J, W, h, points: ContactPoints, beta, sigma, stiffness, tau=0.1):
+def PointRegularisation(
+    J, W, h, points: ContactPoints, beta, sigma, stiffness, tau=0.1, skin_stiffness=np.inf, w=None
+):
     """(R (P, 3), v̂ (P, 3)) of SAP's friction cone constraints at the points (Castro et al.
     2022, Eq. 29 as Drake's SapFrictionConeConstraint has it): w_j the mean diagonal of the
-    point's 3 × 3 block of the Delassus operator J W Jᵀ / h², R_t = σ w_j, R_n = max(β²/(4π²)
-    w_j, 1 / (h k_j (h + τ))), v̂_n = -φ_j / (h + τ). With a finite `stiffness` C (Pa/m) the
-    point's k_j = C area_j and τ = `tau`, s (Drake's deformable driver: k the polygon's area
-    times its pressure gradient, τ its dissipation time constant, 0.1 s by default); at rest
-    the point then carries -k_j φ_j whatever h and τ. With C = inf only the near-rigid term,
-    τ = β h / π."""
-    w = _DelassusDiagonal(J, W / h**2)
-    return _Regularisation(w, h, points.phi, _PointStiffness(points, stiffness), beta, sigma, tau)
+    point's 3 × 3 block of the Delassus operator J W Jᵀ / h² (or the given `w`:
+    `_DiagonalDelassus`), R_t = σ w_j, R_n = max(β²/(4π²) w_j, 1 / (h k_j (h + τ))), v̂_n =
+    -φ_j / (h + τ). With a finite `stiffness` C (Pa/m) the point's k_j = C area_j and τ = `tau`,
+    s (Drake's deformable driver: k the polygon's area times its pressure gradient, τ its
+    dissipation time constant, 0.1 s by default); at rest the point then carries -C area_j φ_j
+    whatever h and τ (`_GroundLaw`: also with the skin's own stiffness in series). With C = inf
+    only the near-rigid term, τ = β h / π."""
+    if w is None:
+        w = _DelassusDiagonal(J, W / h**2)
+    k, phi = _GroundLaw(points, stiffness, skin_stiffness)
+    return _Regularisation(w, h, phi, k, beta, sigma, tau)
 
 
-def _PointStiffness(points: ContactPoints, stiffness: float) -> np.ndarray:
-    """k_j = C area_j (N/m) of the points on a ground of stiffness C (Pa/m; inf: near-rigid)."""
+def _GroundLaw(points: ContactPoints, stiffness: float, skin_stiffness: float = np.inf):
+    """(k (P,), N/m; φ (P,), m) that set the points' R_n and bias (PointRegularisation) on a
+    ground of pressure gradient C = `stiffness` (Pa/m; inf: near-rigid, k = inf and φ the
+    signed distance). As Drake's deformable driver (DeformableDriver, deformable-rigid pairs):
+    with the skin's own C_s = `skin_stiffness` in series, g = 1 / (1/C_s + 1/C), k = g area and
+    φ = -p / g with the ground's pressure p = C (-φ_signed), so k φ = C area φ_signed: the
+    static law is the ground's, the regularisation the softer series one."""
     if not np.isfinite(stiffness):
-        return np.full(len(points.area), np.inf)
-    return stiffness * points.area
+        return np.full(len(points.area), np.inf), points.phi
+    g = 1.0 / (1.0 / skin_stiffness + 1.0 / stiffness)
+    return g * points.area, points.phi * (stiffness / g)
+
+
+def _DiagonalDelassus(J, diagonal):
+    """w_j (P,) as Drake's SapModel estimates it (CalcDelassusDiagonalApproximation): the RMS
+    norm ‖J_j A_d⁻¹ J_jᵀ‖_F / 3 of each point's 3 × 3 block with A_d = diag(A), A the dynamics
+    matrix in the problem's velocities (`diagonal` (3m,), kg: h² times the skin matrix's
+    diagonal at the candidates' coordinates). Drake takes the diagonal of its deformable body's
+    tangent matrix (its Schur complement on the vertices in contact, under its midpoint rule's
+    h²/2 on the stiffness): this estimate ignores the coupling through the skin, which the exact
+    J W Jᵀ holds, so on a soft skin it is much smaller."""
+    J = sp.csr_matrix(J)
+    inverse = sp.diags(1.0 / np.asarray(diagonal, float))
+    P = J.shape[0] // 3
+    block = np.zeros((P, 3, 3))
+    rows = [J[a::3] for a in range(3)]
+    for a in range(3):
+        scaled = rows[a] @ inverse
+        for b in range(3):
+            block[:, a, b] = np.asarray(scaled.multiply(rows[b]).sum(axis=1)).ravel()
+    return np.linalg.norm(block, axis=(1, 2)) / 3.0
 
 
 def _DelassusDiagonal(J, W):
@@ -877,6 +910,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     low = np.minimum(X[:, 2], y.reshape(-1, 3)[:, 2])
     if cfg.contact_points not in CONTACT_POINTS:
         raise ValueError(f"unknown contact_points '{cfg.contact_points}' ({CONTACT_POINTS})")
+    if cfg.contact_delassus not in CONTACT_DELASSUS:
+        raise ValueError(f"unknown contact_delassus '{cfg.contact_delassus}' ({CONTACT_DELASSUS})")
     # Contact at points on the skin's surface or slices (ContactPoints), or with a compliant
     # ground: the candidates are the vertices those points move with.
     points = None
@@ -1028,9 +1063,18 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     inverses = {}
     lam = np.zeros(len(stepper.glue.dofs))
 
+    def EstimatedDelassus(J_ground):
+        """The ground points' Drake estimate of w (CouplingConfig.contact_delassus "diagonal")
+        from the present factorisation's matrix, or None for the exact one."""
+        if cfg.contact_delassus == "exact":
+            return None
+        return _DiagonalDelassus(J_ground, h**2 * factor.kkt.skin_diagonal[dofs])
+
     def Regularisation(W):
         """(R, v̂) of the contact problem with compliance W (module docstring)."""
-        w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
+        w_diag = EstimatedDelassus(sp.eye(3 * m))
+        if w_diag is None:
+            w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
         rigid = np.full(m, np.inf)  # near-rigid: τ = β h / π
         return _Regularisation(
             w_diag, h, X[candidates, 2], rigid, cfg.near_rigid, cfg.friction_regularization, 0.0
@@ -1050,6 +1094,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 cfg.friction_regularization,
                 cfg.contact_stiffness,
                 cfg.contact_dissipation_time,
+                cfg.contact_skin_stiffness,
+                w=EstimatedDelassus(J_points),
             )
 
     if collisions is not None:
@@ -1075,11 +1121,13 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 w_all[:] = 1.0
             w_all[np.isnan(w_all)] = np.nanmean(w_all)
             w_g, w_c = w_all[:ground_points], w_all[ground_points:]
+            estimated = EstimatedDelassus(J_ground)
+            if estimated is not None:
+                w_g = estimated
             beta, sigma = cfg.near_rigid, cfg.friction_regularization
-            k_g = _PointStiffness(points, cfg.contact_stiffness)
-            R_g, v_g = _Regularisation(
-                w_g, h, points.phi, k_g, beta, sigma, cfg.contact_dissipation_time
-            )
+            k_g, phi_g = _GroundLaw(points, cfg.contact_stiffness, cfg.contact_skin_stiffness)
+            tau_g = cfg.contact_dissipation_time
+            R_g, v_g = _Regularisation(w_g, h, phi_g, k_g, beta, sigma, tau_g)
             k_c = np.full(len(collisions), cfg.penalty_stiffness)
             R_c, v_c_hat = _Regularisation(w_c, h, phi_all[ground_points:], k_c, beta, sigma, 0.0)
             return np.concatenate([R_g, R_c]), np.concatenate([v_g, v_c_hat])

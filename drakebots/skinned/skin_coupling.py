@@ -154,6 +154,19 @@ class CouplingConfig:
     # "convex" with a finite contact_stiffness: SAP's dissipation time scale tau, s (R_n = 1 /
     # (h k (h + tau)), bias -phi / (h + tau)); Drake's default dissipation time constant.
     contact_dissipation_time: float = 0.1
+    # "convex" with a finite contact_stiffness: the skin's own stiffness per unit area in series
+    # with the ground's, Pa/m, as Drake's deformable driver has it (its C = 1e8 for every
+    # deformable body; g = 1 / (1/C_skin + 1/contact_stiffness)): a point's k = g area sets SAP's
+    # R_n and its bias holds the ground's pressure, phi * contact_stiffness / g, so at rest it
+    # carries contact_stiffness * area * depth whatever this is. inf: k = contact_stiffness area.
+    contact_skin_stiffness: float = float("inf")
+    # "convex": the Delassus diagonal w_j of each ground point, which scales its regularisation
+    # (R_t = sigma w, the near-rigid R_n = beta^2 / (4 pi^2) w): "exact", the mean diagonal of
+    # the point's 3 x 3 block of J W J^T / h^2; "diagonal", Drake's SapModel estimate
+    # ||J_j (h^2 diag K)^-1 J_j^T||_F / 3 from the diagonal of the step's skin matrix K alone.
+    # On a soft skin the estimate is far smaller (the block's bottom: 1.5 against 80 1/kg), so
+    # SAP's near-rigid term binds less (issue 69, Findings 23).
+    contact_delassus: str = "exact"
     # "convex": modified-Newton iterations a step at most.
     convex_iterations: int = 60
     # "convex": the step refactorises at its iterate (the exact Hessian there once the skin's
