@@ -18,7 +18,8 @@ Meshes (`drakebots.fem.mesh`)
 
 Materials (`drakebots.fem.materials`)
     Material(youngs_modulus Pa, poissons_ratio, mass_density kg/m^3, model, mass_damping 1/s,
-    stiffness_damping s) with model in {"neohookean", "corotated", "linear"}; LameParameters;
+    stiffness_damping s) with model in {"neohookean", "corotated", "linear",
+    "stable_neohookean" (Drake's kNeoHookean)}; LameParameters;
     vectorised psi(F), P(F), dP/dF(F) over (m,3,3) deformation gradients (scalar or per-element
     moduli); ProjectToPsd (9x9 eigh per element, the reference) and ProjectNeoHookeanHessian
     (the same projection from the analytic eigensystem, Smith, de Goes and Kim 2019).
