@@ -203,19 +203,20 @@ def _CofactorDerivative(F):
 
 
 def StableNeoHookean(F: np.ndarray, mu, lam, *, hessian: bool = True):
-    """Drake's neo-Hookean (module docstring; Smith et al. 2018, Eq. 13 and its stress, Eq. 18
-    with alpha = 1 + mu/lambda): (psi, P, dPdF), with P = mu F + lambda (J - alpha) cof F and
-    dP/dF = mu I + lambda cof F (x) cof F + lambda (J - alpha) d cof F / dF."""
+    """Drake's neo-Hookean (module docstring; Smith et al. 2018, Eq. 13, with its stress
+    P = mu F + lambda (J - alpha) cof F, alpha = 1 + mu/lambda, Eq. 18): (psi, P, dPdF), written
+    linear in (mu, lambda), P = mu (F - cof F) + lambda (J - 1) cof F and dP/dF = mu (I - d cof
+    F / dF) + lambda (cof F (x) cof F + (J - 1) d cof F / dF), so lambda = 0 is allowed."""
     J = _Det(F)
     cof = _Cofactor(F)  # dJ/dF
-    shift = J - 1.0 - mu / lam  # J - alpha
     Ic = np.einsum("mij,mij->m", F, F)
     psi = 0.5 * mu * (Ic - 3.0) - mu * (J - 1.0) + 0.5 * lam * (J - 1.0) ** 2
-    P = _PerElement(mu) * F + (lam * shift)[:, None, None] * cof
+    P = _PerElement(mu) * (F - cof) + (lam * (J - 1.0))[:, None, None] * cof
     if not hessian:
         return psi, P, None
     c = cof.reshape(F.shape[0], 9)
-    dPdF = (lam * shift)[:, None, None] * _CofactorDerivative(F)
+    dcof = _CofactorDerivative(F)
+    dPdF = (lam * (J - 1.0))[:, None, None] * dcof - _PerElement(mu) * dcof
     dPdF += (c * _PerElement(lam, 1))[:, :, None] * c[:, None, :]
     dPdF.reshape(-1, 81)[:, _DIAG9] += _PerElement(mu, 1)
     return psi, P, dPdF
