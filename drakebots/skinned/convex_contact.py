@@ -69,7 +69,11 @@ three quadrature points), each moving with its triangle's vertices by barycentri
 v_c*) + Σ_j ℓ_j(J_j v_c), gradient A_c (v_c - v_c*) - Jᵀ γ, Hessian A_c + Jᵀ G J, the forces on
 the vertices Jᵀ γ / h; R_j from the point's Delassus block J_j W_v J_jᵀ, and with a finite
 stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h k (h + τ)))
-(PointRegularisation).
+(PointRegularisation). Drake 1.51's own regularisation of a deformable-rigid point (issue 69,
+Findings 23; drakebots.skinned.drake_scenes.DrakeContact): the skin's stiffness in series with
+the ground's for R_n, the bias holding the ground's pressure (`contact_skin_stiffness`,
+_GroundLaw), and w from the diagonal of the step's matrix alone (`contact_delassus`,
+_DiagonalDelassus). SAP starts, as Drake's, from the velocities at the step's start.
 
 Collisions in the problem (`convex_collisions`, the default; issue 69, Findings 21; with it
 off, the penalties of section 4.2 enter r and K as in the active set): the skeleton boxes and
@@ -132,8 +136,6 @@ class ContactProblem:
     # The contact points' velocities J v (3P, 3m), None: the vertices themselves (P = m, J = I);
     # R and v_hat are then per point (P, 3) (ContactPoints).
     J: np.ndarray | None = None
-    # The sparse Hessian's block pattern and Jᵀ, made once (_Hessian).
-    _block_pattern: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def Impulses(self, v: np.ndarray, hessian: bool = False):
         """(γ (P, 3), G (P, 3, 3) = -∂γ/∂v_c per point, or None): the projection in R-norm, at
@@ -204,21 +206,11 @@ class ContactProblem:
         if sp.issparse(self.J):
             # G block diagonal as a sparse matrix: a point moves with few unknowns, so Jᵀ G J
             # is sparse (the monster's collisions: the dense product was 7 of a 40 s step).
-            # Its pattern and Jᵀ are the problem's, made at its first Hessian.
-            if self._block_pattern is None:
-                index = 3 * np.arange(len(G))[:, None, None] + np.zeros((1, 3, 3), np.int64)
-                rows = (index + np.arange(3)[None, :, None]).ravel()
-                cols = (index + np.arange(3)[None, None, :]).ravel()
-                pattern = sp.csr_matrix(
-                    (np.arange(1, rows.size + 1, dtype=float), (rows, cols)),
-                    shape=(3 * len(G), 3 * len(G)),
-                )
-                # pattern.data holds each stored entry's position in G.ravel(), plus one.
-                self._block_pattern = (pattern, pattern.data.astype(np.int64) - 1, self.J.T.tocsr())
-            pattern, order, Jt = self._block_pattern
-            Gs = pattern.copy()
-            Gs.data = G.ravel()[order]
-            return self.A + (Jt @ (Gs @ self.J)).toarray()
+            index = 3 * np.arange(len(G))[:, None, None] + np.zeros((1, 3, 3), np.int64)
+            rows, cols = index + np.arange(3)[None, :, None], index + np.arange(3)[None, None, :]
+            size = 3 * len(G)
+            Gs = sp.csr_matrix((G.ravel(), (rows.ravel(), cols.ravel())), shape=(size, size))
+            return self.A + (self.J.T @ (Gs @ self.J)).toarray()
         GJ = np.einsum("pij,pjk->pik", G, self.J.reshape(len(G), 3, -1)).reshape(len(self.J), -1)
         return self.A + self.J.T @ GJ
 
