@@ -53,7 +53,8 @@ Usage:
       # issue 69 alone: the monster's 0.06 m/s walk replayed with the convex contact and the
       # active set (coupled_frame_s and coupled_frame_reference_s: the median of the first 20
       # frames; torso_path_difference_mm over the frames replayed, 50 by default), the
-      # validation scenes against Drake (drake_*_rel_error) and the coarse beetle standing with
+      # validation scenes against Drake (drake_*_rel_error: with Drake's material and contact
+      # regularisation, against Drake at the same step) and the coarse beetle standing with
       # both (standing_*). Without --replay-design it makes the monster's folded skin and the
       # walk's design under --inputs (default: bench_fem_inputs beside PATH, or the checkout's
       # ignored runs/), about 13 minutes on the loaded 2-core machine, and reuses them later
@@ -949,8 +950,9 @@ def _Coupled69(args) -> dict:
     convex contact and with today's active set (table 4's cases convex_contact and
     exact_near_solution; without --replay-design the monster's folded skin and 0.06 m/s walk,
     made under --inputs where missing), the validation scenes shared with Drake
-    (drakebots.skinned.drake_scenes; the convex contact's relative errors against Drake's
-    DeformableModel + SAP, and today's active set's beside them; not with --skip-scenes) and
+    (drakebots.skinned.drake_scenes, _Scenes69: the convex contact with Drake's regularisation
+    against Drake's DeformableModel + SAP at the same step and at 1 ms, the convex defaults' and
+    today's active set's errors beside them; not with --skip-scenes) and
     the coarse beetle standing with each (--coupled-steps; none with 0)."""
     results = {"load_average_start": os.getloadavg()[0]}
     if args.replay_frames > 0:
