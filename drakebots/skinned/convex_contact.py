@@ -73,7 +73,7 @@ stiffness C the point's k = C area and Drake's R_n = max(β²/(4π²) w, 1 / (h 
 Findings 23; drakebots.skinned.drake_scenes.DrakeContact): the skin's stiffness in series with
 the ground's for R_n, the bias holding the ground's pressure (`contact_skin_stiffness`,
 _GroundLaw), and w from the diagonal of the step's matrix alone (`contact_delassus`,
-_DiagonalDelassus). SAP starts, as Drake's, from the velocities at the step's start.
+_DrakeDelassusEstimate). SAP starts, as Drake's, from the velocities at the step's start.
 
 Collisions in the problem (`convex_collisions`, the default; issue 69, Findings 21; with it
 off, the penalties of section 4.2 enter r and K as in the active set): the skeleton boxes and
@@ -509,7 +509,7 @@ def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
 
 
 CONTACT_POINTS = ("vertices", "triangles")
-# CouplingConfig.contact_delassus: the ground points' Delassus diagonal (_DiagonalDelassus).
+# CouplingConfig.contact_delassus: the ground points' Delassus diagonal (_DrakeDelassusEstimate).
 CONTACT_DELASSUS = ("exact", "diagonal")
 # The 3-point rule of a triangle (exact for linear fields), in barycentric coordinates.
 _TRIANGLE_RULE = np.array([[2 / 3, 1 / 6, 1 / 6], [1 / 6, 2 / 3, 1 / 6], [1 / 6, 1 / 6, 2 / 3]])
@@ -611,7 +611,7 @@ def PointRegularisation(
     """(R (P, 3), v̂ (P, 3)) of SAP's friction cone constraints at the points (Castro et al.
     2022, Eq. 29 as Drake's SapFrictionConeConstraint has it): w_j the mean diagonal of the
     point's 3 × 3 block of the Delassus operator J W Jᵀ / h² (or the given `w`:
-    `_DiagonalDelassus`), R_t = σ w_j, R_n = max(β²/(4π²) w_j, 1 / (h k_j (h + τ))), v̂_n =
+    `_DrakeDelassusEstimate`), R_t = σ w_j, R_n = max(β²/(4π²) w_j, 1 / (h k_j (h + τ))), v̂_n =
     -φ_j / (h + τ). With a finite `stiffness` C (Pa/m) the point's k_j = C area_j and τ = `tau`,
     s (Drake's deformable driver: k the polygon's area times its pressure gradient, τ its
     dissipation time constant, 0.1 s by default); at rest the point then carries -C area_j φ_j
@@ -636,7 +636,7 @@ def _GroundLaw(points: ContactPoints, stiffness: float, skin_stiffness: float = 
     return g * points.area, points.phi * (stiffness / g)
 
 
-def _DiagonalDelassus(J, diagonal):
+def _DrakeDelassusEstimate(J, diagonal):
     """w_j (P,) as Drake's SapModel estimates it (CalcDelassusDiagonalApproximation): the RMS
     norm ‖J_j A_d⁻¹ J_jᵀ‖_F / 3 of each point's 3 × 3 block with A_d = diag(A), A the dynamics
     matrix in the problem's velocities (`diagonal` (3m,), kg: h² times the skin matrix's
@@ -1089,7 +1089,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         from the present factorisation's matrix, or None for the exact one."""
         if cfg.contact_delassus == "exact":
             return None
-        return _DiagonalDelassus(J_ground, h**2 * factor.kkt.skin_diagonal[dofs])
+        return _DrakeDelassusEstimate(J_ground, h**2 * factor.kkt.skin_diagonal[dofs])
 
     def Regularisation(W):
         """(R, v̂) of the contact problem with compliance W (module docstring)."""

@@ -20,7 +20,7 @@ from drakebots.skinned.convex_contact import (
     ContactProblem,
     PointRegularisation,
     TriangleContactPoints,
-    _DiagonalDelassus,
+    _DrakeDelassusEstimate,
 )
 from drakebots.skinned.drake_scenes import DrakeContact, RunDrake, RunDrakebots, Scene, Stepper
 
@@ -205,7 +205,7 @@ def test_drakes_delassus_estimate_of_a_vertex_and_a_centroid():
     J[:3, :3] = np.eye(3)  # a point at vertex 0
     for vertex in (1, 2, 3):  # the centroid of vertices 1-3
         J[3:, 3 * vertex : 3 * vertex + 3] = np.eye(3) / 3.0
-    w = _DiagonalDelassus(J, np.full(3 * n, a))
+    w = _DrakeDelassusEstimate(J, np.full(3 * n, a))
     np.testing.assert_allclose(w, [np.sqrt(3) / (3 * a), np.sqrt(3) / (9 * a)], rtol=1e-12)
 
 
