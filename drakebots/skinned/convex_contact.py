@@ -846,7 +846,7 @@ def _StepCollisions(stepper, q, X, q_pred, Y_pred, margin: float) -> CollisionCo
     )
 
 
-def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond):
+def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond, grown=None):
     """(Γ = Jᵀ γ (d,), γ (P, 3), SAP's Newton iterations, the response to Γ or None, ξ): the
     convex problem of the points with Jacobian J (3P × d, sparse) in the unknowns ξ (d,),
     free velocities ξ*: min ½ (ξ - ξ*)ᵀ W⁻¹ (ξ - ξ*) + Σ_j ℓ_j(J_j ξ) (ContactProblem, the
@@ -862,7 +862,10 @@ def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond)
     the solution). The problem is then grown by every point that ξ = ξ* + Δξ leaves with an
     impulse (whether a point pushes, μ |v_t| > v_n - v̂_n, does not depend on its R). The
     problem on a subset is the whole problem with the others' impulses zero, so the growth
-    stops at the whole problem's solution. Warm-started at xi0 (None: ξ*)."""
+    stops at the whole problem's solution. Warm-started at xi0 (None: ξ*). `grown` (P,) bool:
+    points held from the start besides those near, set in place to those the solution held
+    (the same step's next modified-Newton iteration starts from them instead of growing by the
+    same points again, one more solve each)."""
     P, d = len(J) // 3, len(xi_star)
     J = sp.csr_matrix(J)
     Gamma, gamma_all, iterations = np.zeros(d), np.zeros((P, 3)), 0
@@ -870,6 +873,8 @@ def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond)
     if not P:
         return Gamma, gamma_all, 0, None, xi_star
     near = np.minimum(phi, phi + h * (J[2::3] @ xi_star)) < active
+    if grown is not None:
+        near |= grown
     response = None
     # Small dense algebra: one BLAS thread (ConvexStep's vertex problem: two threads made a
     # 225-row Cholesky solve 20 times slower on the shared 2-core machine).
@@ -900,6 +905,8 @@ def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond)
         if not len(pushed):
             break
         near[pushed] = True
+    if grown is not None:
+        grown[:] = near
     return Gamma, gamma_all, iterations, response, xi
 
 
@@ -1196,6 +1203,11 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         B, F = ContactLoads(v_at, y_at)
         return float(d_v @ (r_r_ + (h * J).T @ lam_ - B) + d_y @ (r_d_ - g - F))
 
+    # The points the collisions' problem held in this step so far: the next modified-Newton
+    # iteration's problem starts from them (_SolveGrowing) instead of growing by the same points
+    # again, a second SAP solve and a second solve with the factorisation in each iteration of
+    # the monster's landing steps.
+    grown = np.zeros(len(J_all) // 3, dtype=bool) if collisions is not None else None
     for iteration in range(cfg.convex_iterations):
         stepper._CheckDeadline(time_s)
         if iteration > 0 and evaluated is not None:
@@ -1311,6 +1323,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 cfg.contact_active,
                 Block,
                 Respond,
+                grown=grown,
             )
             sap_iterations += its
             f = J_ground[:, : 3 * m].T @ gamma_all[:ground_points].ravel() / h  # the ground's

@@ -619,6 +619,29 @@ def test_the_growing_problem_is_the_whole_problems_solution():
     )
     np.testing.assert_allclose(xi_grown, xi, rtol=1e-6, atol=1e-9)
 
+    # Started from the points a first solution held (`grown`, the same step's next iteration):
+    # the same solution from one problem, no growth.
+    grown = np.zeros(P, dtype=bool)
+    _SolveGrowing(J, xi_star, None, R, v_hat, mu, phi, h, 1e-4, Block, Respond, grown=grown)
+    assert np.all(grown[np.abs(gamma).sum(1) > 0])
+    blocks = []
+    _, again, _, _, _ = _SolveGrowing(
+        J,
+        xi_star,
+        None,
+        R,
+        v_hat,
+        mu,
+        phi,
+        h,
+        1e-4,
+        lambda S, held: blocks.append(S) or Block(S, held),
+        Respond,
+        grown=grown,
+    )
+    assert len(blocks) == 1
+    np.testing.assert_allclose(again, gamma, rtol=1e-6, atol=1e-9 * np.abs(gamma).max())
+
 
 @pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
 @pytest.mark.parametrize("scene", ["drop", "shell"])
