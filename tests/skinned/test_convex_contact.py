@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from drakebots.fem.solvers import PardisoAvailable
@@ -577,6 +578,39 @@ def test_collisions_in_the_convex_problem_push_as_the_penalties_do():
     assert np.abs(path - reference).max() < 0.5 * 2.5e-4
 
 
+@pytest.mark.parametrize("points", ["vertices", "dense", "sparse"])
+def test_newtons_direction_by_woodbury_equals_the_hessians_cholesky(points):
+    """ContactProblem with the compliance W = A⁻¹ given: Newton's direction by Woodbury's
+    identity on the points in contact against the Cholesky solve of the explicit Hessian A +
+    Jᵀ G J (scipy), at iterates with sticking, sliding and separated points; the whole solve
+    the same to round-off."""
+    rng = np.random.default_rng(1)
+    P = 12
+    d = 3 * P if points == "vertices" else 20
+    B = rng.normal(size=(d, d))
+    A = B @ B.T + d * np.eye(d)
+    J = None
+    if points != "vertices":
+        J = rng.normal(size=(3 * P, d)) * (rng.random((3 * P, d)) < 0.3)
+        J = sp.csr_matrix(J) if points == "sparse" else J
+    R = np.abs(rng.normal(size=(P, 1))) * [1e-3, 1e-3, 2e-2] + 1e-3
+    v_hat = np.zeros((P, 3))
+    v_star = rng.normal(size=d) * 0.05
+    mu = np.full(P, 0.8)
+    reference = ContactProblem(A, v_star, R, v_hat, mu, J)
+    woodbury = ContactProblem(A, v_star, R, v_hat, mu, J, np.linalg.inv(A))
+    modes = set()
+    for _ in range(5):
+        v = rng.normal(size=d) * 0.05
+        gamma, G = reference.Impulses(v, hessian=True)
+        modes |= {int(np.count_nonzero(np.abs(g) > 0)) for g in gamma}
+        g = A @ (v - v_star) - reference._Generalized(gamma.ravel())
+        expected = -sla.solve(reference._Hessian(G), g, assume_a="pos")
+        np.testing.assert_allclose(woodbury._Direction(G, g), expected, rtol=1e-10, atol=1e-13)
+    assert 0 in modes and 3 in modes  # separated and sliding or sticking points
+    np.testing.assert_allclose(woodbury.Solve()[0], reference.Solve()[0], rtol=0, atol=1e-12)
+
+
 def test_the_growing_problem_is_the_whole_problems_solution():
     """_SolveGrowing (the collisions' problem: solved on the points near contact in the unknowns
     they move, W's block there alone, grown by every other point its solution pushes) against
@@ -605,7 +639,7 @@ def test_the_growing_problem_is_the_whole_problems_solution():
     assert np.any(~near & (np.abs(gamma).sum(1) > 0))  # a point only the growth finds
 
     def Block(S, held):
-        return np.linalg.inv(W[np.ix_(S, S)])
+        return np.linalg.inv(W[np.ix_(S, S)]), W[np.ix_(S, S)]
 
     def Respond(S, Gamma_S):
         return W[:, S] @ Gamma_S, None
