@@ -321,8 +321,11 @@ class _Factor:
     their columns took gigabytes (15 GB resident in the first step, issue 69's replay, Findings
     18); their product with the contact forces is one solve instead (`_ContactColumns`)."""
 
-    def __init__(self, kkt: ReducedKkt, h: float, dofs=None, W=None, penalty=None):
+    def __init__(self, kkt: ReducedKkt, h: float, dofs=None, W=None, penalty=None, spilled=None):
         self.kkt, self.h = kkt, h
+        # The whole columns K⁻¹ e_d (the reduced system's rows) of the held coordinates d
+        # outside the Schur block (CouplingConfig.convex_schur_spill), by coordinate.
+        self.spilled = {} if spilled is None else spilled
         self.dofs = np.zeros(0, np.int64) if dofs is None else dofs
         self.W = np.zeros((0, 0)) if W is None else W
         self.index = {int(d): k for k, d in enumerate(self.dofs)}
@@ -341,7 +344,28 @@ class _Factor:
         if at is not None:
             # All in the factorisation's Schur block (ReducedKkt.schur_dofs): W without a solve.
             W = self.kkt.schur_complement[np.ix_(at, at)]
-            return _Factor(self.kkt, self.h, held, W, self.penalty), 0
+            return _Factor(self.kkt, self.h, held, W, self.penalty, self.spilled), 0
+        if self.kkt.schur_complement is not None:
+            # Some outside the block (CouplingConfig.convex_schur_spill): W among those inside
+            # from the block, the columns of those outside by full solves, kept whole so that
+            # a later coordinate's rows in them cost no solve.
+            inside = _InBorder(self.kkt, held)
+            outside = held[~inside]
+            spilled = dict(self.spilled)
+            missing = np.array([d for d in outside if int(d) not in spilled], np.int64)
+            if len(missing):
+                for d, column in zip(missing, _FullColumns(self.kkt, missing).T):
+                    spilled[int(d)] = column
+            at = _BorderIndex(self.kkt, held[inside])
+            W = np.empty((len(held), len(held)))
+            W[np.ix_(inside, inside)] = self.kkt.schur_complement[np.ix_(at, at)]
+            rows = self.kkt.Rows(held)
+            out = np.flatnonzero(~inside)
+            columns = np.stack([spilled[int(d)] for d in outside], axis=1)[rows]
+            W[:, out] = columns
+            W[out, :] = columns.T
+            factor = _Factor(self.kkt, self.h, held, W, self.penalty, spilled)
+            return factor, len(missing)
         columns = None
         if not k0:
             # The first coordinates of a new factorisation: W = Yᵀ Y by forward half-solves.
@@ -352,7 +376,7 @@ class _Factor:
         W[:k0, :k0] = self.W
         W[:, k0:] = columns
         W[k0:, :k0] = columns[:k0].T  # W is symmetric
-        return _Factor(self.kkt, self.h, held, W, self.penalty), len(new)
+        return _Factor(self.kkt, self.h, held, W, self.penalty, self.spilled), len(new)
 
     def Columns(self, dofs):
         """(cols_v, cols_y, cols_l, W) of `dofs` (all held: `With` first): K⁻¹ Sᵀ's skeleton,
@@ -361,6 +385,31 @@ class _Factor:
         W = self.W[np.ix_(k, k)]
         columns = _ContactColumns(self.kkt, dofs)
         return columns.Part(0), columns.Part(1), columns.Part(2), 0.5 * (W + W.T)
+
+
+def _InBorder(kkt: ReducedKkt, dofs) -> np.ndarray:
+    """(len(dofs),) bool: which of the coordinates `dofs` lie in kkt's Schur block (none where
+    it has none)."""
+    dofs = np.asarray(dofs, np.int64)
+    if kkt.schur_dofs is None or kkt.schur_complement is None or not len(kkt.schur_dofs):
+        return np.zeros(len(dofs), dtype=bool)
+    border = kkt.schur_dofs
+    at = np.minimum(np.searchsorted(border, dofs), len(border) - 1)
+    return border[at] == dofs
+
+
+def _FullColumns(kkt: ReducedKkt, dofs) -> np.ndarray:
+    """K⁻¹ Sᵀ for unit loads on the coordinates `dofs` (ReducedKkt.Rows), every row of the
+    reduced system: (rows, len(dofs)), block solves of at most `_COLUMN_BLOCK` right-hand
+    sides."""
+    rows = kkt.Rows(dofs)
+    out = np.empty((len(kkt.free) + kkt.nr, len(rows)))
+    for start in range(0, len(rows), _COLUMN_BLOCK):
+        block = rows[start : start + _COLUMN_BLOCK]
+        rhs = np.zeros((len(kkt.free) + kkt.nr, len(block)), order="F")  # PARDISO's order
+        rhs[block, np.arange(len(block))] = 1.0
+        out[:, start : start + len(block)] = kkt._lu.solve(rhs)
+    return out
 
 
 def _BorderIndex(kkt: ReducedKkt, dofs) -> np.ndarray | None:
@@ -1041,7 +1090,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         if cfg.convex_schur_margin <= 0 or ResolveBackend(cfg.factorization) != "pardiso":
             return None
         border = getattr(stepper, "_schur_border", None)
-        if border is not None and np.all(np.isin(problem_dofs, border)):
+        if border is not None and np.sum(~np.isin(problem_dofs, border)) <= cfg.convex_schur_spill:
             return border
         near = np.zeros(n, dtype=bool)
         near[_OuterSurface(stepper)[0]] = True
@@ -1102,11 +1151,15 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         and factor.h == h
         and memory.factor_age < cfg.max_factor_age
         and memory.factor_key == "converged"
-        # A carried factorisation with a Schur block (convex_schur_margin) that lacks some of
-        # this step's coordinates would solve their columns in full (16 ms a column on the
-        # monster, 4 of a 15 s step's seconds, cProfile); a new one with a block that holds
-        # them costs 1-2.5 s.
-        and (factor.kkt.schur_dofs is None or _BorderIndex(factor.kkt, problem_dofs) is not None)
+        # A carried factorisation with a Schur block (convex_schur_margin) solves the columns
+        # of this step's coordinates outside it in full (about 10 ms a column on the monster;
+        # hundreds of them were 4 of a 15 s step's seconds, cProfile), so it is reused while
+        # at most convex_schur_spill lie outside; a new one with a block that holds them costs
+        # 1-2.5 s.
+        and (
+            factor.kkt.schur_dofs is None
+            or np.sum(~_InBorder(factor.kkt, problem_dofs)) <= cfg.convex_schur_spill
+        )
     )
     if not reusable:
         factor = Factor(v_next, y, penalties, slope, J)

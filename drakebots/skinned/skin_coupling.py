@@ -213,6 +213,12 @@ class CouplingConfig:
     # 0.7 s at 2000, 1.4 s at 4000 against 0.35 s without, the monster's 128k-row matrix); a
     # larger one takes the problem's coordinates alone, or the half-solves beyond this.
     convex_schur_max: int = 3000
+    # At most this many of a step's problem coordinates may lie outside the block and be
+    # solved as columns instead (a full solve each, about 10 ms on the monster), so that a
+    # block is kept, and the carried factorisation reused, until the problem outgrows it by
+    # more: each new block costs PARDISO a new analysis (0.55-0.65 s on the monster, in 6 of 8
+    # steps of its walk's landing with 0). 0: every problem coordinate in the block.
+    convex_schur_spill: int = 48
     # The skin's hyperelastic model (drakebots.fem.materials.MATERIAL_MODELS; the paper's
     # section 4.1: neo-Hookean).
     material_model: str = "neohookean"

@@ -94,8 +94,8 @@ def test_w_from_the_factorisations_schur_block_is_the_dense_kkt_solve():
     """CouplingConfig.convex_schur_margin: PARDISO's Cholesky bordered by the unit columns of a
     block of coordinates (skin and skeleton) gives that block of K⁻¹ in its numeric phase, and
     `With` takes W from it without a solve while every held coordinate is in the block; one
-    outside it is solved as before. Against K⁻¹ of the dense glued KKT matrix; the pool hands a
-    bordered factorisation only to a matrix with the same block."""
+    outside it is solved alone, its column kept. Against K⁻¹ of the dense glued KKT matrix;
+    the pool hands a bordered factorisation only to a matrix with the same block."""
     from drakebots.fem.coupling import FactorPool
 
     pool = FactorPool()
@@ -118,9 +118,15 @@ def test_w_from_the_factorisations_schur_block_is_the_dense_kkt_solve():
     assert solves == 0
     dofs = np.array([nd + 2, 21, 3, nd + 0, 22])
     np.testing.assert_allclose(factor.Columns(dofs)[3], Dense(dofs), rtol=1e-9, atol=1e-14)
-    factor, solves = factor.With(np.array([13, 12]))  # 13 is outside the block: solved
-    assert solves == 2
+    # 13 is outside the block: its column solved, 12's from the block (convex_schur_spill);
+    # then 14 outside too, 13's column kept.
+    factor, solves = factor.With(np.array([13, 12]))
+    assert solves == 1
     dofs = np.array([13, 12, nd + 2, 4])
+    np.testing.assert_allclose(factor.Columns(dofs)[3], Dense(dofs), rtol=1e-9, atol=1e-14)
+    factor, solves = factor.With(np.array([14, 13]))
+    assert solves == 1
+    dofs = np.array([14, 13, 12, nd + 0, 21])
     np.testing.assert_allclose(factor.Columns(dofs)[3], Dense(dofs), rtol=1e-9, atol=1e-14)
     # The pool: a matrix with another block (or none) gets a factorisation of its own, one with
     # the same block the released one, its analysis kept.
