@@ -100,7 +100,15 @@ surface's free vertices within the margin of the ground, the collisions' within 
 skeleton's velocities; it is kept while it holds each new problem's coordinates (PARDISO
 analyses a new block; the pool keeps one analysis per block), W on a coordinate outside it is
 solved as before, and a carried factorisation whose block lacks a step's coordinates is not
-reused.
+reused. Up to `convex_schur_spill` coordinates may lie outside the block before it is replaced:
+their columns are solved whole and kept (_Factor.spilled), the others' W still comes from the
+block (issue 69, Findings 25: a new block and analysis in 6 of the walk's first 8 steps before).
+
+The collisions' problem (issue 69, Findings 25) starts each modified-Newton iteration from the
+points its last solution in the step held (`_SolveGrowing`'s `grown`), and SAP's Newton
+direction uses the compliance W it already has: with G = L Lᵀ per point in contact,
+H⁻¹ = W - (J W)ᵀ L (I + Lᵀ J W Jᵀ L)⁻¹ Lᵀ (J W) (Woodbury), a system of three rows a point in
+contact instead of the dense Hessian over every unknown (ContactProblem._Direction).
 
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
@@ -244,14 +252,19 @@ class ContactProblem:
 
         a factorisation of 3a × 3a (a points in contact) instead of the dense d × d Hessian
         (the monster's walk: d = 420-1500 unknowns, a = 55-200; the Hessian's Cholesky was 34
-        ms of each SAP iteration, a sixth of a 7.5 s step, cProfile). Without W, or with no
-        point in contact, the Cholesky of H."""
+        ms of each SAP iteration, a sixth of a 7.5 s step, cProfile). Without W, or with as
+        many rows in contact as unknowns (3a ≥ d), the Cholesky of H."""
         if self.W is None:
             return -sla.solve(self._Hessian(G), g, assume_a="pos")
-        Wg = self.W @ g
         lam, V = np.linalg.eigh(G)
         lam = np.maximum(lam, 0.0)
         active = np.flatnonzero(lam.max(axis=1, initial=0.0) > 0.0)
+        if 3 * len(active) >= len(g):
+            # More rows in contact than unknowns (the validation block's points, 3 to a
+            # triangle): the Hessian's own factorisation is the smaller (Woodbury's took 50
+            # against 27 ms a step there).
+            return -sla.solve(self._Hessian(G), g, assume_a="pos")
+        Wg = self.W @ g
         if not len(active):
             return -Wg
         if self._JW is None:

@@ -586,7 +586,7 @@ def test_newtons_direction_by_woodbury_equals_the_hessians_cholesky(points):
     the same to round-off."""
     rng = np.random.default_rng(1)
     P = 12
-    d = 3 * P if points == "vertices" else 20
+    d = 3 * P if points == "vertices" else 48
     B = rng.normal(size=(d, d))
     A = B @ B.T + d * np.eye(d)
     J = None
@@ -599,15 +599,17 @@ def test_newtons_direction_by_woodbury_equals_the_hessians_cholesky(points):
     mu = np.full(P, 0.8)
     reference = ContactProblem(A, v_star, R, v_hat, mu, J)
     woodbury = ContactProblem(A, v_star, R, v_hat, mu, J, np.linalg.inv(A))
-    modes = set()
+    modes, woodburys = set(), 0
     for _ in range(5):
         v = rng.normal(size=d) * 0.05
         gamma, G = reference.Impulses(v, hessian=True)
         modes |= {int(np.count_nonzero(np.abs(g) > 0)) for g in gamma}
+        woodburys += 3 * np.count_nonzero(np.abs(G).sum(axis=(1, 2)) > 0) < d
         g = A @ (v - v_star) - reference._Generalized(gamma.ravel())
         expected = -sla.solve(reference._Hessian(G), g, assume_a="pos")
         np.testing.assert_allclose(woodbury._Direction(G, g), expected, rtol=1e-10, atol=1e-13)
     assert 0 in modes and 3 in modes  # separated and sliding or sticking points
+    assert woodburys >= 2  # fewer rows in contact than unknowns: Woodbury's identity taken
     np.testing.assert_allclose(woodbury.Solve()[0], reference.Solve()[0], rtol=0, atol=1e-12)
 
 
