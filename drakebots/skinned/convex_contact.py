@@ -367,7 +367,7 @@ class _Factor:
             spilled = dict(self.spilled)
             missing = np.array([d for d in outside if int(d) not in spilled], np.int64)
             if len(missing):
-                for d, column in zip(missing, _FullColumns(self.kkt, missing).T):
+                for d, column in zip(missing, _SolveColumns(self.kkt, missing).T):
                     spilled[int(d)] = column
             at = _BorderIndex(self.kkt, held[inside])
             W = np.empty((len(held), len(held)))
@@ -409,20 +409,6 @@ def _InBorder(kkt: ReducedKkt, dofs) -> np.ndarray:
     border = kkt.schur_dofs
     at = np.minimum(np.searchsorted(border, dofs), len(border) - 1)
     return border[at] == dofs
-
-
-def _FullColumns(kkt: ReducedKkt, dofs) -> np.ndarray:
-    """K⁻¹ Sᵀ for unit loads on the coordinates `dofs` (ReducedKkt.Rows), every row of the
-    reduced system: (rows, len(dofs)), block solves of at most `_COLUMN_BLOCK` right-hand
-    sides."""
-    rows = kkt.Rows(dofs)
-    out = np.empty((len(kkt.free) + kkt.nr, len(rows)))
-    for start in range(0, len(rows), _COLUMN_BLOCK):
-        block = rows[start : start + _COLUMN_BLOCK]
-        rhs = np.zeros((len(kkt.free) + kkt.nr, len(block)), order="F")  # PARDISO's order
-        rhs[block, np.arange(len(block))] = 1.0
-        out[:, start : start + len(block)] = kkt._lu.solve(rhs)
-    return out
 
 
 def _BorderIndex(kkt: ReducedKkt, dofs) -> np.ndarray | None:
@@ -594,15 +580,17 @@ def _HalfSolveColumns(kkt: ReducedKkt, dofs):
     return W
 
 
-def _SolveColumns(kkt: ReducedKkt, dofs, rows_at):
-    """The rows `rows_at` of K⁻¹ Sᵀ for unit loads on coordinates `dofs` (free skin coordinates
-    or skeleton velocities, ReducedKkt.Rows): (len(rows_at), len(dofs)), W's columns; block solves
-    of at most `_COLUMN_BLOCK` right-hand sides."""
-    rows, at = kkt.Rows(dofs), kkt.Rows(rows_at)
-    out = np.empty((len(at), len(rows)))
+def _SolveColumns(kkt: ReducedKkt, dofs, rows_at=None):
+    """The rows of coordinates `rows_at` (None: every row of the reduced system) of K⁻¹ Sᵀ for
+    unit loads on coordinates `dofs` (free skin coordinates or skeleton velocities,
+    ReducedKkt.Rows): (len(rows_at), len(dofs)), W's columns; block solves of at most
+    `_COLUMN_BLOCK` right-hand sides."""
+    rows, size = kkt.Rows(dofs), len(kkt.free) + kkt.nr
+    at = slice(None) if rows_at is None else kkt.Rows(rows_at)
+    out = np.empty((size if rows_at is None else len(at), len(rows)))
     for start in range(0, len(rows), _COLUMN_BLOCK):
         block = rows[start : start + _COLUMN_BLOCK]
-        rhs = np.zeros((len(kkt.free) + kkt.nr, len(block)), order="F")  # PARDISO's order
+        rhs = np.zeros((size, len(block)), order="F")  # PARDISO's order
         rhs[block, np.arange(len(block))] = 1.0
         out[:, start : start + len(block)] = kkt._lu.solve(rhs)[at]
     return out
