@@ -56,10 +56,11 @@ Without it the monster's walk cycled:
 a skin vertex crossing a skeleton box's face, whose penalty stiffness the fixed K lacked, went
 in and out at ±1.5 mm for 60 iterations and the step was cut. The factorisation is refreshed
 when its updates contract by more than `convex_contraction` an iteration (the exact Hessian
-where the update is below `exact_hessian_below`, the projected one where that is indefinite or
-further out), and a step whose last updates contracted faster hands it, with W, to the next
-(modified Newton across steps, as the active set's Schur path does). The collision penalties'
-change since the factorisation enters by Woodbury's identity (`_PenaltyUpdate`).
+where the update is below `convex_exact_below`, every time by default, the projected one
+where that is indefinite or further out), and a step whose last updates contracted faster
+hands it, with W, to the next (modified Newton across steps, as the active set's Schur path
+does). The collision penalties' change since the factorisation enters by Woodbury's identity
+(`_PenaltyUpdate`).
 
 Contact points (`contact_points` = "triangles", `contact_stiffness`; issue 69, Findings 19): as
 Drake's deformable contact, the ground may push at points on the skin's ground-facing surface
@@ -1138,6 +1139,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # The exact Hessian is indefinite (a compressed fold): SAP's A = h² W⁻¹ needs W
             # positive definite, so the projected one instead.
             return Factor(v_next, y, penalties, slope, J, exact=False)
+        info.exact_factorizations += int(exact)
         penalty = None
         if cfg.penalty_update and collisions is None:
             penalty = _PenaltyUpdate(kkt, penalties, exact, len(v))
@@ -1237,9 +1239,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
 
         def Regularisation(W):  # noqa: F811 (the ground's and the collisions' points)
             w_all = w_known.copy()
-            if np.all(np.isnan(w_all)):
-                w_all[:] = 1.0
-            w_all[np.isnan(w_all)] = np.nanmean(w_all)
+            unknown = np.isnan(w_all)
+            if unknown.any():
+                w_all[unknown] = 1.0 if unknown.all() else np.nanmean(w_all)
             w_g, w_c = w_all[:ground_points], w_all[ground_points:]
             estimated = EstimatedDelassus(J_ground)
             if estimated is not None:
@@ -1314,8 +1316,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         slow = used >= 2 and contraction > cfg.convex_contraction
         if (slow or used >= cfg.convex_refresh_after) and refreshes < cfg.convex_refreshes:
             # Near the step's solution the exact Hessian (modified Newton with the projected one
-            # contracts by about 0.77 an iteration there; CouplingConfig.exact_hessian_below).
-            exact = step_norm < cfg.exact_hessian_below
+            # contracts by about 0.77 an iteration there; CouplingConfig.convex_exact_below).
+            exact = step_norm < cfg.convex_exact_below
             # Nothing of this step holds the last factorisation any more (a state may: the
             # last step's memory), so the pool can hand its handle, and with it the analysis
             # of its pattern and Schur block, to the new one (FactorPool; a second handle for
