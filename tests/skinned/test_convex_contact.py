@@ -679,6 +679,31 @@ def test_the_growing_problem_is_the_whole_problems_solution():
     np.testing.assert_allclose(again, gamma, rtol=1e-6, atol=1e-9 * np.abs(gamma).max())
 
 
+def _EightSteps(scene, **config):
+    """(the states (q, x) (8, ·), their StepInfos) of 8 convex steps: the dropped block's fall
+    from 2 mm and impact (ground points), or the shell thrown at the torso box at 3 m/s (the
+    collisions, the skeleton's velocities in the problem)."""
+    if scene == "drop":
+        scenery = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
+        stepper, _ = Stepper(scenery, contact="convex", **config)
+        state = stepper.DefaultState()
+        state.x[2::3] += 0.002
+    else:
+        stepper, plant, instance, top, k = _ShellStepper(
+            youngs_scale=0.01, contact="convex", **config
+        )
+        rest = stepper.fem.RestPositions().reshape(-1, 3)
+        state = stepper.DefaultState()
+        shape = np.exp(-((np.linalg.norm(rest - rest[k], axis=1) / 0.008) ** 2))
+        state.w.reshape(-1, 3)[:, 2] -= 3.0 * shape
+    path, infos = [], []
+    for i in range(8):
+        state, info = stepper.Step(state, time_s=0.002 * i)
+        path.append(np.concatenate([state.q, state.x]))
+        infos.append(info)
+    return np.array(path), infos
+
+
 @pytest.mark.parametrize("scene", ["drop", "shell"])
 def test_the_exact_hessian_at_every_refresh_changes_the_work_not_the_step(scene):
     """CouplingConfig.convex_exact_below: the convex step's refreshed factorisations of the
@@ -691,35 +716,10 @@ def test_the_exact_hessian_at_every_refresh_changes_the_work_not_the_step(scene)
     μm, and by the same with a position tolerance of 1e-9 m."""
     paths, exact = {}, {}
     for name, below in [("projected", 0.0), ("exact", np.inf)]:
-        if scene == "drop":
-            scenery = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
-            stepper, _ = Stepper(
-                scenery,
-                contact="convex",
-                convex_exact_below=below,
-                convex_contraction=0.05,
-                convex_refresh_after=2,
-            )
-            state = stepper.DefaultState()
-            state.x[2::3] += 0.002
-        else:
-            stepper, plant, instance, top, k = _ShellStepper(
-                youngs_scale=0.01,
-                contact="convex",
-                convex_exact_below=below,
-                convex_contraction=0.05,
-                convex_refresh_after=2,
-            )
-            rest = stepper.fem.RestPositions().reshape(-1, 3)
-            state = stepper.DefaultState()
-            shape = np.exp(-((np.linalg.norm(rest - rest[k], axis=1) / 0.008) ** 2))
-            state.w.reshape(-1, 3)[:, 2] -= 3.0 * shape
-        path, count = [], 0
-        for i in range(8):
-            state, info = stepper.Step(state, time_s=0.002 * i)
-            path.append(np.concatenate([state.q, state.x]))
-            count += info.exact_factorizations
-        paths[name], exact[name] = np.array(path), count
+        paths[name], infos = _EightSteps(
+            scene, convex_exact_below=below, convex_contraction=0.05, convex_refresh_after=2
+        )
+        exact[name] = sum(info.exact_factorizations for info in infos)
     assert exact["exact"] > 0 and exact["projected"] == 0
     np.testing.assert_allclose(paths["exact"], paths["projected"], rtol=0, atol=1e-5)
 
@@ -736,24 +736,7 @@ def test_w_from_the_schur_block_changes_the_work_not_the_step(scene):
     # The block starts 2 mm up: a block wider than that holds its bottom from the first step (a
     # factorisation carried into a step whose new coordinates it lacks solves their columns).
     for name, margin in [("half-solves", 0.0), ("schur", 5e-3)]:
-        if scene == "drop":
-            scenery = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
-            stepper, _ = Stepper(scenery, contact="convex", convex_schur_margin=margin)
-            state = stepper.DefaultState()
-            state.x[2::3] += 0.002
-        else:
-            stepper, plant, instance, top, k = _ShellStepper(
-                youngs_scale=0.01, contact="convex", convex_schur_margin=margin
-            )
-            rest = stepper.fem.RestPositions().reshape(-1, 3)
-            state = stepper.DefaultState()
-            shape = np.exp(-((np.linalg.norm(rest - rest[k], axis=1) / 0.008) ** 2))
-            state.w.reshape(-1, 3)[:, 2] -= 3.0 * shape
-        path, solved = [], 0
-        for i in range(8):
-            state, info = stepper.Step(state, time_s=0.002 * i)
-            path.append(np.concatenate([state.q, state.x]))
-            solved += info.column_solves
-        paths[name], columns[name] = np.array(path), solved
+        paths[name], infos = _EightSteps(scene, convex_schur_margin=margin)
+        columns[name] = sum(info.column_solves for info in infos)
     assert columns["half-solves"] > 0 and columns["schur"] < 0.2 * columns["half-solves"]
     np.testing.assert_allclose(paths["schur"], paths["half-solves"], rtol=0, atol=1e-8)
