@@ -414,14 +414,10 @@ def _InBorder(kkt: ReducedKkt, dofs) -> np.ndarray:
 
 def _BorderIndex(kkt: ReducedKkt, dofs) -> np.ndarray | None:
     """The positions of coordinates `dofs` in kkt's Schur block (ReducedKkt.schur_dofs), or
-    None where it has none or one of them is not in it."""
-    if kkt.schur_dofs is None or kkt.schur_complement is None:
+    None where it has none or one of them is not in it (_InBorder)."""
+    if not np.all(_InBorder(kkt, dofs)) or kkt.schur_complement is None:
         return None
-    border = kkt.schur_dofs
-    at = np.minimum(np.searchsorted(border, dofs), len(border) - 1)
-    if not np.array_equal(border[at], dofs):
-        return None
-    return at
+    return np.searchsorted(kkt.schur_dofs, dofs)
 
 
 class _PenaltyUpdate:
