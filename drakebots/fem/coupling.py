@@ -137,6 +137,12 @@ class FactorPool:
                 return entry[0]
         return None
 
+    def Release(self, factor) -> None:
+        """Marks `factor` unused although its owner lives (ReducedKkt.Release)."""
+        for entry in self._entries:
+            if entry[0] is factor:
+                entry[1] = None
+
     def Give(self, factor, owner) -> None:
         """Registers `factor` as used by `owner` until `owner` is garbage-collected."""
         for entry in self._entries:
@@ -278,6 +284,18 @@ class ReducedKkt:
         if self._pool is not None:
             self._pool.Give(self._factor.positive_definite_factor, self)
 
+    def Release(self) -> None:
+        """Hands the factorisation back to its FactorPool, for the next ReducedKkt to overwrite
+        (a later use of this one factorises again). For a factorisation that something still
+        references but nothing will use: the coupled step's carried one, kept by the last
+        state's memory, when the step does not reuse it. The new one takes its analysis instead
+        of analysing the same pattern again (0.5 s on the monster with a Schur block; a third
+        of a replay's analyses were such repeats, measured)."""
+        if self._pool is None or self._factor is None:
+            return
+        self._pool.Release(self._factor.positive_definite_factor)
+        self._factor = None
+
     @property
     def _lu(self):
         """The factorisation of the reduced matrix (made at the first use when `lazy`)."""
@@ -326,6 +344,10 @@ class ReducedKkt:
         z = np.asarray(self._lu.solve(self._Rhs(b_r, b_d, c)))
         return self._Finish(z.reshape((len(z),) + b_d.shape[1:]), b_d, c)
 
+    def SolveBordered(self, b_r, b_d, c) -> "BorderedSolve":
+        """`Solve` split at the Schur block (`BorderedSolve`); needs `schur_complement`."""
+        return BorderedSolve(self, b_r, b_d, c)
+
     def _Rhs(self, b_r, b_d, c):
         """Right-hand side of the reduced system in z = (du_free, dq)."""
         b_P = b_d[self.pinned]
@@ -345,6 +367,42 @@ class ReducedKkt:
         if self._A_dr_P is not None:
             lam = lam + self._A_dr_P @ dq
         return dq, du, lam
+
+
+class BorderedSolve:
+    """A solve of Eq. (2), right-hand side (b_r, b_d, c), split at the factorisation's Schur
+    block (ReducedKkt.schur_dofs, PARDISO): after the forward substitution the solution's rows
+    on the block are known (`block`, in schur_dofs' order), and `Finish(g)` gives the whole
+    solution with forces g on the block's coordinates added (N on a skin coordinate, N s on a
+    skeleton velocity) by the backward substitution (drakebots.fem.pardiso's
+    BackwardBordered). A solve and the response to forces on the block cost one solve, where
+    they cost two (drakebots.skinned.convex_contact: the free motion, then the contact
+    impulses' response, in every modified-Newton iteration).
+
+    `rhs` is the reduced system's right-hand side (`ReducedKkt.Rows`' order), for coordinates
+    outside the block whose columns are solved: zⱼ = cⱼᵀ rhs for cⱼ = M⁻¹ eⱼ (M symmetric)."""
+
+    def __init__(self, kkt: ReducedKkt, b_r, b_d, c):
+        if kkt.schur_complement is None:
+            raise ValueError("a bordered solve needs the factorisation's Schur block")
+        self._kkt = kkt
+        self._b_d, self._c = np.asarray(b_d, float), np.asarray(c, float)
+        self.rhs = kkt._Rhs(np.asarray(b_r, float), self._b_d, self._c)
+        self._y = kkt._lu.ForwardBordered(self.rhs)
+        self.block = -self._y[len(self.rhs) :]
+
+    def Finish(self, g=None, extra=None):
+        """(dq, du, lam) with forces g (k,) on the block's coordinates (None: none) and `extra`
+        (the reduced system's rows) added to the reduced solution: the response to forces
+        elsewhere, solved already. Once: the forward substitution is consumed."""
+        if self._y is None:
+            raise RuntimeError("BorderedSolve.Finish was called twice")
+        g = np.zeros(len(self.block)) if g is None else np.asarray(g, float)
+        z = self._kkt._lu.BackwardBordered(self._y, self.rhs, g)
+        self._y = None
+        if extra is not None:
+            z = z + extra
+        return self._kkt._Finish(z, self._b_d, self._c)
 
 
 class _BlockPlan:

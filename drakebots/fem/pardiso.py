@@ -463,11 +463,40 @@ class Pardiso:
         # Schur complement factorised; A⁻¹ B is the forward substitution with the Schur rows'
         # unknowns set to zero, then the backward one (phase 332, the diagonal, is the identity
         # for a Cholesky factor).
+        return self.BackwardBordered(self.ForwardBordered(B)).reshape(np.shape(B))
+
+    @property
+    def schur_columns(self):
+        """The Schur block's columns W (n x k, sparse COO), or None."""
+        return self._columns
+
+    def ForwardBordered(self, B) -> np.ndarray:
+        """The forward substitution of [B; 0] through the factor bordered by `schur_columns` W
+        ((n + k,) or (n + k, nrhs)): L⁻¹ P B in the first n rows, -Wᵀ A⁻¹ B in the last k.
+        `BackwardBordered` finishes the solve, with forces on W's columns added if wanted."""
+        if self._n == self._lead:
+            raise ValueError("a bordered half-solve needs schur_columns")
         y = self._Phase(331, B)
-        y[self._lead :] = 0.0
+        return y[:, 0] if np.ndim(B) == 1 else y
+
+    def BackwardBordered(self, y, g=None) -> np.ndarray:
+        """A⁻¹ (B + W g) from y = ForwardBordered(B), g (k,) or (k, nrhs) (None: zero); y is
+        overwritten. Why it holds: the bordered matrix factorises as L D Lᵀ with
+        L = [[L_A, 0], [Wᵀ L_A⁻ᵀ, I]], D = diag(I, -Wᵀ A⁻¹ W); the backward substitution
+        Lᵀ x = [L_A⁻¹ B; z] gives x = [A⁻¹ B - A⁻¹ W z; z], so z = -g. One forward and one
+        backward substitution give the free solve and the response to forces on the block's
+        columns (drakebots.skinned.convex_contact's one solve a Newton iteration), where two
+        solves did."""
+        y = np.asarray(y, dtype=np.float64)
+        vector = y.ndim == 1
+        y = np.asfortranarray(y.reshape(self._n, -1))
+        y[self._lead :] = (
+            0.0 if g is None else -np.asarray(g, float).reshape(self._n - self._lead, -1)
+        )
         x = np.empty_like(y, order="F")
         self._Call(333, y, x, nrhs=y.shape[1])
-        return x[: self._lead].reshape(np.shape(B))
+        x = x[: self._lead]
+        return x[:, 0] if vector else x
 
     def ForwardSolve(self, B) -> np.ndarray:
         """L⁻¹ P B of the Cholesky factor P A Pᵀ = L Lᵀ (mtype 2 only), so Bᵀ A⁻¹ B = Yᵀ Y."""

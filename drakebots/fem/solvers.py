@@ -130,6 +130,7 @@ class _Checked:
     _matrix = None
     _rng = None
     _norm = None  # ‖_matrix‖∞, computed at the first check after each Factor
+    refinements = 0  # solves that needed the step of iterative refinement
 
     def _SetMatrix(self, A):
         self._matrix = A
@@ -156,7 +157,12 @@ class _Checked:
 
     def solve(self, b):
         b = np.asarray(b, float)
-        x = self._Solve(b)
+        return self.Checked(self._Solve(b), b)
+
+    def Checked(self, x, b):
+        """x, a solution of A x = b found with this factorisation, once its backward error is
+        checked (and, above the tolerance, after one step of iterative refinement); raises
+        InaccurateSolve where the refined one is above it too."""
         A = self._matrix
         if b.ndim == 1:
             probe_x, probe_b = x, b
@@ -169,6 +175,7 @@ class _Checked:
         if error <= BACKWARD_ERROR_TOLERANCE:
             return x
         x = x + self._Solve(b - A @ x)  # one step of iterative refinement
+        self.refinements += 1
         probe_x = x if b.ndim == 1 else x @ weights
         refined = self._Error(probe_x, probe_b)
         if not refined <= BACKWARD_ERROR_TOLERANCE:
@@ -366,6 +373,16 @@ class PardisoFactor(_Checked):
     def HalfSolveWithColumns(self, B) -> tuple[np.ndarray, np.ndarray | None]:
         """(L⁻¹ P B, Wᵀ A⁻¹ B) for dense B (the second None without `schur_columns`)."""
         return self._pardiso.ForwardSolveWithColumns(B)
+
+    def ForwardBordered(self, B) -> np.ndarray:
+        """The bordered factor's forward substitution of [B; 0] (with `schur_columns` W):
+        -Wᵀ A⁻¹ B in its last k rows (drakebots.fem.pardiso.Pardiso)."""
+        return self._pardiso.ForwardBordered(B)
+
+    def BackwardBordered(self, y, B, g) -> np.ndarray:
+        """A⁻¹ (B + W g) from y = ForwardBordered(B), checked (`Checked`); y is overwritten."""
+        x = self._pardiso.BackwardBordered(y, g)
+        return self.Checked(x, B + self._pardiso.schur_columns @ g)
 
 
 class DenseCholesky(_Checked):

@@ -401,6 +401,68 @@ class _Factor:
         return columns.Part(0), columns.Part(1), columns.Part(2), 0.5 * (W + W.T)
 
 
+class _OneSolve:
+    """A modified-Newton iteration's solves with the factorisation, as one (ReducedKkt's
+    BorderedSolve): the free motion K⁻¹ b on the problem's coordinates from the forward
+    substitution (`free`), the response to forces on them from W (`Response`: the Schur
+    block's and the kept columns', no solve), and the whole update, free motion and response,
+    from one backward substitution (`Finish`). Before, the free solve and the response's solve
+    were two whole solves an iteration (0.05 s each on the monster's walk; 14 of a step's
+    4.4 s were 0.82 s, cProfile). The same update to round-off (the response is linear).
+
+    `For` makes one where every problem coordinate is in the factorisation's Schur block or has
+    its column kept (_Factor.spilled); else None, and the two solves. Units are the reduced
+    system's: a skin coordinate's position (m) per force (N), a skeleton velocity per impulse."""
+
+    @staticmethod
+    def For(factor: "_Factor", problem_dofs, b_r, b_d, c) -> "_OneSolve | None":
+        kkt = factor.kkt
+        if kkt.schur_complement is None:
+            return None
+        inside = _InBorder(kkt, problem_dofs)
+        if any(int(d) not in factor.spilled for d in problem_dofs[~inside]):
+            return None
+        return _OneSolve(factor, problem_dofs, inside, b_r, b_d, c)
+
+    def __init__(self, factor: "_Factor", problem_dofs, inside, b_r, b_d, c):
+        self.kkt = kkt = factor.kkt
+        self.inside = inside
+        self.at = np.searchsorted(kkt.schur_dofs, problem_dofs)  # valid where inside
+        self.split = kkt.SolveBordered(b_r, b_d, c)
+        self.free = np.empty(len(problem_dofs))
+        self.free[inside] = self.split.block[self.at[inside]]
+        self.columns = None  # the kept columns of those outside (the reduced rows, o)
+        if not np.all(inside):
+            self.rows = kkt.Rows(problem_dofs)
+            outside = problem_dofs[~inside]
+            self.columns = np.stack([factor.spilled[int(d)] for d in outside], axis=1)
+            self.free[~inside] = self.columns.T @ self.split.rhs
+
+    def Response(self, S, g):
+        """(Δz on every problem coordinate, the forces as `Finish` takes them) of forces g on the
+        problem's coordinates S."""
+        inside = self.inside[S]
+        g_block = np.zeros(len(self.kkt.schur_dofs))
+        g_block[self.at[S[inside]]] = g[inside]
+        change = np.empty(len(self.inside))
+        change[self.inside] = (self.kkt.schur_complement @ g_block)[self.at[self.inside]]
+        g_out = None
+        if self.columns is not None:
+            g_out = np.zeros(self.columns.shape[1])
+            g_out[np.searchsorted(np.flatnonzero(~self.inside), S[~inside])] = g[~inside]
+            change[~self.inside] = self.columns[self.kkt.schur_rows].T @ g_block
+            change += self.columns[self.rows] @ g_out
+        return change, (g_block, g_out)
+
+    def Finish(self, forces=None):
+        """(dv, dy, dlam): the free motion plus the response to `forces` (Response's second
+        output; None: none)."""
+        if forces is None:
+            return self.split.Finish()
+        g_block, g_out = forces
+        return self.split.Finish(g_block, None if g_out is None else self.columns @ g_out)
+
+
 def _InBorder(kkt: ReducedKkt, dofs) -> np.ndarray:
     """(len(dofs),) bool: which of the coordinates `dofs` lie in kkt's Schur block (none where
     it has none)."""
@@ -1050,6 +1112,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # collisions, the skeleton's (coordinates 3n + j of the factorisation, ReducedKkt.Rows).
     with_skeleton = collisions is not None and bool(np.any(collisions.b < 0))
     problem_dofs = np.concatenate([dofs, 3 * n + np.arange(nv)]) if with_skeleton else dofs
+    # Forces per impulse on the problem's coordinates (the factorisation's units: N on the
+    # skin's positions, N s on the skeleton's velocities), and velocities per its solution's.
+    scale = np.where(np.arange(len(problem_dofs)) < 3 * m, 1.0 / h, 1.0)
     # Penalties outside the convex problem: re-evaluated at the iterates (implicit) unless the
     # collisions are in it.
     implicit = cfg.implicit_penalties and collisions is None
@@ -1161,6 +1226,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         )
     )
     if not reusable:
+        if isinstance(factor, _Factor):
+            factor.kkt.Release()  # the last state's, unused: its analysis for this step's
         factor = Factor(v_next, y, penalties, slope, J)
     age = memory.factor_age if reusable else 0
 
@@ -1314,11 +1381,13 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             # Near the step's solution the exact Hessian (modified Newton with the projected one
             # contracts by about 0.77 an iteration there; CouplingConfig.convex_exact_below).
             exact = step_norm < cfg.convex_exact_below
-            # Nothing of this step holds the last factorisation any more (a state may: the
-            # last step's memory), so the pool can hand its handle, and with it the analysis
-            # of its pattern and Schur block, to the new one (FactorPool; a second handle for
-            # a new block cost a second analysis, 1-1.5 s on the monster).
-            factor = Solve = Block = Respond = None
+            # Nothing of this step uses the last factorisation any more. The last state's
+            # memory may hold it (a carried one), so it is released: the pool hands its
+            # handle, and with it the analysis of its pattern and Schur block, to the new one
+            # (ReducedKkt.Release; a second handle for the same block cost a second analysis,
+            # 1-1.5 s on the monster, in a third of the steps that reused a carried one).
+            factor.kkt.Release()
+            factor = Solve = Block = Respond = one = None
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
             # W is solved again with the new factorisation: the update is zero only where the
@@ -1358,12 +1427,31 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         glue_force[stepper.glue.dofs] = lam
         r_r_full = r_r + (h * J).T @ lam
         r_d_full = r_d - glue_force
-        dv, dy, dlam = Solve(-r_r_full, -r_d_full, -C)
+        # The free solve and the contact's response as one solve where the factorisation's
+        # Schur block allows it (_OneSolve), else two.
+        one = None
+        if m and collisions is not None and update is None:
+            if factor.kkt.schur_complement is not None:
+                # The columns of the problem's coordinates outside the block (at most
+                # convex_schur_spill of them), kept: a carried factorisation's problems held
+                # 6-45 such coordinates in a third of the monster's iterations, each then two
+                # solves instead of one.
+                outside = problem_dofs[~_InBorder(factor.kkt, problem_dofs)]
+                factor, new_columns = factor.With(outside)
+                info.column_solves += new_columns
+            one = _OneSolve.For(factor, problem_dofs, -r_r_full, -r_d_full, -C)
+        if one is None:
+            dv, dy, dlam = Solve(-r_r_full, -r_d_full, -C)
         f = np.zeros(3 * m)
         if m and collisions is not None:
-            xi_star = (y[dofs] + dy[dofs] - x[dofs]) / h
-            if with_skeleton:
-                xi_star = np.concatenate([xi_star, v_next + dv])
+            if one is not None:
+                xi_star = one.free.copy()
+                xi_star[: 3 * m] = (y[dofs] + one.free[: 3 * m] - x[dofs]) / h
+                xi_star[3 * m :] += v_next if with_skeleton else 0.0
+            else:
+                xi_star = (y[dofs] + dy[dofs] - x[dofs]) / h
+                if with_skeleton:
+                    xi_star = np.concatenate([xi_star, v_next + dv])
 
             def Block(S, held, inverses=inverses, R=R):
                 """(W_ξ⁻¹, W_ξ) on the problem's coordinates S (their columns solved where
@@ -1389,8 +1477,12 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                     R[:] = Regularisation(None)[0]  # in place: _SolveGrowing holds R
                 return kept
 
-            def Respond(S, Gamma_S, Solve=Solve):
-                """(Δξ of impulses Γ_S on the coordinates S, the solve's (Δv, Δy, Δλ))."""
+            def Respond(S, Gamma_S, Solve=Solve, one=one):
+                """(Δξ of impulses Γ_S on the coordinates S, the solve's (Δv, Δy, Δλ) or, with
+                _OneSolve, the forces its Finish takes)."""
+                if one is not None:
+                    change, forces = one.Response(S, scale[S] * Gamma_S)
+                    return scale * change, forces
                 F, B = np.zeros(3 * n), np.zeros(nv)
                 skin = S < 3 * m
                 F[dofs[S[skin]]] = Gamma_S[skin] / h
@@ -1417,7 +1509,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             )
             sap_iterations += its
             f = J_ground[:, : 3 * m].T @ gamma_all[:ground_points].ravel() / h  # the ground's
-            if parts is not None:
+            if one is not None:
+                dv, dy, dlam = one.Finish(parts)
+            elif parts is not None:
                 dv, dy, dlam = dv + parts[0], dy + parts[1], dlam + parts[2]
         elif m and points is not None:
             # All the step's points in one problem, in the candidates' velocities.

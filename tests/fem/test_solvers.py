@@ -270,9 +270,10 @@ def _Columns(n: int, k: int, seed: int) -> sp.csc_matrix:
 @needs_pardiso
 def test_pardiso_schur_block_gives_the_compliance_of_its_columns():
     """A factorisation bordered by fixed columns W (PARDISO's Schur block): its Schur complement
-    is Wᵀ A⁻¹ W, its half-solve's border Wᵀ A⁻¹ B and its Gram Bᵀ A⁻¹ B, its solves A⁻¹ b, each
-    against LAPACK's dense solve, over new values, a pattern inside the analysed one and a grown
-    pattern (a new entry: the border must follow the new analysis)."""
+    is Wᵀ A⁻¹ W, its half-solve's border Wᵀ A⁻¹ B and its Gram Bᵀ A⁻¹ B, its solves A⁻¹ b and,
+    split at the border, A⁻¹ (b + W g), each against LAPACK's dense solve, over new values, a
+    pattern inside the analysed one and a grown pattern (a new entry: the border must follow the
+    new analysis)."""
     from drakebots.fem.solvers import PardisoFactor
 
     full = (_Laplacian() + 2.0 * sp.identity(432)).tocsc()
@@ -294,6 +295,15 @@ def test_pardiso_schur_block_gives_the_compliance_of_its_columns():
         np.testing.assert_allclose(Z, A_inv_W.T @ B, rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(factor.solve(b), np.linalg.solve(dense, b), rtol=1e-10)
         np.testing.assert_allclose(factor.solve(B), np.linalg.solve(dense, B), rtol=1e-10)
+        # The solve split at the border: the forward substitution's border rows -Wᵀ A⁻¹ b, and
+        # the backward one with forces g on W's columns A⁻¹ (b + W g).
+        y = factor.ForwardBordered(b)
+        np.testing.assert_allclose(-y[432:], A_inv_W.T @ b, rtol=1e-10, atol=1e-14)
+        g = rng.standard_normal(W.shape[1])
+        expected = np.linalg.solve(dense, b + W @ g)
+        refinements = factor.refinements
+        np.testing.assert_allclose(factor.BackwardBordered(y, b, g), expected, rtol=1e-10)
+        assert factor.refinements == refinements  # right without the check's refinement
         assert factor._pardiso.analyses == analyses
 
 

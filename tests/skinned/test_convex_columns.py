@@ -15,13 +15,14 @@ from drakebots.skinned.convex_contact import _BlockDiagonal, _Factor
 BACKENDS = ["splu"] + (["pardiso"] if PardisoAvailable() else [])
 
 
-def _Kkt(backend, nr=4, nd=30, pinned=(0, 1, 2, 7), seed=0, **options):
-    """A small glued KKT system: (ReducedKkt, its dense matrix K with rows (v, u, λ))."""
+def _Kkt(backend, nr=4, nd=30, pinned=(0, 1, 2, 7), seed=0, scale=1.0, **options):
+    """A small glued KKT system: (ReducedKkt, its dense matrix K with rows (v, u, λ)); `seed`
+    draws its pattern and values, `scale` multiplies the skin's block."""
     rng = np.random.default_rng(seed)
     B = rng.normal(size=(nr, nr))
     A_r = B @ B.T + nr * np.eye(nr)
     C = sp.random(nd, nd, density=0.2, random_state=seed).toarray()
-    A_d = C @ C.T + nd * np.eye(nd)
+    A_d = scale * (C @ C.T + nd * np.eye(nd))
     G_q = rng.normal(size=(len(pinned), nr))
     kkt = ReducedKkt(A_r, sp.csr_matrix(A_d), G_q, list(pinned), factorization=backend, **options)
     G_u = np.zeros((len(pinned), nd))
@@ -140,6 +141,69 @@ def test_w_from_the_factorisations_schur_block_is_the_dense_kkt_solve():
     assert plain.schur_complement is None
     assert again._lu.positive_definite_factor is bordered
     np.testing.assert_allclose(again.schur_complement, Dense(again.schur_dofs), rtol=1e-9)
+
+
+@pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
+def test_a_released_factorisation_hands_its_analysis_on_and_still_solves():
+    """ReducedKkt.Release (the coupled step's carried factorisation, not reused): the next
+    matrix with the same block takes its PARDISO handle, no second analysis, while the released
+    one, still referenced, factorises again at its next use; both against the dense KKT solve."""
+    from drakebots.fem.coupling import FactorPool
+
+    pool, nd = FactorPool(), 30
+    border = np.array([3, 4, 5, 20, nd + 1])
+    kkt, K = _Kkt("pardiso", schur_dofs=border, reuse=pool)
+    handle = kkt._lu.positive_definite_factor
+    kkt.Release()
+    other, K_other = _Kkt("pardiso", scale=3.0, schur_dofs=border, reuse=pool)
+    assert other._lu.positive_definite_factor is handle
+    assert handle._pardiso.analyses == 1
+    b_r, b_d, c = np.ones(kkt.nr), np.linspace(-1.0, 1.0, nd), np.full(len(kkt.pinned), 0.1)
+    rhs = np.concatenate([b_r, b_d, c])
+    for system, dense in ((kkt, K), (other, K_other)):
+        solution = np.concatenate(system.Solve(b_r, b_d, c))
+        np.testing.assert_allclose(solution, np.linalg.solve(dense, rhs), rtol=1e-9, atol=1e-12)
+    assert kkt._lu.positive_definite_factor is not handle  # factorised again, its own
+
+
+@pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
+def test_one_solve_gives_the_free_motion_the_response_and_the_update_of_the_dense_kkt():
+    """_OneSolve: a modified-Newton iteration's free solve and the contact's response as one
+    bordered solve. The free motion on the problem's coordinates (in the block, and one outside
+    it whose column is kept), the response to forces on some of them (from the block and the
+    kept column, without a solve) and the whole update K⁻¹ (b + Sᵀ g) against K⁻¹ of the dense
+    glued KKT matrix; a problem coordinate outside the block without a kept column is refused
+    (None: the two solves)."""
+    from drakebots.skinned.convex_contact import _OneSolve
+
+    nd = 30
+    border = np.array([3, 4, 5, 20, 21, 22, nd + 0, nd + 2])
+    kkt, K = _Kkt("pardiso", schur_dofs=border)
+    nr = kkt.nr
+    factor, solves = _Factor(kkt, 0.005).With(np.array([3, 13, nd + 0]))
+    assert solves == 1  # 13 is outside the block: its column kept
+    problem = np.array([3, 4, 13, 21, nd + 0, nd + 2])
+    rng = np.random.default_rng(11)
+    b_r, b_d, c = rng.normal(size=nr), rng.normal(size=nd), rng.normal(size=len(kkt.pinned))
+    rows = np.where(problem < nd, nr + problem, problem - nd)  # K's rows: (v, u, λ)
+    rhs = np.concatenate([b_r, b_d, c])
+    one = _OneSolve.For(factor, problem, b_r, b_d, c)
+    np.testing.assert_allclose(one.free, np.linalg.solve(K, rhs)[rows], rtol=1e-9, atol=1e-13)
+    S = np.array([0, 2, 4])  # forces on 3, 13 (outside) and the skeleton's velocity 0
+    g = rng.normal(size=len(S))
+    load = np.zeros(len(K))
+    load[rows[S]] = g
+    change, forces = one.Response(S, g)
+    np.testing.assert_allclose(change, np.linalg.solve(K, load)[rows], rtol=1e-9, atol=1e-13)
+    refinements = kkt._lu.refinements
+    dv, dy, dlam = one.Finish(forces)
+    assert kkt._lu.refinements == refinements  # right without the check's refinement
+    expected = np.linalg.solve(K, rhs + load)
+    np.testing.assert_allclose(np.concatenate([dv, dy, dlam]), expected, rtol=1e-9, atol=1e-12)
+    with pytest.raises(RuntimeError, match="twice"):
+        one.Finish(forces)
+    # 14 is outside the block and its column was never solved: the two solves instead.
+    assert _OneSolve.For(factor, np.array([3, 14]), b_r, b_d, c) is None
 
 
 def test_the_block_diagonal_is_scipys():

@@ -726,6 +726,30 @@ def test_the_exact_hessian_at_every_refresh_changes_the_work_not_the_step(scene)
 
 @pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
 @pytest.mark.parametrize("scene", ["drop", "shell"])
+def test_one_solve_an_iteration_changes_the_work_not_the_step(scene, monkeypatch):
+    """convex_contact._OneSolve (the free solve and the contact's response as one bordered
+    solve) against the two solves it replaces (For refused): the same states to round-off
+    after 8 steps, with the one solve taken in most iterations."""
+    from drakebots.skinned import convex_contact
+
+    made = []
+    For = convex_contact._OneSolve.For
+
+    def Counted(*args):
+        one = For(*args)
+        made.append(one is not None)
+        return one
+
+    monkeypatch.setattr(convex_contact._OneSolve, "For", staticmethod(Counted))
+    one, _ = _EightSteps(scene, convex_schur_margin=5e-3)
+    monkeypatch.setattr(convex_contact._OneSolve, "For", staticmethod(lambda *args: None))
+    two, _ = _EightSteps(scene, convex_schur_margin=5e-3)
+    assert np.mean(made) > 0.5
+    np.testing.assert_allclose(one, two, rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(not PardisoAvailable(), reason="MKL PARDISO not available")
+@pytest.mark.parametrize("scene", ["drop", "shell"])
 def test_w_from_the_schur_block_changes_the_work_not_the_step(scene):
     """CouplingConfig.convex_schur_margin (W from PARDISO's factorisation bordered by the block
     of coordinates near contact) against the half-solves (margin 0, the reference): the same
