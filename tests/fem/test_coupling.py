@@ -281,12 +281,15 @@ def test_a_nearby_contact_set_is_a_low_rank_update_of_the_last_factorised_one(fa
     assert solver.factorizations == (2 if half else 3)
 
 
-def test_reduced_matrix_blocks_equal_scipys_slices_and_bmat():
+def test_reduced_matrix_blocks_equal_scipys_slices_and_bmat(monkeypatch):
     """ReducedKkt reads its blocks through a plan of the skin block's pattern (_BlockPlan) and
-    writes the reduced matrix column by column (_ReducedMatrix), issue 52. Reference: SciPy's
-    fancy-indexed slices and sparse.bmat on the same blocks, entry for entry, for two Newton
-    matrices of one pattern (the plan made once, used twice) and a skeleton-free system."""
-    from drakebots.fem.coupling import _BlockPlan, _ReducedMatrix
+    writes the reduced matrix column by column (_ReducedMatrix, issue 52) through a plan too
+    (_ReducedPlan, issue 69). Reference: SciPy's fancy-indexed slices and sparse.bmat on the
+    same blocks, entry for entry, for two Newton matrices of one pattern (each plan made once,
+    used twice) and a skeleton-free system."""
+    from drakebots.fem.coupling import _BlockPlan, _ReducedMatrix, _ReducedPlan
+
+    monkeypatch.setattr(_ReducedPlan, "_cache", [])  # no plan of another test's pattern
 
     fem, A_r, A_d, glue, G_q, b_r, b_d, c = _Problem(8)
     A_d = sp.csr_matrix(A_d)
@@ -309,8 +312,10 @@ def test_reduced_matrix_blocks_equal_scipys_slices_and_bmat():
         A_ff = plan.Block("ff", A.data, "csc")
         for nr in (A_r.shape[0], 0):
             B = sp.csr_matrix(A[free][:, glue.dofs[:nr]] * 0.5)
-            T = A_r[:nr, :nr]
+            T = scale * A_r[:nr, :nr]
+            plans = list(_ReducedPlan._cache)
             M = _ReducedMatrix(A_ff, B, T)
+            assert (_ReducedPlan._cache == plans) == (scale != 1.0)  # made once per pattern
             reference = sp.bmat([[A[free][:, free], B], [B.T, sp.csr_matrix(T)]], format="csc")
             np.testing.assert_array_equal(M.toarray(), reference.toarray())
             assert M.has_sorted_indices
