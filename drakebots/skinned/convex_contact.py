@@ -42,7 +42,10 @@ diagonal, PSD), and an exact line search (bisection of the slope along the updat
 update is then Δ = Δ* + K⁻¹ Sᵀ f (the kept columns), and modified Newton repeats until the
 skin's update is below `position_tolerance` and the glue residual below `glue_tolerance` (or
 `convex_iterations`). Every iteration costs two solves with the factorisation (the residual's
-and the contact forces'); a refactorisation (below) 3m column solves for W. The dense problem
+and the contact forces'), or one where the factorisation has a Schur block (below): its
+forward substitution gives Δ* on the block, and one backward substitution with the border's
+unknowns set to the contact forces gives Δ* + K⁻¹ Sᵀ f (`_OneSolve`, issue 69, Findings 26); a
+refactorisation (below) 3m column solves for W. The dense problem
 holds the candidates within `contact_active` of the floor and grows by any other its solution
 pushes (the same solution: the others' impulses are zero).
 
@@ -104,6 +107,8 @@ solved as before, and a carried factorisation whose block lacks a step's coordin
 reused. Up to `convex_schur_spill` coordinates may lie outside the block before it is replaced:
 their columns are solved whole and kept (_Factor.spilled), the others' W still comes from the
 block (issue 69, Findings 25: a new block and analysis in 6 of the walk's first 8 steps before).
+A carried factorisation that a step does not reuse, or that a refresh replaces, is released to
+the pool (ReducedKkt.Release), so its block's analysis serves the next one (Findings 26).
 
 The collisions' problem (issue 69, Findings 25) starts each modified-Newton iteration from the
 points its last solution in the step held (`_SolveGrowing`'s `grown`), and SAP's Newton
