@@ -388,12 +388,11 @@ class _Factor:
             at = _BorderIndex(self.kkt, held[inside])
             W = np.empty((len(held), len(held)))
             W[np.ix_(inside, inside)] = self.kkt.schur_complement[np.ix_(at, at)]
-            rows = self.kkt.Rows(held)
+            factor = _Factor(self.kkt, self.h, held, W, self.penalty, spilled)
             out = np.flatnonzero(~inside)
-            columns = np.stack([spilled[int(d)] for d in outside], axis=1)[rows]
+            columns = factor.SpilledColumns(outside)[self.kkt.Rows(held)]
             W[:, out] = columns
             W[out, :] = columns.T
-            factor = _Factor(self.kkt, self.h, held, W, self.penalty, spilled)
             return factor, len(missing)
         columns = None
         if not k0:
@@ -1459,14 +1458,15 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             dv, dy, dlam = Solve(-r_r_full, -r_d_full, -C)
         f = np.zeros(3 * m)
         if m and collisions is not None:
+            # The free update on the problem's coordinates, then its velocities ξ*.
             if one is not None:
-                xi_star = one.free.copy()
-                xi_star[: 3 * m] = (y[dofs] + one.free[: 3 * m] - x[dofs]) / h
-                xi_star[3 * m :] += v_next if with_skeleton else 0.0
+                free = one.free
             else:
-                xi_star = (y[dofs] + dy[dofs] - x[dofs]) / h
-                if with_skeleton:
-                    xi_star = np.concatenate([xi_star, v_next + dv])
+                free = np.concatenate([dy[dofs], dv]) if with_skeleton else dy[dofs]
+            xi_star = free.copy()
+            xi_star[: 3 * m] = (y[dofs] + free[: 3 * m] - x[dofs]) / h
+            if with_skeleton:
+                xi_star[3 * m :] += v_next
 
             def Block(S, held, inverses=inverses, R=R):
                 """(W_ξ⁻¹, W_ξ) on the problem's coordinates S (their columns solved where
@@ -1477,7 +1477,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 kept = inverses.get(S.tobytes())
                 if kept is None:
                     k = np.array([factor.index[int(c)] for c in problem_dofs[S]], np.int64)
-                    D = np.where(S < 3 * m, 1.0 / h, 1.0)
+                    D = scale[S]
                     W_S = factor.W[np.ix_(k, k)]
                     W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
                     A = np.linalg.inv(W_S)
