@@ -136,6 +136,35 @@ from drakebots.fem.solvers import NestedDissection, ResolveBackend
 _MIN_JACOBIAN = 1e-3
 
 
+class CompliantInverse:
+    """A = W⁻¹ of an SPD compliance W, applied through W's Cholesky factor (`A @ x`, x a vector
+    or columns): SAP's cost needs A only in products, ½ (v - v*)ᵀ A (v - v*) and its gradient,
+    and Newton's direction comes from W itself (ContactProblem._Direction). LAPACK's inverse
+    (LU, then the inverse from it) costs about 2 d³ flops, the Cholesky factor d³/3, and a
+    product through it (two triangular solves) costs what the product with the dense inverse
+    does: the monster's walk inverted 58 held blocks of up to 1500 rows in 16 steps, 5.1 of their
+    96.6 s (cProfile, issue 69). `Dense()` forms A where a dense Hessian needs it."""
+
+    def __init__(self, W: np.ndarray):
+        self.shape = W.shape
+        self._factor = sla.cho_factor(W, lower=True, check_finite=False)
+        self._dense = None
+
+    def __matmul__(self, x):
+        return sla.cho_solve(self._factor, x, check_finite=False)
+
+    def Dense(self) -> np.ndarray:
+        if self._dense is None:
+            A = self @ np.eye(self.shape[0])
+            self._dense = 0.5 * (A + A.T)
+        return self._dense
+
+
+def _Dense(A) -> np.ndarray:
+    """A as a dense array (a CompliantInverse formed)."""
+    return A.Dense() if isinstance(A, CompliantInverse) else A
+
+
 @dataclasses.dataclass
 class ContactProblem:
     """SAP's regularised contact problem on m candidate vertices (module docstring), in their
@@ -215,10 +244,11 @@ class ContactProblem:
 
     def _Hessian(self, G: np.ndarray) -> np.ndarray:
         """A + Jᵀ G J (G block diagonal, one 3 × 3 block a point)."""
+        A = _Dense(self.A)
         if not len(G):
-            return self.A
+            return A
         if self.J is None:
-            H = self.A.copy()
+            H = A.copy()
             rows = 3 * np.arange(len(G))[:, None, None] + np.arange(3)[None, :, None]
             H[rows, rows.transpose(0, 2, 1)] += G
             return H
@@ -229,9 +259,9 @@ class ContactProblem:
             rows, cols = index + np.arange(3)[None, :, None], index + np.arange(3)[None, None, :]
             size = 3 * len(G)
             Gs = sp.csr_matrix((G.ravel(), (rows.ravel(), cols.ravel())), shape=(size, size))
-            return self.A + (self.J.T @ (Gs @ self.J)).toarray()
+            return A + (self.J.T @ (Gs @ self.J)).toarray()
         GJ = np.einsum("pij,pjk->pik", G, self.J.reshape(len(G), 3, -1)).reshape(len(self.J), -1)
-        return self.A + self.J.T @ GJ
+        return A + self.J.T @ GJ
 
     def Solve(self, v0=None, tolerance=1e-10, max_iterations=100):
         """(v (3m,), γ (m, 3), iterations): Newton with exact line search from v0 (v_star)."""
@@ -239,11 +269,12 @@ class ContactProblem:
         scale = max(float(np.abs(self.A @ self.v_star).max(initial=0.0)), 1e-12)
         for iteration in range(1, max_iterations + 1):
             gamma, G = self.Impulses(v, hessian=True)
-            g = self.A @ (v - self.v_star) - self._Generalized(gamma.ravel())
+            Ae = self.A @ (v - self.v_star)
+            g = Ae - self._Generalized(gamma.ravel())
             if np.abs(g).max() <= tolerance * (scale + np.abs(gamma).max(initial=0.0)):
                 return v, gamma, iteration - 1
             d = self._Direction(G, g)
-            v = v + self._LineSearch(v, d, g @ d) * d
+            v = v + self._LineSearch(v, d, g @ d, Ae) * d
         gamma, _ = self.Impulses(v)
         return v, gamma, max_iterations
 
@@ -278,15 +309,20 @@ class ContactProblem:
             JW = np.asarray(J @ self.W)
             self._JW = (JW, np.asarray(J @ JW.T).T)  # (J W, J W Jᵀ)
         JW, D = self._JW
+        a = len(active)
         rows = (3 * active[:, None] + np.arange(3)).ravel()
-        L = V[active] * np.sqrt(lam[active])[:, None, :]  # G = L Lᵀ per point
-        Lb = sp.block_diag(list(L), format="csr")  # (3a, 3a)
-        M = np.eye(len(rows)) + Lb.T @ (Lb.T @ D[np.ix_(rows, rows)]).T  # I + Lᵀ J W Jᵀ L
-        t = Lb.T @ (JW[rows] @ g)
+        L = V[active] * np.sqrt(lam[active])[:, None, :]  # G = L Lᵀ per point, (a, 3, 3)
+        # I + Lᵀ J W Jᵀ L, L block diagonal: its (p, q) block is L_pᵀ D_pq L_q (per-block
+        # products; scipy's sparse block_diag and products were 2.1 of SAP's 10 s, cProfile).
+        D4 = D[np.ix_(rows, rows)].reshape(a, 3, a, 3)
+        LtD = np.einsum("pji,pjqk->piqk", L, D4)
+        M = np.einsum("piqk,qkl->piql", LtD, L).reshape(3 * a, 3 * a) + np.eye(3 * a)
+        JW_a = JW[rows]
+        t = np.einsum("pji,pj->pi", L, (JW_a @ g).reshape(a, 3)).ravel()
         s = sla.solve(0.5 * (M + M.T), t, assume_a="pos")
-        return -(Wg - JW[rows].T @ (Lb @ s))
+        return -(Wg - JW_a.T @ np.einsum("pij,pj->pi", L, s.reshape(a, 3)).ravel())
 
-    def _LineSearch(self, v, d, slope0):
+    def _LineSearch(self, v, d, slope0, Ae=None):
         """The minimiser of ℓ(v + a d) over a in (0, 1], to 1e-10 of the slope (ℓ convex).
 
         The slope dℓ/da = dᵀ A (v - v*) + a dᵀ A d - γ(J v + a J d)ᵀ J d takes the products
@@ -351,16 +387,14 @@ class _Factor:
         # The penalties in the factorised matrix and the columns solved for their changes
         # (_PenaltyUpdate), shared by the With copies.
         self.penalty = penalty
-        self._stacked = (None, None)  # (coordinates' bytes, SpilledColumns of them)
 
-    def SpilledColumns(self, dofs) -> np.ndarray:
-        """The kept whole columns of coordinates `dofs` (all in `spilled`), side by side (the
-        reduced system's rows, len(dofs)); the last stack is kept (stacking 128k-row columns
-        anew in each modified-Newton iteration took 12 ms of its 50 ms solve)."""
-        key = np.asarray(dofs, np.int64).tobytes()
-        if self._stacked[0] != key:
-            self._stacked = (key, np.stack([self.spilled[int(d)] for d in dofs], axis=1))
-        return self._stacked[1]
+    def SpilledColumns(self, dofs) -> list[np.ndarray]:
+        """The kept whole columns of coordinates `dofs` (all in `spilled`; the reduced system's
+        rows), in their order. A list, not a stack: stacking up to 48 columns of 128k rows
+        took 32 ms each time the set changed, 1.7 of 96.6 s over the monster walk's 16 steps
+        (cProfile, issue 69), while their products (`_SpilledRows`, `_OneSolve`) read each
+        column once either way."""
+        return [self.spilled[int(d)] for d in dofs]
 
     def With(self, dofs):
         """(a _Factor holding W for `dofs` too, the number of new column solves)."""
@@ -390,7 +424,7 @@ class _Factor:
             W[np.ix_(inside, inside)] = self.kkt.schur_complement[np.ix_(at, at)]
             factor = _Factor(self.kkt, self.h, held, W, self.penalty, spilled)
             out = np.flatnonzero(~inside)
-            columns = factor.SpilledColumns(outside)[self.kkt.Rows(held)]
+            columns = _SpilledRows(factor.SpilledColumns(outside), self.kkt.Rows(held))
             W[:, out] = columns
             W[out, :] = columns.T
             return factor, len(missing)
@@ -445,12 +479,14 @@ class _OneSolve:
         self.split = kkt.SolveBordered(b_r, b_d, c)
         self.free = np.empty(len(problem_dofs))
         self.free[inside] = self.split.block[self.at[inside]]
-        self.columns = None  # the kept columns of those outside (the reduced rows, o)
+        self.columns = None  # the kept columns of those outside (the reduced rows, o of them)
         if not np.all(inside):
-            self.rows = kkt.Rows(problem_dofs)
             outside = problem_dofs[~inside]
             self.columns = factor.SpilledColumns(outside)
-            self.free[~inside] = self.columns.T @ self.split.rhs
+            self.free[~inside] = [column @ self.split.rhs for column in self.columns]
+            # Their rows in the Schur block and on the problem's coordinates (Response).
+            self.block_rows = _SpilledRows(self.columns, kkt.schur_rows)
+            self.problem_rows = _SpilledRows(self.columns, kkt.Rows(problem_dofs))
 
     def Response(self, S, g):
         """(Δz on every problem coordinate, the forces as `Finish` takes them) of forces g on the
@@ -462,10 +498,10 @@ class _OneSolve:
         change[self.inside] = (self.kkt.schur_complement @ g_block)[self.at[self.inside]]
         g_out = None
         if self.columns is not None:
-            g_out = np.zeros(self.columns.shape[1])
+            g_out = np.zeros(len(self.columns))
             g_out[np.searchsorted(np.flatnonzero(~self.inside), S[~inside])] = g[~inside]
-            change[~self.inside] = self.columns[self.kkt.schur_rows].T @ g_block
-            change += self.columns[self.rows] @ g_out
+            change[~self.inside] = self.block_rows.T @ g_block
+            change += self.problem_rows @ g_out
         return change, (g_block, g_out)
 
     def Finish(self, forces=None):
@@ -474,7 +510,17 @@ class _OneSolve:
         if forces is None:
             return self.split.Finish()
         g_block, g_out = forces
-        return self.split.Finish(g_block, None if g_out is None else self.columns @ g_out)
+        extra = None
+        if g_out is not None:
+            extra = np.zeros_like(self.columns[0])
+            for column, g in zip(self.columns, g_out):
+                extra += g * column
+        return self.split.Finish(g_block, extra)
+
+
+def _SpilledRows(columns: list[np.ndarray], rows) -> np.ndarray:
+    """(len(rows), len(columns)): rows `rows` of the kept whole columns (_Factor.SpilledColumns)."""
+    return np.stack([column[rows] for column in columns], axis=1)
 
 
 def _InBorder(kkt: ReducedKkt, dofs) -> np.ndarray:
@@ -1027,8 +1073,8 @@ def _SolveGrowing(J, xi_star, xi0, R, v_hat, mu, phi, h, active, Block, Respond,
     points held from the start besides those near, set in place to those the solution held
     (the same step's next modified-Newton iteration starts from them instead of growing by the
     same points again, one more solve each)."""
-    P, d = len(J) // 3, len(xi_star)
     J = sp.csr_matrix(J)
+    P, d = J.shape[0] // 3, len(xi_star)
     Gamma, gamma_all, iterations = np.zeros(d), np.zeros((P, 3)), 0
     xi = xi_star.copy() if xi0 is None else xi0.copy()
     if not P:
@@ -1303,6 +1349,10 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         J_all = np.zeros((len(J_ground) + 3 * len(collisions), len(problem_dofs)))
         J_all[: len(J_ground), : 3 * m] = J_ground
         J_all[len(J_ground) :] = collisions.Jacobian(candidates, nv if with_skeleton else 0)
+        # Sparse once a step (a point moves with 1-4 vertices and the skeleton): converted in
+        # each modified-Newton iteration instead, it took 1.9 of 96.6 s over the monster
+        # walk's 16 steps (cProfile, issue 69).
+        J_all = sp.csr_matrix(J_all)
         ground_points = len(J_ground) // 3
         mu_all = np.concatenate([np.full(ground_points, cfg.friction), np.zeros(len(collisions))])
         # The penalty law's C¹ onset (penalty_onset δ) in a linear law: k (z - δ/2), its
@@ -1312,7 +1362,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         # The points' Delassus diagonals, known once a point has been held with the present
         # factorisation (_SolveGrowing solves W only where it holds; the others' R is a
         # stand-in, which decides nothing there).
-        w_known = np.full(len(J_all) // 3, np.nan)
+        w_known = np.full(J_all.shape[0] // 3, np.nan)
 
         def Regularisation(W):  # noqa: F811 (the ground's and the collisions' points)
             w_all = w_known.copy()
@@ -1378,7 +1428,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # iteration's problem starts from them (_SolveGrowing) instead of growing by the same points
     # again, a second SAP solve and a second solve with the factorisation in each iteration of
     # the monster's landing steps.
-    grown = np.zeros(len(J_all) // 3, dtype=bool) if collisions is not None else None
+    grown = np.zeros(J_all.shape[0] // 3, dtype=bool) if collisions is not None else None
     for iteration in range(cfg.convex_iterations):
         stepper._CheckDeadline(time_s)
         if iteration > 0 and evaluated is not None:
@@ -1480,8 +1530,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                     D = scale[S]
                     W_S = factor.W[np.ix_(k, k)]
                     W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
-                    A = np.linalg.inv(W_S)
-                    kept = inverses[S.tobytes()] = (0.5 * (A + A.T), W_S)
+                    kept = inverses[S.tobytes()] = (CompliantInverse(W_S), W_S)
                 # The Delassus diagonals of the held points not yet known (other points may
                 # have held the same coordinates first: a self-collision pair on two ground
                 # vertices), and R from them.
