@@ -209,6 +209,14 @@ def register(subparsers):
         "loop in the coupled simulator (default 900 s; 0 skips the check)",
     )
     parser.add_argument(
+        "--coupled-replay-contact",
+        default=None,
+        metavar="{active_set,convex}",
+        help="with --skin, the skin's contact in that replay: active_set (default: the paper's "
+        "pinned / sliding / free labels inside Newton) or convex (SAP's convex problem, one "
+        "factorisation a step; about half the active set's time a frame on the monster's walk)",
+    )
+    parser.add_argument(
         "--linear-solver",
         choices=("auto", "pardiso", "cholmod", "splu"),
         default=None,

@@ -98,6 +98,9 @@ class DesignConfig:
     frame_objective: str = "ours"
     # With a skin, the wall-time budget of the coupled open-loop replay check, s (0 skips it).
     coupled_replay_seconds: float = 900.0
+    # With a skin, the coupled open-loop replay's skin contact: "active_set" (the paper's labels
+    # inside Newton, the reference) or "convex" (SAP's convex problem; CouplingConfig.contact).
+    coupled_replay_contact: str = "active_set"
     # Write replay.html with the results.
     replay: bool = True
 
@@ -174,6 +177,13 @@ def _CheckNumbers(config: DesignConfig) -> DesignConfig:
         raise InputError(f"{_Flag('iterations')} must be >= 1, got {config.iterations}")
     if config.knot_frames < 1:
         raise InputError(f"{_Flag('knot_frames')} must be >= 1, got {config.knot_frames}")
+    from drakebots.skinned.skin_coupling import CONTACTS
+
+    if config.coupled_replay_contact not in CONTACTS:
+        raise InputError(
+            f"{_Flag('coupled_replay_contact')} must be one of {', '.join(CONTACTS)}, got "
+            f"'{config.coupled_replay_contact}'"
+        )
     if not config.coupled_replay_seconds >= 0.0:
         raise InputError(
             f"{_Flag('coupled_replay_seconds')} must be >= 0 s, got {config.coupled_replay_seconds}"
@@ -391,21 +401,29 @@ def _HeldText(held_s: float, span_s: float) -> str:
     )
 
 
-def _CoupledOpenLoop(dyn, model, kept, dt, log, *, max_wall_s, effort_limits) -> dict:
+def _CoupledOpenLoop(
+    dyn, model, kept, dt, log, *, max_wall_s, effort_limits, contact="active_set"
+) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
-    skin-skeleton simulator (Newton to convergence, per-vertex contact), from the state the pass
-    started from (skeleton and skin); the tracking error against the kept frames. `dyn` is the
-    last pass's CoupledFrameDynamics (the same skin, settings and lift as every pass's)."""
+    skin-skeleton simulator (Newton to convergence, the skin's contact by `contact`:
+    CouplingConfig.contact), from the state the pass started from (skeleton and skin); the
+    tracking error against the kept frames. `dyn` is the last pass's CoupledFrameDynamics (the
+    same skin, settings and lift as every pass's)."""
     from drakebots.skinned.playback import PlaybackFramesCoupled
 
     fr = kept.frames
     # The coupled pass ran on the plan raised onto the skin's soles (alternating.py).
     q = fr.q[: len(fr.tau) + 1].copy()
     q[:, 2] += dyn.lift
-    log(f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames)")
+    log(
+        f"replaying the torques open loop in the coupled simulator ({len(fr.tau)} frames, "
+        f"{contact} contact)"
+    )
     initial = kept.start_state
+    simulator = dyn.NewSimulator()
+    simulator.config = dataclasses.replace(simulator.config, contact=contact)
     figures, _, _ = PlaybackFramesCoupled(
-        dyn.NewSimulator(),
+        simulator,
         initial,
         q,
         fr.tau,
@@ -487,6 +505,7 @@ def _SummaryInputs(setup: _Setup, dynamics_name: str) -> dict:
         "frame_cop": _OnOff(c.frame_cop),
         "frame_objective": c.frame_objective,
         "coupled_replay_seconds": c.coupled_replay_seconds if skin else None,
+        "coupled_replay_contact": c.coupled_replay_contact if skin else None,
         "lookahead": ResolveLookahead(c.lookahead, setup.motion.contact),
         "mass_scale": c.mass_scale,
         "plan_skin_mass": c.plan_skin_mass if skin else None,
@@ -723,6 +742,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
             report.Say,
             max_wall_s=budget,
             effort_limits=limits,
+            contact=setup.config.coupled_replay_contact,
         )
     else:
         # A pass that ended early has no motion to check; replaying a body that was already

@@ -5,13 +5,15 @@ import numpy as np
 
 from drakebots.errors import InputError
 
-OPTIONS = {"drop_height", "ground_friction", "skin"}
+OPTIONS = {"drop_height", "ground_friction", "skin", "skin_contact"}
 
 
 def Simulate(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.skinned.skeleton_simulation import SimulateStanding, StandingConfig
     from drakebots.systems.simulate import SimulationOutcome
 
+    if scenario.skin_contact and not scenario.skin:
+        raise InputError("--skin-contact needs --skin (the skin whose contact it chooses)")
     if scenario.skin:  # skeleton + FEM skin, coupled (drakebots/skinned/simulate_skin.py)
         from drakebots.skinned.simulate_skin import SimulateWithSkin
 

@@ -74,6 +74,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
         time_step=time_step,
         log_period=scenario.log_period or time_step,
         ground_friction=scenario.ground_friction,
+        contact=scenario.skin_contact or "active_set",
     )
     run = SimulateSkinned(robot, skin, config, meshcat=meshcat, progress=progress)
     log = run.log

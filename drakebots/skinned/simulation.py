@@ -24,6 +24,7 @@ from pydrake.systems.rendering import MultibodyPositionToGeometryPose
 from drakebots.fem.model import ElementInversion
 from drakebots.robots.base import Robot
 from drakebots.skinned.skin_coupling import (
+    CONTACTS,
     CoupledSkinSkeleton,
     CoupledStepFailure,
     CouplingConfig,
@@ -49,6 +50,9 @@ class SkinnedConfig:
     ground_friction: float = 0.8
     # Servo targets: the home pose (True) or no servo (motors limp, False).
     hold_home: bool = True
+    # The skin's contact: "active_set" (the paper's pinned / sliding / free labels inside
+    # Newton) or "convex" (SAP's convex problem, one factorisation a step; CouplingConfig.contact).
+    contact: str = "active_set"
 
 
 class _SkinMeshcatPublisher(LeafSystem):
@@ -96,6 +100,8 @@ def SimulateSkinned(
         meshcat: stream the skeleton and the deforming skin to this Meshcat.
         progress: a workflow's progress callback, True for a tqdm bar, None for none.
     """
+    if config.contact not in CONTACTS:
+        raise ValueError(f"SkinnedConfig.contact must be one of {CONTACTS}, got '{config.contact}'")
     builder = DiagramBuilder()
     scene_graph = builder.AddSystem(SceneGraph())
     plant = MultibodyPlant(0.0)
@@ -108,7 +114,9 @@ def SimulateSkinned(
         plant,
         instance,
         skin,
-        CouplingConfig(time_step=config.time_step, friction=config.ground_friction),
+        CouplingConfig(
+            time_step=config.time_step, friction=config.ground_friction, contact=config.contact
+        ),
         lift=lift,
         skeleton=robot.params,
     )

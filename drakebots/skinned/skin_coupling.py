@@ -83,6 +83,11 @@ class StepDeadlinePassed(RuntimeError):
     """A step was still iterating when the stepper's `deadline` passed (a wall-time budget)."""
 
 
+# CouplingConfig.contact's formulations: the paper's active set (the default and reference) and
+# SAP's convex problem (drakebots.skinned.convex_contact, issue 69).
+CONTACTS = ("active_set", "convex")
+
+
 @dataclasses.dataclass
 class CouplingConfig:
     """Options of the coupled simulation (SI units)."""
@@ -956,7 +961,7 @@ class CoupledSkinSkeleton:
 
             return ConvexStep(self, state, tau_ff, desired, time_s, h)
         if cfg.contact != "active_set":
-            raise ValueError(f"unknown contact '{cfg.contact}' (active_set or convex)")
+            raise ValueError(f"unknown contact '{cfg.contact}' ({' or '.join(CONTACTS)})")
         wall = time.perf_counter()
         q, v, x, w = state.q, state.v, state.x, state.w
         start = self._StepStart(state, tau_ff, desired, h)

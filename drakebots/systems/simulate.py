@@ -51,6 +51,10 @@ class SimulateConfig:
     # or "generate" to make the default skin first; simulates skeleton and FEM skin coupled
     # (paper Eqs. 1-2) at 5 ms steps by default.
     skin: str = ""
+    # Skinned quad-robots with --skin: the skin's contact, "active_set" (the paper's pinned /
+    # sliding / free labels inside Newton) or "convex" (SAP's convex problem, one factorisation a
+    # step, checked against Drake's deformable contact); empty: active_set.
+    skin_contact: str = ""
     # Gait of a robot that walks open loop (each family validates its own; HAMR-VI: stand, trot,
     # pronk, jump; voxel robots: tripod, tripod_reverse, stand; empty: the family's default,
     # HAMR-VI stands, the voxel tripod walks its tripod gait).
@@ -179,6 +183,11 @@ class SimulateResult(WorkflowResult):
         WriteSimulationFiles(results, self.robot, self.outcome)
 
 
+# SimulateConfig.skin_contact's values ("": the default, active_set): CouplingConfig.contact's
+# (drakebots.skinned.skin_coupling.CONTACTS, not imported here: this module loads no family).
+SKIN_CONTACTS = ("", "active_set", "convex")
+
+
 def OptionName(field: str) -> str:
     """The command-line option of a SimulateConfig field."""
     return "--" + field.replace("_", "-")
@@ -215,6 +224,11 @@ def CheckConfig(config: SimulateConfig, names: dict | None = None) -> None:
     if config.log_period < 0.0:
         raise InputError(f"{Name('log_period')} must be >= 0 s, got {config.log_period}")
     # 1e300 m simulated and reported "the robot fell"; a friction of 1e308 "succeeded" (issue 68).
+    if config.skin_contact not in SKIN_CONTACTS:
+        raise InputError(
+            f"{Name('skin_contact')} must be one of {', '.join(c for c in SKIN_CONTACTS if c)}, "
+            f"got '{config.skin_contact}'"
+        )
     CheckWork("drop_height", config.drop_height, Name("drop_height"))
     CheckWork("friction", config.ground_friction, Name("ground_friction"))
     CheckWork("duration", config.duration, Name("duration"))

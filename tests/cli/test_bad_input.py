@@ -223,6 +223,25 @@ CASES = [
         ["simulate", "beetle", "--skin", "{skin_missing}", "--duration", "0.01", "--out", "{out}"],
         ["skin_missing"],
     ),
+    C(
+        "simulate",
+        [
+            "simulate",
+            "beetle",
+            "--skin",
+            "{skin_missing}",
+            "--skin-contact",
+            "penalty",
+            "--out",
+            "{out}",
+        ],
+        ["--skin-contact", "penalty"],
+    ),  # fmt: skip
+    C(
+        "simulate",
+        ["simulate", "beetle", "--skin-contact", "convex", "--duration", "0.01", "--out", "{out}"],
+        ["--skin-contact", "--skin"],
+    ),
     # --- design
     C("design", ["design", "beetle", "--out", "{out}"], ["--motion"]),
     C("design", ["design", "beetle", "--motion", "fly", "--out", "{out}"], ["--motion"]),

@@ -57,6 +57,9 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     trot = ["beetle", "--motion", "trot"]
     _Exit2(trot + ["--com-lead", "0.5"], tmp_path, capsys, "--com-lead")
     _Exit2(base + ["--coupled-replay-seconds", "-1"], tmp_path, capsys, "--coupled-replay-seconds")
+    _Exit2(
+        base + ["--coupled-replay-contact", "penalty"], tmp_path, capsys, "--coupled-replay-contact"
+    )
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
     bad = tmp_path / "mismatch.yaml"
@@ -368,17 +371,18 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
 
     from drakebots.skinned import design as _design
     from drakebots.skinned import playback as plan_playback
+    from drakebots.skinned.skin_coupling import CouplingConfig
 
     seen = {}
 
     def Replay(stepper, initial, q, tau, actuated, **kwargs):
-        seen.update(kwargs, q=q)
+        seen.update(kwargs, q=q, stepper=stepper)
         held = {"torso_within_2cm_s": 0.0, "failure": None, "stopped": "wall time"}
         errors = dict.fromkeys(("max_torso_position_error_m", "final_torso_position_error_m"), 0)
         return {**held, **errors, "max_joint_error_deg": 0.0, "wall_time_s": 0.0}, None, None
 
     monkeypatch.setattr(plan_playback, "PlaybackFramesCoupled", Replay)
-    dyn = SimpleNamespace(lift=0.01, NewSimulator=lambda: None)
+    dyn = SimpleNamespace(lift=0.01, NewSimulator=lambda: SimpleNamespace(config=CouplingConfig()))
     frames = SimpleNamespace(q=np.zeros((4, 7)), tau=np.zeros((3, 2)))
     kept = SimpleNamespace(frames=frames, start_state=None)
     model = SimpleNamespace(actuated_indices=[0, 1])
@@ -387,6 +391,13 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
         dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0, effort_limits=limits
     )
     assert seen["max_wall_s"] == 42.0
+    assert seen["stepper"].config.contact == "active_set"  # the default: the reference
+    # `--coupled-replay-contact convex`: the replay's simulator steps with the convex contact.
+    _design._CoupledOpenLoop(
+        dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0, effort_limits=limits,
+        contact="convex",
+    )  # fmt: skip
+    assert seen["stepper"].config.contact == "convex"
     np.testing.assert_array_equal(seen["effort_limits"], limits)  # the run's, not the file's
     np.testing.assert_allclose(seen["q"][:, 2], 0.01)  # raised onto the skin's soles
 
