@@ -64,3 +64,8 @@ def test_the_skin_contact_option_reaches_the_coupled_step(monkeypatch):
         assert len(calls) == steps
     with pytest.raises(ValueError, match="contact"):
         SimulateSkinned(robot, skin, SkinnedConfig(contact="penalty"), progress=False)
+    # `drakebots simulate --skin-contact` takes the same names (and "" for the default).
+    from drakebots.skinned.skin_coupling import CONTACTS
+    from drakebots.systems.simulate import SKIN_CONTACTS
+
+    assert SKIN_CONTACTS == ("", *CONTACTS)
