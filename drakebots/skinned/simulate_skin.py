@@ -58,6 +58,7 @@ def LoadSkinFor(folder: str, robot, progress=None):
 def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.fem.mesh import WritePvd, WriteVtu
     from drakebots.skinned.plots import SkinReplayDecorator
+    from drakebots.skinned.simulate import SkinContact
     from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
     from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 
@@ -74,7 +75,7 @@ def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
         time_step=time_step,
         log_period=scenario.log_period or time_step,
         ground_friction=scenario.ground_friction,
-        contact=scenario.skin_contact or "active_set",
+        contact=SkinContact(scenario),
     )
     run = SimulateSkinned(robot, skin, config, meshcat=meshcat, progress=progress)
     log = run.log

@@ -183,11 +183,6 @@ class SimulateResult(WorkflowResult):
         WriteSimulationFiles(results, self.robot, self.outcome)
 
 
-# SimulateConfig.skin_contact's values ("": the default, active_set): CouplingConfig.contact's
-# (drakebots.skinned.skin_coupling.CONTACTS, not imported here: this module loads no family).
-SKIN_CONTACTS = ("", "active_set", "convex")
-
-
 def OptionName(field: str) -> str:
     """The command-line option of a SimulateConfig field."""
     return "--" + field.replace("_", "-")
@@ -224,11 +219,6 @@ def CheckConfig(config: SimulateConfig, names: dict | None = None) -> None:
     if config.log_period < 0.0:
         raise InputError(f"{Name('log_period')} must be >= 0 s, got {config.log_period}")
     # 1e300 m simulated and reported "the robot fell"; a friction of 1e308 "succeeded" (issue 68).
-    if config.skin_contact not in SKIN_CONTACTS:
-        raise InputError(
-            f"{Name('skin_contact')} must be one of {', '.join(c for c in SKIN_CONTACTS if c)}, "
-            f"got '{config.skin_contact}'"
-        )
     CheckWork("drop_height", config.drop_height, Name("drop_height"))
     CheckWork("friction", config.ground_friction, Name("ground_friction"))
     CheckWork("duration", config.duration, Name("duration"))

@@ -65,7 +65,14 @@ def test_the_skin_contact_option_reaches_the_coupled_step(monkeypatch):
     with pytest.raises(ValueError, match="contact"):
         SimulateSkinned(robot, skin, SkinnedConfig(contact="penalty"), progress=False)
     # `drakebots simulate --skin-contact` takes the same names (and "" for the default).
-    from drakebots.skinned.skin_coupling import CONTACTS
-    from drakebots.systems.simulate import SKIN_CONTACTS
+    from types import SimpleNamespace
 
-    assert SKIN_CONTACTS == ("", *CONTACTS)
+    from drakebots.errors import InputError
+    from drakebots.skinned.simulate import SkinContact
+    from drakebots.skinned.skin_coupling import CONTACTS
+
+    for name in CONTACTS:
+        assert SkinContact(SimpleNamespace(skin="DIR", skin_contact=name)) == name
+    assert SkinContact(SimpleNamespace(skin="DIR", skin_contact="")) == "active_set"
+    with pytest.raises(InputError, match="--skin-contact"):
+        SkinContact(SimpleNamespace(skin="DIR", skin_contact="penalty"))
