@@ -8,21 +8,8 @@ from drakebots.errors import InputError
 OPTIONS = {"drop_height", "ground_friction", "skin", "skin_contact"}
 
 
-def SkinContact(scenario) -> str:
-    """CouplingConfig.contact for the scenario's `skin_contact` ("": "active_set"); InputError
-    for a name CouplingConfig does not know, or for one given without a skin."""
-    from drakebots.skinned.skin_coupling import CONTACTS
-
-    if scenario.skin_contact not in ("", *CONTACTS):
-        raise InputError(
-            f"--skin-contact must be one of {', '.join(CONTACTS)}, got '{scenario.skin_contact}'"
-        )
-    if scenario.skin_contact and not scenario.skin:
-        raise InputError("--skin-contact needs --skin (the skin whose contact it chooses)")
-    return scenario.skin_contact or "active_set"
-
-
 def Simulate(scenario, robot, *, meshcat=None, progress=None):
+    from drakebots.skinned.simulate_skin import SkinContact
     from drakebots.skinned.skeleton_simulation import SimulateStanding, StandingConfig
     from drakebots.systems.simulate import SimulationOutcome
 

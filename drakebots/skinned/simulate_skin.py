@@ -55,10 +55,23 @@ def LoadSkinFor(folder: str, robot, progress=None):
     return skin
 
 
+def SkinContact(scenario) -> str:
+    """CouplingConfig.contact for the scenario's `skin_contact` ("": "active_set"); InputError
+    for a name CouplingConfig does not know, or for one given without a skin."""
+    from drakebots.skinned.skin_coupling import CONTACTS
+
+    if scenario.skin_contact not in ("", *CONTACTS):
+        raise InputError(
+            f"--skin-contact must be one of {', '.join(CONTACTS)}, got '{scenario.skin_contact}'"
+        )
+    if scenario.skin_contact and not scenario.skin:
+        raise InputError("--skin-contact needs --skin (the skin whose contact it chooses)")
+    return scenario.skin_contact or "active_set"
+
+
 def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):
     from drakebots.fem.mesh import WritePvd, WriteVtu
     from drakebots.skinned.plots import SkinReplayDecorator
-    from drakebots.skinned.simulate import SkinContact
     from drakebots.skinned.simulation import SimulateSkinned, SkinnedConfig
     from drakebots.systems.simulate import LazyFigures, SimulationOutcome
 

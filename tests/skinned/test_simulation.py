@@ -68,7 +68,7 @@ def test_the_skin_contact_option_reaches_the_coupled_step(monkeypatch):
     from types import SimpleNamespace
 
     from drakebots.errors import InputError
-    from drakebots.skinned.simulate import SkinContact
+    from drakebots.skinned.simulate_skin import SkinContact
     from drakebots.skinned.skin_coupling import CONTACTS
 
     for name in CONTACTS:
