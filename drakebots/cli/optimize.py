@@ -88,6 +88,7 @@ GENERAL_FLAGS = {
     "mirror": "mirror",
     "gait": "gait",
     "schedule_margin": "schedule_margin",
+    "stance_load": "stance_load",
     "flight_knots": "flight_knots",
     "solver": "solver.solver",
     "iterations": "solver.iterations",
@@ -202,6 +203,12 @@ def _AddGeneralProblems(problems) -> None:
         type=float,
         help="with --gait: fraction of a cycle at each end of a stance and a swing left to the "
         "solver (touchdown and lift-off timing; default 0.1, 0.5: the gait only seeds the guess)",
+    )
+    gait.add_argument(
+        "--stance-load",
+        type=float,
+        help="with --gait: the least normal force each standing foot carries in its stance "
+        "core, as a fraction of the robot's weight (default 0.05; 0 leaves it out)",
     )
     jump = problems.add_parser(
         "jump",

@@ -197,6 +197,13 @@ class GaitConfig(MotionConfig):
     # more: the schedule only seeds the warm start (the foot sequence is the solver's, which
     # on Solo-12 turned a trot into a lateral sequence).
     schedule_margin: float = 0.1
+    # With `gait`: the least normal force each standing foot carries in its stance core, as a
+    # fraction of the robot's weight (0 leaves it out). A gait's stance means a loaded foot:
+    # without it, Solo-12's walk (duty 0.75) could come out floating on touching feet between
+    # 70 N single-knot pushes, a plan Drake's closed loop could not follow (it fell) on hosts
+    # whose round-off led IPOPT there; with 0.05 the walk was accepted on each BLAS kernel tried
+    # (docs/own_robot.md).
+    stance_load: float = 0.05
 
     def Check(self) -> None:
         _CheckCommon(self)
@@ -207,6 +214,10 @@ class GaitConfig(MotionConfig):
         if not 0.0 <= self.schedule_margin <= 0.5:
             raise InputError(
                 f"schedule_margin: a fraction of a cycle in [0, 0.5], got {self.schedule_margin}"
+            )
+        if not 0.0 <= self.stance_load < 1.0:
+            raise InputError(
+                f"stance_load: a fraction of the robot's weight in [0, 1), got {self.stance_load}"
             )
         if self.mirror and int(self.knots) % 2 == 0:
             raise InputError(f"knots: must be odd with mirror (T/2 on a knot), got {self.knots}")
@@ -768,6 +779,9 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()
         problem.bindings["schedule"] = _AddSchedule(
             problem, model, standing, offsets, duty, times, config.schedule_margin
         )
+        problem.bindings["stance_load"] = _AddStanceLoad(
+            problem, model, standing, offsets, duty, times, config
+        )
     if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
         problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
     _AddCosts(problem, model, config.costs, config.period)
@@ -828,6 +842,29 @@ def _AddSchedule(problem, model, standing, offsets, duty, times, margin) -> list
             ):
                 bounded.append(problem.prog.AddBoundingBoxConstraint(0.0, 0.0, v))
     return bounded
+
+
+def _AddStanceLoad(problem, model, standing, offsets, duty, times, config) -> list:
+    """In each leg's stance core (legged_gaits.ScheduleMasks, as _AddSchedule) its standing
+    contact's normal force at knot k + 1 is at least `config.stance_load` of the robot's
+    weight: gamma[k, c] >= stance_load (gamma is in units of the weight, force_scale).
+    Returns the bindings (none for a stance_load of 0)."""
+    from drakebots.optimization import legged_gaits
+
+    if not config.stance_load > 0.0:
+        return []
+    stance, _ = legged_gaits.ScheduleMasks(offsets, duty, times, config.schedule_margin)
+    least = config.stance_load * model.weight / problem.dynamics.force_scale
+    gamma = problem.vars.gamma
+    bounds = []
+    for knot, _binding in _ContactBindings(problem):
+        for c in np.flatnonzero(stance[knot] & standing):
+            binding = problem.prog.AddBoundingBoxConstraint(
+                least, np.inf, gamma[knot - 1, c : c + 1]
+            )
+            binding.evaluator().set_description("stance_load")
+            bounds.append(binding)
+    return bounds
 
 
 def MirrorMatrix(model: RobotTrajoptModel, pairs=None, legs=None) -> np.ndarray:

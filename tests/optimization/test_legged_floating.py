@@ -206,6 +206,49 @@ def test_gait_schedule_bounds_every_leg_as_its_gait(gait):
             assert (stands, flies) == (mark == "S", mark == "A"), (gait, leg, knot)
 
 
+@pytest.mark.parametrize("gait", sorted(EXPECTED_SEQUENCES))
+def test_stance_load_bounds_each_standing_foot_in_its_stance_core(gait):
+    """GaitConfig.stance_load (default 0.05): a lower bound on the normal force of each foot
+    where EXPECTED_SEQUENCES (derived by hand) says it stands, and nowhere else, at 0.05 of
+    the weight (gamma is in units of m g, which Drake's plant gives here); 0 adds none."""
+    from pydrake.multibody.plant import MultibodyPlant
+
+    from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
+    from drakebots.robots import LoadRobot
+
+    model = Model()
+    config = GaitConfig(robot=str(QUAD), period=0.4, distance=0.1, knots=21, gait=gait)
+    problem = MakeGaitProblem(model, config)
+    plant = MultibodyPlant(0.0)
+    robot = LoadRobot(QUAD)
+    robot.AddTo(plant)
+    plant.Finalize()
+    weight = plant.CalcTotalMass(plant.CreateDefaultContext()) * robot.gravity
+    gamma = problem.vars.gamma
+    where = {}
+    for binding in problem.bindings["stance_load"]:
+        (index,) = problem.prog.FindDecisionVariableIndices(binding.variables())
+        k, c = np.argwhere(
+            np.reshape(problem.prog.FindDecisionVariableIndices(gamma.ravel()), gamma.shape)
+            == index
+        )[0]
+        where[(int(k) + 1, int(c))] = binding.evaluator().lower_bound()[0]
+    expected = {
+        (knot, leg)
+        for leg, sequence in enumerate(EXPECTED_SEQUENCES[gait])
+        for knot in range(1, 21)
+        if sequence[knot % 20] == "S"
+    }
+    assert set(where) == expected
+    for least in where.values():
+        assert least * problem.dynamics.force_scale == pytest.approx(0.05 * weight, rel=1e-12)
+    config.stance_load = 0.0
+    assert MakeGaitProblem(model, config).bindings["stance_load"] == []
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(InputError, match="stance_load"):
+            GaitConfig(robot=str(QUAD), gait=gait, stance_load=bad).Check()
+
+
 def test_a_schedule_margin_of_half_a_cycle_only_seeds_the_guess():
     from drakebots.optimization.legged import GaitConfig, MakeGaitProblem
 
@@ -537,6 +580,7 @@ def test_guard_rows_in_the_fast_path_match_drake_and_differences():
         (["--period", "1e-300"], "period 1e-300 s: a knot every"),
         (["--gait", "trot", "--knots", "21", "--schedule-margin", "0.7"], "--schedule-margin: a"),
         (["--gait", "trot", "--knots", "21", "--schedule-margin", "nan"], "--schedule-margin: m"),
+        (["--gait", "walk", "--stance-load", "1.5"], "--stance-load: a fraction of the robot"),
     ],
 )
 def test_gait_flag_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, words):
@@ -585,6 +629,14 @@ def test_solo12_gaits_keep_their_foot_sequence_and_are_tracked(gait):
         assert result.figures["tracked_distance_per_cycle"] == pytest.approx(0.1, rel=0.25)
     plant = DrakePlant(solo)
     feet = DrakeHeights(plant, result.q, list(model.robot.contacts))
+    # Each standing foot carries at least GaitConfig.stance_load (0.05) of the weight, by
+    # Drake's mass; forces[k] act at knot k + 1.
+    weight = plant.CalcTotalMass(plant.CreateDefaultContext()) * model.robot.gravity
+    for leg, sequence in enumerate(EXPECTED_SEQUENCES[gait]):
+        for knot in range(1, 21):
+            if sequence[knot % 20] == "S":
+                normal = result.contact_forces[knot - 1, leg, 2]
+                assert normal >= 0.05 * weight - 1e-4, (leg, knot, normal)
     lift = 0.02 * model.home[model.z_index] - 1e-6
     for leg, sequence in enumerate(EXPECTED_SEQUENCES[gait]):
         for knot in range(21):
