@@ -622,8 +622,9 @@ def test_solo12_gaits_keep_their_foot_sequence_and_are_tracked(gait):
     assert result.figures["max_violation"] <= 1e-4
     assert result.figures["true_complementarity"] <= 1e-4
     if gait != "bound":
-        # The bound's run drifts in its second cycle: 0.0508 m off the plan at its end against
-        # the 0.0482 m tolerance (measured; docs/own_robot.md), refused as it should be.
+        # The bound's run is marginal, so its acceptance is not required: 0.0508 m off the plan
+        # at the end of its second cycle against the 0.0482 m tolerance before the stance load
+        # (refused), 0.0431 m with it on one machine (docs/own_robot.md).
         assert result.success, result.reason
         assert result.figures["tracked_cycles"] == 3
         assert result.figures["tracked_distance_per_cycle"] == pytest.approx(0.1, rel=0.25)
