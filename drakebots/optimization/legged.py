@@ -776,11 +776,10 @@ def MakeGaitProblem(model: RobotTrajoptModel, config: GaitConfig, guard_links=()
         upper = np.where(stance, 0.0, np.inf)
         clearance.UpdateUpperBound(upper)
         problem.bindings["stance_start"] = [_Clearance(problem)]
-        problem.bindings["schedule"] = _AddSchedule(
-            problem, model, standing, offsets, duty, times, config.schedule_margin
-        )
+        cores = legged_gaits.ScheduleMasks(offsets, duty, times, config.schedule_margin)
+        problem.bindings["schedule"] = _AddSchedule(problem, model, standing, *cores)
         problem.bindings["stance_load"] = _AddStanceLoad(
-            problem, model, standing, offsets, duty, times, config
+            problem, model, standing & cores[0], config.stance_load
         )
     if config.mirror or config.gait in legged_gaits.SYMMETRIC_GAITS:
         problem.bindings["mirror"] = _AddHalfCycleMirror(problem, model, config, legs)
@@ -809,14 +808,14 @@ def _ContactBindings(problem):
             yield int(name[8:-1]) + 1, binding
 
 
-def _AddSchedule(problem, model, standing, offsets, duty, times, margin) -> list:
+def _AddSchedule(problem, model, standing, stance, swing) -> list:
     """The gait's foot sequence as bounds on contact[k] (phi(q_k+1)): in a leg's stance core
     (legged_gaits.ScheduleMasks) its standing contact on the ground (phi = 0; a leg's other
     contacts only above it), in its swing core every contact of the leg at least
-    SWING_CLEARANCE home base heights above the ground. Returns the bindings bounded."""
+    SWING_CLEARANCE home base heights above the ground; stance, swing: the cores, (knots,
+    contacts) masks. Returns the bindings bounded."""
     from drakebots.optimization import legged_gaits
 
-    stance, swing = legged_gaits.ScheduleMasks(offsets, duty, times, margin)
     vars_ = problem.vars
     lift = legged_gaits.SWING_CLEARANCE * max(model.home[model.z_index], 1e-9)
     nc = model.dynamics.num_contacts
@@ -844,21 +843,18 @@ def _AddSchedule(problem, model, standing, offsets, duty, times, margin) -> list
     return bounded
 
 
-def _AddStanceLoad(problem, model, standing, offsets, duty, times, config) -> list:
-    """In each leg's stance core (legged_gaits.ScheduleMasks, as _AddSchedule) its standing
-    contact's normal force at knot k + 1 is at least `config.stance_load` of the robot's
-    weight: gamma[k, c] >= stance_load (gamma is in units of the weight, force_scale).
-    Returns the bindings (none for a stance_load of 0)."""
-    from drakebots.optimization import legged_gaits
-
-    if not config.stance_load > 0.0:
+def _AddStanceLoad(problem, model, standing, stance_load) -> list:
+    """Where `standing` ((knots, contacts): each leg's standing contact in its stance core, as
+    _AddSchedule holds it on the ground) the contact's normal force at knot k + 1 is at least
+    `stance_load` of the robot's weight: gamma[k, c] >= stance_load (gamma is in units of the
+    weight, force_scale). Returns the bindings (none for a stance_load of 0)."""
+    if not stance_load > 0.0:
         return []
-    stance, _ = legged_gaits.ScheduleMasks(offsets, duty, times, config.schedule_margin)
-    least = config.stance_load * model.weight / problem.dynamics.force_scale
+    least = stance_load * model.weight / problem.dynamics.force_scale
     gamma = problem.vars.gamma
     bounds = []
     for knot, _binding in _ContactBindings(problem):
-        for c in np.flatnonzero(stance[knot] & standing):
+        for c in np.flatnonzero(standing[knot]):
             binding = problem.prog.AddBoundingBoxConstraint(
                 least, np.inf, gamma[knot - 1, c : c + 1]
             )

@@ -171,18 +171,14 @@ def _CheckChoices(config: DesignConfig) -> None:
 def _CheckNumbers(config: DesignConfig) -> DesignConfig:
     """The numeric settings checked, the unset ones given SpaceTimeConfig's defaults (one place
     for them)."""
-    from drakebots.skinned.skin_coupling import CONTACTS
+    from drakebots.skinned.skin_coupling import ContactNamed
     from drakebots.skinned.space_time import SpaceTimeConfig, SpaceTimeWeights
 
     if config.iterations < 1:
         raise InputError(f"{_Flag('iterations')} must be >= 1, got {config.iterations}")
     if config.knot_frames < 1:
         raise InputError(f"{_Flag('knot_frames')} must be >= 1, got {config.knot_frames}")
-    if config.coupled_replay_contact not in CONTACTS:
-        raise InputError(
-            f"{_Flag('coupled_replay_contact')} must be one of {', '.join(CONTACTS)}, got "
-            f"'{config.coupled_replay_contact}'"
-        )
+    ContactNamed(config.coupled_replay_contact, _Flag("coupled_replay_contact"))
     if not config.coupled_replay_seconds >= 0.0:
         raise InputError(
             f"{_Flag('coupled_replay_seconds')} must be >= 0 s, got {config.coupled_replay_seconds}"

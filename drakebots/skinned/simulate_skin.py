@@ -58,15 +58,14 @@ def LoadSkinFor(folder: str, robot, progress=None):
 def SkinContact(scenario) -> str:
     """CouplingConfig.contact for the scenario's `skin_contact` ("": "active_set"); InputError
     for a name CouplingConfig does not know, or for one given without a skin."""
-    from drakebots.skinned.skin_coupling import CONTACTS
+    from drakebots.skinned.skin_coupling import ContactNamed
 
-    if scenario.skin_contact not in ("", *CONTACTS):
-        raise InputError(
-            f"--skin-contact must be one of {', '.join(CONTACTS)}, got '{scenario.skin_contact}'"
-        )
-    if scenario.skin_contact and not scenario.skin:
+    if not scenario.skin_contact:
+        return "active_set"
+    ContactNamed(scenario.skin_contact, "--skin-contact")
+    if not scenario.skin:
         raise InputError("--skin-contact needs --skin (the skin whose contact it chooses)")
-    return scenario.skin_contact or "active_set"
+    return scenario.skin_contact
 
 
 def SimulateWithSkin(scenario, robot, *, meshcat=None, progress=None):

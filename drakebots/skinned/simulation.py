@@ -24,7 +24,7 @@ from pydrake.systems.rendering import MultibodyPositionToGeometryPose
 from drakebots.fem.model import ElementInversion
 from drakebots.robots.base import Robot
 from drakebots.skinned.skin_coupling import (
-    CONTACTS,
+    ContactNamed,
     CoupledSkinSkeleton,
     CoupledStepFailure,
     CouplingConfig,
@@ -100,8 +100,7 @@ def SimulateSkinned(
         meshcat: stream the skeleton and the deforming skin to this Meshcat.
         progress: a workflow's progress callback, True for a tqdm bar, None for none.
     """
-    if config.contact not in CONTACTS:
-        raise ValueError(f"SkinnedConfig.contact must be one of {CONTACTS}, got '{config.contact}'")
+    ContactNamed(config.contact, "SkinnedConfig.contact")
     builder = DiagramBuilder()
     scene_graph = builder.AddSystem(SceneGraph())
     plant = MultibodyPlant(0.0)

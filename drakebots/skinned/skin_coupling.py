@@ -88,6 +88,16 @@ class StepDeadlinePassed(RuntimeError):
 CONTACTS = ("active_set", "convex")
 
 
+def ContactNamed(name: str, label: str) -> str:
+    """`name` if it is one of CONTACTS, else InputError (a ValueError) naming `label`, the
+    setting it came from (a flag or a config field): the one check of every contact option."""
+    from drakebots.errors import InputError
+
+    if name not in CONTACTS:
+        raise InputError(f"{label} must be one of {', '.join(CONTACTS)}, got '{name}'")
+    return name
+
+
 @dataclasses.dataclass
 class CouplingConfig:
     """Options of the coupled simulation (SI units)."""
@@ -960,8 +970,7 @@ class CoupledSkinSkeleton:
             from drakebots.skinned.convex_contact import ConvexStep
 
             return ConvexStep(self, state, tau_ff, desired, time_s, h)
-        if cfg.contact != "active_set":
-            raise ValueError(f"unknown contact '{cfg.contact}' ({' or '.join(CONTACTS)})")
+        ContactNamed(cfg.contact, "CouplingConfig.contact")
         wall = time.perf_counter()
         q, v, x, w = state.q, state.v, state.x, state.w
         start = self._StepStart(state, tau_ff, desired, h)
