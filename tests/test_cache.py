@@ -25,3 +25,41 @@ def test_entries_differ_by_content_and_repeat_for_the_same(tmp_path, monkeypatch
     assert CacheEntry("meshes", [b"mesh two", "v1"], "../foot") != a
     # Length-prefixed parts: ("ab", "c") and ("a", "bc") are different inputs.
     assert CacheEntry("k", ["ab", "c"]) != CacheEntry("k", ["a", "bc"])
+
+
+def test_writers_of_one_cache_file_at_once_each_finish_and_leave_one_whole_file(tmp_path):
+    """Processes share the cache (a sweep's workers load one robot at once): each writer of the
+    same entry must finish, and the file must end whole, one writer's bytes, with no temporary
+    file left. A fixed temporary name failed this (the second writer truncated the first's file,
+    whose rename then took it away: FileNotFoundError)."""
+    import threading
+
+    from drakebots.cache import WriteCacheFile
+
+    path = tmp_path / "model.obj"
+    contents = [bytes([65 + k]) * (1 << 20) for k in range(8)]
+    barrier = threading.Barrier(len(contents))
+    errors = []
+
+    def Write(data):
+        barrier.wait()
+        try:
+            for _ in range(20):
+                WriteCacheFile(path, data)
+        except Exception as e:  # noqa: BLE001 - the test reports every writer's failure
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=Write, args=(data,)) for data in contents]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert path.read_bytes() in contents
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.obj"]
+    # A file that already holds the bytes is left as it is (its inode kept).
+    inode = path.stat().st_ino
+    WriteCacheFile(path, path.read_bytes())
+    assert path.stat().st_ino == inode
+    WriteCacheFile(path, "text")
+    assert path.read_text() == "text" and oct(path.stat().st_mode & 0o777) == "0o644"

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from drakebots.cache import CacheEntry, SafeName
+from drakebots.cache import CacheEntry, SafeName, WriteCacheFile
 from drakebots.errors import InputError
 from drakebots.limits import Limit
 
@@ -298,14 +298,11 @@ def ConvertMesh(path: Path, scale: np.ndarray, *, model: Path, length_per_metre:
             # COLLADA and STL repeat each vertex for every triangle: merged, Go1's 28 MB body
             # has 175k vertices instead of 830k (the same triangles), and its replay is smaller.
             mesh.merge_vertices(merge_tex=True, merge_norm=True)
-            temporary = target.with_suffix(".obj.tmp")
-            temporary.write_text(
-                trimesh.exchange.obj.export_obj(mesh, include_normals=False, include_texture=False)
+            WriteCacheFile(
+                target,
+                trimesh.exchange.obj.export_obj(mesh, include_normals=False, include_texture=False),
             )
-            os.replace(temporary, target)
-        temporary = info_file.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(info))
-        os.replace(temporary, info_file)
+        WriteCacheFile(info_file, json.dumps(info))
     if info["extent"] > Limit("mesh_extent") * length_per_metre:
         raise InputError(
             f"{path}: mesh of model {model} is {info['extent']:.4g} length units across at scale "
@@ -394,10 +391,7 @@ def PrepareModel(
     rewritten = "".join(pieces)
     entry = CacheEntry("models", [rewritten, str(model_file.resolve())], name=model_file.stem)
     copy = entry / f"{SafeName(model_file.stem, default='model')}{suffix}"
-    if not copy.is_file() or copy.read_text() != rewritten:
-        temporary = copy.with_name(copy.name + ".tmp")
-        temporary.write_text(rewritten)
-        os.replace(temporary, copy)
+    WriteCacheFile(copy, rewritten)
     return PreparedModel(copy, dict(resolver.found), converted)
 
 

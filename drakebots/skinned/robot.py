@@ -159,7 +159,7 @@ def MakeRobotFromSkeletonFile(
             legs cannot reach the ground.
     """
     import drakebots
-    from drakebots.cache import CacheEntry, SafeName
+    from drakebots.cache import CacheEntry, SafeName, WriteCacheFile
 
     del model_directory
     skeleton = Path(skeleton)
@@ -172,7 +172,7 @@ def MakeRobotFromSkeletonFile(
         name=stem,
     )
     model_file = entry / f"{stem}.sdf"
-    _WriteCacheFile(model_file, sdf)
+    WriteCacheFile(model_file, sdf)
     return SkinnedQuadruped(
         name=name,
         family="skinned_quadruped",
@@ -183,23 +183,3 @@ def MakeRobotFromSkeletonFile(
         model_file=str(model_file),
         source=str(source),
     )
-
-
-def _WriteCacheFile(path: Path, text: str) -> None:
-    """Writes `text` to the cache file `path` unless it already holds it: a temporary file renamed
-    into place (readable by all, as a file a user makes), removed again on any exception, Ctrl-C
-    included, so that no partial cache entry is left."""
-    import os
-    import tempfile
-
-    if path.is_file() and path.read_text() == text:
-        return
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as f:
-            f.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

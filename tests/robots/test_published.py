@@ -10,6 +10,7 @@ analytic and densely sampled lowest points, file hashes before and after.
 
 import hashlib
 import math
+import os
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -248,6 +249,41 @@ def _ExpectBad(path: Path, *words: str):
         assert word in message, message
     assert main(["info", str(path)]) == 2
     assert sorted(folder.iterdir()) == listing
+
+
+def test_processes_loading_one_robot_at_once_share_its_cache(tmp_path):
+    """Three `drakebots info` runs of Solo-12 started together on an empty cache (a sweep's
+    workers, or CI's suite beside its paper checks): each converts the same meshes into the same
+    entries, and each must succeed and say the same, leaving whole meshes and no temporary file."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DRAKEBOTS_CACHE_DIR=str(tmp_path / "cache"))
+    go = tmp_path / "go"
+    script = (
+        "import sys, time, pathlib\n"
+        f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.01)\n"
+        "from drakebots.cli import main\n"
+        f"sys.exit(main(['info', {str(PUBLISHED / 'solo12.yaml')!r}]))\n"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(3)
+    ]
+    go.touch()
+    outputs = [p.communicate(timeout=240) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0], [err[-2000:] for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1 and b"actuators         12" in outputs[0][0]
+    meshes = sorted((tmp_path / "cache").rglob("*.obj"))
+    assert meshes and not list((tmp_path / "cache").rglob("*.tmp"))
+    for converted in meshes:  # each OBJ whole: trimesh reads as many faces as the source has
+        source = ROBOTS / "solo_description/meshes/stl/solo12" / f"{converted.stem}.stl"
+        if source.is_file():
+            reference = trimesh.load(str(source), force="mesh", process=False)
+            again = trimesh.load(str(converted), force="mesh", process=False)
+            assert len(again.faces) == len(reference.faces), converted
 
 
 def test_mesh_read_as_stl_converted_into_the_cache_and_the_user_folder_untouched(tmp_path, cache):
