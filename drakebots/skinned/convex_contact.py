@@ -366,53 +366,6 @@ def _BlockDiagonal(G: np.ndarray) -> np.ndarray:
     return B
 
 
-class _Anderson:
-    """Anderson's acceleration of the step's modified-Newton iteration (Walker and Ni 2011,
-    "Anderson acceleration for fixed-point iterations", type II with mixing 1;
-    CouplingConfig.convex_anderson).
-
-    Modified Newton with a fixed factorisation is the fixed-point iteration z ← z + d(z), d the
-    update of the stale linearisation with SAP's contact forces. With the last `depth` pairs
-    (z_j, d_j) made with the same factorisation, the accelerated update is
-
-        d_AA = d_k - (ΔZ + ΔD) γ,   γ = argmin ‖Ω (d_k - ΔD γ)‖₂,
-
-    ΔZ, ΔD the differences of consecutive z_j and d_j, Ω the metric of the skin's positions
-    (m) and the skeleton's velocities times h: on a linear map it is GMRES's iterate (Walker and
-    Ni, Theorem 2.2), so a contraction of ρ with the stale matrix becomes that of a Krylov
-    method preconditioned by it. Convergence is still judged on d_k, the plain update.
-    Safeguard: an accelerated update longer than `growth` times the plain one (γ fitted to
-    near-parallel differences) is dropped with the history.
-    """
-
-    def __init__(self, depth: int, weight: np.ndarray, growth: float = 10.0):
-        self.depth, self.weight, self.growth = depth, weight, growth
-        self.Z, self.D = [], []
-
-    def Reset(self):
-        self.Z, self.D = [], []
-
-    def Update(self, z: np.ndarray, d: np.ndarray) -> np.ndarray:
-        """The accelerated update at z, whose plain update is d."""
-        self.Z.append(z.copy())
-        self.D.append(d.copy())
-        if len(self.Z) > self.depth + 1:
-            del self.Z[0], self.D[0]
-        if len(self.Z) < 2:
-            return d
-        dZ = np.diff(np.stack(self.Z, axis=1), axis=1)
-        dD = np.diff(np.stack(self.D, axis=1), axis=1)
-        gamma = np.linalg.lstsq(self.weight[:, None] * dD, self.weight * d, rcond=1e-10)[0]
-        accelerated = d - (dZ + dD) @ gamma
-        longest = np.abs(self.weight * d).max()
-        if not np.all(np.isfinite(accelerated)) or (
-            np.abs(self.weight * accelerated).max() > self.growth * longest
-        ):
-            self.Z, self.D = self.Z[-1:], self.D[-1:]
-            return d
-        return accelerated
-
-
 class _Factor:
     """A factorisation of the step's glued KKT matrix and the candidates' compliance W = S K⁻¹ Sᵀ
     solved with it so far (one row and column per skin coordinate in `dofs`). Read-only once
@@ -1476,12 +1429,6 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # again, a second SAP solve and a second solve with the factorisation in each iteration of
     # the monster's landing steps.
     grown = np.zeros(J_all.shape[0] // 3, dtype=bool) if collisions is not None else None
-    anderson = None
-    if cfg.convex_anderson > 0:
-        # The metric of the fitted update: the skin's positions (m) and the skeleton's
-        # velocities times h; the glue's multipliers follow with weight 0.
-        weight = np.concatenate([np.full(nv, h), np.ones(3 * n), np.zeros(len(lam))])
-        anderson = _Anderson(cfg.convex_anderson, weight)
     for iteration in range(cfg.convex_iterations):
         stepper._CheckDeadline(time_s)
         if iteration > 0 and evaluated is not None:
@@ -1507,8 +1454,6 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             factor = Solve = Block = Respond = one = None
             factor, age = Factor(v_next, y, penalties, slope, J, exact), 0
             used, refreshes, contraction = 0, refreshes + 1, 0.0
-            if anderson is not None:
-                anderson.Reset()  # a new map: the pairs of the last one do not fit it
             # W is solved again with the new factorisation: the update is zero only where the
             # contact problem's W is the factorised matrix's S K⁻¹ Sᵀ (with another W the
             # impulses are those of ξ* + W Γ, not of the state reached; tried, Findings 21).
@@ -1690,13 +1635,6 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             F[dofs] = f
             c_v, c_y, c_l = Solve(np.zeros(len(v)), F, np.zeros(len(lam)))
             dv, dy, dlam = dv + c_v, dy + c_y, dlam + c_l
-        plain_norm = float(np.abs(dy).max()) if dy.size else 0.0
-        if anderson is not None and not damped:
-            z = np.concatenate([v_next, y, lam])
-            d = anderson.Update(z, np.concatenate([dv, dy, dlam]))
-            dv, dy, dlam = d[:nv], d[nv : nv + 3 * n], d[nv + 3 * n :]
-        elif anderson is not None:
-            anderson.Reset()  # the line search guards the step from here on
         alpha = 1.0
         largest = float(np.abs(dy).max()) if dy.size else 0.0
         if 0.0 < cfg.max_update < largest:
@@ -1740,7 +1678,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         used += 1
         # Convergence and contraction are judged on the whole update, before the trust region
         # and the line search shorten it (a shortened update is not a small one).
-        last_norm, step_norm = step_norm, plain_norm
+        last_norm, step_norm = step_norm, (float(np.abs(dy).max()) if dy.size else 0.0)
         if used >= 2:
             contraction = step_norm / max(last_norm, 1e-300)
             # An update longer than the last with the same factorisation: from here on the

@@ -197,10 +197,6 @@ class CouplingConfig:
     convex_contraction: float = 0.5
     convex_refresh_after: int = 12
     convex_refreshes: int = 3
-    # "convex": Anderson's acceleration of the modified-Newton iteration with the last this many
-    # updates made with the step's present factorisation (convex_contact._Anderson); 0: plain
-    # modified Newton.
-    convex_anderson: int = 0
     # "convex": such a refresh factorises the exact Hessian where the update is below this, m
     # (the projected one where the exact is indefinite, and at the step's first
     # factorisation); inf: every refresh. The active set's exact_hessian_below (1e-4) took
