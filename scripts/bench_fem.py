@@ -49,7 +49,7 @@ Usage:
       # a `drakebots design --skin` folder, its skin; each replay ends at its frames or seconds
   python scripts/bench_fem.py --coupled [--coupled-steps 12] --out PATH [--inputs DIR]
       [--skin MONSTER_SKIN --replay-design MONSTER_DESIGN] [--replay-frames 50]
-      [--skip-scenes] [--profile-frame K]
+      [--skip-scenes] [--profile-frame K] [--replay-checkpoints DIR]
       # issue 69 alone: the monster's 0.06 m/s walk replayed with the convex contact and the
       # active set (coupled_frame_s and coupled_frame_reference_s: the median of the first 20
       # frames; torso_path_difference_mm over the frames replayed, 50 by default), the
@@ -325,6 +325,7 @@ def _Replay(
     names=DEFAULT_REPLAY_CASES,
     rounds=1,
     profile=None,
+    checkpoints=None,
 ):
     """Table 4: the design's first `frames` frames replayed open loop in the coupled simulator
     from the state its pass started from (as `drakebots design` does), for up to `seconds`
@@ -333,7 +334,11 @@ def _Replay(
     `rounds` > 1 the cases alternate (forward, then backward order) and each figure is the
     median over the rounds, CPU seconds of this process beside the wall seconds. `profile`
     (case, step index, path): that case's step profiled by cProfile in its first round, the
-    statistics written to path."""
+    statistics written to path. `checkpoints` (a folder, one round only): each case's replay
+    keeps its progress in CASE.npz there and resumes from it (PlaybackFramesCoupled's
+    `checkpoint`: the whole 200-frame walk over several runs); the per-frame figures are then
+    those of the frames this run stepped, the states' differences are left out where a case
+    resumed, and the torso paths are the whole replays'."""
     import dataclasses
 
     from drakebots.skinned.design import _Factory
@@ -361,6 +366,8 @@ def _Replay(
     limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
     finals, skins, skeletons = {}, {}, {}
     cases = {name: REPLAY_CASES[name] for name in names}
+    if checkpoints is not None and rounds > 1:
+        raise ValueError("replay checkpoints take one round (a second would resume a finished one)")
     walls, cpus = {name: [] for name in cases}, {name: [] for name in cases}
     for round_ in range(rounds):  # alternated: other workers' load drifts over minutes
         for name in list(cases) if round_ % 2 == 0 else list(cases)[::-1]:
@@ -394,15 +401,24 @@ def _Replay(
             sim.Step = Recorded
             start, cpu = time.perf_counter(), time.process_time()
             figures, _, Q = PlaybackFramesCoupled(
-                sim, state, q, tau, model.actuated_indices, max_wall_s=seconds, effort_limits=limits
+                sim,
+                state,
+                q,
+                tau,
+                model.actuated_indices,
+                max_wall_s=seconds,
+                effort_limits=limits,
+                checkpoint=None if checkpoints is None else Path(checkpoints) / f"{name}.npz",
             )
             wall = time.perf_counter() - start
-            replayed = figures["frames_replayed"]
+            replayed = figures["frames_run"]  # this run's (a resumed replay's are fewer)
             walls[name].append(wall / max(replayed, 1))
             cpus[name].append((time.process_time() - cpu) / max(replayed, 1))
             rows[name] = {
                 "wall_s": wall,
-                "frames_replayed": replayed,
+                "frames_replayed": figures["frames_replayed"],
+                "frames_run": replayed,
+                "resumed_from_frame": figures["resumed_from_frame"],
                 "seconds_per_frame": float(np.median(walls[name])),
                 "cpu_seconds_per_frame": float(np.median(cpus[name])),
                 "seconds_per_frame_each_round": walls[name],
@@ -433,11 +449,14 @@ def _Replay(
                 "stopped": figures["stopped"],
             }
             finals[name] = np.asarray(Q[-1])
-            skins[name] = [x for _, x in steps]
+            # (A resumed replay's first steps are not this run's: no skins to compare.)
+            skins[name] = [x for _, x in steps] if not figures["resumed_from_frame"] else []
             skeletons[name] = np.asarray(Q)
+            first = figures["resumed_from_frame"]
+            resumed = f"(resumed at frame {first}) " if first else ""
             print(
                 f"   {name:<20} {wall:7.1f} s for {replayed} of {frames} frames "
-                f"({walls[name][-1]:.1f} s a frame, CPU {cpus[name][-1]:.1f} s, "
+                f"{resumed}({walls[name][-1]:.1f} s a frame, CPU {cpus[name][-1]:.1f} s, "
                 f"{rows[name]['factorizations_per_frame']:.1f} factorisations a frame)",
                 flush=True,
             )
@@ -592,6 +611,15 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--replay-only", action="store_true", help="table 4 alone")
     parser.add_argument(
+        "--replay-checkpoints",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep each replay's progress in DIR/CASE.npz and resume from it: a replay longer "
+        "than --replay-seconds (the monster's whole 200-frame walk) goes on over several runs "
+        "(one round only)",
+    )
+    parser.add_argument(
         "--coupled",
         action="store_true",
         help="issue 69 alone: the validation scenes against Drake and, with --replay-design, "
@@ -635,6 +663,12 @@ def main(argv=None) -> int:
             f"--replay-cases: unknown {', '.join(unknown) or '(none given)'}; "
             f"known: {', '.join(REPLAY_CASES)}"
         )
+    if args.replay_checkpoints is not None:
+        if args.replay_rounds > 1:
+            parser.error("--replay-checkpoints takes one round (--replay-rounds 1)")
+        if args.replay_checkpoints.exists() and not args.replay_checkpoints.is_dir():
+            parser.error(f"--replay-checkpoints: {args.replay_checkpoints} is not a folder")
+        args.replay_checkpoints.mkdir(parents=True, exist_ok=True)
 
     if args.replay_frames is None:
         args.replay_frames = TORSO_PATH_FRAMES if args.coupled else 4
@@ -840,6 +874,7 @@ def _Table4(args, skin, results) -> None:
         args.replay_seconds,
         args.replay_cases,
         args.replay_rounds,
+        checkpoints=args.replay_checkpoints,
     )
     results["coupled_replay"] = replay
     if "exact_near_solution" in replay:
@@ -996,6 +1031,7 @@ def _CoupledReplay69(args, results) -> None:
         ("convex_contact", "exact_near_solution"),
         args.replay_rounds,
         profile=profile,
+        checkpoints=args.replay_checkpoints,
     )
     results["coupled_replay"] = replay
     new, ref = replay["convex_contact"], replay["exact_near_solution"]

@@ -217,6 +217,15 @@ def register(subparsers):
         "factorisation a step; about half the active set's time a frame on the monster's walk)",
     )
     parser.add_argument(
+        "--coupled-replay-checkpoint",
+        default=None,
+        metavar="FILE",
+        help="with --skin, keep the coupled replay's progress in FILE (.npz): the same design "
+        "run again resumes its replay from the last frame there (a replay longer than "
+        "--coupled-replay-seconds, or one stopped by Ctrl-C); a FILE that is not a checkpoint "
+        "is refused and left as it is",
+    )
+    parser.add_argument(
         "--linear-solver",
         choices=("auto", "pardiso", "cholmod", "splu"),
         default=None,

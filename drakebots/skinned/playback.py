@@ -85,6 +85,92 @@ def _EffortLimits(effort_limits, nu: int, where: str) -> np.ndarray:
     return limits
 
 
+# What a coupled replay's checkpoint file holds (PlaybackFramesCoupled's `checkpoint`).
+CHECKPOINT_FORMAT = "drakebots coupled replay checkpoint, version 1"
+
+
+class ReplayCheckpointMismatch(ValueError):
+    """The file given as a coupled replay's checkpoint is not this replay's: not a checkpoint
+    at all, or one of another plan, skin, start state or simulator setting. It is left as it is
+    (a user's file is never overwritten)."""
+
+
+def _ReplayFingerprint(stepper, initial, q, tau) -> str:
+    """A digest of everything a replay's states depend on: the plan's positions (the torso's
+    reference) and torques, the start state, the skin's rest mesh, the simulator's settings
+    (CouplingConfig, the contact formulation included) and the motors' limits."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    fem = stepper.fem
+    for array in (
+        q,
+        tau,
+        initial.q,
+        initial.v,
+        initial.x,
+        initial.w,
+        fem.RestPositions(),
+        fem.mesh.tets,
+        stepper.effort_limits,
+    ):
+        a = np.ascontiguousarray(array)
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.tobytes())
+    digest.update(repr(stepper.config).encode())
+    digest.update(repr(getattr(fem, "material", None)).encode())
+    return digest.hexdigest()
+
+
+def ReadReplayCheckpoint(path) -> dict | None:
+    """A coupled replay's checkpoint (PlaybackFramesCoupled), or None where `path` does not
+    exist. Raises ReplayCheckpointMismatch for a file that is not one."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            saved = {key: data[key] for key in data.files}
+        if str(saved["format"]) != CHECKPOINT_FORMAT:
+            raise KeyError("format")
+    except (OSError, ValueError, KeyError, EOFError) as e:
+        raise ReplayCheckpointMismatch(
+            f"{path} is not a drakebots coupled replay checkpoint ({type(e).__name__}: {e}); "
+            "it is left as it is: give a new path"
+        ) from None
+    return saved
+
+
+def _WriteReplayCheckpoint(path, fingerprint, frame, state, sim_q, wall_s, ended) -> None:
+    """The replay after `frame` frames, written whole or not at all (a temporary file renamed
+    into place: a Ctrl-C or a crash mid-write leaves the last checkpoint)."""
+    import io
+    from pathlib import Path
+
+    from drakebots.cache import WriteCacheFile
+
+    memory = state.memory
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        format=np.array(CHECKPOINT_FORMAT),
+        fingerprint=np.array(fingerprint),
+        frame=np.array(frame),
+        q=state.q,
+        v=state.v,
+        x=state.x,
+        w=state.w,
+        mode=memory.mode,
+        slip_dir=memory.slip_dir,
+        sim_q=np.asarray(sim_q),
+        wall_s=np.array(wall_s),
+        ended=np.array(ended or ""),
+    )
+    WriteCacheFile(Path(path), buffer.getvalue())
+
+
 def SimulatePlan(
     robot: Robot,
     *,
@@ -312,6 +398,8 @@ def PlaybackFramesCoupled(
     stop_beyond_m=0.1,
     max_wall_s=900.0,
     effort_limits=None,
+    checkpoint=None,
+    checkpoint_every_s=60.0,
 ):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
     simulator (`drakebots.skinned.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
@@ -336,13 +424,32 @@ def PlaybackFramesCoupled(
         max_wall_s: end the replay after this much wall time, s.
         effort_limits: (nu,) the motors' U_m the torques were made with, N·m, in `tau`'s
             order (default: the model file's, which the stepper clamps at otherwise).
+        checkpoint: a file (.npz) the replay's progress is kept in, so that a long replay
+            resumes where it stopped: a replay that finds this replay's checkpoint there goes on
+            from its last frame (a monster walk's 200 frames take 30 minutes to hours on a
+            2-core machine; an interrupted one, by Ctrl-C, `max_wall_s` or a crash, is not
+            started over). Written every `checkpoint_every_s` seconds of wall time and when the
+            replay returns or is interrupted, each time whole (renamed into place). It holds the
+            state after the last frame (skeleton, skin, contact labels), the skeleton's path
+            so far and the wall seconds spent; the factorisation the next step would start from
+            is not kept, so a resumed step factorises afresh (its iterates differ, its solution
+            agrees within the Newton tolerances). A file there that is not this replay's (another
+            plan, skin, start state, setting or motor limits, or not a checkpoint) raises
+            ReplayCheckpointMismatch and is left as it is. A replay that ended (the torso
+            `stop_beyond_m` off, or a failed step) resumes to the same end; one stopped by the
+            wall-time budget goes on.
+        checkpoint_every_s: wall seconds between checkpoint writes (with `checkpoint`).
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
     when it ended early by `stop_beyond_m` or `max_wall_s`. The torso errors are distances (m)
-    over the frames replayed (PlaybackFrames' largest error is per component).
+    over the frames replayed (PlaybackFrames' largest error is per component);
+    figures["resumed_from_frame"] is the checkpoint's frame this call started from (0 without
+    one), figures["frames_run"] the frames this call stepped, figures["wall_time_s"] the
+    seconds of every call together.
     """
     from drakebots.fem.model import ElementInversion
+    from drakebots.skinned.coupled_state import CoupledState, StepMemory
     from drakebots.skinned.skin_coupling import (
         CoupledStepFailure,
         SkinnedRobotSystem,
@@ -359,35 +466,82 @@ def PlaybackFramesCoupled(
         )
     if effort_limits is not None:
         stepper.effort_limits = _EffortLimits(effort_limits, stepper.nu, "PlaybackFramesCoupled")
+    fingerprint = saved = None
+    first, earlier_wall, ended = 0, 0.0, None
+    state = initial
+    if checkpoint is not None:
+        fingerprint = _ReplayFingerprint(stepper, initial, q, tau)
+        saved = ReadReplayCheckpoint(checkpoint)
+        if saved is not None:
+            if str(saved["fingerprint"]) != fingerprint:
+                raise ReplayCheckpointMismatch(
+                    f"{checkpoint} is the checkpoint of another replay (another plan, skin, "
+                    "start state, simulator setting or motor limits); it is left as it is: "
+                    "give a new path"
+                )
+            first, earlier_wall = int(saved["frame"]), float(saved["wall_s"])
+            ended = str(saved["ended"]) or None
+            state = CoupledState(
+                saved["q"].copy(),
+                saved["v"].copy(),
+                saved["x"].copy(),
+                saved["w"].copy(),
+                StepMemory(saved["mode"].copy(), saved["slip_dir"].copy()),
+            )
     builder = DiagramBuilder()
-    system = builder.AddSystem(SkinnedRobotSystem(stepper, initial))
+    system = builder.AddSystem(SkinnedRobotSystem(stepper, state))
     feedforward = builder.AddSystem(ConstantVectorSource(np.zeros(stepper.nu)))
     builder.Connect(feedforward.get_output_port(), system.GetInputPort("actuation"))
     diagram = builder.Build()
     simulator = Simulator(diagram)
     context = simulator.get_mutable_context()
+    # A resumed replay's clock starts at its frame (the periodic update at t = i dt reads τ_i).
+    context.SetTime(first * dt)
     ff_context = feedforward.GetMyMutableContextFromRoot(context)
     system_context = system.GetMyContextFromRoot(context)
     start = time.perf_counter()
     simulator.Initialize()
     sim_q = [system.UnpackState(system_context).q]
+    if saved is not None:
+        sim_q = list(saved["sim_q"])
+    last_state, last_saved = state, time.perf_counter()
     failure = stopped = None
+    if ended is not None:
+        failure, stopped = (None, ended) if ended.startswith("torso") else (ended, None)
+
+    def Save(final=None):
+        if checkpoint is not None:
+            _WriteReplayCheckpoint(
+                checkpoint,
+                fingerprint,
+                len(sim_q) - 1,
+                last_state,
+                sim_q,
+                earlier_wall + time.perf_counter() - start,
+                final,
+            )
+
     # The budget holds inside a frame too (a frame of a falling robot can take minutes of
     # Newton iterations and step cuts).
     stepper.deadline = start + max_wall_s
     try:
-        for i in range(len(tau)):
+        for i in range(first, len(tau) if ended is None else first):
             # The periodic update at t = i dt (taken at the start of this advance) reads τ_i.
             ff_context.get_mutable_numeric_parameter(0).set_value(tau[i])
             simulator.AdvanceTo((i + 1) * dt)
-            sim_q.append(system.UnpackState(system_context).q)
+            last_state = system.UnpackState(system_context)
+            sim_q.append(last_state.q)
             off = float(np.linalg.norm(sim_q[-1][:3] - q[i + 1, :3]))
             if off > stop_beyond_m:
                 stopped = f"torso {1e3 * off:.0f} mm off the plan at t = {(i + 1) * dt:.3f} s"
+                ended = stopped
             elif time.perf_counter() - start > max_wall_s and i + 1 < len(tau):
                 stopped = f"wall-time budget ({max_wall_s:.0f} s) spent at t = {(i + 1) * dt:.3f} s"
             if stopped:
                 break
+            if time.perf_counter() - last_saved >= checkpoint_every_s:
+                Save()
+                last_saved = time.perf_counter()
     except StepDeadlinePassed:
         frame = len(sim_q) - 1
         stopped = (
@@ -396,8 +550,11 @@ def PlaybackFramesCoupled(
     except (CoupledStepFailure, ElementInversion, RuntimeError) as e:
         frame = len(sim_q) - 1
         failure = f"the simulator failed in frame {frame} (t = {frame * dt:.3f} s): {e}"
+        ended = failure
     finally:
         stepper.deadline = None
+        # Also on Ctrl-C: the frames done so far are kept for the next call.
+        Save(ended)
     wall = time.perf_counter() - start
     done = len(sim_q) - 1
     sim_q = np.array(sim_q)
@@ -419,6 +576,9 @@ def PlaybackFramesCoupled(
         "final_torso_position_error_m": float(err[-1]),
         "max_torso_angle_error_deg": np.degrees(np.abs(angles).max(axis=0)).round(3).tolist(),
         "max_joint_error_deg": float(np.degrees(joint_err.max())) if joint_err.size else 0.0,
-        "wall_time_s": wall,
+        "wall_time_s": earlier_wall + wall,
+        "resumed_from_frame": first,
+        "frames_run": int(done - first),
+        "checkpoint": None if checkpoint is None else str(checkpoint),
     }
     return figures, times, sim_q
