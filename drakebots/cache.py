@@ -90,15 +90,12 @@ def WriteCacheFile(path: Path, data: str | bytes) -> None:
     """Writes `data` to the cache file `path` unless it already holds it.
 
     The cache is shared by every process of the user's (a Dask sweep's workers load the same
-    robot at once; CI runs the suite and the paper checks side by side), so the data goes into a
-    temporary file of this call's own (`mkstemp`, in the same folder) that is renamed into place:
-    a reader sees the old file or the whole new one, and two writers of the same entry never
-    write into one file. A fixed temporary name let the second writer truncate the first's file
-    and find it renamed away (FileNotFoundError). The temporary file is removed again on any
-    exception, Ctrl-C included, so no partial entry is left; the entry is readable by all, as a
-    file the user makes.
+    robot at once; CI runs the suite and the paper checks side by side), so the entry is written
+    whole through a temporary file of this call's own (drakebots.files.WriteWhole): a reader sees
+    the old file or the whole new one, and two writers of the same entry never write into one
+    file.
     """
-    import tempfile
+    from drakebots.files import WriteWhole
 
     raw = data.encode() if isinstance(data, str) else bytes(data)
     try:
@@ -106,12 +103,4 @@ def WriteCacheFile(path: Path, data: str | bytes) -> None:
             return
     except OSError:  # Renamed away or replaced between the two calls: write it again.
         pass
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as f:
-            f.write(raw)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    WriteWhole(path, raw)

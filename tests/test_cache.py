@@ -63,3 +63,34 @@ def test_writers_of_one_cache_file_at_once_each_finish_and_leave_one_whole_file(
     assert path.stat().st_ino == inode
     WriteCacheFile(path, "text")
     assert path.read_text() == "text" and oct(path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_write_stopped_before_its_rename_leaves_the_old_file_and_no_temporary(
+    tmp_path, monkeypatch
+):
+    """drakebots.files.WriteWhole (cache entries, a sweep's records, a replay's checkpoint):
+    Ctrl-C after the data went to disk but before the rename leaves the file as it was, whole,
+    and takes its temporary file away; a write that finishes replaces it."""
+    import os
+
+    import pytest
+
+    from drakebots import files
+
+    path = tmp_path / "checkpoint.npz"
+    path.write_bytes(b"old" * 1000)
+    rename = os.replace
+
+    def Interrupted(source, target):
+        assert open(source, "rb").read() == b"new" * 1000  # the data was written in full
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "replace", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        files.WriteWhole(path, b"new" * 1000)
+    assert path.read_bytes() == b"old" * 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.npz"]
+    monkeypatch.setattr(files.os, "replace", rename)
+    files.WriteWhole(path, "new")
+    assert path.read_text() == "new" and oct(path.stat().st_mode & 0o777) == "0o644"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.npz"]

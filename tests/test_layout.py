@@ -30,7 +30,7 @@ NAMED_FOUNDATIONS = {
     "visualization",
 }
 # limits.py: the work bounds every workflow's check calls (issue 68).
-FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "cache", "limits"}
+FOUNDATIONS = NAMED_FOUNDATIONS | {"workflow", "results", "cache", "files", "limits"}
 WINGS = {"hamr", "skinned", "gecko", "voxel"}
 SWEEPS = {"sweeps"}
 CLI = {"cli", "__main__"}

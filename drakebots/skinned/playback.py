@@ -147,9 +147,8 @@ def _WriteReplayCheckpoint(path, fingerprint, frame, state, sim_q, wall_s, ended
     """The replay after `frame` frames, written whole or not at all (a temporary file renamed
     into place: a Ctrl-C or a crash mid-write leaves the last checkpoint)."""
     import io
-    from pathlib import Path
 
-    from drakebots.cache import WriteCacheFile
+    from drakebots.files import WriteWhole
 
     memory = state.memory
     buffer = io.BytesIO()
@@ -168,7 +167,7 @@ def _WriteReplayCheckpoint(path, fingerprint, frame, state, sim_q, wall_s, ended
         wall_s=np.array(wall_s),
         ended=np.array(ended or ""),
     )
-    WriteCacheFile(Path(path), buffer.getvalue())
+    WriteWhole(path, buffer.getvalue())
 
 
 def SimulatePlan(

@@ -47,6 +47,7 @@ import traceback
 from pathlib import Path
 
 from drakebots.errors import InputError
+from drakebots.files import WriteWhole
 from drakebots.sweeps.table import (
     FlattenSummary,
     FormatTable,
@@ -72,11 +73,10 @@ def _Now() -> str:
 
 
 def _AtomicJson(path: Path, data) -> None:
+    from drakebots.files import WriteWhole
     from drakebots.results import ToJson
 
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    tmp.write_text(ToJson(data))
-    os.replace(tmp, path)
+    WriteWhole(path, ToJson(data))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,9 +518,7 @@ class SweepFolder:
 
     def WriteCases(self, sweep, source_text: str) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.path / f".sweep.yaml.tmp-{os.getpid()}"
-        tmp.write_text(source_text)
-        os.replace(tmp, self.path / "sweep.yaml")
+        WriteWhole(self.path / "sweep.yaml", source_text)
         _AtomicJson(
             self.path / CASES_FILE,
             {

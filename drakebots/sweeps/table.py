@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from pathlib import Path
+
+from drakebots.files import WriteWhole
 
 # Row keys that come first in the table, in this order.
 HEAD_COLUMNS = [
@@ -100,12 +101,6 @@ def _ColumnValues(values: list):
     return [None if v is None else str(v) for v in values]
 
 
-def _AtomicWrite(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def WriteTable(rows: list[dict], folder: Path) -> tuple[Path, Path]:
     """results.csv and results.parquet in `folder`, each written to a temporary name and renamed."""
     import pyarrow as pa
@@ -120,13 +115,13 @@ def WriteTable(rows: list[dict], folder: Path) -> tuple[Path, Path]:
     for i in range(len(flat_rows)):
         writer.writerow(["" if data[c][i] is None else data[c][i] for c in columns])
     csv_path = folder / "results.csv"
-    _AtomicWrite(csv_path, text.getvalue().encode())
+    WriteWhole(csv_path, text.getvalue().encode())
 
     table = pa.table({c: pa.array(data[c]) for c in columns})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     parquet_path = folder / "results.parquet"
-    _AtomicWrite(parquet_path, sink.getvalue().to_pybytes())
+    WriteWhole(parquet_path, sink.getvalue().to_pybytes())
     return csv_path, parquet_path
 
 
@@ -225,10 +220,10 @@ def WriteFiguresPlot(rows: list[dict], folder: Path, title: str, preferred=()) -
     import matplotlib.pyplot as plt
 
     path = folder / "figures.png"
-    tmp = folder / f".figures.tmp-{os.getpid()}.png"
-    figure.savefig(tmp, dpi=100)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
     plt.close(figure)
-    os.replace(tmp, path)
+    WriteWhole(path, image.getvalue())
     return path
 
 
