@@ -426,7 +426,17 @@ def _HeldText(held_s: float, span_s: float) -> str:
 
 
 def _CoupledOpenLoop(
-    dyn, model, kept, dt, log, *, max_wall_s, effort_limits, contact="active_set", checkpoint=None
+    dyn,
+    model,
+    kept,
+    dt,
+    log,
+    *,
+    max_wall_s,
+    effort_limits,
+    contact="active_set",
+    checkpoint=None,
+    progress=None,
 ) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
     skin-skeleton simulator (Newton to convergence, the skin's contact by `contact`:
@@ -458,6 +468,7 @@ def _CoupledOpenLoop(
             max_wall_s=max_wall_s,
             effort_limits=effort_limits,
             checkpoint=checkpoint,
+            progress=progress,
         )
     except ReplayCheckpointMismatch as e:
         log(f"  coupled open loop: not replayed ({e})")
@@ -778,6 +789,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
             effort_limits=limits,
             contact=setup.config.coupled_replay_contact,
             checkpoint=setup.config.coupled_replay_checkpoint or None,
+            progress=lambda i, total: report.Step("coupled replay frame", i, total),
         )
     else:
         # A pass that ended early has no motion to check; replaying a body that was already

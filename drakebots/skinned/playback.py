@@ -399,6 +399,7 @@ def PlaybackFramesCoupled(
     effort_limits=None,
     checkpoint=None,
     checkpoint_every_s=60.0,
+    progress=None,
 ):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
     simulator (`drakebots.skinned.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
@@ -438,6 +439,9 @@ def PlaybackFramesCoupled(
             `stop_beyond_m` off, or a failed step) resumes to the same end; one stopped by the
             wall-time budget goes on.
         checkpoint_every_s: wall seconds between checkpoint writes (with `checkpoint`).
+        progress: called as progress(frames done, frames planned) as the replay starts (a
+            resumed one at its checkpoint's frame) and after each frame (a long replay shows
+            its progress: the design's bar).
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
@@ -523,6 +527,8 @@ def PlaybackFramesCoupled(
     # The budget holds inside a frame too (a frame of a falling robot can take minutes of
     # Newton iterations and step cuts).
     stepper.deadline = start + max_wall_s
+    if progress is not None:
+        progress(len(sim_q) - 1, len(tau))
     try:
         for i in range(first, len(tau) if ended is None else first):
             # The periodic update at t = i dt (taken at the start of this advance) reads τ_i.
@@ -530,6 +536,8 @@ def PlaybackFramesCoupled(
             simulator.AdvanceTo((i + 1) * dt)
             last_state = system.UnpackState(system_context)
             sim_q.append(last_state.q)
+            if progress is not None:
+                progress(i + 1, len(tau))
             off = float(np.linalg.norm(sim_q[-1][:3] - q[i + 1, :3]))
             if off > stop_beyond_m:
                 stopped = f"torso {1e3 * off:.0f} mm off the plan at t = {(i + 1) * dt:.3f} s"

@@ -737,7 +737,9 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     assert int(saved["frame"]) == 2 and len(saved["sim_q"]) == 3
     np.testing.assert_array_equal(saved["sim_q"], q_whole[:3])
 
-    resumed, times, q_resumed = Replay(checkpoint=path)
+    shown = []
+    resumed, times, q_resumed = Replay(checkpoint=path, progress=lambda *a: shown.append(a))
+    assert shown == [(2, N - 1), (3, N - 1), (4, N - 1)]  # the progress bar starts at frame 2
     assert resumed["resumed_from_frame"] == 2 and resumed["frames_run"] == N - 3
     assert resumed["frames_replayed"] == N - 1 and resumed["failure"] is None
     np.testing.assert_allclose(times, DT * np.arange(N), atol=1e-15)
