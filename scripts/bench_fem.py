@@ -444,6 +444,10 @@ def _Replay(
                     (info.final_update for info, _ in steps), default=0.0
                 ),
                 "max_torso_error_m": figures["max_torso_position_error_m"],
+                # The design's verdict on this replay: how long the torso stayed within 2 cm
+                # of the plan (the whole replay: 0.005 x frames_replayed), where it ended.
+                "torso_within_2cm_s": figures["torso_within_2cm_s"],
+                "final_torso_error_m": figures["final_torso_position_error_m"],
                 "max_joint_error_deg": figures["max_joint_error_deg"],
                 "failure": figures["failure"],
                 "stopped": figures["stopped"],
