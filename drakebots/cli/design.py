@@ -217,13 +217,12 @@ def register(subparsers):
         "factorisation a step; about half the active set's time a frame on the monster's walk)",
     )
     parser.add_argument(
-        "--coupled-replay-checkpoint",
+        "--coupled-replay-resume",
+        action="store_true",
         default=None,
-        metavar="FILE",
-        help="with --skin, keep the coupled replay's progress in FILE (.npz): the same design "
-        "run again resumes its replay from the last frame there (a replay longer than "
-        "--coupled-replay-seconds, or one stopped by Ctrl-C); a FILE that is not a checkpoint "
-        "is refused and left as it is",
+        help="with --skin, keep the coupled replay's progress in drakebots' cache folder: the "
+        "same design run again resumes its replay from the last frame kept (a replay longer "
+        "than --coupled-replay-seconds, or one stopped by Ctrl-C)",
     )
     parser.add_argument(
         "--linear-solver",

@@ -101,11 +101,11 @@ class DesignConfig:
     # With a skin, the coupled open-loop replay's skin contact: "active_set" (the paper's labels
     # inside Newton, the reference) or "convex" (SAP's convex problem; CouplingConfig.contact).
     coupled_replay_contact: str = "active_set"
-    # With a skin, a file (.npz) the coupled replay keeps its progress in ("": none): the same
-    # design run again resumes its replay there (PlaybackFramesCoupled's `checkpoint`), so a
-    # replay longer than --coupled-replay-seconds, or one stopped by Ctrl-C, goes on from its
-    # last frame.
-    coupled_replay_checkpoint: str = ""
+    # With a skin, keep the coupled replay's progress in drakebots' cache folder and resume
+    # from it (PlaybackFramesCoupled's `checkpoint`, a file named by the plan, skin, start state
+    # and settings): the same design run again goes on from the last frame of a replay that
+    # --coupled-replay-seconds or Ctrl-C stopped.
+    coupled_replay_resume: bool = False
     # Write replay.html with the results.
     replay: bool = True
 
@@ -173,23 +173,6 @@ def _CheckChoices(config: DesignConfig) -> None:
             )
 
 
-def _CheckReplayCheckpoint(path: Path) -> None:
-    """The coupled replay's checkpoint file, checked before the design runs: its folder exists,
-    and a file already there is a replay checkpoint (a user's other file is never written
-    over). Whether it is this design's replay is known once the design has run."""
-    from drakebots.skinned.playback import ReadReplayCheckpoint, ReplayCheckpointMismatch
-
-    flag = _Flag("coupled_replay_checkpoint")
-    if not path.parent.is_dir():
-        raise InputError(f"{flag}: the folder {path.parent} does not exist")
-    if path.exists() and not path.is_file():
-        raise InputError(f"{flag}: {path} is not a file")
-    try:
-        ReadReplayCheckpoint(path)
-    except ReplayCheckpointMismatch as e:
-        raise InputError(f"{flag}: {e}") from None
-
-
 def _CheckNumbers(config: DesignConfig) -> DesignConfig:
     """The numeric settings checked, the unset ones given SpaceTimeConfig's defaults (one place
     for them)."""
@@ -205,8 +188,6 @@ def _CheckNumbers(config: DesignConfig) -> DesignConfig:
         raise InputError(
             f"{_Flag('coupled_replay_seconds')} must be >= 0 s, got {config.coupled_replay_seconds}"
         )
-    if config.coupled_replay_checkpoint:
-        _CheckReplayCheckpoint(Path(config.coupled_replay_checkpoint))
     if config.motor_limit is not None and not config.motor_limit > 0.0:
         raise InputError(f"{_Flag('motor_limit')} must be > 0 N*m, got {config.motor_limit}")
     if not config.mass_scale >= 1.0:
@@ -281,9 +262,9 @@ def CheckConfig(config: DesignConfig) -> tuple:
         raise InputError(
             f"{_Flag('skin_collisions')} off: collisions are the FEM skin's (give {_Flag('skin')})"
         )
-    if config.coupled_replay_checkpoint and not config.skin:
+    if config.coupled_replay_resume and not config.skin:
         raise InputError(
-            f"{_Flag('coupled_replay_checkpoint')}: the coupled replay is the FEM skin's (give "
+            f"{_Flag('coupled_replay_resume')}: the coupled replay is the FEM skin's (give "
             f"{_Flag('skin')})"
         )
     return config, robot
@@ -442,9 +423,9 @@ def _CoupledOpenLoop(
     skin-skeleton simulator (Newton to convergence, the skin's contact by `contact`:
     CouplingConfig.contact), from the state the pass started from (skeleton and skin); the
     tracking error against the kept frames. `dyn` is the last pass's CoupledFrameDynamics (the
-    same skin, settings and lift as every pass's). With `checkpoint` (a path) the replay resumes
-    from and keeps its progress in that file; one of another replay is reported and not
-    replayed (the file is left as it is)."""
+    same skin, settings and lift as every pass's). With `checkpoint` (True: in the cache; or a
+    path) the replay resumes from and keeps its progress in that file; one of another replay
+    is reported and not replayed (the file is left as it is)."""
     from drakebots.skinned.playback import PlaybackFramesCoupled, ReplayCheckpointMismatch
 
     fr = kept.frames
@@ -474,7 +455,9 @@ def _CoupledOpenLoop(
         log(f"  coupled open loop: not replayed ({e})")
         return {"skipped": str(e)}
     if figures.get("resumed_from_frame"):
-        log(f"  resumed from frame {figures['resumed_from_frame']} of {checkpoint}")
+        log(f"  resumed from frame {figures['resumed_from_frame']} of {figures['checkpoint']}")
+    elif checkpoint:
+        log(f"  its progress kept in {figures.get('checkpoint')}")
     held = _HeldText(figures["torso_within_2cm_s"], dt * len(fr.tau))
     log(
         f"  coupled open loop: torso within 2 cm {held}, at most "
@@ -550,7 +533,7 @@ def _SummaryInputs(setup: _Setup, dynamics_name: str) -> dict:
         "frame_objective": c.frame_objective,
         "coupled_replay_seconds": c.coupled_replay_seconds if skin else None,
         "coupled_replay_contact": c.coupled_replay_contact if skin else None,
-        "coupled_replay_checkpoint": (c.coupled_replay_checkpoint or None) if skin else None,
+        "coupled_replay_resume": _OnOff(c.coupled_replay_resume) if skin else None,
         "lookahead": ResolveLookahead(c.lookahead, setup.motion.contact),
         "mass_scale": c.mass_scale,
         "plan_skin_mass": c.plan_skin_mass if skin else None,
@@ -788,7 +771,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
             max_wall_s=budget,
             effort_limits=limits,
             contact=setup.config.coupled_replay_contact,
-            checkpoint=setup.config.coupled_replay_checkpoint or None,
+            checkpoint=setup.config.coupled_replay_resume,
             progress=lambda i, total: report.Step("coupled replay frame", i, total),
         )
     else:

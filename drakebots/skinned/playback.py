@@ -424,20 +424,20 @@ def PlaybackFramesCoupled(
         max_wall_s: end the replay after this much wall time, s.
         effort_limits: (nu,) the motors' U_m the torques were made with, N·m, in `tau`'s
             order (default: the model file's, which the stepper clamps at otherwise).
-        checkpoint: a file (.npz) the replay's progress is kept in, so that a long replay
-            resumes where it stopped: a replay that finds this replay's checkpoint there goes on
-            from its last frame (a monster walk's 200 frames take 30 minutes to hours on a
-            2-core machine; an interrupted one, by Ctrl-C, `max_wall_s` or a crash, is not
-            started over). Written every `checkpoint_every_s` seconds of wall time and when the
-            replay returns or is interrupted, each time whole (renamed into place). It holds the
-            state after the last frame (skeleton, skin, contact labels), the skeleton's path
-            so far and the wall seconds spent; the factorisation the next step would start from
-            is not kept, so a resumed step factorises afresh (its iterates differ, its solution
-            agrees within the Newton tolerances). A file there that is not this replay's (another
-            plan, skin, start state, setting or motor limits, or not a checkpoint) raises
-            ReplayCheckpointMismatch and is left as it is. A replay that ended (the torso
-            `stop_beyond_m` off, or a failed step) resumes to the same end; one stopped by the
-            wall-time budget goes on.
+        checkpoint: a file (.npz) the replay's progress is kept in, or True for one in drakebots'
+            cache folder named by what the replay depends on (drakebots.cache), so that a long
+            replay resumes where it stopped: a replay that finds this replay's checkpoint there goes
+            on from its last frame (a monster walk's 200 frames take 30 minutes to hours on a 2-core
+            machine; an interrupted one, by Ctrl-C, `max_wall_s` or a crash, is not started over).
+            Written every `checkpoint_every_s` seconds of wall time and when the replay returns or
+            is interrupted, each time whole (renamed into place). It holds the state after the last
+            frame (skeleton, skin, contact labels), the skeleton's path so far and the wall seconds
+            spent; the factorisation the next step would start from is not kept, so a resumed step
+            factorises afresh (its iterates differ, its solution agrees within the Newton
+            tolerances). A file there that is not this replay's (another plan, skin, start state,
+            setting or motor limits, or not a checkpoint) raises ReplayCheckpointMismatch and is
+            left as it is. A replay that ended (the torso `stop_beyond_m` off, or a failed step)
+            resumes to the same end; one stopped by the wall-time budget goes on.
         checkpoint_every_s: wall seconds between checkpoint writes (with `checkpoint`).
         progress: called as progress(frames done, frames planned) as the replay starts (a
             resumed one at its checkpoint's frame) and after each frame (a long replay shows
@@ -472,8 +472,14 @@ def PlaybackFramesCoupled(
     fingerprint = saved = None
     first, earlier_wall, ended = 0, 0.0, None
     state = initial
+    if checkpoint is False:
+        checkpoint = None
     if checkpoint is not None:
         fingerprint = _ReplayFingerprint(stepper, initial, q, tau)
+        if checkpoint is True:
+            from drakebots.cache import CacheEntry
+
+            checkpoint = CacheEntry("coupled_replays", [fingerprint], "replay") / "checkpoint.npz"
         saved = ReadReplayCheckpoint(checkpoint)
         if saved is not None:
             if str(saved["fingerprint"]) != fingerprint:

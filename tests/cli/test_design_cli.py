@@ -60,17 +60,8 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(
         base + ["--coupled-replay-contact", "penalty"], tmp_path, capsys, "--coupled-replay-contact"
     )
-    # The replay's checkpoint: a folder that is not there, a file of the user's that is not a
-    # checkpoint (refused, not written over), and no skin to replay.
-    flag = "--coupled-replay-checkpoint"
-    _Exit2(base + [flag, str(tmp_path / "nowhere" / "r.npz")], tmp_path, capsys, "does not exist")
-    mine = tmp_path / "notes.npz"
-    mine.write_text("my own notes")
-    _Exit2(base + [flag, str(mine)], tmp_path, capsys, "not a drakebots coupled replay")
-    assert mine.read_text() == "my own notes"
-    _Exit2(base + [flag, str(tmp_path / "r.npz")], tmp_path, capsys, "--skin")
-    assert not (tmp_path / "r.npz").exists()
-    mine.unlink()
+    # Resuming the coupled replay without a skin to replay.
+    _Exit2(base + ["--coupled-replay-resume"], tmp_path, capsys, "--skin")
     # A contact plan / trajectory whose lengths disagree.
     spec = motions.SingleFootLift(beetle, duration=0.1)
     bad = tmp_path / "mismatch.yaml"
@@ -410,12 +401,12 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
     )  # fmt: skip
     assert seen["stepper"].config.contact == "convex"
     assert seen["checkpoint"] is None
-    # `--coupled-replay-checkpoint FILE`: the replay keeps its progress there.
+    # `--coupled-replay-resume`: the replay keeps its progress in the cache.
     _design._CoupledOpenLoop(
         dyn, model, kept, 0.005, lambda line: None, max_wall_s=42.0, effort_limits=limits,
-        checkpoint="replay.npz",
+        checkpoint=True,
     )  # fmt: skip
-    assert seen["checkpoint"] == "replay.npz"
+    assert seen["checkpoint"] is True
     np.testing.assert_array_equal(seen["effort_limits"], limits)  # the run's, not the file's
     np.testing.assert_allclose(seen["q"][:, 2], 0.01)  # raised onto the skin's soles
 

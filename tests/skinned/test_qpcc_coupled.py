@@ -16,6 +16,7 @@ The skin is a small one (tests/skinned/_pad_skin.py: an 8 mm silicone pad around
 
 import dataclasses
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -672,7 +673,7 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     dyn.Reset(standing)
 
 
-def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_path):
+def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_path, monkeypatch):
     """A long coupled replay (the monster walk's 200 frames take 30 minutes to hours) keeps its
     progress in a checkpoint file: one stopped by Ctrl-C inside frame 2 goes on from frame 2 in
     a new process's simulator and ends where the replay run in one go ends (within the Newton
@@ -768,6 +769,16 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     with pytest.raises(ReplayCheckpointMismatch, match="not a drakebots coupled replay"):
         Replay(checkpoint=mine)
     assert mine.read_text() == "my own notes"
+
+    # checkpoint=True (`drakebots design --coupled-replay-resume`): a file in the cache folder,
+    # named by what the replay depends on; the same replay asked again does not step.
+    monkeypatch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp_path / "cache"))
+    kept, _, _ = Replay(checkpoint=True)
+    assert Path(kept["checkpoint"]).parent.parent == tmp_path / "cache" / "coupled_replays"
+    again, _, _ = Replay(idle, checkpoint=True)
+    assert again["frames_run"] == 0 and again["checkpoint"] == kept["checkpoint"]
+    other_kept, _, _ = Replay(tau=other, checkpoint=True)  # another replay, another file
+    assert other_kept["frames_run"] == N - 1 and other_kept["checkpoint"] != kept["checkpoint"]
 
 
 def _StandStill(model, skin, frames):
