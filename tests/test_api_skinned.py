@@ -211,3 +211,31 @@ def test_bend_at_small_strain_is_the_command_lines(tmp_path):
     assert result.figures["fold_relief"] > 1.5
     assert result.skins["folded"].fold.any() and not result.skins["smooth"].fold.any()
     assert result.runs == {}
+
+
+def test_a_design_run_again_resumes_its_coupled_replay_from_the_cache(tmp_path, monkeypatch):
+    """`DesignConfig.coupled_replay_resume` (`drakebots design --coupled-replay-resume`): the
+    coupled replay keeps its progress in drakebots' cache, and the same design run again takes
+    it up instead of replaying from frame 0, although the two runs' plans differ in round-off
+    (the design's threads sum in varying order); the verdict is the first run's."""
+    monkeypatch.setenv("DRAKEBOTS_CACHE_DIR", str(tmp_path / "cache"))
+    made = MakeSkin(MakeSkinConfig(robot="beetle", voxel=0.016))
+    made.Save(tmp_path / "skin")
+    config = DesignConfig(
+        robot="beetle",
+        motion="single-foot-lift",
+        duration=0.3,
+        skin=str(tmp_path / "skin"),
+        iterations=1,
+        replay=False,
+        coupled_replay_resume=True,
+    )
+    first = Design(config).figures["playback_coupled_open_loop"]
+    assert first["frames_run"] == first["frames_planned"] == 60 and first["failure"] is None
+    kept = first["checkpoint"]
+    assert kept.startswith(str(tmp_path / "cache" / "coupled_replays"))
+    again = Design(config).figures["playback_coupled_open_loop"]
+    assert again["checkpoint"] == kept
+    assert again["resumed_from_frame"] == 60 and again["frames_run"] == 0
+    for key in ("max_torso_position_error_m", "torso_within_2cm_s", "max_joint_error_deg"):
+        assert again[key] == first[key], key

@@ -86,7 +86,7 @@ def _EffortLimits(effort_limits, nu: int, where: str) -> np.ndarray:
 
 
 # What a coupled replay's checkpoint file holds (PlaybackFramesCoupled's `checkpoint`).
-CHECKPOINT_FORMAT = "drakebots coupled replay checkpoint, version 1"
+CHECKPOINT_FORMAT = "drakebots coupled replay checkpoint, version 2"
 
 
 class ReplayCheckpointMismatch(ValueError):
@@ -95,31 +95,56 @@ class ReplayCheckpointMismatch(ValueError):
     (a user's file is never overwritten)."""
 
 
-def _ReplayFingerprint(stepper, initial, q, tau) -> str:
-    """A digest of everything a replay's states depend on: the plan's positions (the torso's
-    reference) and torques, the start state, the skin's rest mesh, the simulator's settings
-    (CouplingConfig, the contact formulation included) and the motors' limits."""
-    import hashlib
+# Two runs of one design differ in round-off (its element loops and PARDISO sum on two threads
+# in varying order): the beetle's lift designed twice replayed 0.3083338583729 against
+# 0.3083338582447 mm off. A checkpoint's plan and start state are therefore compared within
+# this tolerance (relative to each array's largest entry), not bit for bit.
+PLAN_TOLERANCE = 1e-8
 
-    digest = hashlib.sha256()
-    fem = stepper.fem
-    for array in (
-        q,
-        tau,
-        initial.q,
-        initial.v,
-        initial.x,
-        initial.w,
-        fem.RestPositions(),
-        fem.mesh.tets,
-        stepper.effort_limits,
-    ):
-        a = np.ascontiguousarray(array)
-        digest.update(f"{a.dtype.str}{a.shape}".encode())
-        digest.update(a.tobytes())
-    digest.update(repr(stepper.config).encode())
-    digest.update(repr(getattr(fem, "material", None)).encode())
-    return digest.hexdigest()
+
+class _ReplayIdentity:
+    """What a replay's states depend on, as a checkpoint records it: the simulator's settings
+    (CouplingConfig, the contact formulation included), the skin's rest mesh and material and the
+    motors' limits, compared exactly (`key`); the plan's positions (the torso's reference) and
+    torques and the start state, compared within PLAN_TOLERANCE (`arrays`)."""
+
+    def __init__(self, stepper, initial, q, tau):
+        import hashlib
+
+        fem = stepper.fem
+        digest = hashlib.sha256()
+        for a in (fem.RestPositions(), fem.mesh.tets, stepper.effort_limits, q.shape, tau.shape):
+            a = np.ascontiguousarray(a)
+            digest.update(f"{a.dtype.str}{a.shape}".encode())
+            digest.update(a.tobytes())
+        digest.update(repr(stepper.config).encode())
+        digest.update(repr(getattr(fem, "material", None)).encode())
+        self.key = digest.hexdigest()
+        start = np.concatenate([initial.q, initial.v, initial.x, initial.w])
+        self.arrays = {"plan_q": np.asarray(q), "plan_tau": np.asarray(tau), "start": start}
+
+    def CacheName(self) -> str:
+        """The key with the arrays rounded to 1e-6 of their largest entry: one name for the
+        same design run again (a name that round-off tips over a rounding edge only misses
+        the checkpoint, and the replay starts over)."""
+        import hashlib
+
+        digest = hashlib.sha256(self.key.encode())
+        for a in self.arrays.values():
+            scale = max(float(np.abs(a).max(initial=0.0)), 1e-300)
+            digest.update(np.round(a / scale, 6).tobytes())
+        return digest.hexdigest()
+
+    def Mismatch(self, saved: dict) -> str | None:
+        """None where the checkpoint `saved` is this replay's, else what differs."""
+        if str(saved["key"]) != self.key:
+            return "the skin, the simulator's settings or the motor limits"
+        for name, a in self.arrays.items():
+            b = saved[name]
+            scale = float(np.abs(a).max(initial=0.0))
+            if b.shape != a.shape or not np.allclose(b, a, rtol=0, atol=PLAN_TOLERANCE * scale):
+                return {"plan_q": "the plan", "plan_tau": "the torques"}.get(name, "the start")
+        return None
 
 
 def ReadReplayCheckpoint(path) -> dict | None:
@@ -143,7 +168,7 @@ def ReadReplayCheckpoint(path) -> dict | None:
     return saved
 
 
-def _WriteReplayCheckpoint(path, fingerprint, frame, state, sim_q, wall_s, ended) -> None:
+def _WriteReplayCheckpoint(path, identity, frame, state, sim_q, wall_s, ended) -> None:
     """The replay after `frame` frames, written whole or not at all (a temporary file renamed
     into place: a Ctrl-C or a crash mid-write leaves the last checkpoint)."""
     import io
@@ -155,7 +180,8 @@ def _WriteReplayCheckpoint(path, fingerprint, frame, state, sim_q, wall_s, ended
     np.savez(
         buffer,
         format=np.array(CHECKPOINT_FORMAT),
-        fingerprint=np.array(fingerprint),
+        key=np.array(identity.key),
+        **identity.arrays,
         frame=np.array(frame),
         q=state.q,
         v=state.v,
@@ -434,9 +460,11 @@ def PlaybackFramesCoupled(
             frame (skeleton, skin, contact labels), the skeleton's path so far and the wall seconds
             spent; the factorisation the next step would start from is not kept, so a resumed step
             factorises afresh (its iterates differ, its solution agrees within the Newton
-            tolerances). A file there that is not this replay's (another plan, skin, start state,
-            setting or motor limits, or not a checkpoint) raises ReplayCheckpointMismatch and is
-            left as it is. A replay that ended (the torso `stop_beyond_m` off, or a failed step)
+            tolerances). A file there that is not this replay's (another skin, setting or motor
+            limits, or a plan, torques or start state that differ by more than PLAN_TOLERANCE: two
+            runs of one design differ in round-off; or not a checkpoint) raises
+            ReplayCheckpointMismatch and is left as it is; the cache's file of another replay is
+            started over. A replay that ended (the torso `stop_beyond_m` off, or a failed step)
             resumes to the same end; one stopped by the wall-time budget goes on.
         checkpoint_every_s: wall seconds between checkpoint writes (with `checkpoint`).
         progress: called as progress(frames done, frames planned) as the replay starts (a
@@ -469,25 +497,29 @@ def PlaybackFramesCoupled(
         )
     if effort_limits is not None:
         stepper.effort_limits = _EffortLimits(effort_limits, stepper.nu, "PlaybackFramesCoupled")
-    fingerprint = saved = None
+    identity = saved = None
     first, earlier_wall, ended = 0, 0.0, None
     state = initial
     if checkpoint is False:
         checkpoint = None
     if checkpoint is not None:
-        fingerprint = _ReplayFingerprint(stepper, initial, q, tau)
-        if checkpoint is True:
+        identity = _ReplayIdentity(stepper, initial, q, tau)
+        ours = checkpoint is True
+        if ours:
             from drakebots.cache import CacheEntry
 
-            checkpoint = CacheEntry("coupled_replays", [fingerprint], "replay") / "checkpoint.npz"
+            checkpoint = CacheEntry("coupled_replays", [identity.CacheName()], "replay")
+            checkpoint = checkpoint / "checkpoint.npz"
         saved = ReadReplayCheckpoint(checkpoint)
+        differs = None if saved is None else identity.Mismatch(saved)
+        if differs is not None and ours:
+            saved = None  # the cache's own file, of a replay this one is not: started over
+        elif differs is not None:
+            raise ReplayCheckpointMismatch(
+                f"{checkpoint} is the checkpoint of another replay ({differs} differ); it is "
+                "left as it is: give a new path"
+            )
         if saved is not None:
-            if str(saved["fingerprint"]) != fingerprint:
-                raise ReplayCheckpointMismatch(
-                    f"{checkpoint} is the checkpoint of another replay (another plan, skin, "
-                    "start state, simulator setting or motor limits); it is left as it is: "
-                    "give a new path"
-                )
             first, earlier_wall = int(saved["frame"]), float(saved["wall_s"])
             ended = str(saved["ended"]) or None
             state = CoupledState(
@@ -522,7 +554,7 @@ def PlaybackFramesCoupled(
         if checkpoint is not None:
             _WriteReplayCheckpoint(
                 checkpoint,
-                fingerprint,
+                identity,
                 len(sim_q) - 1,
                 last_state,
                 sim_q,

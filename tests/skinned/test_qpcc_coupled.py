@@ -758,6 +758,10 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     assert again["frames_run"] == 0 and again["frames_replayed"] == N - 1
     np.testing.assert_array_equal(q_again, q_resumed)
 
+    # The same design run again differs in round-off: its checkpoint is taken.
+    rounded, _, _ = Replay(idle, tau=passed.tau * (1 + 1e-12), checkpoint=path)
+    assert rounded["frames_run"] == 0 and rounded["resumed_from_frame"] == N - 1
+
     before = path.read_bytes()
     other = passed.tau.copy()
     other[:, 0] += 0.01
