@@ -168,6 +168,30 @@ def ReadReplayCheckpoint(path) -> dict | None:
     return saved
 
 
+def _OpenReplayCheckpoint(checkpoint, stepper, initial, q, tau):
+    """(path or None, _ReplayIdentity or None, the saved checkpoint or None) for
+    PlaybackFramesCoupled's `checkpoint` (None or False: none; True: the cache's file for this
+    replay; else a path). Raises ReplayCheckpointMismatch for a path holding another replay's
+    checkpoint or another file; the cache's file of another replay is started over."""
+    if checkpoint is None or checkpoint is False:
+        return None, None, None
+    identity = _ReplayIdentity(stepper, initial, q, tau)
+    ours = checkpoint is True
+    if ours:
+        from drakebots.cache import CacheEntry
+
+        folder = CacheEntry("coupled_replays", [identity.CacheName()], "replay")
+        checkpoint = folder / "checkpoint.npz"
+    saved = ReadReplayCheckpoint(checkpoint)
+    differs = None if saved is None else identity.Mismatch(saved)
+    if differs is not None and not ours:
+        raise ReplayCheckpointMismatch(
+            f"{checkpoint} is the checkpoint of another replay ({differs} differ); it is left "
+            "as it is: give a new path"
+        )
+    return checkpoint, identity, None if differs is not None else saved
+
+
 def _WriteReplayCheckpoint(path, identity, frame, state, sim_q, wall_s, ended) -> None:
     """The replay after `frame` frames, written whole or not at all (a temporary file renamed
     into place: a Ctrl-C or a crash mid-write leaves the last checkpoint)."""
@@ -497,38 +521,19 @@ def PlaybackFramesCoupled(
         )
     if effort_limits is not None:
         stepper.effort_limits = _EffortLimits(effort_limits, stepper.nu, "PlaybackFramesCoupled")
-    identity = saved = None
+    checkpoint, identity, saved = _OpenReplayCheckpoint(checkpoint, stepper, initial, q, tau)
     first, earlier_wall, ended = 0, 0.0, None
     state = initial
-    if checkpoint is False:
-        checkpoint = None
-    if checkpoint is not None:
-        identity = _ReplayIdentity(stepper, initial, q, tau)
-        ours = checkpoint is True
-        if ours:
-            from drakebots.cache import CacheEntry
-
-            checkpoint = CacheEntry("coupled_replays", [identity.CacheName()], "replay")
-            checkpoint = checkpoint / "checkpoint.npz"
-        saved = ReadReplayCheckpoint(checkpoint)
-        differs = None if saved is None else identity.Mismatch(saved)
-        if differs is not None and ours:
-            saved = None  # the cache's own file, of a replay this one is not: started over
-        elif differs is not None:
-            raise ReplayCheckpointMismatch(
-                f"{checkpoint} is the checkpoint of another replay ({differs} differ); it is "
-                "left as it is: give a new path"
-            )
-        if saved is not None:
-            first, earlier_wall = int(saved["frame"]), float(saved["wall_s"])
-            ended = str(saved["ended"]) or None
-            state = CoupledState(
-                saved["q"].copy(),
-                saved["v"].copy(),
-                saved["x"].copy(),
-                saved["w"].copy(),
-                StepMemory(saved["mode"].copy(), saved["slip_dir"].copy()),
-            )
+    if saved is not None:
+        first, earlier_wall = int(saved["frame"]), float(saved["wall_s"])
+        ended = str(saved["ended"]) or None
+        state = CoupledState(
+            saved["q"].copy(),
+            saved["v"].copy(),
+            saved["x"].copy(),
+            saved["w"].copy(),
+            StepMemory(saved["mode"].copy(), saved["slip_dir"].copy()),
+        )
     builder = DiagramBuilder()
     system = builder.AddSystem(SkinnedRobotSystem(stepper, state))
     feedforward = builder.AddSystem(ConstantVectorSource(np.zeros(stepper.nu)))
