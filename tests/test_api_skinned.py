@@ -237,5 +237,6 @@ def test_a_design_run_again_resumes_its_coupled_replay_from_the_cache(tmp_path, 
     again = Design(config).figures["playback_coupled_open_loop"]
     assert again["checkpoint"] == kept
     assert again["resumed_from_frame"] == 60 and again["frames_run"] == 0
+    # (The same path, measured against this run's plan: equal within the plans' round-off.)
     for key in ("max_torso_position_error_m", "torso_within_2cm_s", "max_joint_error_deg"):
-        assert again[key] == first[key], key
+        assert again[key] == pytest.approx(first[key], rel=1e-6, abs=1e-9), key
