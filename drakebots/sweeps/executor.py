@@ -73,7 +73,6 @@ def _Now() -> str:
 
 
 def _AtomicJson(path: Path, data) -> None:
-    from drakebots.files import WriteWhole
     from drakebots.results import ToJson
 
     WriteWhole(path, ToJson(data))
