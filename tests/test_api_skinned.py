@@ -230,7 +230,14 @@ def test_a_design_run_again_resumes_its_coupled_replay_from_the_cache(tmp_path, 
         replay=False,
         coupled_replay_resume=True,
     )
-    first = Design(config).figures["playback_coupled_open_loop"]
+    said = []
+    first = Design(config, progress=lambda e: said.append(e.message)).figures[
+        "playback_coupled_open_loop"
+    ]
+    # The line a user reads gives the whole torso pose: its angles beside its distance.
+    (line,) = [m for m in said if m and "coupled open loop: torso within" in m]
+    yaw, pitch, roll = first["max_torso_angle_error_deg"]
+    assert f"yaw/pitch/roll within [{yaw:.1f}, {pitch:.1f}, {roll:.1f}] deg" in line, line
     assert first["frames_run"] == first["frames_planned"] == 60 and first["failure"] is None
     kept = first["checkpoint"]
     assert kept.startswith(str(tmp_path / "cache" / "coupled_replays"))

@@ -406,6 +406,14 @@ def _HeldText(held_s: float, span_s: float) -> str:
     )
 
 
+def _Degrees(angles) -> str:
+    """'[2.1, 14.9, 11.8]' (a torso's largest angle differences from its plan, deg).
+
+    The coupled replay's line gives them beside the torso's distance: a position alone missed a
+    torso pitched 15 deg off its plan (issue 69, Findings 31)."""
+    return "[" + ", ".join(f"{a:.1f}" for a in angles) + "]"
+
+
 def _CoupledOpenLoop(
     dyn,
     model,
@@ -462,7 +470,8 @@ def _CoupledOpenLoop(
     log(
         f"  coupled open loop: torso within 2 cm {held}, at most "
         f"{1e3 * figures['max_torso_position_error_m']:.1f} mm off (end "
-        f"{1e3 * figures['final_torso_position_error_m']:.1f} mm), joints within "
+        f"{1e3 * figures['final_torso_position_error_m']:.1f} mm), yaw/pitch/roll within "
+        f"{_Degrees(figures['max_torso_angle_error_deg'])} deg, joints within "
         f"{figures['max_joint_error_deg']:.2f} deg ({figures['wall_time_s']:.0f} s)"
         + "".join(f"; {figures[k]}" for k in ("failure", "stopped") if figures[k])
     )

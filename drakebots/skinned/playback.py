@@ -499,6 +499,8 @@ def PlaybackFramesCoupled(
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
     when it ended early by `stop_beyond_m` or `max_wall_s`. The torso errors are distances (m)
     over the frames replayed (PlaybackFrames' largest error is per component);
+    figures["max_torso_angle_error_deg"] the largest differences of the torso's yaw, pitch and
+    roll (the plan's coordinates 3-5, in their order), deg;
     figures["resumed_from_frame"] is the checkpoint's frame this call started from (0 without
     one), figures["frames_run"] the frames this call stepped, figures["wall_time_s"] the
     seconds of every call together.
