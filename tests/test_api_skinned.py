@@ -241,6 +241,12 @@ def test_a_design_run_again_resumes_its_coupled_replay_from_the_cache(tmp_path, 
     assert first["frames_run"] == first["frames_planned"] == 60 and first["failure"] is None
     kept = first["checkpoint"]
     assert kept.startswith(str(tmp_path / "cache" / "coupled_replays"))
+    # The angles are the replayed path's against the plan (both kept in the checkpoint).
+    with np.load(kept) as saved:
+        off = saved["sim_q"][:, 3:6] - saved["plan_q"][: len(saved["sim_q"]), 3:6]
+    off = np.degrees(np.abs((off + np.pi) % (2 * np.pi) - np.pi)).max(axis=0)
+    assert off.max() > 0.01
+    assert first["max_torso_angle_error_deg"] == pytest.approx(off, abs=1e-3)
     again = Design(config).figures["playback_coupled_open_loop"]
     assert again["checkpoint"] == kept
     assert again["resumed_from_frame"] == 60 and again["frames_run"] == 0
