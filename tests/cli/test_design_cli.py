@@ -381,7 +381,8 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
         seen.update(kwargs, q=q, stepper=stepper)
         held = {"torso_within_2cm_s": 0.0, "failure": None, "stopped": "wall time"}
         errors = dict.fromkeys(("max_torso_position_error_m", "final_torso_position_error_m"), 0)
-        return {**held, **errors, "max_joint_error_deg": 0.0, "wall_time_s": 0.0}, None, None
+        angles = {"max_torso_angle_error_deg": [0.0, 0.0, 0.0], "max_joint_error_deg": 0.0}
+        return {**held, **errors, **angles, "wall_time_s": 0.0}, None, None
 
     monkeypatch.setattr(plan_playback, "PlaybackFramesCoupled", Replay)
     dyn = SimpleNamespace(lift=0.01, NewSimulator=lambda: SimpleNamespace(config=CouplingConfig()))
