@@ -445,8 +445,11 @@ def _Replay(
                 ),
                 "max_torso_error_m": figures["max_torso_position_error_m"],
                 # The design's verdict on this replay: how long the torso stayed within 2 cm
-                # of the plan (the whole replay: 0.005 x frames_replayed), where it ended.
+                # of the plan, and its whole pose within 2 cm and 5 deg (the whole replay:
+                # 0.005 x frames_replayed), where it ended, its largest angles (yaw, pitch, roll).
                 "torso_within_2cm_s": figures["torso_within_2cm_s"],
+                "torso_pose_held_s": figures["torso_pose_held_s"],
+                "max_torso_angle_error_deg": figures["max_torso_angle_error_deg"],
                 "final_torso_error_m": figures["final_torso_position_error_m"],
                 "max_joint_error_deg": figures["max_joint_error_deg"],
                 "failure": figures["failure"],

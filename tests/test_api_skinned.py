@@ -243,13 +243,21 @@ def test_a_design_run_again_resumes_its_coupled_replay_from_the_cache(tmp_path, 
     assert kept.startswith(str(tmp_path / "cache" / "coupled_replays"))
     # The angles are the replayed path's against the plan (both kept in the checkpoint).
     with np.load(kept) as saved:
-        off = saved["sim_q"][:, 3:6] - saved["plan_q"][: len(saved["sim_q"]), 3:6]
-    off = np.degrees(np.abs((off + np.pi) % (2 * np.pi) - np.pi)).max(axis=0)
+        sim, plan = saved["sim_q"], saved["plan_q"][: len(saved["sim_q"])]
+    turned = np.degrees(np.abs((sim[:, 3:6] - plan[:, 3:6] + np.pi) % (2 * np.pi) - np.pi))
+    off = turned.max(axis=0)
     assert off.max() > 0.01
     assert first["max_torso_angle_error_deg"] == pytest.approx(off, abs=1e-3)
+    # The held time is the whole pose's: the first frame over 2 cm or 5 deg (or the whole 0.3 s).
+    strayed = np.linalg.norm(sim[:, :3] - plan[:, :3], axis=1) > 0.02
+    strayed = np.flatnonzero(strayed | (turned.max(axis=1) > 5.0))
+    held = 0.005 * strayed[0] if len(strayed) else 0.3
+    assert first["torso_pose_held_s"] == pytest.approx(held)
+    assert first["torso_pose_held_s"] <= first["torso_within_2cm_s"]
+    assert "torso within 2 cm and 5 deg " in line, line
     again = Design(config).figures["playback_coupled_open_loop"]
     assert again["checkpoint"] == kept
     assert again["resumed_from_frame"] == 60 and again["frames_run"] == 0
     # (The same path, measured against this run's plan: equal within the plans' round-off.)
-    for key in ("max_torso_position_error_m", "torso_within_2cm_s", "max_joint_error_deg"):
+    for key in ("max_torso_position_error_m", "torso_pose_held_s", "max_joint_error_deg"):
         assert again[key] == pytest.approx(first[key], rel=1e-6, abs=1e-9), key

@@ -379,7 +379,8 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
 
     def Replay(stepper, initial, q, tau, actuated, **kwargs):
         seen.update(kwargs, q=q, stepper=stepper)
-        held = {"torso_within_2cm_s": 0.0, "failure": None, "stopped": "wall time"}
+        held = {"torso_within_2cm_s": 0.0, "torso_pose_held_s": 0.0}
+        held.update(failure=None, stopped="wall time")
         errors = dict.fromkeys(("max_torso_position_error_m", "final_torso_position_error_m"), 0)
         angles = {"max_torso_angle_error_deg": [0.0, 0.0, 0.0], "max_joint_error_deg": 0.0}
         return {**held, **errors, **angles, "wall_time_s": 0.0}, None, None

@@ -35,12 +35,33 @@ def test_standing_robot_feet_carry_its_weight_with_the_skins(beetle):
     np.testing.assert_allclose(fz[-20:], weight, rtol=1e-3)
     assert figures["max_torso_position_error_m"] < 1e-3
     assert figures["torso_within_2cm_s"] == pytest.approx(1.0)
+    assert figures["torso_pose_held_s"] == pytest.approx(1.0)
     assert figures["frames_without_ground_contact"] == 0
     # The centre of pressure lies inside the four feet (their convex hull's bounding box).
     feet = model.AllFeet(model.q_home)[0]
     cop = res.cop[-1]
     assert feet[:, 0].min() < cop[0] < feet[:, 0].max()
     assert feet[:, 1].min() < cop[1] < feet[:, 1].max()
+
+
+@pytest.mark.parametrize("axis, name", [(3, "yaw"), (4, "pitch"), (5, "roll")])
+def test_a_torso_turned_off_its_plan_is_not_held_though_its_position_is(beetle, axis, name):
+    """The held time counts the whole torso pose: a standing robot whose plan turns its torso
+    6 deg about one axis from frame 40 on (the robot, held at home, does not turn) stays within
+    2 cm of the plan's position throughout, and its pose is held until frame 40 exactly (the
+    plan's own turn, 6 > TORSO_TOLERANCE_DEG = 5); turned 4 deg, it is held throughout."""
+    from drakebots.skinned.playback import TORSO_TOLERANCE_DEG
+
+    robot, model = beetle
+    for turn_deg, held in [(6.0, 40 * DT), (4.0, 0.3)]:
+        assert (turn_deg > TORSO_TOLERANCE_DEG) == (held < 0.3)
+        q, tau = _Hold(model, 0.3)
+        q[40:, axis] += np.radians(turn_deg)
+        figures, _ = PlaybackFrames(robot, model, q, tau, DT)
+        assert figures["torso_within_2cm_s"] == pytest.approx(0.3), name
+        assert figures["torso_pose_held_s"] == pytest.approx(held), (name, turn_deg)
+        rpy = figures["max_torso_rpy_error_deg"]  # roll, pitch, yaw: the plan's 5, 4, 3
+        assert rpy[5 - axis] == pytest.approx(turn_deg, abs=0.05), (name, rpy)
 
 
 def test_open_loop_applies_the_torques_alone(beetle):
