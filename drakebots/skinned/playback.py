@@ -465,6 +465,7 @@ def PlaybackFramesCoupled(
     actuated_indices,
     *,
     stop_beyond_m=0.1,
+    stop_beyond_deg=45.0,
     max_wall_s=900.0,
     effort_limits=None,
     checkpoint=None,
@@ -491,6 +492,9 @@ def PlaybackFramesCoupled(
         stop_beyond_m: end the replay once the torso is this far from the plan, m (the check
             has its answer; a robot falling over its soft skin takes the simulator minutes
             per step).
+        stop_beyond_deg: end the replay once the torso is turned this far from the plan about
+            any axis, deg (a torso tipping over its soft skin can stay within `stop_beyond_m`
+            while its frames take minutes: issue 69, Findings 31).
         max_wall_s: end the replay after this much wall time, s.
         effort_limits: (nu,) the motors' U_m the torques were made with, N·m, in `tau`'s
             order (default: the model file's, which the stepper clamps at otherwise).
@@ -517,8 +521,9 @@ def PlaybackFramesCoupled(
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
-    when it ended early by `stop_beyond_m` or `max_wall_s`. The torso errors are distances (m)
-    over the frames replayed (PlaybackFrames' largest error is per component);
+    when it ended early by `stop_beyond_m`, `stop_beyond_deg` or `max_wall_s`. The torso
+    errors are distances (m) over the frames replayed (PlaybackFrames' largest error is per
+    component);
     figures["max_torso_angle_error_deg"] the largest differences of the torso's yaw, pitch and
     roll (the plan's coordinates 3-5, in their order), deg; figures["torso_within_2cm_s"] how
     long the torso stayed within TORSO_TOLERANCE_M of the plan, figures["torso_pose_held_s"]
@@ -606,8 +611,13 @@ def PlaybackFramesCoupled(
             if progress is not None:
                 progress(i + 1, len(tau))
             off = float(np.linalg.norm(sim_q[-1][:3] - q[i + 1, :3]))
+            turned = (sim_q[-1][3:6] - q[i + 1, 3:6] + np.pi) % (2 * np.pi) - np.pi
+            turned = float(np.degrees(np.abs(turned).max()))
             if off > stop_beyond_m:
                 stopped = f"torso {1e3 * off:.0f} mm off the plan at t = {(i + 1) * dt:.3f} s"
+                ended = stopped
+            elif turned > stop_beyond_deg:
+                stopped = f"torso turned {turned:.0f} deg off the plan at t = {(i + 1) * dt:.3f} s"
                 ended = stopped
             elif time.perf_counter() - start > max_wall_s and i + 1 < len(tau):
                 stopped = f"wall-time budget ({max_wall_s:.0f} s) spent at t = {(i + 1) * dt:.3f} s"

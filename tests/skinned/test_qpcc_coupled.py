@@ -633,6 +633,22 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     off = float(np.linalg.norm(q[1, :3] - passed.q[1, :3]))
     early, _, _ = Replay(standing, passed, passed.tau, stop_beyond_m=0.5 * off)
     assert early["stopped"].startswith("torso") and early["frames_replayed"] == 1
+    # A torso turned off the plan ends it too (a tipping robot can stay near the plan's
+    # position): a plan whose torso pitches 10 deg from frame 2 on, at stop_beyond_deg 5.
+    pitched = passed.q.copy()
+    pitched[2:, 4] += np.radians(10.0)
+    tipped, _, _ = PlaybackFramesCoupled(
+        dyn.NewSimulator(),
+        standing,
+        pitched,
+        passed.tau,
+        model.actuated_indices,
+        stop_beyond_deg=5.0,
+    )
+    assert tipped["stopped"].startswith("torso turned 10 deg"), tipped["stopped"]
+    # Its position held over the two frames replayed, its pose until the plan's turn.
+    assert tipped["frames_replayed"] == 2
+    assert tipped["torso_within_2cm_s"] == tipped["torso_pose_held_s"] == pytest.approx(2 * DT)
     # The wall-time budget holds inside a frame (a falling robot's frame can take minutes of
     # Newton iterations and step cuts), not only between frames: none spent, no frame replayed.
     simulator = dyn.NewSimulator()
