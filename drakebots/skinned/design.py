@@ -355,7 +355,13 @@ def _LinearSolver(setup) -> str:
         raise InputError(f"{_Flag('linear_solver')}: {e}") from e
 
 
-def _Factory(skin, collisions: bool = True, linear_solver: str = "auto"):
+def _Factory(
+    skin, collisions: bool = True, linear_solver: str = "auto", friction: float | None = None
+):
+    """(make(model, dt) -> the frame-by-frame dynamics, their name). With a skin, `friction` is
+    the ground's μ of the coupled simulator that checks the passes (the motion's; None:
+    CoupledFrameConfig's 0.8); the QPCC takes μ from the motion itself."""
+    from drakebots.skinned.playback import _Given
     from drakebots.skinned.qpcc import RigidFrameDynamics
 
     if skin is None:
@@ -366,7 +372,10 @@ def _Factory(skin, collisions: bool = True, linear_solver: str = "auto"):
     # Collision penalties off also switch them off in the coupled replay (NewSimulator takes
     # this config's penalty stiffness).
     config = CoupledFrameConfig(
-        foot_friction=True, penalties=collisions, linear_solver=linear_solver
+        foot_friction=True,
+        penalties=collisions,
+        linear_solver=linear_solver,
+        **_Given(friction=friction),
     )
 
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
@@ -631,8 +640,12 @@ def Design(config: DesignConfig, *, meshcat=None, progress=None) -> DesignResult
     report = Reporter(progress)
     setup = _Validate(config)
     model, motion, limits = setup.model, setup.motion, setup.limits
+    # (The coupled simulator that checks the passes stands on the motion's ground, μ.)
     make_dynamics, dynamics_name = _Factory(
-        setup.skin, collisions=setup.config.skin_collisions, linear_solver=_LinearSolver(setup)
+        setup.skin,
+        collisions=setup.config.skin_collisions,
+        linear_solver=_LinearSolver(setup),
+        friction=setup.spec.friction,
     )
     loop = _AlternatingConfig(setup.config)
     report.Say(
@@ -743,9 +756,11 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
     q = fr.q[: len(fr.tau) + 1]
     out = {}
     report.Say("playing the motion back in Drake's simulator (servo PD + feed-forward torques)")
-    # (At the run's motor limits: the model file's would clamp a motor_limit run's torques.)
+    # (At the run's motor limits: the model file's would clamp a motor_limit run's torques; on
+    # the motion's ground, its μ.)
+    mu = motion.spec.friction
     out["playback_in_drake"], _ = PlaybackFrames(
-        robot, model, q, fr.tau, motion.dt, effort_limits=limits
+        robot, model, q, fr.tau, motion.dt, effort_limits=limits, friction=mu
     )
     pb = out["playback_in_drake"]
     report.Say(
@@ -758,7 +773,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
     # The torques alone, open loop (the issue's replay; a legged robot's feed-forward drifts
     # without feedback, so this says how far the torques carry it by themselves).
     out["playback_in_drake_open_loop"], _ = PlaybackFrames(
-        robot, model, q, fr.tau, motion.dt, pd_scale=0.0, effort_limits=limits
+        robot, model, q, fr.tau, motion.dt, pd_scale=0.0, effort_limits=limits, friction=mu
     )
     ol = out["playback_in_drake_open_loop"]
     held = _HeldText(ol, motion.dt * len(fr.tau))

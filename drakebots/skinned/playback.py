@@ -48,8 +48,11 @@ class PlaybackConfig:
 
     # Discrete plant time step, s.
     time_step: float = 1e-3
-    # Ground friction (static = dynamic), the plan's μ.
-    friction: float = 0.8
+    # The ground's friction (static = dynamic): None, 0.8, which Drake combines with each foot's
+    # own (2 μ_a μ_b / (μ_a + μ_b): the robot file's); a value, every contact's μ (the ground's
+    # and the robot's collision geometries' set to it: the plan's μ, which the plan used for
+    # the pair).
+    friction: float | None = None
     # Multiplies the servos' PD gains from the model (0: torques only, open loop).
     pd_scale: float = 1.0
 
@@ -79,6 +82,32 @@ class PlaybackResult:
     actuation: np.ndarray
     actuator_names: list
     wall_time: float
+
+
+def _SetFriction(plant, scene_graph, instance, mu: float) -> None:
+    """Sets the Coulomb friction (static and dynamic) of every collision geometry of the robot's
+    `instance` to μ, so that with a ground of μ every contact's combined μ (Drake's
+    2 μ_a μ_b / (μ_a + μ_b)) is μ itself. Before Finalize."""
+    from pydrake.geometry import ProximityProperties, RoleAssign
+    from pydrake.multibody.plant import CoulombFriction
+
+    if not mu > 0.0:
+        raise ValueError(f"SimulatePlan: friction must be > 0, got {mu}")
+    inspector = scene_graph.model_inspector()
+    for body in map(plant.get_body, plant.GetBodyIndices(instance)):
+        for geometry in plant.GetCollisionGeometriesForBody(body):
+            properties = ProximityProperties(inspector.GetProximityProperties(geometry))
+            friction = CoulombFriction(mu, mu)
+            if properties.HasProperty("material", "coulomb_friction"):
+                properties.UpdateProperty("material", "coulomb_friction", friction)
+            else:
+                properties.AddProperty("material", "coulomb_friction", friction)
+            scene_graph.AssignRole(plant.get_source_id(), geometry, properties, RoleAssign.kReplace)
+
+
+def _Given(**values) -> dict:
+    """The keyword arguments given (not None): a config's own defaults stand for the rest."""
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def _EffortLimits(effort_limits, nu: int, where: str) -> np.ndarray:
@@ -272,7 +301,7 @@ def SimulatePlan(
     config = config or PlaybackConfig()
     times = np.asarray(times, float)
     builder = DiagramBuilder()
-    plant, _ = AddMultibodyPlant(
+    plant, scene_graph = AddMultibodyPlant(
         MultibodyPlantConfig(
             time_step=config.time_step,
             discrete_contact_approximation="sap",
@@ -292,7 +321,11 @@ def SimulatePlan(
             ),
         )
         plant.WeldFrames(plant.GetFrameByName(link, instance), body.body_frame())
-    AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
+    if config.friction is None:
+        AddGround(plant)
+    else:
+        _SetFriction(plant, scene_graph, instance, config.friction)
+        AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
     if effort_limits is not None:
         limits = _EffortLimits(effort_limits, len(actuator_names), "SimulatePlan")
         by_joint = dict(zip(actuator_names, limits))
@@ -398,12 +431,15 @@ def PlaybackFrames(
     *,
     pd_scale: float = 1.0,
     effort_limits: np.ndarray | None = None,
+    friction: float | None = None,
 ):
     """Plays a frame-by-frame result (q̃ (N, nq) in the SkeletonModel's coordinates, τ (N-1, nu)
     N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ scaled by
     `pd_scale` plus τ as feed-forward; pd_scale 0: the torques alone, open loop) and compares:
     returns (figures dict, PlaybackResult). `effort_limits` (nu,) are the motors' U_m the
-    result was made with, N·m (default: the model's).
+    result was made with, N·m (default: the model's); `friction` the ground's μ the result was
+    made for, every contact's (default: the ground's 0.8 combined with the robot file's feet;
+    a design passes its motion's).
 
     Figures: how long the torso stays within TORSO_TOLERANCE_M of q̃ (s, "torso_within_2cm_s")
     and how long its whole pose does (within that distance and TORSO_TOLERANCE_DEG about each
@@ -428,7 +464,7 @@ def PlaybackFrames(
         torques=tau,
         actuator_names=model.actuator_names,
         extra_masses=extra,
-        config=PlaybackConfig(pd_scale=pd_scale),
+        config=PlaybackConfig(pd_scale=pd_scale, **_Given(friction=friction)),
         effort_limits=effort_limits,
     )
     limits = model.effort_limits if effort_limits is None else np.asarray(effort_limits, float)

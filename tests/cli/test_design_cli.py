@@ -88,15 +88,25 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     """A 0.1 s lift, kinematic-only plan plus one frame-by-frame pass: this slow 5 mm lift
     reaches its goal (exit 0, as summary.json records), every result file is there, the ground
     carries the robot's weight over the motion, and the root-roll figure calls its curve
-    kinematic-only (it said "ours")."""
+    kinematic-only (it said "ours"). The motion's μ (0.6) is the ground the Drake playbacks
+    stand on (they stood on 0.8 whatever the plan's)."""
     from drakebots.skinned import design as _design
+    from drakebots.skinned import playback
 
     plots = {}
     original = _design.DesignPlots
     monkeypatch.setattr(
         _design, "DesignPlots", lambda *a, **k: plots.setdefault("figs", original(*a, **k))
     )
-    motion = _Tiny(beetle, tmp_path)
+    frictions = []
+    play = playback.PlaybackFrames
+
+    def Play(*args, **kwargs):
+        frictions.append(kwargs.get("friction"))
+        return play(*args, **kwargs)
+
+    monkeypatch.setattr(playback, "PlaybackFrames", Play)
+    motion = _Tiny(beetle, tmp_path, friction=0.6)
     out = tmp_path / "run"
     argv = ["design", "beetle", "--motion", "single-foot-lift", "--motion-file", str(motion)]
     argv += ["--kinematic-only", "--knot-frames", "5", "--no-replay", "--out", str(out)]
@@ -116,6 +126,7 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     assert summary["convergence"][0]["space_time_violated"] == []
     assert len(summary["max_torque_ratio_per_motor"]) == beetle.nu
     assert summary["inputs"]["torso_attitude_weight"] == 3.0
+    assert frictions == [0.6, 0.6]  # the servo playback and the torques alone
     legend = plots["figs"]["root_roll.png"].axes[0].get_legend().get_texts()
     assert [t.get_text() for t in legend] == ["kinematic plan", "kinematic: inverse dynamics"]
 
@@ -429,3 +440,6 @@ def test_skin_collisions_off_leaves_the_penalties_out_of_the_passes_and_the_repl
         assert dyn.config.penalties is collisions
         assert (dyn.NewSimulator().config.penalty_stiffness > 0.0) is collisions
         assert ("collisions off" in name) is not collisions
+    # The simulator that checks the passes stands on the motion's ground (`_Factory`'s friction).
+    make, _ = _Factory((skin, bare, None), friction=0.35)
+    assert make(bare, 0.005).NewSimulator().config.friction == 0.35

@@ -83,6 +83,28 @@ def test_open_loop_applies_the_torques_alone(beetle):
     assert closed_loop["max_joint_error_deg"] < 1.0
 
 
+def test_the_playback_stands_on_the_ground_friction_it_is_given(beetle):
+    """The playback's ground has the μ it is given (a design passes its motion's): a hip pushed
+    open loop drags its foot; every loaded foot's ground force obeys Coulomb's law
+    |f_t| <= μ f_n at μ = 0.1 and the dragged foot slides at that bound, while on the default
+    ground (μ = 0.8) the same push needs more than 0.1 f_n somewhere: the check is on μ."""
+    robot, model = beetle
+    q, tau = _Hold(model, 0.3)
+    hip = model.actuator_names.index("front_left_hip_yaw")
+    tau[:, hip] = 0.5 * model.effort_limits[hip]
+
+    def Ratios(**friction):
+        _, res = PlaybackFrames(robot, model, q, tau, DT, pd_scale=0.0, **friction)
+        f = res.foot_forces[1:]
+        loaded = f[..., 2] > 0.05 * model.total_mass * model.gravity
+        return np.linalg.norm(f[..., :2], axis=2)[loaded] / f[..., 2][loaded]
+
+    slippery = Ratios(friction=0.1)
+    assert slippery.max() <= 0.1 * (1 + 1e-3)  # (SAP's regularised cone: to its tolerance)
+    assert slippery.max() >= 0.1 * 0.98  # the dragged foot slides: its force on the cone
+    assert Ratios().max() > 0.15
+
+
 def test_the_playback_drives_the_motors_to_the_limits_the_plan_was_made_with(beetle):
     """A plan made with stronger motors than the model file's (`drakebots design --motor-limit`)
     is played back with those: the plant clamps a motor's net torque at the limit it is given
