@@ -116,6 +116,15 @@ def register(subparsers):
         "2.7 U_m and fails); 0: only the frame-by-frame step bounds them, as in the paper",
     )
     parser.add_argument(
+        "--plan-friction",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="ours: plan with FRACTION x the motion's friction (the space-time cones and the "
+        "frame-by-frame pyramids) and check on the whole of it, a margin against a stance foot "
+        "slipping where the plan's friction binds (default 1, the paper's)",
+    )
+    parser.add_argument(
         "--torso-attitude-weight",
         type=float,
         default=None,

@@ -67,6 +67,12 @@ class DesignConfig:
     # Bound the plan's inverse-dynamics torques by this fraction of U_m (None: SpaceTimeConfig's,
     # 1; 0: only the frame-by-frame step bounds them, as in the paper).
     plan_motor_limits: float | None = None
+    # Plan with this fraction of the motion's friction μ (the space-time step's cones, Eq. 8, and
+    # the frame-by-frame step's pyramids, Eq. 17), check on the whole μ: a margin against a
+    # stance foot slipping where the plan's friction binds (issue 69, Findings 32: the monster
+    # walk's plan holds a loaded foot at the cone's edge in 76 of its 200 frames). None: 1,
+    # the paper's.
+    plan_friction: float | None = None
     # Weight of the space-time step's torso roll/pitch/heading term (None: SpaceTimeWeights', 1).
     torso_attitude_weight: float | None = None
     # Gauss-Newton iteration limit of each space-time step (None: SpaceTimeConfig's, 80).
@@ -210,11 +216,26 @@ def _CheckNumbers(config: DesignConfig) -> DesignConfig:
     for name in ("torso_attitude_weight", "plan_motor_limits"):
         if not getattr(config, name) >= 0.0:
             raise InputError(f"{_Flag(name)} must be >= 0, got {getattr(config, name)}")
+    config = dataclasses.replace(config, plan_friction=_Default(config.plan_friction, 1.0))
+    if not 0.0 < config.plan_friction <= 1.0:
+        raise InputError(
+            f"{_Flag('plan_friction')} is a fraction of the motion's friction, in (0, 1], "
+            f"got {config.plan_friction}"
+        )
     if config.space_time_iterations < 1:
         raise InputError(
             f"{_Flag('space_time_iterations')} must be >= 1, got {config.space_time_iterations}"
         )
     return config
+
+
+def _PlanningMotion(motion, plan_friction: float):
+    """The motion the optimisers plan: `motion` with its friction μ scaled by plan_friction
+    (DesignConfig.plan_friction); the checks stand on the motion's own μ."""
+    if plan_friction == 1.0:
+        return motion
+    spec = dataclasses.replace(motion.spec, friction=plan_friction * motion.spec.friction)
+    return dataclasses.replace(motion, spec=spec)
 
 
 def _Default(value, default):
@@ -546,6 +567,7 @@ def _SummaryInputs(setup: _Setup, dynamics_name: str) -> dict:
         "knot_frames": c.knot_frames,
         "motor_limits": setup.limits,
         "plan_motor_limits": c.plan_motor_limits,
+        "plan_friction": c.plan_friction,
         "torso_attitude_weight": c.torso_attitude_weight,
         "space_time_iterations": c.space_time_iterations,
         "space_time_cop": _OnOff(c.space_time_cop),
@@ -652,9 +674,10 @@ def Design(config: DesignConfig, *, meshcat=None, progress=None) -> DesignResult
         f"{setup.robot.name}: {setup.spec.name}, {motion.num_frames} frames of {motion.dt} s, "
         f"frame-by-frame on {dynamics_name}"
     )
+    planned = _PlanningMotion(motion, setup.config.plan_friction)
     outcome = alternating.RunAlternating(
         model,
-        motion,
+        planned,
         make_dynamics=make_dynamics,
         config=loop,
         effort_limits=limits,
@@ -668,7 +691,7 @@ def Design(config: DesignConfig, *, meshcat=None, progress=None) -> DesignResult
         report.Say("kinematic-only baseline (section 7)")
         baseline = alternating.RunAlternating(
             model,
-            motion,
+            planned,
             make_dynamics=make_dynamics,
             config=dataclasses.replace(loop, kinematic_only=True),
             effort_limits=limits,

@@ -47,6 +47,8 @@ def test_bad_inputs_exit_2_and_write_nothing(beetle, tmp_path, capsys):
     _Exit2(base + ["--plan-motor-limits", "-1"], tmp_path, capsys, "--plan-motor-limits")
     _Exit2(base + ["--space-time-iterations", "0"], tmp_path, capsys, "--space-time-iterations")
     _Exit2(base + ["--torso-attitude-weight", "-1"], tmp_path, capsys, "--torso-attitude-weight")
+    for fraction in ("0", "1.5"):
+        _Exit2(base + ["--plan-friction", fraction], tmp_path, capsys, "--plan-friction")
     _Exit2(["dragon", "--motion", "walk"], tmp_path, capsys, "beetle")
     _Exit2(["beetle", "--motion", "walk", "--speed", "-1"], tmp_path, capsys, "--speed")
     _Exit2(base + ["--duration", "0"], tmp_path, capsys, "--duration")
@@ -129,6 +131,30 @@ def test_tiny_kinematic_only_run_writes_every_file(beetle, tmp_path, capsys, mon
     assert frictions == [0.6, 0.6]  # the servo playback and the torques alone
     legend = plots["figs"]["root_roll.png"].axes[0].get_legend().get_texts()
     assert [t.get_text() for t in legend] == ["kinematic plan", "kinematic: inverse dynamics"]
+
+
+def test_a_plan_friction_margin_keeps_the_plans_foot_forces_inside_the_smaller_cone(
+    beetle, tmp_path
+):
+    """`--plan-friction 0.5`: the plan's foot forces obey Coulomb's law at half the motion's μ,
+    |f_t| <= 0.4 f_n for every loaded foot of every frame, where the same lift planned on the
+    whole μ = 0.8 holds a foot at the cone's edge (measured 0.8: the margin binds); the checks
+    stand on the whole μ, and summary.json records the fraction."""
+    ratios, summaries = {}, {}
+    for fraction in ("1", "0.5"):
+        out = tmp_path / fraction
+        argv = ["design", "beetle", "--motion", "single-foot-lift", "--duration", "0.3"]
+        argv += ["--iterations", "1", "--no-replay", "--plan-friction", fraction]
+        assert main(argv + ["--out", str(out)]) == 0
+        summaries[fraction] = json.loads((out / "summary.json").read_text())
+        forces = np.load(out / "log.npz")["patch_forces"]  # (frames, 4 feet x 5 patches, 3)
+        feet = forces.reshape(len(forces), 4, -1, 3).sum(axis=2)
+        loaded = feet[..., 2] > 0.05 * 9.81 * beetle.plant.CalcTotalMass(beetle.context)
+        ratios[fraction] = np.linalg.norm(feet[..., :2], axis=2)[loaded] / feet[..., 2][loaded]
+    assert ratios["1"].max() > 0.75
+    assert ratios["0.5"].max() <= 0.4 * (1 + 1e-6)
+    assert summaries["0.5"]["inputs"]["plan_friction"] == 0.5
+    assert summaries["1"]["inputs"]["plan_friction"] == 1.0
 
 
 def test_the_cop_flags_reach_their_own_step(beetle, tmp_path, monkeypatch):
