@@ -48,10 +48,10 @@ class PlaybackConfig:
 
     # Discrete plant time step, s.
     time_step: float = 1e-3
-    # The ground's friction (static = dynamic): None, 0.8, which Drake combines with each foot's
-    # own (2 μ_a μ_b / (μ_a + μ_b): the robot file's); a value, every contact's μ (the ground's
-    # and the robot's collision geometries' set to it: the plan's μ, which the plan used for
-    # the pair).
+    # Every contact's Coulomb friction μ, static = dynamic (the ground's and the robot's
+    # collision geometries' set to it: the plan's μ, which the plan used for the foot-ground
+    # pair). None: the ground's 0.8, which Drake combines with each foot's own from the robot
+    # file (2 μ_a μ_b / (μ_a + μ_b)).
     friction: float | None = None
     # Multiplies the servos' PD gains from the model (0: torques only, open loop).
     pd_scale: float = 1.0
@@ -437,9 +437,9 @@ def PlaybackFrames(
     N·m, frame step dt s) back in Drake (`SimulatePlan`, servo PD toward q̃ scaled by
     `pd_scale` plus τ as feed-forward; pd_scale 0: the torques alone, open loop) and compares:
     returns (figures dict, PlaybackResult). `effort_limits` (nu,) are the motors' U_m the
-    result was made with, N·m (default: the model's); `friction` the ground's μ the result was
-    made for, every contact's (default: the ground's 0.8 combined with the robot file's feet;
-    a design passes its motion's).
+    result was made with, N·m (default: the model's); `friction` the μ the result was made for,
+    given to every contact (default: the ground's 0.8 combined with the robot file's feet; a
+    design passes its motion's).
 
     Figures: how long the torso stays within TORSO_TOLERANCE_M of q̃ (s, "torso_within_2cm_s")
     and how long its whole pose does (within that distance and TORSO_TOLERANCE_DEG about each
