@@ -382,7 +382,6 @@ def _Factory(
     """(make(model, dt) -> the frame-by-frame dynamics, their name). With a skin, `friction` is
     the ground's μ of the coupled simulator that checks the passes (the motion's; None:
     CoupledFrameConfig's 0.8); the QPCC takes μ from the motion itself."""
-    from drakebots.skinned.playback import _Given
     from drakebots.skinned.qpcc import RigidFrameDynamics
 
     if skin is None:
@@ -393,11 +392,10 @@ def _Factory(
     # Collision penalties off also switch them off in the coupled replay (NewSimulator takes
     # this config's penalty stiffness).
     config = CoupledFrameConfig(
-        foot_friction=True,
-        penalties=collisions,
-        linear_solver=linear_solver,
-        **_Given(friction=friction),
+        foot_friction=True, penalties=collisions, linear_solver=linear_solver
     )
+    if friction is not None:
+        config.friction = float(friction)
 
     # The coupled dynamics use the bare skeleton (the FEM skin has its own mass); the QPCC's
     # kinematics come from the space-time model, the same skeleton. The factory remembers what

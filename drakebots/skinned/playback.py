@@ -29,7 +29,7 @@ from pydrake.systems.framework import DiagramBuilder
 from pydrake.systems.primitives import ConstantVectorSource
 
 from drakebots.robots.base import Robot
-from drakebots.systems.ground import AddGround
+from drakebots.systems.ground import AddGround, SetFriction
 
 FOOT_NAMES = ("front_left_foot", "front_right_foot", "rear_left_foot", "rear_right_foot")
 # The replays report how long the torso stays within this distance of the plan, m, and how long
@@ -82,32 +82,6 @@ class PlaybackResult:
     actuation: np.ndarray
     actuator_names: list
     wall_time: float
-
-
-def _SetFriction(plant, scene_graph, instance, mu: float) -> None:
-    """Sets the Coulomb friction (static and dynamic) of every collision geometry of the robot's
-    `instance` to μ, so that with a ground of μ every contact's combined μ (Drake's
-    2 μ_a μ_b / (μ_a + μ_b)) is μ itself. Before Finalize."""
-    from pydrake.geometry import ProximityProperties, RoleAssign
-    from pydrake.multibody.plant import CoulombFriction
-
-    if not mu > 0.0:
-        raise ValueError(f"SimulatePlan: friction must be > 0, got {mu}")
-    inspector = scene_graph.model_inspector()
-    for body in map(plant.get_body, plant.GetBodyIndices(instance)):
-        for geometry in plant.GetCollisionGeometriesForBody(body):
-            properties = ProximityProperties(inspector.GetProximityProperties(geometry))
-            friction = CoulombFriction(mu, mu)
-            if properties.HasProperty("material", "coulomb_friction"):
-                properties.UpdateProperty("material", "coulomb_friction", friction)
-            else:
-                properties.AddProperty("material", "coulomb_friction", friction)
-            scene_graph.AssignRole(plant.get_source_id(), geometry, properties, RoleAssign.kReplace)
-
-
-def _Given(**values) -> dict:
-    """The keyword arguments given (not None): a config's own defaults stand for the rest."""
-    return {key: value for key, value in values.items() if value is not None}
 
 
 def _EffortLimits(effort_limits, nu: int, where: str) -> np.ndarray:
@@ -324,7 +298,7 @@ def SimulatePlan(
     if config.friction is None:
         AddGround(plant)
     else:
-        _SetFriction(plant, scene_graph, instance, config.friction)
+        SetFriction(plant, scene_graph, instance, config.friction)
         AddGround(plant, mu_static=config.friction, mu_dynamic=config.friction)
     if effort_limits is not None:
         limits = _EffortLimits(effort_limits, len(actuator_names), "SimulatePlan")
@@ -464,7 +438,7 @@ def PlaybackFrames(
         torques=tau,
         actuator_names=model.actuator_names,
         extra_masses=extra,
-        config=PlaybackConfig(pd_scale=pd_scale, **_Given(friction=friction)),
+        config=PlaybackConfig(pd_scale=pd_scale, friction=friction),
         effort_limits=effort_limits,
     )
     limits = model.effort_limits if effort_limits is None else np.asarray(effort_limits, float)

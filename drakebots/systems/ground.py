@@ -5,7 +5,7 @@ skin issue) does not support rigid half spaces, and the box behaves identically 
 """
 
 import numpy as np
-from pydrake.geometry import AddContactMaterial, Box, ProximityProperties
+from pydrake.geometry import AddContactMaterial, Box, ProximityProperties, RoleAssign
 from pydrake.math import RigidTransform
 from pydrake.multibody.plant import CoulombFriction, MultibodyPlant
 
@@ -39,3 +39,21 @@ def AddGround(
     plant.RegisterCollisionGeometry(plant.world_body(), X_WG, shape, name, properties)
     if visual:
         plant.RegisterVisualGeometry(plant.world_body(), X_WG, shape, name, GROUND_COLOR)
+
+
+def SetFriction(plant: MultibodyPlant, scene_graph, instance, mu: float) -> None:
+    """Sets the Coulomb friction (static = dynamic = μ) of every collision geometry of the model
+    `instance`, so that on a ground of μ (AddGround) every contact's combined μ (Drake's
+    2 μ_a μ_b / (μ_a + μ_b)) is μ itself. Before Finalize; `scene_graph` is the plant's."""
+    if not mu > 0.0:
+        raise ValueError(f"SetFriction: friction must be > 0, got {mu}")
+    inspector = scene_graph.model_inspector()
+    friction = CoulombFriction(mu, mu)
+    for body in map(plant.get_body, plant.GetBodyIndices(instance)):
+        for geometry in plant.GetCollisionGeometriesForBody(body):
+            properties = ProximityProperties(inspector.GetProximityProperties(geometry))
+            if properties.HasProperty("material", "coulomb_friction"):
+                properties.UpdateProperty("material", "coulomb_friction", friction)
+            else:
+                properties.AddProperty("material", "coulomb_friction", friction)
+            scene_graph.AssignRole(plant.get_source_id(), geometry, properties, RoleAssign.kReplace)
