@@ -114,23 +114,35 @@ PLAN_TOLERANCE = 1e-8
 class _ReplayIdentity:
     """What a replay's states depend on, as a checkpoint records it: the simulator's settings
     (CouplingConfig, the contact formulation included), the skin's rest mesh and material and the
-    motors' limits, compared exactly (`key`); the plan's positions (the torso's reference) and
-    torques and the start state, compared within PLAN_TOLERANCE (`arrays`)."""
+    motors' limits, compared exactly (`key`, which also names the plan's length); the plan's
+    positions (the torso's reference) and torques and the start state, compared within
+    PLAN_TOLERANCE (`arrays`).
+
+    An open-loop replay's first k frames are the same computation whatever frames follow them,
+    so a checkpoint of the same plan's first frames is this replay's too (`Mismatch`): a replay of
+    a walk's first 60 frames resumes into the whole walk's, and one of a longer plan stopped
+    within this one's frames into this one."""
 
     def __init__(self, stepper, initial, q, tau):
+        fem = stepper.fem
+        self._parts = (fem.RestPositions(), fem.mesh.tets, stepper.effort_limits)
+        self._settings = repr(stepper.config) + repr(getattr(fem, "material", None))
+        self.key = self._Key(np.shape(q), np.shape(tau))
+        start = np.concatenate([initial.q, initial.v, initial.x, initial.w])
+        self.arrays = {"plan_q": np.asarray(q), "plan_tau": np.asarray(tau), "start": start}
+
+    def _Key(self, q_shape, tau_shape) -> str:
+        """The digest of the settings with a plan of these shapes (a checkpoint's key)."""
         import hashlib
 
-        fem = stepper.fem
         digest = hashlib.sha256()
-        for a in (fem.RestPositions(), fem.mesh.tets, stepper.effort_limits, q.shape, tau.shape):
+        for a in (*self._parts, q_shape, tau_shape):
             a = np.ascontiguousarray(a)
             digest.update(f"{a.dtype.str}{a.shape}".encode())
             digest.update(a.tobytes())
-        digest.update(repr(stepper.config).encode())
-        digest.update(repr(getattr(fem, "material", None)).encode())
-        self.key = digest.hexdigest()
-        start = np.concatenate([initial.q, initial.v, initial.x, initial.w])
-        self.arrays = {"plan_q": np.asarray(q), "plan_tau": np.asarray(tau), "start": start}
+        # (the same bytes as one update per string: the keys of earlier checkpoints hold)
+        digest.update(self._settings.encode())
+        return digest.hexdigest()
 
     def CacheName(self) -> str:
         """The key with the arrays rounded to 1e-6 of their largest entry: one name for the
@@ -145,14 +157,25 @@ class _ReplayIdentity:
         return digest.hexdigest()
 
     def Mismatch(self, saved: dict) -> str | None:
-        """None where the checkpoint `saved` is this replay's, else what differs."""
-        if str(saved["key"]) != self.key:
-            return "the skin, the simulator's settings or the motor limits"
+        """None where the checkpoint `saved` is this replay's, else what differs. A checkpoint
+        of a plan of another length is this replay's where the two plans agree on the frames
+        both have and it is no further than this replay's last frame."""
+        q, tau = self.arrays["plan_q"], self.arrays["plan_tau"]
+        if str(saved["key"]) != self._Key(saved["plan_q"].shape, saved["plan_tau"].shape):
+            return "the skin, the simulator's settings or the motor limits differ"
         for name, a in self.arrays.items():
             b = saved[name]
             scale = float(np.abs(a).max(initial=0.0))
+            if name != "start":  # the frames both plans have
+                a, b = a[: len(b)], b[: len(a)]
             if b.shape != a.shape or not np.allclose(b, a, rtol=0, atol=PLAN_TOLERANCE * scale):
-                return {"plan_q": "the plan", "plan_tau": "the torques"}.get(name, "the start")
+                return {
+                    "plan_q": "the plan differs",
+                    "plan_tau": "the torques differ",
+                    "start": "the start differs",
+                }[name]
+        if int(saved["frame"]) > len(tau):
+            return f"it is at frame {int(saved['frame'])}, past this replay's {len(q) - 1} frames"
         return None
 
 
@@ -207,7 +230,7 @@ def _OpenReplayCheckpoint(checkpoint, stepper, initial, q, tau):
     differs = None if saved is None else identity.Mismatch(saved)
     if differs is not None and not ours:
         raise ReplayCheckpointMismatch(
-            f"{checkpoint} is the checkpoint of another replay ({differs} differ); it is left "
+            f"{checkpoint} is the checkpoint of another replay ({differs}); it is left "
             "as it is: give a new path"
         )
     return checkpoint, identity, None if differs is not None else saved
@@ -522,7 +545,11 @@ def PlaybackFramesCoupled(
             limits, or a plan, torques or start state that differ by more than PLAN_TOLERANCE: two
             runs of one design differ in round-off; or not a checkpoint) raises
             ReplayCheckpointMismatch and is left as it is; the cache's file of another replay is
-            started over. A replay that ended (the torso `stop_beyond_m` off, or a failed step)
+            started over. A checkpoint of the same plan's first frames is this replay's (frames
+            that follow do not change those before them, open loop): a replay of a walk's first
+            60 frames given the whole walk resumes at frame 60, and one of a longer plan stopped
+            within this one's frames resumes here too; one past this replay's last frame is
+            refused. A replay that ended (the torso `stop_beyond_m` off, or a failed step)
             resumes to the same end; one stopped by the wall-time budget goes on.
         checkpoint_every_s: wall seconds between checkpoint writes (with `checkpoint`).
         progress: called as progress(frames done, frames planned) as the replay starts (a

@@ -15,6 +15,7 @@ The skin is a small one (tests/skinned/_pad_skin.py: an 8 mm silicone pad around
 """
 
 import dataclasses
+import hashlib
 import os
 from pathlib import Path
 
@@ -777,6 +778,55 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     # The same design run again differs in round-off: its checkpoint is taken.
     rounded, _, _ = Replay(idle, tau=passed.tau * (1 + 1e-12), checkpoint=path)
     assert rounded["frames_run"] == 0 and rounded["resumed_from_frame"] == N - 1
+
+    # A checkpoint names its settings as checkpoints written before plans of other lengths were
+    # taken did (the digest of the rest mesh, the tets, the motor limits, the plan's shapes,
+    # then the settings and the material): those files still resume.
+    simulator = dyn.NewSimulator()
+    digest = hashlib.sha256()
+    for a in (
+        simulator.fem.RestPositions(),
+        simulator.fem.mesh.tets,
+        simulator.effort_limits,
+        passed.q.shape,
+        passed.tau.shape,
+    ):
+        a = np.ascontiguousarray(a)
+        digest.update(f"{a.dtype.str}{a.shape}".encode())
+        digest.update(a.tobytes())
+    digest.update(repr(simulator.config).encode())
+    digest.update(repr(getattr(simulator.fem, "material", None)).encode())
+    assert str(ReadReplayCheckpoint(path)["key"]) == digest.hexdigest()
+
+    # The first frames of a plan are the same computation whatever follows them (open loop): a
+    # replay of the first 2 frames resumes into the whole plan's at frame 2 and ends where the
+    # replay run in one go ends; a checkpoint past a replay's last frame is refused as it is.
+    def First(frames, **kwargs):
+        return PlaybackFramesCoupled(
+            dyn.NewSimulator(),
+            dropped,
+            passed.q[: frames + 1],
+            passed.tau[:frames],
+            model.actuated_indices,
+            **kwargs,
+        )
+
+    prefix = tmp_path / "first_frames.npz"
+    short, _, q_short = First(2, checkpoint=prefix)
+    assert short["frames_replayed"] == 2 and short["resumed_from_frame"] == 0
+    longer, _, q_longer = Replay(checkpoint=prefix)
+    assert longer["resumed_from_frame"] == 2 and longer["frames_run"] == N - 3
+    np.testing.assert_array_equal(q_longer[:3], q_short)
+    np.testing.assert_allclose(q_longer, q_whole, rtol=0, atol=1e-6)
+    assert int(ReadReplayCheckpoint(prefix)["frame"]) == N - 1
+    before = prefix.read_bytes()
+    with pytest.raises(ReplayCheckpointMismatch, match="at frame 4, past this replay's 2 frames"):
+        First(2, checkpoint=prefix)
+    # (its frames 2-3 were replayed with the plan's torques, not these)
+    changed = np.vstack([passed.tau[:2], passed.tau[2:] + 0.01])
+    with pytest.raises(ReplayCheckpointMismatch, match="the torques differ"):
+        Replay(tau=changed, checkpoint=prefix)
+    assert prefix.read_bytes() == before
 
     before = path.read_bytes()
     other = passed.tau.copy()
