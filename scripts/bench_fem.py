@@ -1067,8 +1067,9 @@ def _Scenes69(results) -> None:
     """The validation scenes (drake_scenes; friction 0.8, Drake's kNeoHookean on both sides):
     each run by Drake at 5 ms and at 1 ms (its converged answer: at friction 0.8 the dropped
     block's rest sag moves 5 % between them) and by drakebots at 5 ms with Drake's contact
-    regularisation (drake_scenes.DrakeContact: the key's figure), with the convex step's
-    defaults (near-rigid vertices) and with the active set."""
+    regularisation and time integration (drake_scenes.DrakeContact: the key's figure), the
+    same by backward Euler (drakebots' default integration), with the convex step's defaults
+    (near-rigid vertices) and with the active set."""
     from drakebots.skinned.drake_scenes import DrakeContact, RunDrake, RunDrakebots, Scene
 
     scenes = {
@@ -1081,6 +1082,9 @@ def _Scenes69(results) -> None:
     }
     contacts = {
         "drake_regularisation": DrakeContact(),
+        "drake_regularisation_backward_euler": dict(
+            DrakeContact(), skin_integrator="backward_euler"
+        ),
         "convex": dict(contact="convex"),
         "active_set": dict(contact="active_set"),
     }
@@ -1104,7 +1108,8 @@ def _Scenes69(results) -> None:
         results[key.replace("_rel_error", "_scene")] = rows
         print(
             f"{key}: Drake's regularisation {rows['drake_regularisation_rel_error']:+.4f} "
-            f"({rows['drake_regularisation_rel_error_vs_drake_1ms']:+.4f} against Drake at 1 ms), "
+            f"({rows['drake_regularisation_rel_error_vs_drake_1ms']:+.4f} against Drake at 1 ms; "
+            f"by backward Euler {rows['drake_regularisation_backward_euler_rel_error']:+.4f}), "
             f"convex {rows['convex_rel_error']:+.4f}, active set "
             f"{rows['active_set_rel_error']:+.4f} ({field}: Drake {reference:.6g} at 5 ms, "
             f"{converged:.6g} at 1 ms); wall a step: Drake {drake.wall_per_step_s * 1e3:.1f} ms, "

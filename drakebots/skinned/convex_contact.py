@@ -116,6 +116,15 @@ direction uses the compliance W it already has: with G = L Lᵀ per point in con
 H⁻¹ = W - (J W)ᵀ L (I + Lᵀ J W Jᵀ L)⁻¹ Lᵀ (J W) (Woodbury), a system of three rows a point in
 contact instead of the dense Hessian over every unknown (ContactProblem._Direction).
 
+Drake's time integration (`skin_integrator` "newmark"; issue 69, Findings 33): Drake 1.51's
+deformable bodies step by VelocityNewmarkScheme with γ = 1, β = 1/2, the velocity by backward
+Euler and the positions by the trapezoid, y = x + h (w + w') / 2. In the step's unknowns y
+that is w' = 2 (y - x) / h - w: the residual's inertia and damping M (w' - w) / h + D w', the
+matrix 2 (M/h² + D/h) + ∂²E, the candidates' velocities w'(y) and the Delassus operator
+2 W / h² (A = h² W⁻¹ / 2); SAP's bias stays -φ / (h + τ) on w', as Drake's. The skeleton stays
+backward Euler (Drake's rigid bodies too), so a skeleton box in the problem is refused: its
+impulses' compliance with a glued vertex's would not be symmetric.
+
 What the regularisation costs: a resting vertex sinks by about R_n γ_n h, and a stuck one creeps
 at R_t |γ_t| (SAP's price for a unique, convex solution); `StepInfo.max_penetration` measures it.
 """
@@ -1127,10 +1136,23 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         StepMemory,
         _LineSearch,
     )
+    from drakebots.skinned.skin_coupling import SkinIntegrator
 
     cfg = stepper.config
     wall = time.perf_counter()
     q, v, x, w = state.q, state.v, state.x, state.w
+    # The skin's velocity at the step's end from its positions y: w' = α (y - x) / h - (α - 1) w,
+    # α = 1 by backward Euler, 2 by Drake's Newmark scheme (CouplingConfig.skin_integrator;
+    # y = x + h (w + w') / 2). The residual's inertia and damping are then M (w' - w) / h + D w',
+    # the matrix α (M/h² + D/h) + ∂²E, and the contact problem's Delassus operator in
+    # velocities α W / h², A = h² W⁻¹ / α (the module docstring's with α = 1).
+    skin_alpha = 2.0 if SkinIntegrator(cfg) == "newmark" else 1.0
+
+    def SkinVelocity(y_at, rows):
+        if skin_alpha == 1.0:
+            return (y_at - x[rows]) / h
+        return skin_alpha * (y_at - x[rows]) / h - (skin_alpha - 1.0) * w[rows]
+
     n, nu = stepper.n, stepper.nu
     start = stepper._StepStart(state, tau_ff, desired, h)  # as the active set's step starts
     tau_ff, q_d, v_d, y = start.tau_ff, start.q_d, start.v_d, start.y
@@ -1175,6 +1197,14 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # Forces per impulse on the problem's coordinates (the factorisation's units: N on the
     # skin's positions, N s on the skeleton's velocities), and velocities per its solution's.
     scale = np.where(np.arange(len(problem_dofs)) < 3 * m, 1.0 / h, 1.0)
+    velocity_scale = skin_alpha * scale if skin_alpha != 1.0 else scale
+    if skin_alpha != 1.0 and with_skeleton:
+        raise ValueError(
+            f"CouplingConfig.skin_integrator '{cfg.skin_integrator}' with the skeleton's boxes "
+            f"in the contact problem (t = {time_s:.4f} s): a glued vertex moves by the trapezoid "
+            "and the skeleton by backward Euler, so their impulses' compliance is not "
+            "symmetric; use 'backward_euler'"
+        )
     # Penalties outside the convex problem: re-evaluated at the iterates (implicit) unless the
     # collisions are in it.
     implicit = cfg.implicit_penalties and collisions is None
@@ -1197,13 +1227,12 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             stepper.B @ tau - bias + tau_g - stepper.joint_damping * v_next + penalties.skeleton
         )
         r_r = M @ (v_next - v) - h * generalized
-        r_d = (
-            stepper.mass * (y - x - h * w) / h**2
-            + stepper.fem.Gradient(y)
-            + stepper.damping @ (y - x) / h
-            - stepper.gravity
-            - penalties.forces
-        )
+        # M (w' - w) / h + D w' (w' = SkinVelocity)
+        inertia = skin_alpha * stepper.mass * (y - x - h * w) / h**2
+        damping = stepper.damping @ (y - x) / h
+        if skin_alpha != 1.0:
+            damping = stepper.damping @ SkinVelocity(y, slice(None))
+        r_d = inertia + stepper.fem.Gradient(y) + damping - stepper.gravity - penalties.forces
         return q_next, p_WG, J, C, r_r, r_d, tau, slope
 
     def Border():
@@ -1237,7 +1266,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         """The linearisation at (v_next, y): a _Factor of the glued KKT matrix."""
         A_r = M + h * np.diag(stepper.joint_damping)
         A_r[np.ix_(stepper.actuated_v, stepper.actuated_v)] += h * np.diag(slope)
-        A_d = stepper._SkinMatrix(y, h, penalties, exact)
+        A_d = stepper._SkinMatrix(y, h, penalties, exact, skin_alpha)
         A_rr, A_dr = penalties.StepBlocks(h)
         if A_rr is not None:
             A_r = A_r + A_rr
@@ -1313,13 +1342,13 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         from the present factorisation's matrix, or None for the exact one."""
         if cfg.contact_delassus == "exact":
             return None
-        return _DrakeDelassusEstimate(J_ground, h**2 * factor.kkt.skin_diagonal[dofs])
+        return _DrakeDelassusEstimate(J_ground, h**2 / skin_alpha * factor.kkt.skin_diagonal[dofs])
 
     def Regularisation(W):
         """(R, v̂) of the contact problem with compliance W (module docstring)."""
         w_diag = EstimatedDelassus(sp.eye(3 * m))
         if w_diag is None:
-            w_diag = np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
+            w_diag = skin_alpha * np.diag(W).reshape(-1, 3).mean(axis=1) / h**2
         rigid = np.full(m, np.inf)  # near-rigid: τ = β h / π
         return _Regularisation(
             w_diag, h, X[candidates, 2], rigid, cfg.near_rigid, cfg.friction_regularization, 0.0
@@ -1332,7 +1361,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         def Regularisation(W):  # noqa: F811 (the points' regularisation)
             return PointRegularisation(
                 J_points,
-                W,
+                skin_alpha * W,
                 h,
                 points,
                 cfg.near_rigid,
@@ -1405,7 +1434,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         F, B = np.zeros(3 * n), np.zeros(nv)
         if not m:
             return B, F
-        xi = (y_at[dofs] - x[dofs]) / h
+        xi = SkinVelocity(y_at[dofs], dofs)
         if collisions is not None:
             xi = np.concatenate([xi, v_at]) if with_skeleton else xi
             law = ContactProblem(None, None, R, v_hat, mu_all, J_all)
@@ -1514,7 +1543,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             else:
                 free = np.concatenate([dy[dofs], dv]) if with_skeleton else dy[dofs]
             xi_star = free.copy()
-            xi_star[: 3 * m] = (y[dofs] + free[: 3 * m] - x[dofs]) / h
+            xi_star[: 3 * m] = SkinVelocity(y[dofs] + free[: 3 * m], dofs)
             if with_skeleton:
                 xi_star[3 * m :] += v_next
 
@@ -1529,7 +1558,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                     k = np.array([factor.index[int(c)] for c in problem_dofs[S]], np.int64)
                     D = scale[S]
                     W_S = factor.W[np.ix_(k, k)]
-                    W_S = D[:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
+                    W_S = velocity_scale[S][:, None] * (0.5 * (W_S + W_S.T)) * D[None, :]
                     kept = inverses[S.tobytes()] = (CompliantInverse(W_S), W_S)
                 # The Delassus diagonals of the held points not yet known (other points may
                 # have held the same coordinates first: a self-collision pair on two ground
@@ -1546,13 +1575,15 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 _OneSolve, the forces its Finish takes)."""
                 if one is not None:
                     change, forces = one.Response(S, scale[S] * Gamma_S)
-                    return scale * change, forces
+                    return velocity_scale * change, forces
                 F, B = np.zeros(3 * n), np.zeros(nv)
                 skin = S < 3 * m
                 F[dofs[S[skin]]] = Gamma_S[skin] / h
                 B[S[~skin] - 3 * m] = Gamma_S[~skin]
                 parts = Solve(B, F, np.zeros(len(stepper.glue.dofs)))
                 change = parts[1][dofs] / h
+                if skin_alpha != 1.0:
+                    change = change * skin_alpha
                 if with_skeleton:
                     change = np.concatenate([change, parts[0]])
                 return change, parts
@@ -1579,9 +1610,9 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 dv, dy, dlam = dv + parts[0], dy + parts[1], dlam + parts[2]
         elif m and points is not None:
             # All the step's points in one problem, in the candidates' velocities.
-            v_star = (y[dofs] + dy[dofs] - x[dofs]) / h
+            v_star = SkinVelocity(y[dofs] + dy[dofs], dofs)
             one_thread = threadpool_limits(1)
-            A_s = h**2 * np.linalg.inv(W_it)
+            A_s = h**2 / skin_alpha * np.linalg.inv(W_it)
             problem = ContactProblem(0.5 * (A_s + A_s.T), v_star, R, v_hat, cfg.friction, J_points)
             v_c, gamma, its = problem.Solve(v_star if v_c is None else v_c)
             one_thread.restore_original_limits()
@@ -1593,7 +1624,7 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
             dv, dy, dlam = dv + c_v, dy + c_y, dlam + c_l
         elif m:
             u_star = y[dofs] + dy[dofs]
-            v_star = (u_star - x[dofs]) / h
+            v_star = SkinVelocity(u_star, dofs)
             # The problem holds the candidates whose free motion ends (or which start) within
             # contact_active of the floor, and grows by every other that its solution leaves
             # with an impulse (a convex problem on a subset of W is the same problem with the
@@ -1612,14 +1643,14 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
                 held_dofs = (3 * held[:, None] + np.arange(3)).ravel()
                 A_s = inverses.get(held.tobytes())
                 if A_s is None:
-                    A_s = h**2 * np.linalg.inv(W_it[np.ix_(held_dofs, held_dofs)])
+                    A_s = h**2 / skin_alpha * np.linalg.inv(W_it[np.ix_(held_dofs, held_dofs)])
                     A_s = inverses[held.tobytes()] = 0.5 * (A_s + A_s.T)
                 problem = ContactProblem(A_s, v_star[held_dofs], R[held], v_hat[held], cfg.friction)
                 _, gamma, its = problem.Solve(v_c[held_dofs])
                 sap_iterations += its
                 gamma_all[:] = 0.0
                 gamma_all[held] = gamma
-                v_c = v_star + W_it[:, held_dofs] @ gamma.ravel() / h**2
+                v_c = v_star + skin_alpha * W_it[:, held_dofs] @ gamma.ravel() / h**2
                 out = np.flatnonzero(~near)
                 out_dofs = (3 * out[:, None] + np.arange(3)).ravel()
                 left, _ = ContactProblem(None, None, R[out], v_hat[out], cfg.friction).Impulses(
@@ -1715,4 +1746,4 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # (CouplingConfig.convex_contraction).
     key = "converged" if converged and contraction <= cfg.convex_contraction else None
     memory = StepMemory(mode, np.zeros((n, 2)), factor, key, age)
-    return CoupledState(q_next, v_next, y, (y - x) / h, memory), info
+    return CoupledState(q_next, v_next, y, SkinVelocity(y, slice(None)), memory), info

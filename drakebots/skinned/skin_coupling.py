@@ -86,6 +86,11 @@ class StepDeadlinePassed(RuntimeError):
 # CouplingConfig.contact's formulations: the paper's active set (the default and reference) and
 # SAP's convex problem (drakebots.skinned.convex_contact, issue 69).
 CONTACTS = ("active_set", "convex")
+# The skin's time integration (CouplingConfig.skin_integrator): "backward_euler", positions
+# y = x + h w' (the paper's); "newmark", Drake 1.51's DeformableModel scheme
+# (VelocityNewmarkScheme with gamma = 1, beta = 1/2: the velocity by backward Euler, the
+# positions by the trapezoid y = x + h (w + w') / 2).
+SKIN_INTEGRATORS = ("backward_euler", "newmark")
 
 
 def ContactNamed(name: str, label: str) -> str:
@@ -96,6 +101,16 @@ def ContactNamed(name: str, label: str) -> str:
     if name not in CONTACTS:
         raise InputError(f"{label} must be one of {', '.join(CONTACTS)}, got '{name}'")
     return name
+
+
+def SkinIntegrator(config) -> str:
+    """config.skin_integrator if it is one of SKIN_INTEGRATORS, else ValueError naming it."""
+    if config.skin_integrator not in SKIN_INTEGRATORS:
+        raise ValueError(
+            f"CouplingConfig.skin_integrator must be one of {', '.join(SKIN_INTEGRATORS)}, "
+            f"got '{config.skin_integrator}'"
+        )
+    return config.skin_integrator
 
 
 @dataclasses.dataclass
@@ -146,6 +161,13 @@ class CouplingConfig:
     # problem on the candidate vertices after one factorisation a step
     # (drakebots.skinned.convex_contact; issue 69).
     contact: str = "active_set"
+    # The skin's time integration (SKIN_INTEGRATORS): "backward_euler", the paper's, or
+    # "newmark", Drake's deformable bodies' (issue 69, Findings 33: the validation scenes like
+    # for like with Drake at its own time step). "newmark" is built for contact = "convex" and
+    # a contact problem without the skeleton's boxes (a glued vertex then moves by the
+    # trapezoid and the skeleton by backward Euler, and their impulses' compliance is not
+    # symmetric); elsewhere it is refused by name.
+    skin_integrator: str = "backward_euler"
     # "convex": the vertices within this height of the ground at the step's start or at its
     # predictor are the contact candidates, m.
     contact_margin: float = 1e-3
@@ -499,6 +521,17 @@ class CoupledSkinSkeleton:
         self.box_vertices = np.setdiff1d(boundary_inner, skin.glue_vertices)
         # (box, box vertex): the vertices each box overlapped in the home pose (Penalties).
         self._box_exempt = np.array([box[4][self.box_vertices] for box in self._boxes], bool)
+        if SkinIntegrator(cfg) != "backward_euler" and (
+            cfg.contact != "convex" or (self._boxes and cfg.convex_collisions)
+        ):
+            from drakebots.errors import InputError
+
+            raise InputError(
+                f"CouplingConfig.skin_integrator '{cfg.skin_integrator}' is built for contact "
+                "'convex' with no skeleton box in its problem (here: contact "
+                f"'{cfg.contact}', {len(self._boxes)} skeleton boxes with convex_collisions "
+                f"{cfg.convex_collisions}); use 'backward_euler', or convex_collisions False"
+            )
         self._outer = np.flatnonzero(skin.outer)
         # The self-collision candidates (_SelfCollisionPairs): the outer positions they were
         # found at, the pairs within the distance plus a margin there (far apart at rest), and
@@ -859,17 +892,21 @@ class CoupledSkinSkeleton:
         ).tocsr()
 
     # ---- the step ------------------------------------------------------------------------------
-    def _SkinMatrix(self, y, h, penalties, exact: bool) -> sp.csr_matrix:
+    def _SkinMatrix(self, y, h, penalties, exact: bool, alpha: float = 1.0) -> sp.csr_matrix:
         """The skin block of Newton's matrix at skin positions y: elasticity (each element's
-        Hessian projected to PSD, or the exact one), inertia and damping over the step h, and
-        the penalties' stiffness (None: explicit penalties; with `exact` their full stiffness,
-        the self-collision pairs' turning part too). See CouplingConfig.exact_hessian_below."""
+        Hessian projected to PSD, or the exact one), inertia and damping over the step h (times
+        `alpha`, dw'/dy h: 1 by backward Euler, 2 by CouplingConfig.skin_integrator "newmark"),
+        and the penalties' stiffness (None: explicit penalties; with `exact` their full
+        stiffness, the self-collision pairs' turning part too). See
+        CouplingConfig.exact_hessian_below."""
         _, _, K = self.fem.EnergyGradientHessian(y, project=not exact)
-        if self._inertia_damping is None or self._inertia_damping[0] != h:
+        if self._inertia_damping is None or self._inertia_damping[0] != (h, alpha):
             # M/h² + D/h as values of the stiffness's pattern, made once per step size (three
             # sparse sums of 4.3M entries per Newton matrix on the monster's skin otherwise).
             inertia_damping = sp.diags(self.mass / h**2) + self.damping / h
-            self._inertia_damping = (h, self.fem.PatternData(inertia_damping))
+            if alpha != 1.0:
+                inertia_damping = alpha * inertia_damping
+            self._inertia_damping = ((h, alpha), self.fem.PatternData(inertia_damping))
         data = K.data + self._inertia_damping[1]
         rest = None
         if penalties is not None:
@@ -971,6 +1008,11 @@ class CoupledSkinSkeleton:
 
             return ConvexStep(self, state, tau_ff, desired, time_s, h)
         ContactNamed(cfg.contact, "CouplingConfig.contact")
+        if SkinIntegrator(cfg) != "backward_euler":
+            raise ValueError(
+                f"CouplingConfig.skin_integrator '{cfg.skin_integrator}' is built for "
+                "contact = 'convex'; the active set integrates the skin by backward Euler"
+            )
         wall = time.perf_counter()
         q, v, x, w = state.q, state.v, state.x, state.w
         start = self._StepStart(state, tau_ff, desired, h)

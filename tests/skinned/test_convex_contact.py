@@ -236,13 +236,17 @@ def test_one_sticking_vertex_meets_its_closed_form():
         {"contact_points": "triangles", "contact_stiffness": 2e8},
         {"contact_stiffness": 2e8},
         {k: v for k, v in DrakeContact().items() if k != "contact"},
+        {
+            **{k: v for k, v in DrakeContact().items() if k != "contact"},
+            "skin_integrator": "backward_euler",
+        },
     ],
 )
 def test_a_dropped_block_changes_momentum_by_gravity_and_the_ground(points):
     """Newton's second law per step (no damping): (p+ - p) / h = m g + Σ f_ground, for the plate
     and the skin together (today's tests ask 0.3 N; this holds to 1e-6 N), with the contact at
     the vertices or at the clipped triangles' points, rigid or compliant (Drake's regularisation
-    too)."""
+    too), the skin's positions by backward Euler or by Drake's trapezoid (DrakeContact)."""
     scene = Scene(kind="drop", mass_damping=0.0, stiffness_damping=0.0)
     stepper, _ = Stepper(scene, contact="convex", **points)
     state = stepper.DefaultState()
@@ -301,6 +305,25 @@ def test_an_unknown_contact_formulation_is_refused(config):
     stepper, _ = Stepper(Scene(), **config)
     with pytest.raises(ValueError, match="contact"):
         stepper.Step(stepper.DefaultState())
+
+
+def test_an_unknown_or_unsupported_skin_integrator_is_refused_by_name():
+    """CouplingConfig.skin_integrator: a name not in SKIN_INTEGRATORS, Drake's Newmark positions
+    with the active set (which integrates by backward Euler), and with skeleton boxes in the
+    convex problem (a glued vertex by the trapezoid, the skeleton by backward Euler: their
+    impulses' compliance would not be symmetric) are refused when the simulator is made; with
+    the boxes' penalties outside the problem it is made."""
+    from drakebots.errors import InputError
+
+    with pytest.raises(ValueError, match="skin_integrator must be one of"):
+        Stepper(Scene(), contact="convex", skin_integrator="verlet")
+    with pytest.raises(InputError, match="built for contact 'convex'.*contact 'active_set'"):
+        Stepper(Scene(), skin_integrator="newmark")
+    with pytest.raises(InputError, match="skeleton boxes with convex_collisions True"):
+        _ShellStepper(contact="convex", skin_integrator="newmark")
+    outside = dict(convex_collisions=False)
+    stepper, *_ = _ShellStepper(contact="convex", skin_integrator="newmark", **outside)
+    assert stepper.config.skin_integrator == "newmark"
 
 
 @pytest.mark.paper  # 16 s at load 4 with the skin's making, 45 s at load 7
@@ -388,24 +411,26 @@ def test_a_sliding_box_obeys_coulombs_law_in_the_cone():
 _SCENES = (("drop", "sag"), ("indent", "contact_force"), ("force", "sag"))
 
 
-@pytest.mark.parametrize("friction", [0.0, 2.0])
-def test_with_drakes_material_and_regularisation_the_scenes_agree_with_drake(friction):
+@pytest.mark.parametrize("friction", [0.0, 0.8, 2.0])
+def test_with_drakes_material_regularisation_and_integrator_the_scenes_agree_with_drake(friction):
     """Like for like with Drake's DeformableModel + SAP at the same 5 ms step (Drake's
     kNeoHookean as drakebots' "stable_neohookean", drake_scenes.DrakeContact's points,
-    pressure gradient, series stiffness and Delassus estimate), where the rest state does not
-    depend on the path to it (no friction; friction 2, every bottom vertex sticks): the
-    block's sag at rest, the force at a prescribed indentation and the indentation under a
-    prescribed force each within 1.5 % of Drake's (measured: within 0.71 %; the issue asks 2,
-    2 and 10 %), and the bottom's mean sinking into the compliant ground within 10 % of
-    Drake's (measured: 2-4 %; with the exact Delassus diagonal SAP's near-rigid term binds
-    and ours sank 60 % deeper, Findings 23)."""
+    pressure gradient, series stiffness, Delassus estimate and Newmark positions): the block's
+    sag at rest, the force at a prescribed indentation and the indentation under a prescribed
+    force each within 2 % of Drake's (the issue asks 2, 2 and 10 %; measured within 0.61 % at
+    friction 0 and 2, -1.71 / +0.78 / -1.05 % at 0.8, where the rest sag depends on how the
+    block's edges slip while it lands: by backward Euler there -3.72 %, Findings 33), and the
+    bottom's mean sinking into the compliant ground within 10 % of Drake's (measured 1-4 %;
+    with the exact Delassus diagonal SAP's near-rigid term binds and ours sank 60 % deeper,
+    Findings 23)."""
     for kind, field in _SCENES:
         scene = Scene(kind=kind, mass_damping=10.0, friction=friction)
         drake = RunDrake(scene)
         ours = RunDrakebots(scene, **DrakeContact())
-        assert getattr(ours, field) == pytest.approx(getattr(drake, field), rel=0.015), kind
+        assert getattr(ours, field) == pytest.approx(getattr(drake, field), rel=0.02), kind
         assert ours.penetration == pytest.approx(drake.penetration, rel=0.1), kind
-        assert ours.max_speed < 1e-4
+        # At rest (the trapezoid damps only by the skin's Rayleigh damping: 2e-4 m/s left)
+        assert ours.max_speed < 5e-4
 
 
 def test_a_resting_block_sags_as_the_active_set_and_drake():
@@ -434,19 +459,20 @@ def test_drakes_classic_neohookean_is_refused_by_name():
 
 
 @pytest.mark.paper  # about 1 min
-def test_at_friction_08_the_dropped_block_meets_drakes_converged_sag():
+def test_at_friction_08_the_dropped_block_by_backward_euler_meets_drakes_converged_sag():
     """Friction 0.8: the dropped block's rest sag depends on how its edges slip while it
-    lands, so on each simulator's time integration (Drake's midpoint rule against our
-    backward Euler). Drake's own sag moves by more than 4 % from 5 ms to 1 ms (measured
-    +5.5 %); ours, with Drake's regularisation, at 1 ms meets Drake's at 1 ms within 1 %
-    (measured +0.03 %), and at 5 ms is within 2.5 % of it (measured +1.6 %), closer than
-    Drake's own 5 ms answer. The pressed scenes (the load ramped over 0.2 s) agree at 5 ms:
-    force within 2 % (measured +0.97 %), indentation within 5 % (measured -2.0 %; the issue
-    asks 10 %)."""
+    lands, so on each simulator's time integration (Drake's Newmark positions against the
+    paper's backward Euler, drakebots' default). Drake's own sag moves by more than 4 % from
+    5 ms to 1 ms (measured +5.5 %); ours by backward Euler, with Drake's regularisation, at
+    1 ms meets Drake's at 1 ms within 1 % (measured +0.03 %), and at 5 ms is within 2.5 % of
+    it (measured +1.6 %), closer than Drake's own 5 ms answer. The pressed scenes (the load
+    ramped over 0.2 s) agree at 5 ms: force within 2 % (measured +0.97 %), indentation within
+    5 % (measured -2.0 %; the issue asks 10 %)."""
     scene = Scene(kind="drop", mass_damping=10.0)
     fine = dataclasses.replace(scene, time_step=1e-3, steps=600)
     drake, drake_fine = RunDrake(scene), RunDrake(fine)
-    ours, ours_fine = RunDrakebots(scene, **DrakeContact()), RunDrakebots(fine, **DrakeContact())
+    euler = dict(DrakeContact(), skin_integrator="backward_euler")
+    ours, ours_fine = RunDrakebots(scene, **euler), RunDrakebots(fine, **euler)
     assert drake.sag / drake_fine.sag - 1.0 > 0.04
     assert ours_fine.sag == pytest.approx(drake_fine.sag, rel=0.01)
     assert ours.sag == pytest.approx(drake_fine.sag, rel=0.025)
@@ -454,7 +480,7 @@ def test_at_friction_08_the_dropped_block_meets_drakes_converged_sag():
     for kind, field, bound in (("indent", "contact_force", 0.02), ("force", "sag", 0.05)):
         pressed = Scene(kind=kind, mass_damping=10.0)
         reference = getattr(RunDrake(pressed), field)
-        value = getattr(RunDrakebots(pressed, **DrakeContact()), field)
+        value = getattr(RunDrakebots(pressed, **euler), field)
         assert value == pytest.approx(reference, rel=bound), kind
 
 
