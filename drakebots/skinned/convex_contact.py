@@ -1136,7 +1136,6 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
         StepMemory,
         _LineSearch,
     )
-    from drakebots.skinned.skin_coupling import SkinIntegrator
 
     cfg = stepper.config
     wall = time.perf_counter()
@@ -1146,7 +1145,8 @@ def ConvexStep(stepper, state, tau_ff, desired, time_s, h):
     # y = x + h (w + w') / 2). The residual's inertia and damping are then M (w' - w) / h + D w',
     # the matrix α (M/h² + D/h) + ∂²E, and the contact problem's Delassus operator in
     # velocities α W / h², A = h² W⁻¹ / α (the module docstring's with α = 1).
-    skin_alpha = 2.0 if SkinIntegrator(cfg) == "newmark" else 1.0
+    # (the name checked by CoupledSkinSkeleton: SKIN_INTEGRATORS)
+    skin_alpha = 2.0 if cfg.skin_integrator == "newmark" else 1.0
 
     def SkinVelocity(y_at, rows):
         if skin_alpha == 1.0:

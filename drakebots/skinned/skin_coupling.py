@@ -1003,6 +1003,7 @@ class CoupledSkinSkeleton:
 
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
+        SkinIntegrator(cfg)  # (a config replaced after the simulator was made)
         if cfg.contact == "convex":
             from drakebots.skinned.convex_contact import ConvexStep
 
