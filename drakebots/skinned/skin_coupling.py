@@ -1003,15 +1003,15 @@ class CoupledSkinSkeleton:
 
     def _Step(self, state, tau_ff, desired, time_s, h):
         cfg = self.config
-        SkinIntegrator(cfg)  # (a config replaced after the simulator was made)
+        integrator = SkinIntegrator(cfg)  # (a config replaced after the simulator was made)
         if cfg.contact == "convex":
             from drakebots.skinned.convex_contact import ConvexStep
 
             return ConvexStep(self, state, tau_ff, desired, time_s, h)
         ContactNamed(cfg.contact, "CouplingConfig.contact")
-        if SkinIntegrator(cfg) != "backward_euler":
+        if integrator != "backward_euler":
             raise ValueError(
-                f"CouplingConfig.skin_integrator '{cfg.skin_integrator}' is built for "
+                f"CouplingConfig.skin_integrator '{integrator}' is built for "
                 "contact = 'convex'; the active set integrates the skin by backward Euler"
             )
         wall = time.perf_counter()
