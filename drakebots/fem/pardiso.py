@@ -35,7 +35,9 @@ This module binds only what drakebots uses, and checks it:
   complement -Wᵀ A⁻¹ W. Its forward substitution of [B; 0] gives L⁻¹ P B and, in the border's
   rows, -Wᵀ A⁻¹ B; A⁻¹ B is that substitution with the border's part zeroed, then the backward
   one (phase 33 would solve the bordered system instead, which needs the Schur complement
-  factorised: it is not called). PARDISO then takes its own ordering (perm marks the border).
+  factorised: it is not called). PARDISO then takes its own ordering (perm marks the border),
+  with its optimisations for the later phases at `SCHUR_ORDERING_AGGRESSIVENESS` (MKL 2025.3
+  and later: the numeric phase about a sixth faster on the monster's skin).
 - The symbolic analysis (phase 11) is redone only when the sparsity pattern gains an entry: a
   pattern inside the analysed one is factorised in it (its missing entries zero), and one with a
   new entry is analysed as the union of both, so the pattern of a run's Newton matrices settles
@@ -52,6 +54,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+import re
 import sys
 
 import numpy as np
@@ -124,6 +127,35 @@ def Library():
         _library = lib
         break
     return _library
+
+
+def Version() -> tuple[int, int] | None:
+    """MKL's (major, minor) version, e.g. (2026, 2), or None where PARDISO is not available."""
+    lib = Library()
+    if lib is None:
+        return None
+    text = ctypes.create_string_buffer(256)
+    lib.mkl_get_version_string(text, len(text))
+    # "Intel(R) oneAPI Math Kernel Library Version 2026.2-Product Build 20260915 for ..."
+    found = re.search(r"Version (\d+)(?:\.(\d+))?", text.value.decode(errors="replace"))
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+# The aggressiveness L of PARDISO's data-structure and reordering optimisations for the later
+# phases (iparm[1] = 10 L + 2, METIS; documented from oneMKL 2026.0, accepted by 2025.3) in a
+# factorisation with a Schur block. Measured on the monster's folded skin matrix (128,583 rows)
+# bordered by 1,500 coordinates at its soles, alternated on an idle 2-core machine, MKL
+# 2026.2: the numeric phase 0.72-0.79 s at L = 1 (0.72-0.75 s at L = 3, 5, 10) against
+# 0.90-0.93 s at L = 0, the analysis unchanged (1.8-2.0 s with the pattern's set-up), the factor
+# 24.9M entries against 24.2M (so a substitution reads 3 % more), the Schur complement equal to
+# 6e-14 relative; with 2025.3 0.68-0.69 against 0.76-0.80 s. Without a block, in our nested
+# dissection, no difference outside the noise (0.53-0.66 against 0.61-0.62 s), so it is set
+# with a block only. Issue 69, Findings 34 in docs/reproductions/skinned.md.
+SCHUR_ORDERING_AGGRESSIVENESS = 1
+# Older MKL than this is given L = 0 (not measured; the option is not in its reference).
+_AGGRESSIVENESS_FROM = (2025, 3)
 
 
 def Available() -> bool:
@@ -218,6 +250,9 @@ class Pardiso:
             W.sum_duplicates()
             self._columns = W.tocoo()
             iparm[35] = 1  # the Schur complement of the last k rows, in the numeric phase
+            version = Version()
+            if version is not None and version >= _AGGRESSIVENESS_FROM:
+                iparm[1] = 10 * SCHUR_ORDERING_AGGRESSIVENESS + 2  # (METIS; see the setting)
 
     def _Permutation(self, A) -> np.ndarray | None:
         """The fill-reducing order the analysis takes: None (PARDISO's METIS), the identity

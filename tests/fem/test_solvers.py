@@ -268,13 +268,18 @@ def _Columns(n: int, k: int, seed: int) -> sp.csc_matrix:
 
 
 @needs_pardiso
-def test_pardiso_schur_block_gives_the_compliance_of_its_columns():
+@pytest.mark.parametrize("aggressiveness", [0, 1, 3])
+def test_pardiso_schur_block_gives_the_compliance_of_its_columns(aggressiveness, monkeypatch):
     """A factorisation bordered by fixed columns W (PARDISO's Schur block): its Schur complement
     is Wᵀ A⁻¹ W, its half-solve's border Wᵀ A⁻¹ B and its Gram Bᵀ A⁻¹ B, its solves A⁻¹ b and,
     split at the border, A⁻¹ (b + W g), each against LAPACK's dense solve, over new values, a
     pattern inside the analysed one and a grown pattern (a new entry: the border must follow the
-    new analysis)."""
+    new analysis); with each aggressiveness of PARDISO's optimisations for the later phases
+    (pardiso.SCHUR_ORDERING_AGGRESSIVENESS: another ordering and supernodes, the same answers)."""
+    from drakebots.fem import pardiso
     from drakebots.fem.solvers import PardisoFactor
+
+    monkeypatch.setattr(pardiso, "SCHUR_ORDERING_AGGRESSIVENESS", aggressiveness)
 
     full = (_Laplacian() + 2.0 * sp.identity(432)).tocsc()
     grown = full.copy().tolil()
@@ -305,6 +310,28 @@ def test_pardiso_schur_block_gives_the_compliance_of_its_columns():
         np.testing.assert_allclose(factor.BackwardBordered(y, b, g), expected, rtol=1e-10)
         assert factor.refinements == refinements  # right without the check's refinement
         assert factor._pardiso.analyses == analyses
+
+
+@needs_pardiso
+def test_pardiso_reads_mkls_version_as_its_wheel_states_it():
+    """`pardiso.Version()` (from MKL's own version string) against the installed wheel's
+    metadata (the `mkl` package: 2026.2.0 is MKL 2026.2), and a Schur block asks PARDISO for its
+    later-phase optimisations (iparm[1] = 10 L + 2) only where MKL takes them."""
+    from importlib import metadata
+
+    from drakebots.fem import pardiso
+
+    try:
+        wheel = metadata.version("mkl")
+    except metadata.PackageNotFoundError:
+        pytest.skip("MKL is not the `mkl` wheel here (no version to compare with)")
+    major, minor = (int(part) for part in wheel.split(".")[:2])
+    assert pardiso.Version() == (major, minor)
+    handle = pardiso.Pardiso(schur_columns=_Columns(432, 3, seed=10))
+    takes = (major, minor) >= pardiso._AGGRESSIVENESS_FROM
+    expected = 10 * pardiso.SCHUR_ORDERING_AGGRESSIVENESS + 2 if takes else 2
+    assert int(handle._iparm[1]) == expected
+    assert int(pardiso.Pardiso()._iparm[1]) == 2  # without a block, METIS as before
 
 
 @needs_pardiso
