@@ -73,6 +73,8 @@ from pathlib import Path
 
 import numpy as np
 
+from drakebots.results import ToJson
+
 
 def _DrakeStep(vtk_path, material, h, *, clamp_x=None, steps=1, threads=1):
     """(wall, CPU) seconds per DeformableModel step (after Initialize), with Drake's own
@@ -364,7 +366,16 @@ def _Replay(
     }
     rows["hessian_kernel"] = _HessianKernels(dyn.NewSimulator().fem, state.x)
     limits = np.asarray(inputs["motor_limits"], float) * np.ones(model.nu)
-    finals, skins, skeletons = {}, {}, {}
+    # The COP is judged against the plan's support polygons (Eq. 5) where the design folder
+    # holds its motion, as `drakebots design` judges its replay.
+    polygons = None
+    if (design_dir / "motion.yaml").is_file():
+        from drakebots.skinned.motion import MotionFromYaml, SampleMotion
+        from drakebots.skinned.space_time import PlannedSupportPolygons
+
+        motion = SampleMotion(MotionFromYaml(design_dir / "motion.yaml"))
+        polygons = PlannedSupportPolygons(model, motion, range(len(q)))
+    finals, skins, skeletons, margins = {}, {}, {}, {}
     cases = {name: REPLAY_CASES[name] for name in names}
     if checkpoints is not None and rounds > 1:
         raise ValueError("replay checkpoints take one round (a second would resume a finished one)")
@@ -409,6 +420,7 @@ def _Replay(
                 max_wall_s=seconds,
                 effort_limits=limits,
                 checkpoint=None if checkpoints is None else Path(checkpoints) / f"{name}.npz",
+                support_polygons=polygons,
             )
             wall = time.perf_counter() - start
             replayed = figures["frames_run"]  # this run's (a resumed replay's are fewer)
@@ -454,7 +466,17 @@ def _Replay(
                 "max_joint_error_deg": figures["max_joint_error_deg"],
                 "failure": figures["failure"],
                 "stopped": figures["stopped"],
+                # The design's verdict items on the replay: the ground's COP against the plan's
+                # support polygons, frames airborne with a foot planned down, the torques.
+                "frames_cop_outside": figures["frames_cop_outside"],
+                "min_cop_margin_m": figures["min_cop_margin_m"],
+                "frames_without_ground_contact": figures["frames_without_ground_contact"],
+                "max_torque_ratio": figures["max_torque_ratio"],
+                "cop_m": figures["cop_m"],
+                "cop_margin_m": figures["cop_margin_m"],
+                "ground_force_n": figures["ground_force_n"],
             }
+            margins[name] = figures["cop_margin_m"]
             finals[name] = np.asarray(Q[-1])
             # (A resumed replay's first steps are not this run's: no skins to compare.)
             skins[name] = [x for _, x in steps] if not figures["resumed_from_frame"] else []
@@ -522,6 +544,15 @@ def _Replay(
         rows["torso_path_difference_mm"] = 1e3 * float(
             np.linalg.norm(new[:frames_both, :3] - ref[:frames_both, :3], axis=1).max()
         )
+        # The design's COP verdict, frame by frame: where one contact's COP is outside the
+        # plan's support polygon and the other's inside.
+        a, b = margins["convex_contact"], margins["exact_near_solution"]
+        if a is not None and b is not None:
+            k = min(len(a), len(b))
+            judged = np.isfinite(a[:k]) & np.isfinite(b[:k])
+            differs = judged & ((a[:k] < 0.0) != (b[:k] < 0.0))
+            rows["cop_verdict_differs_frames"] = np.flatnonzero(differs).tolist()
+            rows["cop_verdict_frames_compared"] = int(judged.sum())
         rows["ratio_convex_over_active_set"] = (
             rows["convex_contact"]["seconds_per_frame"]
             / rows["exact_near_solution"]["seconds_per_frame"]
@@ -1048,6 +1079,7 @@ def _CoupledReplay69(args, results) -> None:
     results["coupled_frame_reference_median_over"] = min(len(ref["step_s"]), MEDIAN_FRAMES)
     results["torso_path_difference_mm"] = replay.get("torso_path_difference_mm")
     results["torso_path_frames"] = min(new["frames_replayed"], ref["frames_replayed"])
+    results["cop_verdict_differs_frames"] = replay.get("cop_verdict_differs_frames")
     results["coupled_frame_workload"] = (
         f"{new['frames_replayed']} frames (convex) and {ref['frames_replayed']} (active set) of "
         f"{args.replay_design} replayed open loop on {args.skin} ({skin.mesh.num_vertices} "
@@ -1061,6 +1093,14 @@ def _CoupledReplay69(args, results) -> None:
         "frames",
         flush=True,
     )
+    if results["cop_verdict_differs_frames"] is not None:
+        print(
+            f"replay's COP outside the plan's support polygons: convex in "
+            f"{new['frames_cop_outside']} frames, active set in {ref['frames_cop_outside']}; "
+            f"the verdict differs in {len(results['cop_verdict_differs_frames'])} of "
+            f"{replay['cop_verdict_frames_compared']} frames",
+            flush=True,
+        )
 
 
 def _Scenes69(results) -> None:
@@ -1151,7 +1191,8 @@ def _Write(results, path) -> int:
     print(f"peak resident memory {results['peak_rss_MB']:.0f} MB")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    # (strict JSON: the replays' per-frame arrays as lists, NaN as null)
+    out.write_text(ToJson(results))
     print(f"wrote {out}")
     return 0
 

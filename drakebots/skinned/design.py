@@ -457,6 +457,7 @@ def _CoupledOpenLoop(
     contact="active_set",
     checkpoint=None,
     progress=None,
+    support_polygons=None,
 ) -> dict:
     """The issue's check on a FEM skin: the kept pass's torques replayed open loop in the coupled
     skin-skeleton simulator (Newton to convergence, the skin's contact by `contact`:
@@ -464,7 +465,8 @@ def _CoupledOpenLoop(
     tracking error against the kept frames. `dyn` is the last pass's CoupledFrameDynamics (the
     same skin, settings and lift as every pass's). With `checkpoint` (True: in the cache; or a
     path) the replay resumes from and keeps its progress in that file; one of another replay
-    is reported and not replayed (the file is left as it is)."""
+    is reported and not replayed (the file is left as it is). The replay's COP is judged
+    against `support_polygons` (the plan's, per frame), as the design judges its own frames."""
     from drakebots.skinned.playback import PlaybackFramesCoupled, ReplayCheckpointMismatch
 
     fr = kept.frames
@@ -489,6 +491,7 @@ def _CoupledOpenLoop(
             effort_limits=effort_limits,
             checkpoint=checkpoint,
             progress=progress,
+            support_polygons=support_polygons,
         )
     except ReplayCheckpointMismatch as e:
         log(f"  coupled open loop: not replayed ({e})")
@@ -506,7 +509,31 @@ def _CoupledOpenLoop(
         f"{figures['max_joint_error_deg']:.2f} deg ({figures['wall_time_s']:.0f} s)"
         + "".join(f"; {figures[k]}" for k in ("failure", "stopped") if figures[k])
     )
+    log(f"  coupled open loop's ground: {_ReplayGroundText(figures)}")
     return figures
+
+
+def _ReplayGroundText(figures: dict) -> str:
+    """'COP inside the planned support polygon in 180 of 195 loaded frames (least margin
+    -3.2 mm), 0 frames airborne with a foot planned down, torques at most 1.00 U_m (31 frames
+    clamped)': the design's
+    verdict items on a coupled replay (PlaybackFramesCoupled; issue 69)."""
+    margin = figures.get("cop_margin_m")
+    if margin is None:
+        cop = "COP not judged (no support polygons)"
+    else:
+        judged = int(np.sum(np.isfinite(margin)))
+        least = figures["min_cop_margin_m"]
+        cop = (
+            f"COP inside the planned support polygon in {judged - figures['frames_cop_outside']}"
+            f" of {judged} loaded frames"
+            + ("" if least is None else f" (least margin {1e3 * least:.1f} mm)")
+        )
+    return (
+        f"{cop}, {figures['frames_without_ground_contact']} frames airborne with a foot "
+        f"planned down, torques at most {figures['max_torque_ratio']:.2f} U_m "
+        f"({figures['frames_torque_clamped']} frames clamped)"
+    )
 
 
 def _FrameConfig(config: DesignConfig):
@@ -771,6 +798,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
     feed-forward), the torques alone open loop, and with a FEM skin the coupled open-loop
     replay. Reported, not part of success: the servos' PD is not in the optimizer's model."""
     from drakebots.skinned.playback import PlaybackFrames
+    from drakebots.skinned.space_time import PlannedSupportPolygons
 
     robot, model, motion, limits = setup.robot, setup.model, setup.motion, setup.limits
     fr = outcome.final.frames
@@ -820,6 +848,7 @@ def _Playbacks(setup, outcome, coupled_dynamics, report) -> dict:
             effort_limits=limits,
             contact=setup.config.coupled_replay_contact,
             checkpoint=setup.config.coupled_replay_resume,
+            support_polygons=PlannedSupportPolygons(model, motion, range(len(fr.tau) + 1)),
             progress=lambda i, total: report.Step("coupled replay frame", i, total),
         )
     else:

@@ -236,7 +236,7 @@ def _OpenReplayCheckpoint(checkpoint, stepper, initial, q, tau):
     return checkpoint, identity, None if differs is not None else saved
 
 
-def _WriteReplayCheckpoint(path, identity, frame, state, sim_q, wall_s, ended) -> None:
+def _WriteReplayCheckpoint(path, identity, frame, state, sim_q, ground, wall_s, ended) -> None:
     """The replay after `frame` frames, written whole or not at all (a temporary file renamed
     into place: a Ctrl-C or a crash mid-write leaves the last checkpoint)."""
     import io
@@ -258,6 +258,8 @@ def _WriteReplayCheckpoint(path, identity, frame, state, sim_q, wall_s, ended) -
         mode=memory.mode,
         slip_dir=memory.slip_dir,
         sim_q=np.asarray(sim_q),
+        sim_cop=np.array([c for c, _ in ground], float).reshape(-1, 2),
+        sim_ground_force=np.array([f for _, f in ground], float),
         wall_s=np.array(wall_s),
         ended=np.array(ended or ""),
     )
@@ -504,6 +506,7 @@ def PlaybackFramesCoupled(
     checkpoint=None,
     checkpoint_every_s=60.0,
     progress=None,
+    support_polygons=None,
 ):
     """Plays a frame-by-frame result's torques back open loop in the coupled skin-skeleton
     simulator (`drakebots.skinned.skin_coupling.SkinnedRobotSystem`, the one `drakebots simulate
@@ -555,6 +558,11 @@ def PlaybackFramesCoupled(
         progress: called as progress(frames done, frames planned) as the replay starts (a
             resumed one at its checkpoint's frame) and after each frame (a long replay shows
             its progress: the design's bar).
+        support_polygons: (N,) the support polygon the plan stands on at each frame
+            (analysis.support.SupportPolygon, None where no foot is planned down; the design's are
+            `space_time.PlannedSupportPolygons`, Eq. 5's): the replay's COP is then judged
+            against them, as the design judges its frames (below). None: the COP and the ground
+            force are recorded, not judged.
 
     A step the simulator cannot take (Newton fails after its step cuts, or an element would
     invert) ends the replay there; figures["failure"] says when and why, figures["stopped"]
@@ -568,6 +576,20 @@ def PlaybackFramesCoupled(
     figures["resumed_from_frame"] is the checkpoint's frame this call started from (0 without
     one), figures["frames_run"] the frames this call stepped, figures["wall_time_s"] the
     seconds of every call together.
+
+    The design's verdict, on the replay (issue 69): figures["ground_force_n"] (N,) the ground's
+    normal force on the skin after each frame's step and figures["cop_m"] (N, 2) its centre of
+    pressure (analysis.support.CenterOfPressure; NaN where the skin is airborne, and at frame 0,
+    before any step);
+    figures["frames_without_ground_contact"] the replayed frames the ground carries nothing
+    while the plan has a foot down (every replayed frame without `support_polygons`). With
+    `support_polygons`: figures["cop_margin_m"] (N,) the COP's distance inside the frame's
+    polygon (negative outside; NaN where either is missing), figures["min_cop_margin_m"],
+    figures["frames_cop_outside"] and figures["cop_inside_support_polygon"] (no loaded frame
+    outside), else None. figures["max_torque_ratio"] is the largest torque applied over the
+    motors' U_m and figures["frames_torque_clamped"] the frames whose planned torque the motors
+    clamped: open loop the motors apply the plan's torques (clamped at U_m) whatever the
+    contact, so these are the plan's.
     """
     from drakebots.fem.model import ElementInversion
     from drakebots.skinned.coupled_state import CoupledState, StepMemory
@@ -612,10 +634,17 @@ def PlaybackFramesCoupled(
     ff_context = feedforward.GetMyMutableContextFromRoot(context)
     system_context = system.GetMyContextFromRoot(context)
     start = time.perf_counter()
+    contact_port = system.GetOutputPort("contact_forces")
     simulator.Initialize()
     sim_q = [system.UnpackState(system_context).q]
+    # The ground's normal force on the skin and its COP after each frame (frame 0: before any).
+    ground = [(np.full(2, np.nan), np.nan)]
     if saved is not None:
         sim_q = list(saved["sim_q"])
+        # (a checkpoint written before the COP was kept: its frames' ground unknown, NaN)
+        cops = saved.get("sim_cop", np.full((len(sim_q), 2), np.nan))
+        loads = saved.get("sim_ground_force", np.full(len(sim_q), np.nan))
+        ground = list(zip(cops, loads))
     last_state, last_saved = state, time.perf_counter()
     failure = stopped = None
     if ended is not None:
@@ -629,6 +658,7 @@ def PlaybackFramesCoupled(
                 len(sim_q) - 1,
                 last_state,
                 sim_q,
+                ground,
                 earlier_wall + time.perf_counter() - start,
                 final,
             )
@@ -645,6 +675,7 @@ def PlaybackFramesCoupled(
             simulator.AdvanceTo((i + 1) * dt)
             last_state = system.UnpackState(system_context)
             sim_q.append(last_state.q)
+            ground.append(_GroundAfterStep(last_state.x, contact_port.Eval(system_context)))
             if progress is not None:
                 progress(i + 1, len(tau))
             off = float(np.linalg.norm(sim_q[-1][:3] - q[i + 1, :3]))
@@ -702,4 +733,57 @@ def PlaybackFramesCoupled(
         "frames_run": int(done - first),
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
+    limits = stepper.effort_limits
+    figures.update(_ReplayVerdict(ground, support_polygons, tau[:done], limits))
     return figures, times, sim_q
+
+
+def _GroundAfterStep(positions, forces) -> tuple[np.ndarray, float]:
+    """(COP (2,) m, NaN where airborne; normal force, N) of the ground's forces (3n,) on the
+    skin's vertices at `positions` (3n,) after a step (analysis.support.CenterOfPressure: the
+    skin's ground contacts lie within its sub-millimetre penetration of z = 0)."""
+    from drakebots.analysis.support import CenterOfPressure
+
+    cop = CenterOfPressure(positions, forces)
+    load = float(np.asarray(forces).reshape(-1, 3)[:, 2].sum())
+    return (np.full(2, np.nan) if cop is None else np.asarray(cop, float)), load
+
+
+def _ReplayVerdict(ground, polygons, tau, limits) -> dict:
+    """The design's verdict items on a coupled replay (PlaybackFramesCoupled's docstring)."""
+    cop = np.array([c for c, _ in ground], float).reshape(-1, 2)
+    load = np.array([f for _, f in ground], float)
+    N = len(load)
+    airborne = ~(load > 1e-6)
+    airborne[0] = False  # (frame 0 is before any step)
+    if polygons is not None:
+        if len(polygons) < N:
+            raise ValueError(f"{len(polygons)} support polygons for {N} frames replayed")
+        planned_down = np.array([polygon is not None for polygon in polygons[:N]])
+        airborne &= planned_down
+    known = ~np.isnan(load)  # (a checkpoint's frames from before the COP was kept: unknown)
+    out = {
+        "ground_force_n": load,
+        "cop_m": cop,
+        "frames_without_ground_contact": int(np.sum(airborne & known)),
+        "cop_margin_m": None,
+        "min_cop_margin_m": None,
+        "frames_cop_outside": None,
+        "cop_inside_support_polygon": None,
+    }
+    if polygons is not None:
+        margin = np.full(N, np.nan)
+        for i in range(1, N):
+            if polygons[i] is not None and np.isfinite(cop[i]).all():
+                margin[i] = polygons[i].Margin(cop[i])
+        judged = np.isfinite(margin)
+        out.update(
+            cop_margin_m=margin,
+            min_cop_margin_m=float(margin[judged].min()) if judged.any() else None,
+            frames_cop_outside=int(np.sum(margin[judged] < 0.0)),
+            cop_inside_support_polygon=bool(not np.any(margin[judged] < 0.0)),
+        )
+    applied = np.clip(tau, -limits, limits)
+    out["max_torque_ratio"] = float(np.abs(applied / limits).max()) if len(tau) else 0.0
+    out["frames_torque_clamped"] = int(np.sum(np.any(np.abs(tau) > limits, axis=1)))
+    return out

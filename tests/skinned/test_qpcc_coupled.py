@@ -624,8 +624,32 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
         dyn.q_stand.copy(), np.zeros(model.nv), dyn.PosedSkin(dyn.q_stand), zero
     )
     passed = Pass(standing, np.tile(dyn.q_stand, (N, 1)), np.ones((4, N), dtype=bool))
-    figures, times, q = Replay(standing, passed, passed.tau)
+    # The design's verdict on the replay: its COP judged against the plan's support polygons.
+    # Standing still, the ground carries the weight and its COP is the ground projection of the
+    # whole robot's centre of mass (statics; the skin's as posed, it moves by microns here).
+    plant, sim = dyn.stepper.plant, dyn.NewSimulator()
+    context = plant.CreateDefaultContext()
+    plant.SetPositions(context, dyn.q_stand)
+    m_skin = sim.fem.MassDiagonal()[0::3]
+    com = (
+        model.total_mass * plant.CalcCenterOfMassPositionInWorld(context)
+        + m_skin @ standing.x.reshape(-1, 3)
+    )[:2] / (model.total_mass + m_skin.sum())
+    half = 0.02
+    square = SupportPolygon(com + half * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]))
+    away = SupportPolygon(com + [0.03, 0.0] + 0.01 * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]))
+    polygons = [square, square, square, away, None]
+    figures, times, q = Replay(standing, passed, passed.tau, support_polygons=polygons)
     assert figures["failure"] is None and figures["stopped"] is None
+    load, cop, margin = figures["ground_force_n"], figures["cop_m"], figures["cop_margin_m"]
+    assert np.isnan(load[0]) and np.isnan(cop[0]).all()  # (before any step)
+    np.testing.assert_allclose(load[1:], _Weight(model, dyn), rtol=0.01)  # 0.1 % measured
+    assert np.abs(cop[1:] - com).max() < 5e-4  # m; 3e-5 measured
+    np.testing.assert_allclose(margin[1:3], half - np.abs(cop[1:3] - com).max(axis=1), atol=1e-12)
+    assert margin[3] == pytest.approx(0.01 - 0.03, abs=5e-4) and np.isnan(margin[4])
+    assert figures["frames_cop_outside"] == 1 and figures["cop_inside_support_polygon"] is False
+    assert figures["min_cop_margin_m"] == margin[3]
+    assert figures["frames_without_ground_contact"] == 0
     assert figures["frames_replayed"] == N - 1 and np.allclose(times, DT * np.arange(N))
     first, _ = dyn.NewSimulator().Step(standing, tau_ff=passed.tau[0])
     assert np.abs(q[1] - first.q).max() <= 1e-12
@@ -667,6 +691,14 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     passed = Pass(air, falling, np.zeros((4, N), dtype=bool))
     figures, _, _ = Replay(air, passed, passed.tau)
     assert figures["max_torso_position_error_m"] < 1e-9 and figures["max_joint_error_deg"] < 1e-5
+    # Airborne: no ground force, no COP; counted against the verdict where the plan has a foot
+    # down (every frame, without polygons), not where it has none.
+    assert np.all(figures["ground_force_n"][1:] == 0.0) and np.isnan(figures["cop_m"]).all()
+    assert figures["frames_without_ground_contact"] == N - 1
+    assert figures["cop_inside_support_polygon"] is None
+    unplanned, _, _ = Replay(air, passed, passed.tau, support_polygons=[None] * N)
+    assert unplanned["frames_without_ground_contact"] == 0
+    assert unplanned["frames_cop_outside"] == 0 and unplanned["min_cop_margin_m"] is None
     pushed = passed.tau.copy()
     pushed[:, 0] += 0.05
     wrong, _, _ = Replay(air, passed, pushed)
@@ -678,9 +710,11 @@ def test_a_pass_replayed_open_loop_in_the_coupled_simulator_follows_it(beetle):
     strong = passed.tau.copy()
     strong[:, 0] = 1.5 * limits[0]
     clipped = np.clip(strong, -limits, limits)
-    _, _, q_file = Replay(air, passed, strong)
+    clamped, _, q_file = Replay(air, passed, strong)
     _, _, q_clipped = Replay(air, passed, clipped)
-    _, _, q_strong = Replay(air, passed, strong, effort_limits=2.0 * limits)
+    within, _, q_strong = Replay(air, passed, strong, effort_limits=2.0 * limits)
+    assert clamped["frames_torque_clamped"] == N - 1 and clamped["max_torque_ratio"] == 1.0
+    assert within["frames_torque_clamped"] == 0 and within["max_torque_ratio"] == 0.75
     np.testing.assert_allclose(q_file, q_clipped, atol=1e-12)
     joint = model.actuated_indices[0]
     turned = (q_strong - passed.q)[-1, joint] / (q_file - passed.q)[-1, joint]
@@ -765,6 +799,11 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     # Frame 3 and on: a fresh factorisation where the whole run carried one.
     # (4.6e-8 measured; a resumed clock left at 0, one frame behind, is 2.8e-4 off)
     np.testing.assert_allclose(q_resumed, q_whole, rtol=0, atol=1e-6)
+    # The ground's force and COP of the frames before the interruption come from the checkpoint.
+    np.testing.assert_array_equal(resumed["ground_force_n"][:3], whole["ground_force_n"][:3])
+    np.testing.assert_array_equal(resumed["cop_m"][:3], whole["cop_m"][:3])
+    np.testing.assert_allclose(resumed["ground_force_n"], whole["ground_force_n"], rtol=1e-4)
+    np.testing.assert_allclose(resumed["cop_m"][1:], whole["cop_m"][1:], rtol=0, atol=1e-6)
     assert resumed["max_torso_position_error_m"] == pytest.approx(
         whole["max_torso_position_error_m"], abs=1e-6
     )
@@ -774,6 +813,15 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     again, _, q_again = Replay(idle, checkpoint=path)
     assert again["frames_run"] == 0 and again["frames_replayed"] == N - 1
     np.testing.assert_array_equal(q_again, q_resumed)
+
+    # A checkpoint written before the ground's force was kept resumes with those frames'
+    # ground unknown (NaN), not counted as airborne.
+    older = {k: v for k, v in ReadReplayCheckpoint(path).items() if not k.startswith("sim_g")}
+    older.pop("sim_cop")
+    np.savez(tmp_path / "older.npz", **older)
+    old, _, _ = Replay(idle, checkpoint=tmp_path / "older.npz")
+    assert old["frames_run"] == 0 and np.isnan(old["ground_force_n"]).all()
+    assert np.isnan(old["cop_m"]).all() and old["frames_without_ground_contact"] == 0
 
     # The same design run again differs in round-off: its checkpoint is taken.
     rounded, _, _ = Replay(idle, tau=passed.tau * (1 + 1e-12), checkpoint=path)
