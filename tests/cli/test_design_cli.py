@@ -420,7 +420,12 @@ def test_the_coupled_replay_runs_within_the_budget_it_is_given(monkeypatch):
         held.update(failure=None, stopped="wall time")
         errors = dict.fromkeys(("max_torso_position_error_m", "final_torso_position_error_m"), 0)
         angles = {"max_torso_angle_error_deg": [0.0, 0.0, 0.0], "max_joint_error_deg": 0.0}
-        return {**held, **errors, **angles, "wall_time_s": 0.0}, None, None
+        # (the ground's items as the replay makes them: nothing stepped, nothing known)
+        unknown = [(np.full(2, np.nan), np.nan)] * len(q)
+        ground = plan_playback._ReplayVerdict(
+            unknown, kwargs.get("support_polygons"), tau, kwargs["effort_limits"]
+        )
+        return {**held, **errors, **angles, **ground, "wall_time_s": 0.0}, None, None
 
     monkeypatch.setattr(plan_playback, "PlaybackFramesCoupled", Replay)
     dyn = SimpleNamespace(lift=0.01, NewSimulator=lambda: SimpleNamespace(config=CouplingConfig()))
