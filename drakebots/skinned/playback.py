@@ -609,6 +609,12 @@ def PlaybackFramesCoupled(
         )
     if effort_limits is not None:
         stepper.effort_limits = _EffortLimits(effort_limits, stepper.nu, "PlaybackFramesCoupled")
+    if support_polygons is not None and len(support_polygons) != len(q):
+        # (before any step: a replay can take hours)
+        raise ValueError(
+            f"PlaybackFramesCoupled: {len(q)} frames need {len(q)} support polygons (None where "
+            f"no foot is planned down), got {len(support_polygons)}"
+        )
     checkpoint, identity, saved = _OpenReplayCheckpoint(checkpoint, stepper, initial, q, tau)
     first, earlier_wall, ended = 0, 0.0, None
     state = initial
@@ -757,8 +763,6 @@ def _ReplayVerdict(ground, polygons, tau, limits) -> dict:
     airborne = ~(load > 1e-6)
     airborne[0] = False  # (frame 0 is before any step)
     if polygons is not None:
-        if len(polygons) < N:
-            raise ValueError(f"{len(polygons)} support polygons for {N} frames replayed")
         planned_down = np.array([polygon is not None for polygon in polygons[:N]])
         airborne &= planned_down
     known = ~np.isnan(load)  # (a checkpoint's frames from before the COP was kept: unknown)

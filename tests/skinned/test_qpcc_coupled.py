@@ -814,6 +814,11 @@ def test_an_interrupted_coupled_replay_resumes_from_its_checkpoint(beetle, tmp_p
     assert again["frames_run"] == 0 and again["frames_replayed"] == N - 1
     np.testing.assert_array_equal(q_again, q_resumed)
 
+    # Support polygons that are not one a frame are refused before any step (not at the end
+    # of a replay that can take hours).
+    with pytest.raises(ValueError, match=f"{N} frames need {N} support polygons.*got 1"):
+        Replay(idle, support_polygons=[None])
+
     # A checkpoint written before the ground's force was kept resumes with those frames'
     # ground unknown (NaN), not counted as airborne.
     older = {k: v for k, v in ReadReplayCheckpoint(path).items() if not k.startswith("sim_g")}
