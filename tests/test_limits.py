@@ -94,6 +94,15 @@ def test_a_refusal_is_one_line_naming_what_the_value_the_bound_and_the_variable(
     limits.CheckWork("cases", 10_001, "sweep.yaml")  # raised by the variable
 
 
+def _WithoutMeminfo(monkeypatch):
+    """/proc/meminfo unreadable to drakebots.limits: MemoryAvailable falls back to 8 GiB."""
+
+    def Unreadable(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(limits, "open", Unreadable, raising=False)
+
+
 def test_steps_and_log_samples_counted_as_duration_over_step(monkeypatch):
     for name in ("STEPS", "LOG_SAMPLES", "MEMORY_GB"):
         monkeypatch.delenv("DRAKEBOTS_MAX_" + name, raising=False)
@@ -108,10 +117,7 @@ def test_steps_and_log_samples_counted_as_duration_over_step(monkeypatch):
     # The logs' memory: 1e6 samples of 1000 doubles is 8 GB, above a 1 GiB cap. (The machine's
     # own MemAvailable is left out, its 8 GiB fallback in: a loaded machine with under 1 GiB
     # free named that instead of the cap, and failed this in a CI run beside two replays.)
-    def Unreadable(*args, **kwargs):
-        raise OSError("no /proc here")
-
-    monkeypatch.setattr(limits, "open", Unreadable, raising=False)
+    _WithoutMeminfo(monkeypatch)
     monkeypatch.setenv("DRAKEBOTS_MAX_MEMORY_GB", "1")
     with pytest.raises(InputError, match=r"7\.45 GiB of memory.*1 GiB available"):
         limits.CheckSimulation(1000.0, 1e-3, 1e-3, state_size=1000)
@@ -122,10 +128,7 @@ def test_memory_available_from_meminfo_else_8_gib(monkeypatch):
     physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert 0 < limits.MemoryAvailable() <= physical
 
-    def Unreadable(*args, **kwargs):
-        raise OSError("no /proc here")
-
-    monkeypatch.setattr(limits, "open", Unreadable, raising=False)
+    _WithoutMeminfo(monkeypatch)
     assert limits.MemoryAvailable() == 8 * 1024**3
     limits.CheckMemory(8 * 1024**3, "x")
     with pytest.raises(InputError, match="8 GiB available"):
