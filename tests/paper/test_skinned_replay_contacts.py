@@ -8,11 +8,14 @@ Two independent contact models stepping the same FEM skin and skeleton under the
 judged frame by frame against the same polygons: a contact step that carried the robot
 differently (a foot slipping where the other holds, the COP leaving the polygon) fails here.
 
-- The beetle's single-foot lift (60 frames; `paper`: .ci/run runs it, about 4 minutes).
+- The beetle's single-foot lift (60 frames; `paper`: .ci/run runs it, 2 minutes on an idle
+  2-core machine).
 - The monster's 0.06 m/s walk on its folded 42.9k-vertex skin, the whole 200 frames (`slow`: the
-  active set's replay alone takes one to two hours on a 2-core machine; run it with
-  `pytest -m slow tests/paper/test_skinned_replay_contacts.py`). Its replays keep their progress
-  in drakebots' cache (`coupled_replay_resume`), so a run stopped part way goes on where it was.
+  active set's replay alone takes one to several hours on a 2-core machine, its frames 10-100 s;
+  run it with `pytest -m slow tests/paper/test_skinned_replay_contacts.py`). Its replays keep
+  their progress in drakebots' cache (`coupled_replay_resume`): a run stopped part way goes on
+  where it was when the skin it makes again is the same one (the checkpoint names what the
+  replay depends on; another skin's replay starts over).
   Measured on the bench's inputs of this walk (the same skin and design settings, replayed by
   the same `PlaybackFramesCoupled`): docs/reproductions/skinned.md, Findings 35-36.
 """
