@@ -824,6 +824,8 @@ def MakeShellSurface(params: SkeletonParams, options: SkinOptions):
         sv = np.asarray(options.surface[0], float)
         lo = np.minimum(lo, sv.min(axis=0) - 3 * h)
         hi = np.maximum(hi, sv.max(axis=0) + 3 * h)
+    else:
+        lo, hi = _GridAroundShape(params, options, lo, hi, h)
     axes = [np.arange(lo[i], hi[i] + h, h) for i in range(3)]
     X = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
     f, t, fold = ShapeField(params, options, X)
@@ -860,6 +862,45 @@ def MakeShellSurface(params: SkeletonParams, options: SkinOptions):
         "paper_size": list(params.paper_size),
     }
     return [(vo, fo), (vi, fi)], info
+
+
+# Growth of the skin's grid past a face the shape reaches, m (whole voxels of it).
+GRID_GROWTH = 0.05
+
+
+def _GridAroundShape(params: SkeletonParams, options: SkinOptions, lo, hi, h: float):
+    """(lo, hi) grown until the shape's field is outside the solid on every face of the grid
+    (each face's nodes a voxel out at least: both sheets then close inside the grid, where
+    marching cubes places them, not against the padding beyond it), by whole voxels so that
+    the grid's nodes, and the soles' plane, stay where they were (a skin the old margin held
+    is made the same).
+
+    The 0.25 m margin around a piece's link origins did not hold the monster's and the cow's
+    torso pieces (their links' origins lie on the mid-line, the body is 0.55 m wide) nor the
+    lizard's tail: marching cubes closed both sheets on the grid's last plane of nodes, 31 µm
+    apart, and the monster's torso had 881 surface vertices on 31 µm walls, 6271 sliver
+    tetrahedra (issue 69, Findings 38). `z-` is the soles' side: it is checked like the others.
+    """
+    lo, hi = np.array(lo, float), np.array(hi, float)
+    step = h * math.ceil(GRID_GROWTH / h)
+    for _ in range(40):
+        axes = [np.arange(lo[i], hi[i] + h, h) for i in range(3)]
+        grown = False
+        for k in range(3):
+            for end, corner in ((0, lo), (-1, hi)):
+                face = list(axes)
+                face[k] = axes[k][end : end + 1] if end == 0 else axes[k][-1:]
+                X = np.stack(np.meshgrid(*face, indexing="ij"), axis=-1)
+                f, _, fold = ShapeField(params, options, X)
+                if float(np.min(f + fold)) < h:
+                    corner[k] += step if end else -step
+                    grown = True
+        if not grown:
+            return lo, hi
+    raise SkinInputError(
+        f"the skin's shape reaches past a grid of {np.round(hi - lo, 2).tolist()} m around its "
+        "skeleton: is a part's size in millimetres?"
+    )
 
 
 def _LargestComponent(v, faces):
