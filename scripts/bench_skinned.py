@@ -22,8 +22,8 @@ Default: design frames (`DesignFramesSection`, issues 49 and 52: like for like w
   PARDISO's factor as its Schur block (`CoupledFrameConfig.patch_schur`), e.g.
   `auto/schur,auto/schur/auto/columns/auto/halfsolve`.
 - `--design monster-walk` (or `beetle-walk,monster-walk`): issue 52's target workload, the
-  README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 42.9k-vertex skin
-  (`--monster-skin`), 2.6 times the paper's monster skin.
+  README's monster walk at 0.06 m/s with 5.9 N*m motors on its folded 44.4k-vertex skin
+  (`--monster-skin`), 2.7 times the paper's monster skin.
 
 `--factorizations`: one numeric factorisation of the frames' matrix by every backend that loads,
 with PARDISO's operation count and the rate it ran at (`gflop`, `gflop_per_s`), and the
@@ -336,7 +336,8 @@ class _StopAfterFrames(Exception):
 # (12.7k vertices; Table 1's beetle has 14,152) walking at the generator's 0.015 m/s: the
 # paper's Table 1 timed walking frames on full skins of 12.5k-18.3k vertices. "monster-walk"
 # is issue 52's target workload: the README's monster walk at 0.06 m/s, 5.9 N*m motors, on its
-# folded 42.9k-vertex skin (2.6 times the paper's monster skin).
+# folded 44.4k-vertex skin (2.7 times the paper's monster skin; 42.9k before the grid held its
+# torso's sides, Findings 38 of docs/reproductions/skinned.md).
 DESIGN_WORKLOADS = {
     "beetle-walk": {
         "robot": "beetle",

@@ -10,7 +10,7 @@ differently (a foot slipping where the other holds, the COP leaving the polygon)
 
 - The beetle's single-foot lift (60 frames; `paper`: .ci/run runs it, 2 minutes on an idle
   2-core machine).
-- The monster's 0.06 m/s walk on its folded 42.9k-vertex skin, the whole 200 frames (`slow`: the
+- The monster's 0.06 m/s walk on its folded 44.4k-vertex skin, the whole 200 frames (`slow`: the
   active set's replay alone takes one to several hours on a 2-core machine, its frames 10-100 s;
   run it with `pytest -m slow tests/paper/test_skinned_replay_contacts.py`). Its replays keep
   their progress in drakebots' cache (`coupled_replay_resume`): a run stopped part way goes on
