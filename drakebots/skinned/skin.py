@@ -877,10 +877,11 @@ def _GridAroundShape(params: SkeletonParams, options: SkinOptions, lo, hi, h: fl
     most 67 µm).
 
     The 0.25 m margin around a piece's link origins did not hold the monster's and the cow's
-    torso pieces (their links' origins lie on the mid-line, the body is 0.55 m wide) nor the
-    lizard's tail: marching cubes closed both sheets on the grid's last plane of nodes, 31 µm
-    apart, and the monster's torso had 881 surface vertices on 31 µm walls, 6271 sliver
-    tetrahedra (issue 69, Findings 38). `z-` is the soles' side: it is checked like the others.
+    torso pieces (their links' origins lie on the mid-line; the monster's torso is 0.55 m wide,
+    the cow's reaches more than 0.25 m fore and aft) nor the lizard's tail: marching cubes
+    closed both sheets on the grid's last plane of nodes, 31 µm apart, and the monster's torso
+    had 881 surface vertices on 31 µm walls, 6271 sliver tetrahedra (issue 69, Findings 38).
+    `z-` is the soles' side: it is checked like the others.
     """
     lo, hi = np.array(lo, float), np.array(hi, float)
     step = h * math.ceil(GRID_GROWTH / h)
@@ -890,7 +891,7 @@ def _GridAroundShape(params: SkeletonParams, options: SkinOptions, lo, hi, h: fl
         for k in range(3):
             for end, corner in ((0, lo), (-1, hi)):
                 face = list(axes)
-                face[k] = axes[k][end : end + 1] if end == 0 else axes[k][-1:]
+                face[k] = axes[k][[end]]
                 X = np.stack(np.meshgrid(*face, indexing="ij"), axis=-1)
                 f, _, fold = ShapeField(params, options, X)
                 if float(np.min(f + fold)) < h:

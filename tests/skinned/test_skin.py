@@ -88,12 +88,12 @@ def test_a_surface_grazing_the_grid_nodes_meshes_without_slivers(offset):
 )
 def test_the_grid_holds_the_whole_shape(robot, piece):
     """The skin's surface lies on the shape's own field, not on the grid's edge: the outer
-    sheet's vertices where the field (independent of marching cubes) is zero, within 0.4
-    voxel. The
-    0.25 m margin around the link origins clipped these three (the monster's and the cow's torso
-    pieces are 0.55 m wide about their mid-line links, the lizard's tail reaches past it): the
-    sheets closed on the grid's last nodes, up to 39 and 53 mm inside the field's surface on
-    31 µm walls, and measured 0.0027 m at most once the grid grows (skin._GridAroundShape)."""
+    sheet's vertices where the field (independent of marching cubes) is zero, within 0.4 voxel.
+    The 0.25 m margin around the link origins clipped these three (the monster's torso piece
+    is 0.55 m wide about its mid-line links, the cow's reaches past the margin fore and aft,
+    the lizard's tail past it aft): the sheets closed on the grid's last nodes, 39, 53 and
+    12 mm inside the field's surface, on 31 µm walls; 2.7 mm at most once the grid grows
+    (skin._GridAroundShape, Findings 38 of docs/reproductions/skinned.md)."""
     from drakebots.skinned.skin import DEFAULT_VOXEL, MakeShellSurface, ShapeField, SkinPieces
 
     params = LoadSkeletonParams(robot)
